@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Set up and run abcde with nothing but Python 3.11+ on the machine.
+
+    python3 dev.py demo   # create .venv, install abcde, run the main job on the bundled example data
+    python3 dev.py test   # create .venv, install abcde with test extras, run the whole test suite
+
+Extra arguments are passed on (to ``abcde demo`` or to ``pytest``). Uses only
+the standard library; installs into ./.venv, re-installing when pyproject.toml
+changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+
+
+def run(cmd: list[str], **kw) -> None:
+    print("+ " + " ".join(str(c) for c in cmd), flush=True)
+    subprocess.run([str(c) for c in cmd], check=True, **kw)
+
+
+def setup(extras: str) -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"abcde needs Python 3.11 or newer; this is {sys.version.split()[0]}.")
+    if not PY.exists():
+        print(f"creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    stamp = VENV / f".abcde-installed-{extras or 'base'}"
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    run([PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+    target = f"{ROOT}[{extras}]" if extras else str(ROOT)
+    run([PY, "-m", "pip", "install", "--quiet", "-e", target])
+    stamp.write_text(digest)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("demo", "test"):
+        print(__doc__)
+        return 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "demo":
+        setup("")
+        run([BIN / "abcde", "demo", *rest])
+    else:
+        setup("test")
+        env = dict(os.environ)
+        result = subprocess.run([str(PY), "-m", "pytest", *rest], cwd=ROOT, env=env)
+        return result.returncode
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except subprocess.CalledProcessError as exc:
+        sys.exit(exc.returncode or 1)

@@ -1,0 +1,321 @@
+"""The ``abcde`` command line: a thin layer over the public library functions.
+
+Every command prints readable tables by default and one JSON object with
+``--json``. Input errors exit with code 1 and a one-line message, no traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import _progress
+from .engine import connect
+from .errors import AbcdeError
+from .impact import impact as run_impact
+from .pointwise import pointwise as run_pointwise
+from .weights import COMBINE_RULES, derive_weights
+
+console = Console(width=None if sys.stdout.isatty() else 120)
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "n/a"
+        return f"{v:.6g}"
+    return str(v)
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.3f}%"
+
+
+HEADERS = {
+    "split_rate": "Split",
+    "merge_rate": "Merge",
+    "jaccard_distance": "Jaccard",
+    "contribution": "contrib.",
+    "cluster_id": "cluster",
+    "precision": "Precision",
+    "recall": "Recall",
+    "f1": "F1",
+}
+LEFT = {"side", "cluster_id", "item_id", "base_cluster", "exp_cluster"}
+
+
+def _table(rows: list[dict], title: str | None = None, columns: list[str] | None = None, limit: int = 25) -> Table:
+    cols = columns or (list(rows[0].keys()) if rows else [])
+    shown = rows[:limit]
+    caption = f"… and {len(rows) - limit} more rows (--json for all)" if len(rows) > limit else None
+    t = Table(title=title, title_justify="left", header_style="bold", caption=caption, caption_justify="left")
+    for c in cols:
+        t.add_column(HEADERS.get(c, c), justify="left" if c in LEFT else "right", overflow="fold")
+    for r in shown:
+        t.add_row(*[_fmt(r.get(c)) for c in cols])
+    return t
+
+
+def _emit_json(obj) -> None:
+    click.echo(json.dumps(obj, indent=2, default=str, allow_nan=False))
+
+
+def handle_errors(fn):
+    """Turn abcde errors into a clean message and exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AbcdeError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    return wrapper
+
+
+def engine_options(fn):
+    """--engine, --database, --memory-limit, --threads."""
+
+    @click.option("--engine", type=click.Choice(["duckdb"]), default="duckdb", show_default=True,
+                  help="Engine that runs the computation.")
+    @click.option("--database", type=click.Path(dir_okay=False), default=None,
+                  help="DuckDB database file (default: in memory).")
+    @click.option("--memory-limit", default=None, help="Engine memory limit, e.g. 4GB; beyond it DuckDB spills to disk.")
+    @click.option("--threads", type=click.IntRange(min=1), default=None, help="Engine threads.")
+    @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+    @functools.wraps(fn)
+    def wrapper(*args, engine, database, memory_limit, threads, quiet, **kwargs):
+        if quiet:
+            _progress.set_enabled(False)
+        eng = connect(engine, database=database, memory_limit=memory_limit, threads=threads)
+        return fn(*args, engine=eng, **kwargs)
+
+    return wrapper
+
+
+def input_options(fn):
+    """--items, --item-id, --cluster-id, --weight-column."""
+
+    @click.option("--items", "items", type=click.Path(), default=None,
+                  help="Items table (Parquet/CSV): item id, optional weight, attribute columns.")
+    @click.option("--item-id", default="item_id", show_default=True, help="Item id column in all inputs.")
+    @click.option("--cluster-id", default="cluster_id", show_default=True, help="Cluster id column in the clusterings.")
+    @click.option("--weight-column", default=None,
+                  help="Weight column of --items (default: 'weight' if present, else every item weighs 1).")
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="abcde")
+def main():
+    """ABCDE: Application-Based Cluster Diff Evals.
+
+    Compare a Baseline and an Experiment clustering of the same weighted items:
+    what changed (exact impact metrics) and, with judgements, whether it is better.
+    """
+
+
+# --------------------------------------------------------------------------- impact
+def print_impact(res, *, top: int) -> None:
+    d = res.to_dict()
+    summary = Table(title="Impact of Exp relative to Base", title_justify="left", show_header=False)
+    summary.add_column("metric", style="bold")
+    summary.add_column("value", justify="right")
+    summary.add_row("items", f"{res.items:,}")
+    summary.add_row("total weight", _fmt(res.total_weight))
+    summary.add_row("SplitRate", _pct(res.split_rate))
+    summary.add_row("MergeRate", _pct(res.merge_rate))
+    summary.add_row("JaccardDistance", _pct(res.jaccard_distance))
+    aff_share = res.affected_weight / res.total_weight if res.total_weight else 0.0
+    summary.add_row("affected items", f"{res.affected_items:,} ({_pct(aff_share)} of weight)")
+    summary.add_row("unaffected items", f"{res.unaffected_items:,}")
+    console.print(summary)
+    print_restriction(d["restriction"], ("base", "exp"))
+    if res.affected_items == 0:
+        console.print("[green]Base and Exp are identical on the common items: nothing changed.[/green]")
+        return
+    cols = ["side", "cluster_id", "size", "weight", "split_rate", "merge_rate", "jaccard_distance", "contribution"]
+    console.print(_table(res.top_clusters["interleaved"], f"Top {top} most affected clusters (Base and Exp interleaved)", cols))
+    for name, rows in res.slices.items():
+        console.print(_table(rows, f"Slices by {name}"))
+
+
+def print_restriction(r: dict, names: tuple[str, str]) -> None:
+    b, e = names
+    lines = []
+    if r["base_only_items"]:
+        lines.append(f"{r['base_only_items']:,} items (weight {_fmt(r['base_only_weight'])}) only in {b}, "
+                     f"excluded; e.g. {', '.join(map(repr, r['base_only_examples']))}")
+    if r["exp_only_items"]:
+        lines.append(f"{r['exp_only_items']:,} items (weight {_fmt(r['exp_only_weight'])}) only in {e}, "
+                     f"excluded; e.g. {', '.join(map(repr, r['exp_only_examples']))}")
+    if r["items_only_items"]:
+        lines.append(f"{r['items_only_items']:,} rows of the items table are in neither clustering; "
+                     f"e.g. {', '.join(map(repr, r['items_only_examples']))}")
+    if lines:
+        console.print("[yellow]Restricted to the common items:[/yellow]")
+        for line in lines:
+            console.print(f"  • {line}")
+
+
+@main.command()
+@click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
+@click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
+@input_options
+@click.option("--slice-by", multiple=True, help="Attribute column(s) to slice by; repeat, or 'a,b' to group by both.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Most affected clusters to list.")
+@click.option("--item", "lookup", multiple=True, help="Show the metrics of this item id (repeatable).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Write items.parquet, base_clusters.parquet, exp_clusters.parquet and impact.json here.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@engine_options
+@handle_errors
+def impact(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, lookup, out, as_json, engine):
+    """Exact impact metrics: SplitRate, MergeRate, JaccardDistance.
+
+    Overall, per item, per Base and Exp cluster (most affected first) and per slice.
+    """
+    res = run_impact(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
+                     slice_by=slice_by, top=top, engine=engine)
+    found = res.lookup(lookup) if lookup else []
+    written = res.write(out) if out else []
+    if as_json:
+        d = res.to_dict()
+        if lookup:
+            d["lookup"] = found
+        if out:
+            d["written"] = [str(p) for p in written]
+        _emit_json(d)
+        return
+    print_impact(res, top=top)
+    if lookup:
+        console.print(_table(found, "Item lookup") if found else "[yellow]No such item among the common items.[/yellow]")
+        missing = {str(x) for x in lookup} - {str(r["item_id"]) for r in found}
+        if missing:
+            console.print(f"[yellow]Not among the common items: {', '.join(sorted(missing))}[/yellow]")
+    for p in written:
+        console.print(f"wrote {p}")
+
+
+# --------------------------------------------------------------------------- pointwise
+@main.command()
+@click.option("--truth", required=True, type=click.Path(), help="Ground truth clustering (Parquet/CSV).")
+@click.option("--clustering", required=True, type=click.Path(), help="Clustering to evaluate (Parquet/CSV).")
+@input_options
+@click.option("--slice-by", multiple=True, help="Attribute column(s) to slice by.")
+@click.option("--worst", default=10, show_default=True, type=click.IntRange(min=0), help="Clusters with the lowest F1 to list.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Write per-item and per-cluster Parquet here.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@engine_options
+@handle_errors
+def pointwise(truth, clustering, items, item_id, cluster_id, weight_column, slice_by, worst, out, as_json, engine):
+    """Pointwise Precision, Recall and F1 of a clustering against a ground truth."""
+    res = run_pointwise(truth, clustering, items=items, item_id=item_id, cluster_id=cluster_id,
+                        weight=weight_column, slice_by=slice_by, engine=engine)
+    written = res.write(out) if out else []
+    worst_rows = res.per_cluster().slice(0, worst).to_pylist() if worst else []
+    if as_json:
+        d = res.to_dict()
+        d["worst_clusters"] = worst_rows
+        if out:
+            d["written"] = [str(p) for p in written]
+        _emit_json(d)
+        return
+    t = Table(title="Pointwise metrics against the truth", title_justify="left", show_header=False)
+    t.add_column("metric", style="bold")
+    t.add_column("value", justify="right")
+    t.add_row("items", f"{res.items:,}")
+    t.add_row("Precision", _pct(res.precision))
+    t.add_row("Recall", _pct(res.recall))
+    t.add_row("F1", _pct(res.f1))
+    console.print(t)
+    print_restriction(res.restriction.to_dict(), ("truth", "clustering"))
+    if worst_rows:
+        console.print(_table(worst_rows, f"{len(worst_rows)} clusters with the lowest F1"))
+    for name, rows in res.slices.items():
+        console.print(_table(rows, f"Slices by {name}"))
+    for p in written:
+        console.print(f"wrote {p}")
+
+
+# --------------------------------------------------------------------------- weights
+@main.command()
+@click.option("--past", required=True, type=click.Path(), help="Past clustering (item id, cluster id).")
+@click.option("--importance", required=True, type=click.Path(), help="Past cluster importance (cluster id, importance).")
+@click.option("--importance-column", default="importance", show_default=True)
+@click.option("--base", required=True, type=click.Path(), help="Baseline clustering.")
+@click.option("--exp", required=True, type=click.Path(), help="Experiment clustering.")
+@input_options
+@click.option("--combine", type=click.Choice(COMBINE_RULES), default="max", show_default=True,
+              help="How the Base and Exp weights make one weight.")
+@click.option("--floor", type=float, default=None,
+              help="Weight for items whose derived weight is 0 (default: smallest positive derived weight).")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Output items table (.parquet or .csv).")
+@click.option("--json", "as_json", is_flag=True)
+@engine_options
+@handle_errors
+def weights(past, importance, importance_column, base, exp, items, item_id, cluster_id, weight_column, combine,
+            floor, out, as_json, engine):
+    """Item weights from a past clustering's cluster importance (paper: "Item weights").
+
+    Writes an items table usable as --items.
+    """
+    res = derive_weights(past, importance, base, exp, items=items, item_id=item_id, cluster_id=cluster_id,
+                         importance_column=importance_column, weight=weight_column, combine=combine, floor=floor,
+                         engine=engine)
+    path = Path(out)
+    if path.suffix.lower() == ".csv":
+        import pyarrow.csv as pacsv
+        pacsv.write_csv(res.table, path)
+    else:
+        import pyarrow.parquet as pq
+        pq.write_table(res.table, path)
+    d = {**res.to_dict(), "written": str(path)}
+    if as_json:
+        _emit_json(d)
+        return
+    console.print(_table([d], "Derived weights"))
+
+
+# --------------------------------------------------------------------------- demo
+@main.command()
+@click.option("--out", type=click.Path(file_okay=False), default="abcde-demo", show_default=True,
+              help="Where to write the outputs.")
+@click.option("--json", "as_json", is_flag=True)
+@engine_options
+@handle_errors
+def demo(out, as_json, engine):
+    """Run the main job on the bundled example data (FEBRL 3 people records).
+
+    Base and Exp are two record-linkage rules; see the example's README.
+    """
+    from .examples import example_paths
+
+    paths = example_paths("febrl3")
+    res = run_impact(paths["base"], paths["exp"], items=paths["items"], slice_by=["state", "source"],
+                     top=10, engine=engine)
+    written = res.write(Path(out) / "impact")
+    if as_json:
+        _emit_json({"impact": res.to_dict(), "written": [str(p) for p in written]})
+        return
+    console.print(f"[bold]Example data:[/bold] {paths['base'].parent}")
+    print_impact(res, top=10)
+    for p in written:
+        console.print(f"wrote {p}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

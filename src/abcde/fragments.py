@@ -1,0 +1,297 @@
+"""Fragments: the core tables every exact impact metric follows from.
+
+For Base cluster ``B`` and Exp cluster ``E`` the *fragment* ``B ∩ E`` holds the
+items that ``B`` and ``E`` share. Three weights decide every per-item metric
+(paper, section "ABCDE impact metrics"): for an item ``i`` in fragment
+``F = Base(i) ∩ Exp(i)``::
+
+    weight(Base(i) \\ Exp(i)) = W(B) - W(F)
+    weight(Exp(i) \\ Base(i)) = W(E) - W(F)
+    weight(Base(i) ∪ Exp(i))  = W(B) + W(E) - W(F)
+
+so all items of a fragment share their SplitRate, MergeRate and
+JaccardDistance, and per-cluster, per-slice and overall numbers are group-bys
+over the fragment table (``W(B)`` and ``W(E)`` are window sums over it).
+
+:func:`build_diff` reads and validates the inputs, restricts them to the items
+both clusterings share (reporting what was removed), and materializes the
+fragment table in the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import ibis
+
+from . import _progress
+from .engine import Engine, resolve
+from .errors import InputError, examples_text
+from .io import Loaded, check_duplicates, load_clustering, load_items, unify_id_types
+
+N_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class Restriction:
+    """What restricting Base and Exp to their common items removed.
+
+    Attributes
+    ----------
+    common_items
+        Items in both clusterings (the population ``T`` of every metric).
+    base_only_items, base_only_weight, base_only_examples
+        Items only in Base: how many, their weight (from the items table, or 1
+        each; items with no row in the items table count 0 weight), a few ids.
+    exp_only_items, exp_only_weight, exp_only_examples
+        The same for items only in Exp.
+    items_only_items, items_only_examples
+        Rows of the items table whose item is in neither clustering.
+    """
+
+    common_items: int
+    base_only_items: int = 0
+    base_only_weight: float = 0.0
+    base_only_examples: list = field(default_factory=list)
+    exp_only_items: int = 0
+    exp_only_weight: float = 0.0
+    exp_only_examples: list = field(default_factory=list)
+    items_only_items: int = 0
+    items_only_examples: list = field(default_factory=list)
+
+    @property
+    def restricted(self) -> bool:
+        """True when any item was removed."""
+        return bool(self.base_only_items or self.exp_only_items)
+
+    def to_dict(self) -> dict:
+        return {
+            "common_items": self.common_items,
+            "base_only_items": self.base_only_items,
+            "base_only_weight": self.base_only_weight,
+            "base_only_examples": list(self.base_only_examples),
+            "exp_only_items": self.exp_only_items,
+            "exp_only_weight": self.exp_only_weight,
+            "exp_only_examples": list(self.exp_only_examples),
+            "items_only_items": self.items_only_items,
+            "items_only_examples": list(self.items_only_examples),
+        }
+
+
+@dataclass
+class Diff:
+    """Validated, restricted inputs and the materialized fragment table.
+
+    Attributes
+    ----------
+    engine
+        The engine holding the tables.
+    joined
+        Ibis table of the common items: ``item_id, base_cluster, exp_cluster, weight``.
+    fragments
+        Materialized table, one row per non-empty fragment: ``base_cluster,
+        exp_cluster, n, w`` (items and weight of the fragment), ``nb, wb``
+        (items and weight of the Base cluster), ``ne, we`` (of the Exp cluster).
+    items
+        The items table (``item_id, weight, <attributes>``) or ``None``.
+    attributes
+        Attribute column names of the items table.
+    restriction
+        What restricting to the common items removed.
+    """
+
+    engine: Engine
+    joined: ibis.Table
+    fragments: ibis.Table
+    items: ibis.Table | None
+    attributes: list[str]
+    restriction: Restriction
+    labels: dict[str, str]
+
+
+def build_diff(
+    base,
+    exp,
+    *,
+    items=None,
+    item_id: str = "item_id",
+    cluster_id: str = "cluster_id",
+    base_cluster_id: str | None = None,
+    exp_cluster_id: str | None = None,
+    weight: str | None = None,
+    engine: Engine | str | None = None,
+    roles: tuple[str, str] = ("base", "exp"),
+) -> Diff:
+    """Read, validate and restrict the inputs; materialize the fragment table.
+
+    Parameters
+    ----------
+    base, exp
+        The Baseline and Experiment clusterings: paths (Parquet or CSV) or
+        pandas/polars/Arrow/Ibis tables with an item id and a cluster id column.
+    items
+        Optional items table: item id, optional weight, attribute columns.
+    item_id, cluster_id
+        Column names in all inputs (``base_cluster_id``/``exp_cluster_id``
+        override the cluster id column per side).
+    weight
+        Weight column of ``items``; ``None`` uses ``weight`` if present, else 1.
+    engine
+        An :class:`~abcde.engine.Engine`, an engine name, or ``None`` (DuckDB).
+    roles
+        How the two clusterings are named in messages.
+
+    Raises
+    ------
+    InputError
+        See :mod:`abcde.io`; also when the clusterings have no item in common,
+        or an item of the clusterings has no row in the items table.
+    """
+    eng = resolve(engine)
+    rb, re_ = roles
+    with _progress.step("Reading and validating inputs"):
+        loaded: dict[str, Loaded] = {
+            "base": load_clustering(
+                eng, base, role=rb, item_id=item_id, cluster_id=base_cluster_id or cluster_id, out_cluster="base_cluster"
+            ),
+            "exp": load_clustering(
+                eng, exp, role=re_, item_id=item_id, cluster_id=exp_cluster_id or cluster_id, out_cluster="exp_cluster"
+            ),
+        }
+        attributes: list[str] = []
+        if items is not None:
+            loaded["items"], attributes = load_items(eng, items, item_id=item_id, weight=weight)
+        loaded = unify_id_types(loaded)
+    b, e = loaded["base"].table, loaded["exp"].table
+    it = loaded["items"].table if "items" in loaded else None
+    labels = {k: v.label for k, v in loaded.items()}
+
+    with _progress.step("Joining clusterings and computing fragments"):
+        b2 = b.mutate(_in_b=ibis.literal(True))
+        e2 = e.rename(_id_e="item_id").mutate(_in_e=ibis.literal(True))
+        fo = b2.outer_join(e2, b2.item_id == e2._id_e)
+        fo = fo.select(
+            item_id=ibis.coalesce(fo.item_id, fo._id_e),
+            base_cluster=fo.base_cluster,
+            exp_cluster=fo.exp_cluster,
+            in_b=fo._in_b.fill_null(False),
+            in_e=fo._in_e.fill_null(False),
+        )
+        if it is not None:
+            wt = it.select(_id_w="item_id", weight="weight", _has_w=ibis.literal(True))
+            # A full outer join: rows with neither side are items-table rows in neither clustering.
+            fov = fo.view()
+            fw = fov.outer_join(wt, fov.item_id == wt._id_w)
+            fw = fw.select(
+                item_id=ibis.coalesce(fw.item_id, fw._id_w),
+                base_cluster=fw.base_cluster,
+                exp_cluster=fw.exp_cluster,
+                in_b=fw.in_b.fill_null(False),
+                in_e=fw.in_e.fill_null(False),
+                weight=fw.weight,
+                has_w=fw._has_w.fill_null(False),
+            )
+        else:
+            fw = fo.mutate(weight=ibis.literal(1.0, type="float64"), has_w=ibis.literal(True))
+        g = fw.group_by(["base_cluster", "exp_cluster", "in_b", "in_e"]).aggregate(
+            n=fw.count(),
+            w=fw.weight.sum(),
+            n_no_w=(~fw.has_w).sum(),
+        )
+        frag_all = eng.materialize(g, "fragments_all")
+        side = eng.one(
+            frag_all.aggregate(
+                common_n=frag_all.n.sum(where=frag_all.in_b & frag_all.in_e),
+                common_no_w=frag_all.n_no_w.sum(where=frag_all.in_b & frag_all.in_e),
+                b_only_n=frag_all.n.sum(where=frag_all.in_b & ~frag_all.in_e),
+                b_only_w=frag_all.w.sum(where=frag_all.in_b & ~frag_all.in_e),
+                e_only_n=frag_all.n.sum(where=~frag_all.in_b & frag_all.in_e),
+                e_only_w=frag_all.w.sum(where=~frag_all.in_b & frag_all.in_e),
+                items_only_n=frag_all.n.sum(where=~frag_all.in_b & ~frag_all.in_e),
+            ),
+            step="restriction",
+        )
+        # Duplicate ids in Base or Exp, found from row counts (no group-by over the items):
+        # an id with a rows in Base and b rows in Exp (a, b >= 1) yields a*b rows in the
+        # inner join and in the full outer join, so
+        #   rows(outer) + rows(inner) - rows(Base) - rows(Exp) = sum(a(b-1) + b(a-1)),
+        # which is 0 exactly when every common id is unique on both sides. (The items
+        # table was checked for duplicates on load, so it multiplies no rows here.)
+        outer_rows = int(side.get("common_n") or 0) + int(side.get("b_only_n") or 0) + int(side.get("e_only_n") or 0)
+        if outer_rows + int(side.get("common_n") or 0) != loaded["base"].rows + loaded["exp"].rows:
+            check_duplicates(eng, loaded["base"])
+            check_duplicates(eng, loaded["exp"])
+        for flag, other, key in (("in_b", "in_e", "base"), ("in_e", "in_b", "exp")):
+            if side.get(f"{key[0]}_only_n"):
+                only = fw.filter(fw[flag] & ~fw[other])
+                d = only.group_by("item_id").aggregate(rows=only.count())
+                if eng.one(d.filter(d.rows > 1).aggregate(n=ibis._.count()), step="duplicate ids")["n"]:
+                    check_duplicates(eng, loaded[key])
+        common_n = int(side.get("common_n") or 0)
+        b_only = int(side.get("b_only_n") or 0)
+        e_only = int(side.get("e_only_n") or 0)
+
+        def examples(pred) -> list:
+            rows = eng.rows(fw.filter(pred).select("item_id").order_by("item_id").limit(N_EXAMPLES), step="examples")
+            return [r["item_id"] for r in rows]
+
+        if common_n == 0:
+            raise InputError(
+                f"The {labels['base']} and the {labels['exp']} have no item in common "
+                f"({b_only} items only in {rb}, first: {examples_text(examples(fw.in_b & ~fw.in_e))}; "
+                f"{e_only} only in {re_}, first: {examples_text(examples(~fw.in_b & fw.in_e))}). "
+                "Check that both use the same item ids."
+            )
+        no_w = int(side.get("common_no_w") or 0)
+        if no_w:
+            ex = examples(fw.in_b & fw.in_e & ~fw.has_w)
+            raise InputError(
+                f"{no_w} items of the clusterings have no row in the {labels['items']} "
+                f"(first: {examples_text(ex)}). Every item needs a row (and weight) there."
+            )
+        items_only = int(side.get("items_only_n") or 0)
+        items_only_ex = examples(~fw.in_b & ~fw.in_e) if items_only else []
+        restriction = Restriction(
+            common_items=common_n,
+            base_only_items=b_only,
+            base_only_weight=float(side.get("b_only_w") or 0.0),
+            base_only_examples=examples(fw.in_b & ~fw.in_e) if b_only else [],
+            exp_only_items=e_only,
+            exp_only_weight=float(side.get("e_only_w") or 0.0),
+            exp_only_examples=examples(~fw.in_b & fw.in_e) if e_only else [],
+            items_only_items=items_only,
+            items_only_examples=items_only_ex,
+        )
+
+        f = frag_all.filter(frag_all.in_b & frag_all.in_e).select("base_cluster", "exp_cluster", "n", "w")
+        f = f.mutate(
+            nb=f.n.sum().over(group_by=f.base_cluster),
+            wb=f.w.sum().over(group_by=f.base_cluster),
+            ne=f.n.sum().over(group_by=f.exp_cluster),
+            we=f.w.sum().over(group_by=f.exp_cluster),
+        )
+        fragments = eng.materialize(f, "fragments")
+    joined = fw.filter(fw.in_b & fw.in_e).select("item_id", "base_cluster", "exp_cluster", "weight")
+    return Diff(
+        engine=eng,
+        joined=joined,
+        fragments=fragments,
+        items=it,
+        attributes=attributes,
+        restriction=restriction,
+        labels=labels,
+    )
+
+
+def fragment_metrics(f: ibis.Table) -> ibis.Table:
+    """Add the per-item metrics shared by the items of each fragment.
+
+    ``split_rate``, ``merge_rate``, ``jaccard_distance`` (paper eqs. 1-3) and
+    ``affected`` (``Base(i) != Exp(i)``, decided on item counts so it is exact).
+    A metric is exactly 0 when its set difference is empty.
+    """
+    split = ibis.ifelse(f.n == f.nb, 0.0, (f.wb - f.w) / f.wb)
+    merge = ibis.ifelse(f.n == f.ne, 0.0, (f.we - f.w) / f.we)
+    affected = (f.n < f.nb) | (f.n < f.ne)
+    jd = ibis.ifelse(affected, (f.wb - f.w + f.we - f.w) / (f.wb + f.we - f.w), 0.0)
+    return f.mutate(split_rate=split, merge_rate=merge, jaccard_distance=jd, affected=affected)

@@ -1,0 +1,378 @@
+"""Exact impact metrics: per item, per cluster, per slice and overall.
+
+Paper, section "ABCDE impact metrics". For an item ``i``::
+
+    SplitRate(i)       = weight(Base(i) \\ Exp(i)) / weight(Base(i))
+    MergeRate(i)       = weight(Exp(i) \\ Base(i)) / weight(Exp(i))
+    JaccardDistance(i) = (weight(Base(i) \\ Exp(i)) + weight(Exp(i) \\ Base(i)))
+                         / weight(Base(i) ∪ Exp(i))
+
+and for a set of items ``I`` each metric is the weighted mean over ``I``. All of
+it is computed from the fragment table (:mod:`abcde.fragments`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import ibis
+import pyarrow as pa
+
+from . import _progress
+from .engine import Engine
+from .errors import InputError
+from .fragments import Diff, Restriction, build_diff, fragment_metrics
+
+METRICS = ("split_rate", "merge_rate", "jaccard_distance")
+SIDES = ("base", "exp")
+
+
+def _normalize_slices(slice_by) -> list[tuple[str, ...]]:
+    if slice_by is None:
+        return []
+    if isinstance(slice_by, str):
+        slice_by = [slice_by]
+    out = []
+    for s in slice_by:
+        cols = tuple(c.strip() for c in s.split(",")) if isinstance(s, str) else tuple(s)
+        if not cols or any(not c for c in cols):
+            raise InputError(f"Empty column name in slice {s!r}.")
+        out.append(cols)
+    return out
+
+
+def check_slice_columns(diff: Diff, slices: list[tuple[str, ...]]) -> None:
+    """Raise a clear error when a slicing names a column the items table lacks."""
+    if not slices:
+        return
+    if diff.items is None:
+        raise InputError("Slicing needs an items table with attribute columns (--items).")
+    for cols in slices:
+        for c in cols:
+            if c not in diff.attributes:
+                raise InputError(
+                    f"Slice column '{c}' not found in the {diff.labels['items']}. "
+                    f"Attribute columns: {', '.join(repr(a) for a in diff.attributes) or '(none)'}."
+                )
+
+
+def _float(x) -> float:
+    return float(x) if x is not None else 0.0
+
+
+@dataclass(frozen=True)
+class ImpactResult:
+    """Exact impact metrics of Exp relative to Base.
+
+    Attributes
+    ----------
+    items, total_weight
+        Size and weight of the population ``T`` (the items both clusterings share).
+    split_rate, merge_rate, jaccard_distance
+        ``SplitRate(T)``, ``MergeRate(T)``, ``JaccardDistance(T)``.
+    affected_items, affected_weight, unaffected_items, unaffected_weight
+        Items with ``Base(i) != Exp(i)`` and the rest.
+    restriction
+        What restricting to common items removed (:class:`~abcde.fragments.Restriction`).
+    top_clusters
+        ``{"base": [...], "exp": [...], "interleaved": [...]}``: the clusters with
+        the largest contribution ``weight(C)·JaccardDistance(C)/weight(T)``.
+    slices
+        ``{"col" or "col1,col2": [row, ...]}``: metrics per attribute value.
+
+    Per-item and per-cluster tables are computed on demand by :meth:`per_item`
+    and :meth:`per_cluster`, as Arrow tables.
+    """
+
+    items: int
+    total_weight: float
+    split_rate: float
+    merge_rate: float
+    jaccard_distance: float
+    affected_items: int
+    affected_weight: float
+    unaffected_items: int
+    unaffected_weight: float
+    restriction: Restriction
+    top_clusters: dict
+    slices: dict
+    engine: str
+    _diff: Diff = field(repr=False, compare=False)
+
+    # -- tables ------------------------------------------------------------
+    def per_item_expr(self) -> ibis.Table:
+        return per_item_expr(self._diff)
+
+    def per_item(self) -> pa.Table:
+        """Per-item metrics: ``item_id, base_cluster, exp_cluster, weight,
+        split_rate, merge_rate, jaccard_distance``."""
+        return self._diff.engine.to_arrow(self.per_item_expr(), step="per-item metrics")
+
+    def per_cluster_expr(self, side: str) -> ibis.Table:
+        return per_cluster_expr(self._diff, side, self.total_weight)
+
+    def per_cluster(self, side: str) -> pa.Table:
+        """Per-cluster metrics of ``side`` (``"base"`` or ``"exp"``): ``cluster_id,
+        size, weight, split_rate, merge_rate, jaccard_distance, contribution``."""
+        return self._diff.engine.to_arrow(self.per_cluster_expr(side), step=f"per-{side}-cluster metrics")
+
+    def lookup(self, item_ids: Sequence) -> list[dict]:
+        """Per-item metrics of the given ids (ids not in ``T`` are absent)."""
+        ids = list(item_ids)
+        if not ids:
+            return []
+        t = self.per_item_expr()
+        if t.item_id.type().is_integer():
+            try:
+                ids = [int(i) for i in ids]
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"Item ids are integers here; cannot look up {ids!r}.") from exc
+        else:
+            ids = [str(i) for i in ids]
+        return self._diff.engine.rows(t.filter(t.item_id.isin(ids)).order_by("item_id"), step="lookup")
+
+    # -- output ------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The canonical JSON-serializable form (what ``--json`` prints)."""
+        return {
+            "items": self.items,
+            "total_weight": self.total_weight,
+            "split_rate": self.split_rate,
+            "merge_rate": self.merge_rate,
+            "jaccard_distance": self.jaccard_distance,
+            "affected_items": self.affected_items,
+            "affected_weight": self.affected_weight,
+            "unaffected_items": self.unaffected_items,
+            "unaffected_weight": self.unaffected_weight,
+            "restriction": self.restriction.to_dict(),
+            "top_clusters": self.top_clusters,
+            "slices": self.slices,
+            "engine": self.engine,
+        }
+
+    def write(self, out_dir: str | os.PathLike) -> list[Path]:
+        """Write ``items.parquet``, ``base_clusters.parquet``, ``exp_clusters.parquet``
+        and ``impact.json`` into ``out_dir``.
+
+        Files are written to a temporary folder first and moved in at the end, so
+        a failure leaves no partial output.
+        """
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        eng = self._diff.engine
+        tmp = Path(tempfile.mkdtemp(prefix=".abcde-", dir=out))
+        try:
+            with _progress.step(f"Writing per-item and per-cluster tables to {out}"):
+                eng.write_parquet(self.per_item_expr(), tmp / "items.parquet", step="write per-item")
+                for side in SIDES:
+                    eng.write_parquet(self.per_cluster_expr(side), tmp / f"{side}_clusters.parquet", step=f"write {side}")
+                (tmp / "impact.json").write_text(json.dumps(self.to_dict(), indent=2, default=str) + "\n")
+            written = []
+            for p in sorted(tmp.iterdir()):
+                dest = out / p.name
+                os.replace(p, dest)
+                written.append(dest)
+            return written
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def per_item_expr(diff: Diff) -> ibis.Table:
+    f = fragment_metrics(diff.fragments)
+    j = diff.joined
+    t = j.join(f, [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster])
+    return t.select(
+        j.item_id, j.base_cluster, j.exp_cluster, j.weight, f.split_rate, f.merge_rate, f.jaccard_distance
+    )
+
+
+def per_cluster_expr(diff: Diff, side: str, total_weight: float) -> ibis.Table:
+    if side not in SIDES:
+        raise InputError(f"side must be 'base' or 'exp'. Got {side!r} instead.")
+    f = fragment_metrics(diff.fragments)
+    key = f"{side}_cluster"
+    g = f.group_by(cluster_id=f[key]).aggregate(
+        size=f.n.sum(),
+        weight=f.w.sum(),
+        _s=(f.w * f.split_rate).sum(),
+        _m=(f.w * f.merge_rate).sum(),
+        _j=(f.w * f.jaccard_distance).sum(),
+    )
+    return g.select(
+        "cluster_id",
+        "size",
+        "weight",
+        split_rate=g._s / g.weight,
+        merge_rate=g._m / g.weight,
+        jaccard_distance=g._j / g.weight,
+        contribution=g._j / total_weight,
+    )
+
+
+def overall(diff: Diff) -> dict:
+    """Overall metrics and affected counts from the fragment table."""
+    f = fragment_metrics(diff.fragments)
+    r = diff.engine.one(
+        f.aggregate(
+            items=f.n.sum(),
+            total_weight=f.w.sum(),
+            _s=(f.w * f.split_rate).sum(),
+            _m=(f.w * f.merge_rate).sum(),
+            _j=(f.w * f.jaccard_distance).sum(),
+            affected_items=f.n.sum(where=f.affected),
+            affected_weight=f.w.sum(where=f.affected),
+        ),
+        step="overall metrics",
+    )
+    W = float(r["total_weight"])
+    items = int(r["items"])
+    aff_n = int(r["affected_items"] or 0)
+    aff_w = _float(r["affected_weight"])
+    return {
+        "items": items,
+        "total_weight": W,
+        "split_rate": _float(r["_s"]) / W,
+        "merge_rate": _float(r["_m"]) / W,
+        "jaccard_distance": _float(r["_j"]) / W,
+        "affected_items": aff_n,
+        "affected_weight": aff_w,
+        "unaffected_items": items - aff_n,
+        "unaffected_weight": W - aff_w,
+    }
+
+
+def top_clusters(diff: Diff, total_weight: float, k: int) -> dict:
+    """The ``k`` Base and Exp clusters with the largest contribution, and both
+    interleaved in one ranking (paper, "Insights and debugging" footnote)."""
+    if k < 0:
+        raise InputError(f"top must be a non-negative integer. Got {k!r} instead.")
+    out: dict[str, list] = {}
+    for side in SIDES:
+        t = per_cluster_expr(diff, side, total_weight)
+        t = t.filter(t.contribution > 0).order_by([ibis.desc("contribution"), "cluster_id"]).limit(k)
+        out[side] = [{"side": side, **r} for r in diff.engine.rows(t, step=f"top {side} clusters")]
+    both = out["base"] + out["exp"]
+    both.sort(key=lambda r: (-r["contribution"], r["side"]))
+    out["interleaved"] = both[:k]
+    return out
+
+
+def slice_table(diff: Diff, cols: tuple[str, ...], total_weight: float, expr: ibis.Table | None = None) -> ibis.Table:
+    """Per-slice metrics for the attribute columns ``cols``."""
+    pi = expr if expr is not None else per_item_expr(diff)
+    it = diff.items.select("item_id", *cols)
+    t = pi.join(it, "item_id")
+    g = t.group_by(list(cols)).aggregate(
+        items=t.count(),
+        weight=t.weight.sum(),
+        _s=(t.weight * t.split_rate).sum(),
+        _m=(t.weight * t.merge_rate).sum(),
+        _j=(t.weight * t.jaccard_distance).sum(),
+    )
+    return g.select(
+        *cols,
+        "items",
+        "weight",
+        split_rate=g._s / g.weight,
+        merge_rate=g._m / g.weight,
+        jaccard_distance=g._j / g.weight,
+        contribution=g._j / total_weight,
+    ).order_by([ibis.desc("contribution"), *cols])
+
+
+def impact(
+    base,
+    exp,
+    *,
+    items=None,
+    item_id: str = "item_id",
+    cluster_id: str = "cluster_id",
+    base_cluster_id: str | None = None,
+    exp_cluster_id: str | None = None,
+    weight: str | None = None,
+    slice_by: Sequence = (),
+    top: int = 10,
+    engine: Engine | str | None = None,
+) -> ImpactResult:
+    """Exact impact metrics of the Exp clustering relative to the Base clustering.
+
+    Parameters
+    ----------
+    base, exp
+        Baseline and Experiment clusterings: a path to a Parquet or CSV file, or a
+        pandas/polars DataFrame, pyarrow Table or Ibis table, with one row per
+        item: its id (column ``item_id``) and its cluster (column ``cluster_id``).
+    items
+        Optional items table with the item id, an optional weight column and
+        attribute columns for slicing. Without it every item weighs 1.
+    item_id, cluster_id, base_cluster_id, exp_cluster_id
+        Column names (the last two override ``cluster_id`` for one side).
+    weight
+        Name of the weight column in ``items``. ``None``: ``weight`` if present,
+        else 1. Weights are importance values (paper, "Item weights"): only their
+        relative sizes matter.
+    slice_by
+        Slicings to report: each a column name, a comma-separated string of
+        names, or a tuple of names (grouped together).
+    top
+        How many most affected clusters to list per side.
+    engine
+        An engine from :func:`abcde.connect`, an engine name, or ``None`` for an
+        in-memory DuckDB.
+
+    Returns
+    -------
+    ImpactResult
+
+    Notes
+    -----
+    Items in only one clustering are excluded (paper, "ABCDE inputs"); what was
+    removed is in ``result.restriction``.
+
+    Examples
+    --------
+    >>> import pyarrow as pa, abcde
+    >>> base = pa.table({"item_id": [1, 2, 3, 4], "cluster_id": ["a", "a", "a", "b"]})
+    >>> exp = pa.table({"item_id": [1, 2, 3, 4], "cluster_id": ["a", "a", "c", "c"]})
+    >>> r = abcde.impact(base, exp)
+    >>> round(r.split_rate, 4), round(r.merge_rate, 4), r.affected_items
+    (0.3333, 0.25, 4)
+    """
+    diff = build_diff(
+        base,
+        exp,
+        items=items,
+        item_id=item_id,
+        cluster_id=cluster_id,
+        base_cluster_id=base_cluster_id,
+        exp_cluster_id=exp_cluster_id,
+        weight=weight,
+        engine=engine,
+    )
+    slices = _normalize_slices(slice_by)
+    check_slice_columns(diff, slices)
+    with _progress.step("Computing impact metrics"):
+        o = overall(diff)
+        tops = top_clusters(diff, o["total_weight"], int(top))
+    slice_rows = {}
+    if slices:
+        with _progress.step("Computing slice metrics"):
+            pi = per_item_expr(diff)
+            for cols in slices:
+                slice_rows[",".join(cols)] = diff.engine.rows(
+                    slice_table(diff, cols, o["total_weight"], pi), step=f"slice {','.join(cols)}"
+                )
+    return ImpactResult(
+        **o,
+        restriction=diff.restriction,
+        top_clusters=tops,
+        slices=slice_rows,
+        engine=diff.engine.name,
+        _diff=diff,
+    )

@@ -1,0 +1,229 @@
+"""Reading and validating clusterings and item tables.
+
+Each loader returns an Ibis table with canonical column names and raises
+:class:`~abcde.errors.InputError` naming the file (or table), the column and
+offending ids when the input breaks a rule. Nothing is dropped or coerced
+silently: restriction to common items is reported by the caller.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import ibis
+import ibis.expr.datatypes as dt
+
+from .engine import Engine
+from .errors import InputError, examples_text
+
+DEFAULT_WEIGHT_COLUMN = "weight"
+
+
+def describe(source, role: str) -> str:
+    """How an input is named in messages: ``base file 'b.parquet'`` or ``base table``."""
+    if isinstance(source, (str, os.PathLike)):
+        return f"{role} file '{os.fspath(source)}'"
+    return f"{role} table"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A validated input table and how to name it in messages."""
+
+    table: ibis.Table
+    label: str
+    rows: int = 0
+
+
+def _require_columns(t: ibis.Table, label: str, columns: dict[str, str]) -> None:
+    existing = list(t.columns)
+    for what, col in columns.items():
+        if col not in existing:
+            raise InputError(
+                f"Column '{col}' ({what}) not found in {label}. "
+                f"Existing columns: {', '.join(repr(c) for c in existing)}."
+            )
+
+
+def _check_id_type(t: ibis.Table, col: str, label: str) -> None:
+    typ = t[col].type()
+    if not (typ.is_integer() or typ.is_string()):
+        raise InputError(
+            f"Column '{col}' in {label} has type {typ}; item ids must be integers or strings."
+        )
+
+
+def load_clustering(
+    engine: Engine, source, *, role: str, item_id: str, cluster_id: str, out_cluster: str
+) -> Loaded:
+    """Read a clustering: one row per item, ``item_id`` and its cluster id.
+
+    Returns a table with columns ``item_id`` and ``out_cluster``.
+
+    Raises
+    ------
+    InputError
+        Missing file or column, an empty clustering, null item or cluster ids, or
+        an item that appears in more than one row (e.g. in two clusters).
+    """
+    label = describe(source, role)
+    raw = engine.read(source, role=role)
+    _require_columns(raw, label, {"item id": item_id, "cluster id": cluster_id})
+    _check_id_type(raw, item_id, label)
+    t = raw.select(item_id=raw[item_id], **{out_cluster: raw[cluster_id]})
+
+    stats = engine.one(
+        t.aggregate(
+            rows=t.count(),
+            null_items=t.item_id.isnull().sum(),
+            null_clusters=t[out_cluster].isnull().sum(),
+        ),
+        step=f"validate {role}",
+    )
+    if stats["rows"] == 0:
+        raise InputError(f"The {label} is empty: a clustering needs at least one item.")
+    if stats["null_items"]:
+        raise InputError(
+            f"{stats['null_items']} rows of {label} have a null item id in column '{item_id}'. "
+            "Every row needs an item id."
+        )
+    if stats["null_clusters"]:
+        bad = engine.rows(t.filter(t[out_cluster].isnull()).item_id.name("id").as_table().limit(5))
+        raise InputError(
+            f"{stats['null_clusters']} items of {label} have a null cluster id in column "
+            f"'{cluster_id}' (first: {examples_text(r['id'] for r in bad)}). "
+            "Every item must belong to a cluster."
+        )
+    return Loaded(t, label, int(stats["rows"]))
+
+
+def load_items(engine: Engine, source, *, item_id: str, weight: str | None) -> tuple[Loaded, list[str]]:
+    """Read the items table: item id, optional weight, attribute columns.
+
+    ``weight=None`` uses a column named ``weight`` when there is one and weight 1
+    otherwise; a name given explicitly must exist. Returns the table with columns
+    ``item_id``, ``weight`` (float64) and the attributes, plus the attribute names.
+    """
+    label = describe(source, "items")
+    raw = engine.read(source, role="items")
+    _require_columns(raw, label, {"item id": item_id})
+    _check_id_type(raw, item_id, label)
+    if weight is not None:
+        _require_columns(raw, label, {"weight": weight})
+    wcol = weight if weight is not None else (DEFAULT_WEIGHT_COLUMN if DEFAULT_WEIGHT_COLUMN in raw.columns else None)
+    attrs = [c for c in raw.columns if c not in (item_id, wcol)]
+    if wcol is not None:
+        wtype = raw[wcol].type()
+        if not wtype.is_numeric() or wtype.is_boolean():
+            raise InputError(f"Column '{wcol}' (weight) in {label} has type {wtype}; weights must be numbers.")
+        wexpr = raw[wcol].cast("float64")
+    else:
+        wexpr = ibis.literal(1.0, type=dt.float64)
+    reserved = {"item_id", "weight"}
+    clash = [a for a in attrs if a in reserved]
+    if clash:
+        raise InputError(
+            f"Attribute column(s) {', '.join(repr(c) for c in clash)} in {label} clash with abcde's own "
+            "column names; rename them."
+        )
+    t = raw.select(item_id=raw[item_id], weight=wexpr, **{a: raw[a] for a in attrs})
+
+    w = t.weight
+    stats = engine.one(
+        t.aggregate(
+            rows=t.count(),
+            null_items=t.item_id.isnull().sum(),
+            null_w=w.isnull().sum(),
+            nan_w=w.isnan().sum(),
+            inf_w=w.isinf().sum(),
+            nonpos_w=(w <= 0).sum(),
+        ),
+        step="validate items",
+    )
+    if stats["rows"] == 0:
+        raise InputError(f"The {label} is empty.")
+    if stats["null_items"]:
+        raise InputError(f"{stats['null_items']} rows of {label} have a null item id in column '{item_id}'.")
+    problems = [
+        ("null", stats["null_w"] or 0, w.isnull()),
+        ("NaN", stats["nan_w"] or 0, w.isnan()),
+        ("infinite", stats["inf_w"] or 0, w.isinf()),
+        ("zero or negative", stats["nonpos_w"] or 0, w <= 0),
+    ]
+    for what, n, pred in problems:
+        if n:
+            # An aggregate FILTER, not a WHERE: DuckDB 2.0 prunes Parquet row groups holding
+            # NaN when a WHERE clause tests for NaN, and would find no example.
+            pairs = ibis.struct({"item_id": t.item_id, "weight": t.weight})
+            ex = engine.one(t.aggregate(ex=pairs.collect(where=pred.fill_null(False))[:5]))["ex"]
+            raise InputError(
+                f"{n} items in {label} have a {what} weight in column '{wcol}' "
+                f"(first: {_weight_examples(ex)}). "
+                "Weights must be positive finite numbers."
+            )
+    loaded = Loaded(t, label, int(stats["rows"]))
+    check_duplicates(engine, loaded)
+    return loaded, attrs
+
+
+def check_duplicates(engine: Engine, loaded: Loaded) -> None:
+    """Raise when an item id appears in more than one row of one input.
+
+    For a clustering this means an item in two clusters (or one row repeated).
+    It runs a group-by over the whole input; :func:`abcde.fragments.build_diff`
+    detects duplicates in the clusterings from row counts it has anyway and calls
+    this only to name the culprit.
+    """
+    t, label = loaded.table, loaded.label
+    cluster = [c for c in t.columns if c.endswith("cluster") or c == "c"]
+    aggs = {"rows": t.count()}
+    if cluster:
+        aggs["clusters"] = t[cluster[0]].nunique()
+    dup = t.group_by("item_id").aggregate(**aggs)
+    dup = dup.filter(dup.rows > 1)
+    stats = {"n": dup.count()}
+    if cluster:
+        stats["multi"] = (dup.clusters > 1).sum()
+    nd = engine.one(dup.aggregate(**stats), step=f"duplicates in {label}")
+    if not nd.get("n"):
+        return
+    ex = engine.rows(dup.order_by("item_id").limit(5), step=f"duplicates in {label}")
+    if cluster:
+        what = (
+            f"; {nd['multi']} of them are in two or more different clusters"
+            if nd["multi"]
+            else "; each repeats the same cluster"
+        )
+        rule = "A clustering must put each item in exactly one cluster."
+    else:
+        what, rule = "", "The items table needs one row per item."
+    raise InputError(
+        f"{nd['n']} item ids appear in more than one row of {label} "
+        f"(first: {examples_text(r['item_id'] for r in ex)}){what}. {rule}"
+    )
+
+
+def _weight_examples(rows) -> str:
+    return ", ".join("%r: %s" % (r["item_id"], r["weight"]) for r in rows)
+
+
+def unify_id_types(loaded: dict[str, Loaded]) -> dict[str, Loaded]:
+    """Make the ``item_id`` columns of all inputs comparable.
+
+    Integer ids of different widths are widened to int64; strings stay strings.
+    Integers in one input and strings in another are an error (no silent casting).
+    """
+    types = {k: v.table.item_id.type() for k, v in loaded.items()}
+    kinds = {k: ("integer" if t.is_integer() else "string") for k, t in types.items()}
+    if len(set(kinds.values())) > 1:
+        desc = "; ".join(f"{loaded[k].label}: {types[k]}" for k in loaded)
+        raise InputError(
+            "Item ids cannot be matched between inputs: they are integers in some and strings in "
+            f"others ({desc}). Convert the ids to one type in all files."
+        )
+    if set(kinds.values()) == {"integer"}:
+        return {
+            k: Loaded(v.table.mutate(item_id=v.table.item_id.cast("int64")), v.label, v.rows) for k, v in loaded.items()
+        }
+    return loaded

@@ -1,0 +1,460 @@
+"""Deliberately slow, set-based reference implementation of the ABCDE metrics.
+
+Written directly from the definitions in the paper ("ABCDE inputs" and
+"ABCDE impact metrics") and from the pointwise Precision/Recall definitions.
+It shares NO code with ``src/abcde`` and must never import ``abcde``.
+
+Conventions
+-----------
+* A clustering is a ``dict`` mapping item -> cluster id.  The cluster of item
+  ``i`` is the *set* of items that have the same cluster id as ``i``.
+* ``weight`` is a ``dict`` mapping item -> positive float.
+* Sums of weights use ``math.fsum`` so the reference is as exact as possible.
+* Nothing is cached or vectorised: every quantity is recomputed from sets,
+  item by item.  Inputs are expected to be tiny (tens of items).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping
+
+__all__ = [
+    "cluster_of",
+    "clusters",
+    "weight_of",
+    "split_rate",
+    "merge_rate",
+    "jaccard_distance",
+    "per_item",
+    "lifted_split_rate",
+    "lifted_merge_rate",
+    "lifted_jaccard_distance",
+    "lifted",
+    "overall",
+    "affected_items",
+    "affected",
+    "per_cluster",
+    "per_slice",
+    "top_clusters",
+    "restrict",
+    "precision",
+    "recall",
+    "f1",
+    "pointwise_per_item",
+    "pointwise_lifted",
+    "pointwise_per_cluster",
+    "pointwise_per_slice",
+]
+
+Item = Hashable
+Clustering = Mapping[Item, Hashable]
+Weights = Mapping[Item, float]
+
+
+# ---------------------------------------------------------------------------
+# Basic set helpers
+# ---------------------------------------------------------------------------
+
+
+def cluster_of(clustering: Clustering, i: Item) -> frozenset:
+    """The set of items that share ``i``'s cluster (always contains ``i``)."""
+    c = clustering[i]
+    return frozenset(j for j, cj in clustering.items() if cj == c)
+
+
+def clusters(clustering: Clustering) -> dict[Hashable, frozenset]:
+    """cluster id -> set of member items."""
+    out: dict[Hashable, set] = {}
+    for i, c in clustering.items():
+        out.setdefault(c, set()).add(i)
+    return {c: frozenset(members) for c, members in out.items()}
+
+
+def weight_of(items: Iterable[Item], weight: Weights) -> float:
+    """weight(I) = sum of weight(i) over i in I (0.0 for the empty set)."""
+    return math.fsum(float(weight[i]) for i in items)
+
+
+def _check_same_items(a: Clustering, b: Clustering) -> None:
+    if set(a) != set(b):
+        raise ValueError(
+            "both clusterings must partition the same set of items; "
+            "use restrict() first"
+        )
+
+
+def _check_weights(items: Iterable[Item], weight: Weights) -> None:
+    for i in items:
+        if i not in weight:
+            raise ValueError(f"missing weight for item {i!r}")
+        if not weight[i] > 0:
+            raise ValueError(f"weight of item {i!r} must be positive")
+
+
+def _wavg(pairs: Iterable[tuple[float, float]]) -> float:
+    """Weighted average of (weight, value) pairs."""
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("weighted average over an empty set of items")
+    total = math.fsum(w for w, _ in pairs)
+    return math.fsum(w * v for w, v in pairs) / total
+
+
+# ---------------------------------------------------------------------------
+# Per-item impact metrics (paper eqs. 1-3)
+# ---------------------------------------------------------------------------
+
+
+def split_rate(base: Clustering, exp: Clustering, weight: Weights, i: Item) -> float:
+    """SplitRate(i) = weight(Base(i) \\ Exp(i)) / weight(Base(i))."""
+    B = cluster_of(base, i)
+    E = cluster_of(exp, i)
+    return weight_of(B - E, weight) / weight_of(B, weight)
+
+
+def merge_rate(base: Clustering, exp: Clustering, weight: Weights, i: Item) -> float:
+    """MergeRate(i) = weight(Exp(i) \\ Base(i)) / weight(Exp(i))."""
+    B = cluster_of(base, i)
+    E = cluster_of(exp, i)
+    return weight_of(E - B, weight) / weight_of(E, weight)
+
+
+def jaccard_distance(
+    base: Clustering, exp: Clustering, weight: Weights, i: Item
+) -> float:
+    """JaccardDistance(i) = (w(B \\ E) + w(E \\ B)) / w(B | E)."""
+    B = cluster_of(base, i)
+    E = cluster_of(exp, i)
+    return (weight_of(B - E, weight) + weight_of(E - B, weight)) / weight_of(
+        B | E, weight
+    )
+
+
+_METRICS = {
+    "split_rate": split_rate,
+    "merge_rate": merge_rate,
+    "jaccard_distance": jaccard_distance,
+}
+
+
+def per_item(
+    base: Clustering, exp: Clustering, weight: Weights
+) -> dict[Item, dict]:
+    """item -> row with item_id, base_cluster, exp_cluster, weight and the 3 metrics."""
+    _check_same_items(base, exp)
+    _check_weights(base, weight)
+    out = {}
+    for i in base:
+        row = {
+            "item_id": i,
+            "base_cluster": base[i],
+            "exp_cluster": exp[i],
+            "weight": float(weight[i]),
+        }
+        for name, fn in _METRICS.items():
+            row[name] = fn(base, exp, weight, i)
+        out[i] = row
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Lifted metrics (paper eqs. 4-6): weighted averages over a set of items
+# ---------------------------------------------------------------------------
+
+
+def _lift(fn, base, exp, weight, items) -> float:
+    return _wavg((float(weight[i]), fn(base, exp, weight, i)) for i in items)
+
+
+def lifted_split_rate(base, exp, weight, items=None) -> float:
+    return _lift(split_rate, base, exp, weight, base if items is None else items)
+
+
+def lifted_merge_rate(base, exp, weight, items=None) -> float:
+    return _lift(merge_rate, base, exp, weight, base if items is None else items)
+
+
+def lifted_jaccard_distance(base, exp, weight, items=None) -> float:
+    return _lift(jaccard_distance, base, exp, weight, base if items is None else items)
+
+
+def lifted(base: Clustering, exp: Clustering, weight: Weights, items=None) -> dict:
+    """items, weight and the three lifted metrics of a set of items (default: T)."""
+    _check_same_items(base, exp)
+    items = list(base) if items is None else list(items)
+    return {
+        "items": len(items),
+        "weight": weight_of(items, weight),
+        "split_rate": lifted_split_rate(base, exp, weight, items),
+        "merge_rate": lifted_merge_rate(base, exp, weight, items),
+        "jaccard_distance": lifted_jaccard_distance(base, exp, weight, items),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Affected / unaffected items
+# ---------------------------------------------------------------------------
+
+
+def affected_items(base: Clustering, exp: Clustering) -> set:
+    """{i in T | Base(i) != Exp(i)}, comparing clusters as sets of items."""
+    _check_same_items(base, exp)
+    return {i for i in base if cluster_of(base, i) != cluster_of(exp, i)}
+
+
+def affected(base: Clustering, exp: Clustering, weight: Weights) -> dict:
+    aff = affected_items(base, exp)
+    unaff = set(base) - aff
+    return {
+        "affected_items": len(aff),
+        "affected_weight": weight_of(aff, weight),
+        "unaffected_items": len(unaff),
+        "unaffected_weight": weight_of(unaff, weight),
+    }
+
+
+def overall(base: Clustering, exp: Clustering, weight: Weights) -> dict:
+    """Overall numbers: items, total_weight, three metrics of T, affected stats."""
+    _check_same_items(base, exp)
+    _check_weights(base, weight)
+    m = lifted(base, exp, weight)
+    out = {
+        "items": m["items"],
+        "total_weight": m["weight"],
+        "split_rate": m["split_rate"],
+        "merge_rate": m["merge_rate"],
+        "jaccard_distance": m["jaccard_distance"],
+    }
+    out.update(affected(base, exp, weight))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Per-cluster and per-slice rows
+# ---------------------------------------------------------------------------
+
+
+def per_cluster(
+    base: Clustering, exp: Clustering, weight: Weights, side: str
+) -> dict[Hashable, dict]:
+    """cluster id -> row for the clusters of ``side`` ("base" or "exp").
+
+    contribution(C) = weight(C) * JaccardDistance(C) / weight(T).
+    """
+    _check_same_items(base, exp)
+    if side == "base":
+        cl = clusters(base)
+    elif side == "exp":
+        cl = clusters(exp)
+    else:
+        raise ValueError(side)
+    total = weight_of(base, weight)
+    out = {}
+    for cid, members in cl.items():
+        m = lifted(base, exp, weight, members)
+        out[cid] = {
+            "cluster_id": cid,
+            "size": len(members),
+            "weight": m["weight"],
+            "split_rate": m["split_rate"],
+            "merge_rate": m["merge_rate"],
+            "jaccard_distance": m["jaccard_distance"],
+            "contribution": m["weight"] * m["jaccard_distance"] / total,
+        }
+    return out
+
+
+def _groups(items: Iterable[Item], attribute: Mapping[Item, Hashable]) -> dict:
+    groups: dict[Hashable, list] = {}
+    for i in items:
+        groups.setdefault(attribute[i], []).append(i)
+    return groups
+
+
+def per_slice(
+    base: Clustering,
+    exp: Clustering,
+    weight: Weights,
+    attribute: Mapping[Item, Hashable],
+) -> dict[Hashable, dict]:
+    """attribute value -> row (group the items of T by ``attribute[i]``).
+
+    For a multi-column slicing pass values that are tuples.
+    contribution(I) = weight(I) * JaccardDistance(I) / weight(T).
+    """
+    _check_same_items(base, exp)
+    total = weight_of(base, weight)
+    out = {}
+    for value, members in _groups(base, attribute).items():
+        m = lifted(base, exp, weight, members)
+        out[value] = {
+            "value": value,
+            "items": m["items"],
+            "weight": m["weight"],
+            "split_rate": m["split_rate"],
+            "merge_rate": m["merge_rate"],
+            "jaccard_distance": m["jaccard_distance"],
+            "contribution": m["weight"] * m["jaccard_distance"] / total,
+        }
+    return out
+
+
+def top_clusters(
+    base: Clustering, exp: Clustering, weight: Weights, top: int
+) -> dict[str, list[dict]]:
+    """Rows sorted by contribution descending, truncated to ``top``.
+
+    Ties are broken arbitrarily (by side, then repr of the cluster id) so tests
+    should compare contributions, not ids, at tie boundaries.
+    """
+    rows = {}
+    for side in ("base", "exp"):
+        rows[side] = [
+            dict(r, side=side) for r in per_cluster(base, exp, weight, side).values()
+        ]
+
+    def key(r):
+        return (-r["contribution"], r["side"], repr(r["cluster_id"]))
+
+    return {
+        "base": sorted(rows["base"], key=key)[:top],
+        "exp": sorted(rows["exp"], key=key)[:top],
+        "interleaved": sorted(rows["base"] + rows["exp"], key=key)[:top],
+    }
+
+
+# ---------------------------------------------------------------------------
+# Restriction to common items
+# ---------------------------------------------------------------------------
+
+
+def restrict(
+    base: Clustering,
+    exp: Clustering,
+    weight: Weights | None = None,
+    items: Iterable[Item] | None = None,
+) -> tuple[dict, dict, dict]:
+    """Restrict both clusterings to T = items(base) & items(exp).
+
+    Returns (base', exp', info).  ``info`` holds the removed item sets and their
+    counts/weights; the weight of an item missing from ``weight`` is 1.0.
+    ``items`` (optional) is the item set of an items table: its rows that are in
+    neither clustering are reported as ``items_only``.
+    """
+
+    def w(i):
+        if weight is None:
+            return 1.0
+        return float(weight.get(i, 1.0))
+
+    common = set(base) & set(exp)
+    base_only = set(base) - set(exp)
+    exp_only = set(exp) - set(base)
+    items_only = set() if items is None else set(items) - set(base) - set(exp)
+    info = {
+        "items": len(common),
+        "base_only": base_only,
+        "exp_only": exp_only,
+        "items_only": items_only,
+        "base_only_items": len(base_only),
+        "base_only_weight": math.fsum(w(i) for i in base_only),
+        "exp_only_items": len(exp_only),
+        "exp_only_weight": math.fsum(w(i) for i in exp_only),
+        "items_only_items": len(items_only),
+    }
+    b = {i: c for i, c in base.items() if i in common}
+    e = {i: c for i, c in exp.items() if i in common}
+    return b, e, info
+
+
+# ---------------------------------------------------------------------------
+# Pointwise precision / recall of a clustering C against a truth G
+# ---------------------------------------------------------------------------
+
+
+def precision(truth: Clustering, clustering: Clustering, weight: Weights, i: Item) -> float:
+    """Precision(i) = weight(C(i) & G(i)) / weight(C(i))."""
+    C = cluster_of(clustering, i)
+    G = cluster_of(truth, i)
+    return weight_of(C & G, weight) / weight_of(C, weight)
+
+
+def recall(truth: Clustering, clustering: Clustering, weight: Weights, i: Item) -> float:
+    """Recall(i) = weight(C(i) & G(i)) / weight(G(i))."""
+    C = cluster_of(clustering, i)
+    G = cluster_of(truth, i)
+    return weight_of(C & G, weight) / weight_of(G, weight)
+
+
+def f1(p: float, r: float) -> float:
+    """Harmonic mean of (already lifted) precision and recall; 0 if both are 0."""
+    if p + r == 0:
+        return 0.0
+    return 2.0 * p * r / (p + r)
+
+
+def pointwise_per_item(
+    truth: Clustering, clustering: Clustering, weight: Weights
+) -> dict[Item, dict]:
+    _check_same_items(truth, clustering)
+    _check_weights(truth, weight)
+    return {
+        i: {
+            "item_id": i,
+            "truth_cluster": truth[i],
+            "cluster": clustering[i],
+            "weight": float(weight[i]),
+            "precision": precision(truth, clustering, weight, i),
+            "recall": recall(truth, clustering, weight, i),
+        }
+        for i in truth
+    }
+
+
+def pointwise_lifted(
+    truth: Clustering, clustering: Clustering, weight: Weights, items=None
+) -> dict:
+    """items, weight, lifted precision and recall, and f1 of the lifted values."""
+    _check_same_items(truth, clustering)
+    items = list(truth) if items is None else list(items)
+    p = _wavg((float(weight[i]), precision(truth, clustering, weight, i)) for i in items)
+    r = _wavg((float(weight[i]), recall(truth, clustering, weight, i)) for i in items)
+    return {
+        "items": len(items),
+        "weight": weight_of(items, weight),
+        "precision": p,
+        "recall": r,
+        "f1": f1(p, r),
+    }
+
+
+def pointwise_per_cluster(
+    truth: Clustering, clustering: Clustering, weight: Weights
+) -> dict[Hashable, dict]:
+    """Rows for the clusters of ``clustering`` (not of the truth)."""
+    out = {}
+    for cid, members in clusters(clustering).items():
+        m = pointwise_lifted(truth, clustering, weight, members)
+        out[cid] = {
+            "cluster_id": cid,
+            "size": len(members),
+            "weight": m["weight"],
+            "precision": m["precision"],
+            "recall": m["recall"],
+            "f1": m["f1"],
+        }
+    return out
+
+
+def pointwise_per_slice(
+    truth: Clustering,
+    clustering: Clustering,
+    weight: Weights,
+    attribute: Mapping[Item, Hashable],
+) -> dict[Hashable, dict]:
+    out = {}
+    for value, members in _groups(truth, attribute).items():
+        m = pointwise_lifted(truth, clustering, weight, members)
+        out[value] = dict(m, value=value)
+    return out
