@@ -7,11 +7,11 @@ Items: the 5,000 FEBRL 3 records (rec_id ``rec-<entity>-org`` or
   clusters are the connected components.
 * Exp:  records linked when they share (social security id, first letter of
   the surname), or (surname, date of birth), or (given name, surname,
-  postcode); connected components again.
+  postcode), or (surname, suburb); connected components again.
 
 Exp fixes splits where a duplicate's social security id was corrupted, splits
 records whose surname initial was corrupted, and merges some different people
-who share a name and a birthday or postcode.
+who share a name and a birthday, postcode or suburb.
 Weights: 1 + 0.1 per non-empty field ("completeness of its data", paper,
 "Item weights"). Truth: the entity number in rec_id.
 
@@ -71,7 +71,7 @@ def main() -> None:
 
     base = components(ids, [ssn])
     initial = [None if v is None else v[0] for v in sur]
-    exp = components(ids, [combo(ssn, initial), combo(sur, dob), combo(giv, sur, pc)])
+    exp = components(ids, [combo(ssn, initial), combo(sur, dob), combo(giv, sur, pc), combo(sur, col("suburb"))])
     fields = ["given_name", "surname", "street_number", "address_1", "address_2", "suburb", "postcode",
               "state", "date_of_birth", "soc_sec_id"]
     filled = [sum(1 for f in fields if df.iloc[k][f] is not None) for k in range(len(df))]

@@ -1,0 +1,104 @@
+"""The CLI on real Parquet/CSV files in tmp_path: tables, --json, --out, help."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import abcde
+from abcde.cli import main
+from abcde.examples import example_paths
+
+
+def run(*args):
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def test_impact_json_has_the_documented_keys_and_matches_the_api(small):
+    out = json.loads(run("impact", "--base", small["base"], "--exp", small["exp"], "--items", small["items"],
+                         "--slice-by", "source", "--json", "-q"))
+    for key in ("items", "total_weight", "split_rate", "merge_rate", "jaccard_distance", "affected_items",
+                "affected_weight", "restriction", "top_clusters", "slices"):
+        assert key in out
+    api = abcde.impact(small["base"], small["exp"], items=small["items"], slice_by=["source"])
+    assert out["split_rate"] == pytest.approx(api.split_rate, abs=1e-12)
+    assert out["merge_rate"] == pytest.approx(api.merge_rate, abs=1e-12)
+    assert out["slices"]["source"] == api.slices["source"]
+    assert set(out["top_clusters"]) == {"base", "exp", "interleaved"}
+
+
+def test_impact_tables_and_lookup(small):
+    text = run("impact", "--base", small["base"], "--exp", small["exp"], "--item", 3, "--item", 99)
+    assert "SplitRate" in text and "Item lookup" in text
+    assert "Not among the common items: 99" in text
+
+
+def test_impact_out_writes_tables(small, tmp_path):
+    out = tmp_path / "o"
+    run("impact", "--base", small["base"], "--exp", small["exp"], "--items", small["items"], "--out", out)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "base_clusters.parquet", "exp_clusters.parquet", "impact.json", "items.parquet"]
+    items = pq.read_table(out / "items.parquet")
+    assert items.num_rows == 5
+    assert set(items.column_names) >= {"item_id", "split_rate", "merge_rate", "jaccard_distance"}
+    assert json.loads((out / "impact.json").read_text())["items"] == 5
+
+
+def test_csv_inputs_and_string_ids(write):
+    b = write("b.csv", item_id=["x", "y", "z"], cluster_id=[1, 1, 2])
+    e = write("e.csv", item_id=["x", "y", "z"], cluster_id=[1, 2, 2])
+    out = json.loads(run("impact", "--base", b, "--exp", e, "--json"))
+    # x: Base {x,y}, Exp {x}: split 1/2. y: Base {x,y}, Exp {y,z}: split 1/2, merge 1/2. z: merge 1/2.
+    assert out["split_rate"] == pytest.approx(1 / 3)
+    assert out["merge_rate"] == pytest.approx(1 / 3)
+
+
+def test_identical_clusterings_say_nothing_changed(small):
+    text = run("impact", "--base", small["base"], "--exp", small["base"])
+    assert "nothing changed" in text
+
+
+def test_restriction_is_reported(write, small):
+    e = write("e.parquet", item_id=[1, 2, 3, 7], cluster_id=["a", "a", "a", "z"])
+    out = json.loads(run("impact", "--base", small["base"], "--exp", e, "--json"))
+    r = out["restriction"]
+    assert (r["base_only_items"], r["exp_only_items"], r["common_items"]) == (2, 1, 3)
+    assert r["base_only_examples"] == [4, 5] and r["exp_only_examples"] == [7]
+    text = run("impact", "--base", small["base"], "--exp", e)
+    assert "2 items (weight 2) only in base, excluded; e.g. 4, 5" in text
+
+
+def test_pointwise_cli(small):
+    out = json.loads(run("pointwise", "--truth", small["base"], "--clustering", small["exp"], "--json"))
+    imp = abcde.impact(small["base"], small["exp"])
+    assert out["precision"] == pytest.approx(1 - imp.merge_rate)
+    assert out["recall"] == pytest.approx(1 - imp.split_rate)
+
+
+def test_weights_cli_output_is_usable_as_items(write, small, tmp_path):
+    past = write("past.parquet", item_id=[1, 2, 3, 4], cluster_id=["p", "p", "q", "q"])
+    imp = write("imp.parquet", cluster_id=["p", "q"], importance=[10.0, 2.0])
+    w = tmp_path / "w.parquet"
+    out = json.loads(run("weights", "--past", past, "--importance", imp, "--base", small["base"], "--exp",
+                         small["exp"], "--out", w, "--json"))
+    assert out["items"] == 5
+    res = json.loads(run("impact", "--base", small["base"], "--exp", small["exp"], "--items", w, "--json"))
+    assert res["total_weight"] > 0
+
+
+def test_demo_runs_on_bundled_data(tmp_path):
+    out = json.loads(run("demo", "--out", tmp_path / "demo", "--json"))
+    assert out["impact"]["items"] == 5000
+    assert 0 < out["impact"]["jaccard_distance"] < 1
+    assert all(p.exists() for p in example_paths().values())
+
+
+@pytest.mark.parametrize("command", ["impact", "pointwise", "weights", "demo"])
+def test_every_command_has_help(command):
+    text = run(command, "--help")
+    assert "Usage:" in text and "--json" in text
