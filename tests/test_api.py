@@ -1,0 +1,63 @@
+"""The Python API: table types in, engine settings, results out."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import abcde
+
+BASE = {"item_id": [1, 2, 3, 4, 5], "cluster_id": ["a", "a", "a", "b", "b"]}
+EXP = {"item_id": [1, 2, 3, 4, 5], "cluster_id": ["a", "a", "c", "c", "b"]}
+
+
+@pytest.mark.parametrize("make", [pd.DataFrame, pl.DataFrame, pa.table], ids=["pandas", "polars", "arrow"])
+def test_table_types_give_the_same_result(make, small):
+    r = abcde.impact(make(BASE), make(EXP))
+    ref = abcde.impact(small["base"], small["exp"])
+    assert (r.split_rate, r.merge_rate, r.jaccard_distance) == (ref.split_rate, ref.merge_rate, ref.jaccard_distance)
+
+
+def test_database_file_memory_limit_and_threads(tmp_path, small):
+    db = tmp_path / "work.duckdb"
+    eng = abcde.connect("duckdb", database=db, memory_limit="512MB", threads=1)
+    r = abcde.impact(small["base"], small["exp"], engine=eng)
+    assert db.exists()
+    assert eng.settings == {"database": str(db), "memory_limit": "512MB", "threads": 1}
+    limit = eng.con.raw_sql("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    assert limit.replace(" ", "").upper().startswith(("512", "488"))  # DuckDB reports MiB
+    assert r.items == 5
+    eng.release()
+
+
+def test_results_are_plain_python_and_json_serializable(small):
+    r = abcde.impact(small["base"], small["exp"], items=small["items"], slice_by=["source"])
+    for name in ("split_rate", "merge_rate", "jaccard_distance", "total_weight", "affected_weight"):
+        assert type(getattr(r, name)) is float
+    assert type(r.items) is int and type(r.affected_items) is int
+    json.dumps(r.to_dict(), allow_nan=False)
+
+
+def test_slices_by_two_columns_partition_the_contribution(write):
+    base = write("b.parquet", item_id=list(range(8)), cluster_id=[0, 0, 0, 0, 1, 1, 1, 1])
+    exp = write("e.parquet", item_id=list(range(8)), cluster_id=[0, 0, 1, 1, 1, 1, 2, 2])
+    items = write("i.parquet", item_id=list(range(8)), weight=[1.0, 2, 3, 4, 5, 6, 7, 8],
+                  a=["x", "y"] * 4, b=["p", "p", "q", "q"] * 2)
+    r = abcde.impact(base, exp, items=items, slice_by=["a,b", ("a",)])
+    assert set(r.slices) == {"a,b", "a"}
+    assert sum(row["contribution"] for row in r.slices["a,b"]) == pytest.approx(r.jaccard_distance)
+    assert sum(row["items"] for row in r.slices["a"]) == 8
+
+
+def test_lookup_by_id(small):
+    r = abcde.impact(small["base"], small["exp"])
+    (row,) = r.lookup([3])
+    # item 3: Base {1,2,3}, Exp {3,4}: split 2/3, merge 1/2, JD (2+1)/4
+    assert row["split_rate"] == pytest.approx(2 / 3)
+    assert row["merge_rate"] == pytest.approx(1 / 2)
+    assert row["jaccard_distance"] == pytest.approx(3 / 4)
+    assert r.lookup([42]) == []
