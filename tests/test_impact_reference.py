@@ -16,26 +16,15 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-try:  # tests/ may or may not become a package
-    from . import reference as ref
-    from .strategies import (
-        SIZE_VALUES,
-        attribute_column,
-        cluster_labels,
-        clusterings,
-        partial_clusterings,
-        third_clustering,
-    )
-except ImportError:
-    import reference as ref
-    from strategies import (
-        SIZE_VALUES,
-        attribute_column,
-        cluster_labels,
-        clusterings,
-        partial_clusterings,
-        third_clustering,
-    )
+import reference as ref
+from strategies import (
+    SIZE_VALUES,
+    attribute_column,
+    cluster_labels,
+    clusterings,
+    partial_clusterings,
+    third_clustering,
+)
 
 import abcde
 

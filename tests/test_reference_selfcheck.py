@@ -13,12 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-try:  # tests/ may or may not become a package
-    from . import reference as ref
-    from .strategies import attribute_column, clusterings, partial_clusterings, three_clusterings
-except ImportError:
-    import reference as ref
-    from strategies import attribute_column, clusterings, partial_clusterings, three_clusterings
+import reference as ref
+from strategies import attribute_column, clusterings, partial_clusterings, three_clusterings
 
 approx = lambda x: pytest.approx(x, abs=1e-12, rel=1e-12)  # noqa: E731
 
