@@ -308,11 +308,22 @@ def demo(out, as_json, engine):
     res = run_impact(paths["base"], paths["exp"], items=paths["items"], slice_by=["state", "source"],
                      top=10, engine=engine)
     written = res.write(Path(out) / "impact")
+    # The example ships its true entities, so the pointwise metrics of each side can be shown too.
+    truth = {side: run_pointwise(paths["truth"], paths[side], items=paths["items"], engine=engine)
+             for side in ("base", "exp")}
     if as_json:
-        _emit_json({"impact": res.to_dict(), "written": [str(p) for p in written]})
+        _emit_json({"impact": res.to_dict(),
+                    "pointwise_against_truth": {k: v.to_dict() for k, v in truth.items()},
+                    "written": [str(p) for p in written]})
         return
     console.print(f"[bold]Example data:[/bold] {paths['base'].parent}")
     print_impact(res, top=10)
+    t = Table(title="Against the example's true entities (FEBRL ground truth)", title_justify="left")
+    for c in ("clustering", "Precision", "Recall", "F1"):
+        t.add_column(c, justify="left" if c == "clustering" else "right")
+    for side, r in truth.items():
+        t.add_row(side, _pct(r.precision), _pct(r.recall), _pct(r.f1))
+    console.print(t)
     for p in written:
         console.print(f"wrote {p}")
 
