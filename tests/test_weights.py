@@ -52,3 +52,10 @@ def test_negative_importance_is_rejected():
     with pytest.raises(InputError, match="negative importance in column .importance.. Importance must be a finite number >= 0"):
         abcde.derive_weights(tbl(item_id=[1], cluster_id=["p"]), tbl(cluster_id=["p"], importance=[-1.0]),
                              tbl(item_id=[1], cluster_id=["A"]), tbl(item_id=[1], cluster_id=["A"]))
+
+
+def test_item_in_two_past_clusters_is_rejected():
+    with pytest.raises(InputError, match=r"1 item ids appear in more than one row of past table \(first: 1\); "
+                                         r"1 of them are in two or more different clusters"):
+        abcde.derive_weights(tbl(item_id=[1, 1], cluster_id=["p", "q"]), tbl(cluster_id=["p"], importance=[1.0]),
+                             tbl(item_id=[1], cluster_id=["A"]), tbl(item_id=[1], cluster_id=["A"]))

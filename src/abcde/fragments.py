@@ -219,14 +219,14 @@ def build_diff(
         # table was checked for duplicates on load, so it multiplies no rows here.)
         outer_rows = int(side.get("common_n") or 0) + int(side.get("b_only_n") or 0) + int(side.get("e_only_n") or 0)
         if outer_rows + int(side.get("common_n") or 0) != loaded["base"].rows + loaded["exp"].rows:
-            check_duplicates(eng, loaded["base"])
-            check_duplicates(eng, loaded["exp"])
+            check_duplicates(eng, loaded["base"], "base_cluster")
+            check_duplicates(eng, loaded["exp"], "exp_cluster")
         for flag, other, key in (("in_b", "in_e", "base"), ("in_e", "in_b", "exp")):
             if side.get(f"{key[0]}_only_n"):
                 only = fw.filter(fw[flag] & ~fw[other])
                 d = only.group_by("item_id").aggregate(rows=only.count())
                 if eng.one(d.filter(d.rows > 1).aggregate(n=ibis._.count()), step="duplicate ids")["n"]:
-                    check_duplicates(eng, loaded[key])
+                    check_duplicates(eng, loaded[key], f"{key}_cluster")
         common_n = int(side.get("common_n") or 0)
         b_only = int(side.get("b_only_n") or 0)
         e_only = int(side.get("e_only_n") or 0)

@@ -167,7 +167,7 @@ def load_items(engine: Engine, source, *, item_id: str, weight: str | None) -> t
     return loaded, attrs
 
 
-def check_duplicates(engine: Engine, loaded: Loaded) -> None:
+def check_duplicates(engine: Engine, loaded: Loaded, cluster: str | None = None) -> None:
     """Raise when an item id appears in more than one row of one input.
 
     For a clustering this means an item in two clusters (or one row repeated).
@@ -176,10 +176,9 @@ def check_duplicates(engine: Engine, loaded: Loaded) -> None:
     this only to name the culprit.
     """
     t, label = loaded.table, loaded.label
-    cluster = [c for c in t.columns if c.endswith("cluster") or c == "c"]
     aggs = {"rows": t.count()}
     if cluster:
-        aggs["clusters"] = t[cluster[0]].nunique()
+        aggs["clusters"] = t[cluster].nunique()
     dup = t.group_by("item_id").aggregate(**aggs)
     dup = dup.filter(dup.rows > 1)
     stats = {"n": dup.count()}

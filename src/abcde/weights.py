@@ -27,7 +27,7 @@ import pyarrow as pa
 from . import _progress
 from .engine import Engine, resolve
 from .errors import InputError
-from .io import describe, load_clustering, load_items, unify_id_types
+from .io import check_duplicates, describe, load_clustering, load_items, unify_id_types
 
 COMBINE_RULES = ("max", "min", "mean", "base", "exp")
 
@@ -100,6 +100,8 @@ def derive_weights(
             "base": load_clustering(eng, base, role="base", item_id=item_id, cluster_id=cluster_id, out_cluster="c"),
             "exp": load_clustering(eng, exp, role="exp", item_id=item_id, cluster_id=cluster_id, out_cluster="c"),
         }
+        for v in loaded.values():
+            check_duplicates(eng, v, "c")
         attrs: list[str] = []
         if items is not None:
             loaded["items"], attrs = load_items(eng, items, item_id=item_id, weight=weight)
