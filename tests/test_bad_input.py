@@ -153,3 +153,16 @@ def test_duplicate_rows_in_items_table(write, small):
     with pytest.raises(InputError, match=r"1 item ids appear in more than one row of items file .* \(first: 5\)\. "
                                          r"The items table needs one row per item"):
         abcde.impact(small["base"], small["exp"], items=items)
+
+
+def test_duplicate_among_items_table_only_rows(write, small):
+    items = write("i.parquet", item_id=[1, 2, 3, 4, 5, 8, 8], weight=[1.0] * 7)
+    with pytest.raises(InputError, match=r"1 item ids appear in more than one row of items file .* \(first: 8\)"):
+        abcde.impact(small["base"], small["exp"], items=items)
+
+
+def test_duplicate_in_base_with_items_table(write, small):
+    bad = write("b.parquet", item_id=[1, 2, 3, 4, 5, 5], cluster_id=["a", "a", "a", "b", "b", "c"])
+    with pytest.raises(InputError, match=r"1 item ids appear in more than one row of base file .* \(first: 5\); "
+                                         r"1 of them are in two or more different clusters"):
+        abcde.impact(bad, small["exp"], items=small["items"])

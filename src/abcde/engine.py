@@ -167,6 +167,8 @@ def connect(
         con = ibis.duckdb.connect(database=str(database) if database else ":memory:", **kwargs)
     except Exception as exc:
         raise InputError(f"Cannot open DuckDB with database={database!r}, settings {kwargs}: {exc}") from exc
+    # DuckDB's own progress bar would interleave with abcde's progress display.
+    con.raw_sql("SET enable_progress_bar = false")
     settings = {"database": str(database) if database else None, **kwargs}
     return Engine(name="duckdb", con=con, settings=settings)
 

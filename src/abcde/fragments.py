@@ -208,25 +208,37 @@ def build_diff(
                 e_only_n=frag_all.n.sum(where=~frag_all.in_b & frag_all.in_e),
                 e_only_w=frag_all.w.sum(where=~frag_all.in_b & frag_all.in_e),
                 items_only_n=frag_all.n.sum(where=~frag_all.in_b & ~frag_all.in_e),
+                rows_b=frag_all.n.sum(where=frag_all.in_b),
+                rows_e=frag_all.n.sum(where=frag_all.in_e),
+                rows_w=(frag_all.n - frag_all.n_no_w).sum(),
             ),
             step="restriction",
         )
-        # Duplicate ids in Base or Exp, found from row counts (no group-by over the items):
-        # an id with a rows in Base and b rows in Exp (a, b >= 1) yields a*b rows in the
-        # inner join and in the full outer join, so
-        #   rows(outer) + rows(inner) - rows(Base) - rows(Exp) = sum(a(b-1) + b(a-1)),
-        # which is 0 exactly when every common id is unique on both sides. (The items
-        # table was checked for duplicates on load, so it multiplies no rows here.)
-        outer_rows = int(side.get("common_n") or 0) + int(side.get("b_only_n") or 0) + int(side.get("e_only_n") or 0)
-        if outer_rows + int(side.get("common_n") or 0) != loaded["base"].rows + loaded["exp"].rows:
-            check_duplicates(eng, loaded["base"], "base_cluster")
-            check_duplicates(eng, loaded["exp"], "exp_cluster")
-        for flag, other, key in (("in_b", "in_e", "base"), ("in_e", "in_b", "exp")):
-            if side.get(f"{key[0]}_only_n"):
-                only = fw.filter(fw[flag] & ~fw[other])
+        # Duplicate ids, found from row counts instead of a group-by over all items.
+        # Joining the inputs on the id gives an id with counts (b, e, i) in Base, Exp
+        # and items max(b,1)*max(e,1)*max(i,1) rows. For each input X, the joined rows of
+        # ids present in X sum to at least rows(X), id by id, with equality exactly when
+        # the id's counts in the *other* inputs are all 1. So the three equalities below
+        # hold iff every id present in two or more inputs is unique in each of them.
+        # Ids present in one input only are checked separately (usually few rows).
+        counts = {
+            "base": int(side.get("rows_b") or 0),
+            "exp": int(side.get("rows_e") or 0),
+            "items": int(side.get("rows_w") or 0),
+        }
+        for key, got in counts.items():
+            if key in loaded and got != loaded[key].rows:
+                for k, v in loaded.items():
+                    check_duplicates(eng, v, f"{k}_cluster" if k != "items" else None)
+        singles = [("base", fw.in_b & ~fw.in_e & ~fw.has_w if it is not None else fw.in_b & ~fw.in_e, "b_only_n"),
+                   ("exp", ~fw.in_b & fw.in_e & ~fw.has_w if it is not None else ~fw.in_b & fw.in_e, "e_only_n"),
+                   ("items", ~fw.in_b & ~fw.in_e, "items_only_n")]
+        for key, pred, stat in singles:
+            if key in loaded and side.get(stat):
+                only = fw.filter(pred)
                 d = only.group_by("item_id").aggregate(rows=only.count())
                 if eng.one(d.filter(d.rows > 1).aggregate(n=ibis._.count()), step="duplicate ids")["n"]:
-                    check_duplicates(eng, loaded[key], f"{key}_cluster")
+                    check_duplicates(eng, loaded[key], f"{key}_cluster" if key != "items" else None)
         common_n = int(side.get("common_n") or 0)
         b_only = int(side.get("b_only_n") or 0)
         e_only = int(side.get("e_only_n") or 0)

@@ -162,9 +162,7 @@ def load_items(engine: Engine, source, *, item_id: str, weight: str | None) -> t
                 f"(first: {_weight_examples(ex)}). "
                 "Weights must be positive finite numbers."
             )
-    loaded = Loaded(t, label, int(stats["rows"]))
-    check_duplicates(engine, loaded)
-    return loaded, attrs
+    return Loaded(t, label, int(stats["rows"])), attrs
 
 
 def check_duplicates(engine: Engine, loaded: Loaded, cluster: str | None = None) -> None:
@@ -172,8 +170,8 @@ def check_duplicates(engine: Engine, loaded: Loaded, cluster: str | None = None)
 
     For a clustering this means an item in two clusters (or one row repeated).
     It runs a group-by over the whole input; :func:`abcde.fragments.build_diff`
-    detects duplicates in the clusterings from row counts it has anyway and calls
-    this only to name the culprit.
+    detects duplicates from row counts it has anyway and calls this only to name
+    the culprit. Callers that have no such counts (weights) call it directly.
     """
     t, label = loaded.table, loaded.label
     aggs = {"rows": t.count()}

@@ -105,6 +105,7 @@ def derive_weights(
         attrs: list[str] = []
         if items is not None:
             loaded["items"], attrs = load_items(eng, items, item_id=item_id, weight=weight)
+            check_duplicates(eng, loaded["items"])
         loaded = unify_id_types(loaded)
         imp_label = describe(importance, "importance")
         imp_raw = eng.read(importance, role="importance")
