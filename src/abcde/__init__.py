@@ -1,13 +1,15 @@
 """abcde: Application-Based Cluster Diff Evals (van Staden & Grubb, 2024).
 
 Exact impact metrics of a clustering change (SplitRate, MergeRate,
-JaccardDistance per item, cluster, slice and overall), pointwise metrics
-against a ground truth, and item weights from past importance.
+JaccardDistance per item, cluster, slice and overall), an importance sample of
+affected items for exploration, pointwise metrics against a ground truth, and
+item weights from past importance.
 """
 
 from .engine import Engine, connect
 from .errors import AbcdeError, EngineError, InputError, MissingDependencyError
 from .fragments import Restriction
+from .explore import ExplorationSample, SliceEstimate, sample_affected, sample_items
 from .impact import ImpactResult, impact
 from .pointwise import PointwiseResult, pointwise
 from .weights import derive_weights
@@ -18,13 +20,17 @@ __all__ = [
     "AbcdeError",
     "Engine",
     "EngineError",
+    "ExplorationSample",
     "ImpactResult",
     "InputError",
     "MissingDependencyError",
     "PointwiseResult",
     "Restriction",
+    "SliceEstimate",
     "connect",
     "derive_weights",
     "impact",
     "pointwise",
+    "sample_affected",
+    "sample_items",
 ]

@@ -19,6 +19,7 @@ from rich.table import Table
 from . import _progress
 from .engine import connect
 from .errors import AbcdeError
+from .explore import ExplorationSample, sample_items
 from .impact import impact as run_impact
 from .pointwise import pointwise as run_pointwise
 from .weights import COMBINE_RULES, derive_weights
@@ -49,6 +50,13 @@ HEADERS = {
     "precision": "Precision",
     "recall": "Recall",
     "f1": "F1",
+    "sampled_items": "sampled",
+    "weight_share": "weight share",
+    "split_contribution": "Split contrib.",
+    "merge_contribution": "Merge contrib.",
+    "jaccard_contribution": "Jaccard contrib.",
+    "jaccard_contribution_se": "± s.e.",
+    "importance_weight": "w(i)",
 }
 LEFT = {"side", "cluster_id", "item_id", "base_cluster", "exp_cluster"}
 
@@ -288,6 +296,103 @@ def weights(past, importance, importance_column, base, exp, items, item_id, clus
         _emit_json(d)
         return
     console.print(_table([d], "Derived weights"))
+
+
+# --------------------------------------------------------------------------- explore
+@main.group()
+def explore():
+    """Importance sample of affected items, and slice/group estimates on it."""
+
+
+@explore.command("sample")
+@click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
+@click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
+@input_options
+@click.option("--size", required=True, type=int, help="Unique affected items to draw (e.g. 1000000).")
+@click.option("--seed", required=True, type=int, help="Random seed; same seed and inputs give the same sample.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Sample file (.parquet).")
+@click.option("--json", "as_json", is_flag=True)
+@engine_options
+@handle_errors
+def explore_sample(base, exp, items, item_id, cluster_id, weight_column, size, seed, out, as_json, engine):
+    """Draw affected items with probability ∝ weight · JaccardDistance (with replacement)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        s = sample_items(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
+                         size=size, seed=seed, engine=engine)
+    path = s.write(out)
+    m = s.metadata
+    if as_json:
+        _emit_json({**m, "written": str(path)})
+        return
+    if m["unique_items"] == 0:
+        console.print("[yellow]No item is affected: Base and Exp agree on every common item. "
+                      f"Wrote an empty sample to {path}.[/yellow]")
+        return
+    console.print(_table([{"unique items": m["unique_items"], "draws": m["total_draws"],
+                           "affected items": m["affected_items"], "JaccardDistance(T)": m["jaccard_distance_T"],
+                           "seed": m["seed"]}], "Exploration sample"))
+    console.print(f"wrote {path}")
+
+
+def _estimate_row(e) -> dict:
+    d = e.to_dict()
+    se = d.pop("std_err")
+    d["jaccard_contribution_se"] = se.get("jaccard_contribution")
+    return d
+
+
+@explore.command("query")
+@click.argument("sample", type=click.Path())
+@click.option("--where", default=None, help="Slice filter, e.g. \"source = 'wiki' AND width <= 512\".")
+@click.option("--group-by", "group_by", multiple=True, help="Attribute column(s) to group by (repeatable).")
+@click.option("--metric", type=click.Choice(["split", "merge", "jaccard"]), default="jaccard", show_default=True,
+              help="Metric whose estimated contribution ranks the groups.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="Groups to show.")
+@click.option("--examples", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Example items to show, drawn with probability ∝ importance weight.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed for choosing the examples.")
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def explore_query(sample, where, group_by, metric, top, examples, seed, as_json):
+    """Estimates for the sample, a slice of it (--where), and its groups (--group-by)."""
+    s = ExplorationSample.read(sample)
+    overall_est = s.estimate()
+    sl = s.estimate(where) if where else None
+    groups = s.group(list(group_by), where=where, metric=metric, top=top) if group_by else []
+    ex = s.examples(examples, where=where, seed=seed).to_pylist() if examples else []
+    d = {
+        "sample": {k: s.metadata[k] for k in ("seed", "size", "unique_items", "total_draws", "jaccard_distance_T",
+                                                "split_rate_T", "merge_rate_T")},
+        "overall": overall_est.to_dict(),
+    }
+    if where:
+        d["where"] = where
+        d["slice"] = sl.to_dict()
+    if group_by:
+        d["group_by"] = list(group_by)
+        d["metric"] = metric
+        d["groups"] = [g.to_dict() for g in groups]
+    if examples:
+        d["examples"] = ex
+    if as_json:
+        _emit_json(d)
+        return
+    cols = ["sampled_items", "weight_share", "split_contribution", "merge_contribution", "jaccard_contribution",
+            "jaccard_contribution_se"]
+    rows = [{"": "whole sample", **_estimate_row(overall_est)}]
+    if sl is not None:
+        rows.append({"": f"where {where}", **_estimate_row(sl)})
+    console.print(_table(rows, "Estimates (contribution = share of the overall metric)", ["", *cols]))
+    if groups:
+        console.print(_table([_estimate_row(g) for g in groups],
+                             f"Top {len(groups)} groups by {metric} contribution", [*group_by, *cols]))
+    if ex:
+        show = ["item_id", "base_cluster", "exp_cluster", "split_rate", "merge_rate", "importance_weight",
+                *[a for a in s.attributes][:4]]
+        console.print(_table(ex, f"{len(ex)} example items", show))
 
 
 # --------------------------------------------------------------------------- demo

@@ -107,6 +107,7 @@ class Diff:
     attributes: list[str]
     restriction: Restriction
     labels: dict[str, str]
+    cache: dict = field(default_factory=dict)
 
 
 def build_diff(

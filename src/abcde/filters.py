@@ -1,0 +1,112 @@
+"""Slice filters: a small, safe SQL-like expression language turned into Ibis.
+
+``source = 'wiki' AND width <= 512`` is parsed with sqlglot and translated node
+by node into an Ibis boolean expression over the sample's columns. Only
+comparisons, ``AND``/``OR``/``NOT``, ``IN``, ``BETWEEN``, ``LIKE``, ``IS [NOT]
+NULL``, column names and literals are accepted, so the same filter runs on any
+engine and no SQL text reaches one.
+"""
+
+from __future__ import annotations
+
+import ibis
+import sqlglot
+from sqlglot import expressions as sx
+
+from .errors import InputError
+
+_COMPARE = {
+    sx.EQ: lambda a, b: a == b,
+    sx.NEQ: lambda a, b: a != b,
+    sx.GT: lambda a, b: a > b,
+    sx.GTE: lambda a, b: a >= b,
+    sx.LT: lambda a, b: a < b,
+    sx.LTE: lambda a, b: a <= b,
+}
+
+
+def parse_filter(text: str, table: ibis.Table) -> ibis.BooleanValue:
+    """Translate a filter expression into an Ibis predicate over ``table``.
+
+    Raises
+    ------
+    InputError
+        When the text does not parse, uses an unsupported construct, or names a
+        column ``table`` does not have (the columns are listed).
+    """
+    if not text or not text.strip():
+        raise InputError("The filter is empty.")
+    try:
+        tree = sqlglot.parse_one(text, read="duckdb")
+    except sqlglot.errors.ParseError as exc:
+        first = str(exc).splitlines()[0]
+        raise InputError(f"Cannot parse the filter {text!r}: {first}") from exc
+    return _bool(_tr(tree, table, text), text)
+
+
+def _bool(v, text):
+    if not isinstance(v, ibis.expr.types.BooleanValue):
+        raise InputError(f"The filter {text!r} is not a condition (true or false for each item).")
+    return v
+
+
+def _tr(node, t: ibis.Table, text: str):
+    if isinstance(node, sx.Paren):
+        return _tr(node.this, t, text)
+    if isinstance(node, sx.And):
+        return _bool(_tr(node.left, t, text), text) & _bool(_tr(node.right, t, text), text)
+    if isinstance(node, sx.Or):
+        return _bool(_tr(node.left, t, text), text) | _bool(_tr(node.right, t, text), text)
+    if isinstance(node, sx.Not):
+        return ~_bool(_tr(node.this, t, text), text)
+    for cls, fn in _COMPARE.items():
+        if type(node) is cls:
+            return fn(_tr(node.left, t, text), _tr(node.right, t, text))
+    if isinstance(node, sx.In):
+        if node.args.get("query") is not None:
+            raise InputError(f"Sub-queries are not allowed in a filter: {text!r}.")
+        return _tr(node.this, t, text).isin([_literal(e, text) for e in node.expressions])
+    if isinstance(node, sx.Between):
+        return _tr(node.this, t, text).between(_tr(node.args["low"], t, text), _tr(node.args["high"], t, text))
+    if isinstance(node, sx.Like):
+        return _tr(node.this, t, text).like(_literal(node.expression, text))
+    if isinstance(node, sx.ILike):
+        return _tr(node.this, t, text).ilike(_literal(node.expression, text))
+    if isinstance(node, sx.Is):
+        if isinstance(node.expression, sx.Null):
+            return _tr(node.this, t, text).isnull()
+        raise InputError(f"Only IS NULL / IS NOT NULL are supported in a filter: {text!r}.")
+    if isinstance(node, sx.Column):
+        name = node.name
+        if node.table or name not in t.columns:
+            raise InputError(
+                f"Unknown column {node.sql()!r} in the filter {text!r}. "
+                f"Columns: {', '.join(repr(c) for c in t.columns)}."
+            )
+        return t[name]
+    if isinstance(node, (sx.Literal, sx.Boolean, sx.Null, sx.Neg)):
+        return ibis.literal(_literal(node, text))
+    raise InputError(
+        f"Unsupported construct {node.sql()!r} in the filter {text!r}. Use column comparisons "
+        "(=, !=, <, <=, >, >=), IN (...), BETWEEN, LIKE, IS [NOT] NULL, AND, OR, NOT and literals."
+    )
+
+
+def _literal(node, text: str):
+    if isinstance(node, sx.Neg):
+        v = _literal(node.this, text)
+        if isinstance(v, (int, float)):
+            return -v
+    if isinstance(node, sx.Boolean):
+        return bool(node.this)
+    if isinstance(node, sx.Null):
+        return None
+    if isinstance(node, sx.Literal):
+        if node.is_string:
+            return node.this
+        s = node.this
+        try:
+            return int(s)
+        except ValueError:
+            return float(s)
+    raise InputError(f"Expected a literal value, got {node.sql()!r} in the filter {text!r}.")

@@ -1,0 +1,210 @@
+"""Weighted sampling with replacement at scale (paper, Appendix "Sampling at scale").
+
+Each element ``e`` of weight ``w_e`` gets an initial draw time
+``dt0(e) ~ Exp(w_e)``, computed *in the engine* from a seeded hash of its id::
+
+    u(e)   = uniform in (0, 1) from the first 52 bits of md5("<seed>:<id>")
+    dt0(e) = -ln(u(e)) / w_e
+
+The ``N`` elements with the smallest ``dt0`` are a weighted sample without
+replacement. For a sample with replacement, ``M`` is their largest ``dt0`` and
+each element of the set is drawn ``dc(e) = 1 + Poisson(w_e · (M - dt0(e)))``
+times (steps 1–3), or the draws are replayed one by one (steps 3.1–3.2) so a
+caller can stop at exactly ``N' <= N`` unique elements.
+
+Reproducibility: md5 is computed by every engine, so the same seed and inputs
+select the same set on every engine; the Poisson and successive draws use a
+NumPy generator seeded by the seed, over the set in a fixed order (by draw time,
+then id), so they are identical too. Only the ``N`` selected elements leave the
+engine.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import ibis
+import numpy as np
+import pyarrow as pa
+
+from .engine import Engine
+from .errors import InputError
+
+_HEX = "0123456789abcdef"
+HASH_DIGITS = 13  # 52 bits: every value is exact in a float64
+
+
+def check_size(size, what: str = "size") -> int:
+    """A positive integer sample size, or a clear error."""
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+        raise InputError(f"The sample {what} must be a positive integer. Got {size!r} instead.")
+    if size <= 0:
+        raise InputError(f"The sample {what} must be a positive integer. Got {size} instead.")
+    return int(size)
+
+
+def check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"The seed must be a non-negative integer. Got {seed!r} instead.")
+    return int(seed)
+
+
+def hash_uniform(key: ibis.Value, seed: int, salt: str = "") -> ibis.Value:
+    """A uniform number in (0, 1) from md5 of ``"<seed>:<salt><key>"``, in the engine.
+
+    The first 13 hex digits of the md5 (52 bits) are read digit by digit, which
+    every SQL engine can do, so DuckDB and Spark give the same number.
+    """
+    h = (ibis.literal(f"{seed}:{salt}") + key.cast("string")).hexdigest("md5")
+    digits = ibis.literal(_HEX)
+    v = None
+    for k in range(HASH_DIGITS):
+        d = digits.find(h.substr(k, 1)).cast("float64")
+        v = d if v is None else v * 16.0 + d
+    return (v + 0.5) / float(16**HASH_DIGITS)
+
+
+def hash_uniform_py(key, seed: int, salt: str = "") -> float:
+    """The same number as :func:`hash_uniform`, computed in Python (for tests)."""
+    import hashlib
+
+    h = hashlib.md5(f"{seed}:{salt}{key}".encode()).hexdigest()
+    return (int(h[:HASH_DIGITS], 16) + 0.5) / float(16**HASH_DIGITS)
+
+
+def with_draw_times(t: ibis.Table, *, key: str, weight: str, seed: int, salt: str = "") -> ibis.Table:
+    """Add ``dt0 = -ln(u) / weight`` (exponential clocks) to ``t``."""
+    u = hash_uniform(t[key], seed, salt)
+    return t.mutate(dt0=-(u.ln()) / t[weight])
+
+
+@dataclass(frozen=True)
+class WeightedSample:
+    """Elements drawn with replacement.
+
+    Attributes
+    ----------
+    table
+        The unique sampled elements (the input columns plus ``dt0`` and
+        ``draw_count``), ordered by first draw time.
+    horizon
+        ``M``: the time of the last draw.
+    draws
+        Total number of draws, ``sum(draw_count)``.
+    """
+
+    table: pa.Table
+    horizon: float
+    draws: int
+
+
+def smallest_draw_times(
+    engine: Engine, t: ibis.Table, *, key: str, weight: str, n: int, seed: int, salt: str = "", step: str = "sample"
+) -> pa.Table:
+    """The ``n`` elements of ``t`` with the smallest initial draw times (a weighted
+    sample without replacement), fetched with their ``dt0``, ordered by ``dt0``.
+    Elements with weight 0 are never drawn."""
+    tt = with_draw_times(t.filter(t[weight] > 0), key=key, weight=weight, seed=seed, salt=salt)
+    return engine.to_arrow(tt.order_by(["dt0", key]).limit(n), step=step)
+
+
+def draw_counts(top: pa.Table, *, weight: str, seed: int) -> WeightedSample:
+    """Steps 2–3: ``M`` = largest ``dt0``; ``dc = 1 + Poisson(w · (M − dt0))``."""
+    if top.num_rows == 0:
+        return WeightedSample(top.append_column("draw_count", pa.array([], pa.int64())), 0.0, 0)
+    dt0 = np.asarray(top.column("dt0").to_numpy(zero_copy_only=False), dtype=float)
+    w = np.asarray(top.column(weight).to_numpy(zero_copy_only=False), dtype=float)
+    horizon = float(dt0.max())
+    rng = np.random.default_rng([seed, 1])
+    dc = 1 + rng.poisson(w * (horizon - dt0))
+    return WeightedSample(top.append_column("draw_count", pa.array(dc, pa.int64())), horizon, int(dc.sum()))
+
+
+def successive_draws(top: pa.Table, *, weight: str, seed: int, unique: int | None = None, stop=None) -> WeightedSample:
+    """Steps 3.1–3.2: replay the draws one at a time in time order, up to ``M``.
+
+    Stops after the ``unique``-th distinct element is first drawn, or when
+    ``stop(row_index, is_new)`` returns True (called after each draw), or at ``M``.
+    Returns the elements drawn at least once with their draw counts.
+    """
+    n = top.num_rows
+    if n == 0:
+        return WeightedSample(top.append_column("draw_count", pa.array([], pa.int64())), 0.0, 0)
+    dt0 = np.asarray(top.column("dt0").to_numpy(zero_copy_only=False), dtype=float)
+    w = np.asarray(top.column(weight).to_numpy(zero_copy_only=False), dtype=float)
+    horizon = float(dt0.max())
+    rng = np.random.default_rng([seed, 2])
+    counts = np.zeros(n, dtype=np.int64)
+    heap = [(float(dt0[i]), i) for i in range(n)]
+    heapq.heapify(heap)
+    seen = 0
+    last = 0.0
+    while heap:
+        t_next, i = heapq.heappop(heap)
+        if t_next > horizon:
+            break
+        last = t_next
+        is_new = counts[i] == 0
+        counts[i] += 1
+        seen += int(is_new)
+        nxt = t_next + rng.exponential(1.0 / w[i])
+        heapq.heappush(heap, (nxt, i))
+        if (unique is not None and is_new and seen >= unique) or (stop is not None and stop(i, bool(is_new))):
+            break
+    keep = np.nonzero(counts)[0]
+    out = top.take(pa.array(keep)).append_column("draw_count", pa.array(counts[keep], pa.int64()))
+    return WeightedSample(out, last, int(counts.sum()))
+
+
+def sample_with_replacement(
+    engine: Engine,
+    t: ibis.Table,
+    *,
+    key: str,
+    weight: str,
+    n: int,
+    seed: int,
+    unique: int | None = None,
+    salt: str = "",
+    step: str = "sample",
+) -> WeightedSample:
+    """Weighted sample with replacement of ``n`` unique elements of ``t``.
+
+    Parameters
+    ----------
+    t
+        Ibis table of elements; ``key`` identifies an element (hashed with the
+        seed), ``weight`` is its (non-negative) sampling weight.
+    n
+        Unique elements to select (the set ``S``).
+    seed
+        Same seed and inputs give the identical sample on every engine.
+    unique
+        If given, replay the draws one by one and stop at exactly this many
+        unique elements (``<= n``) instead of drawing Poisson counts.
+    """
+    n = check_size(n)
+    seed = check_seed(seed)
+    top = smallest_draw_times(engine, t, key=key, weight=weight, n=n, seed=seed, salt=salt, step=step)
+    if unique is not None:
+        unique = check_size(unique, "unique size")
+        if unique > n:
+            raise InputError(f"unique ({unique}) must be at most n ({n}).")
+        return successive_draws(top, weight=weight, seed=seed, unique=unique)
+    return draw_counts(top, weight=weight, seed=seed)
+
+
+def weighted_subsample(table: pa.Table, *, weight: str, n: int, seed: int, key: str) -> pa.Table:
+    """``n`` rows of a small Arrow table, without replacement, with probability ∝
+    ``weight`` (exponential clocks from the same hash as the engine sampler)."""
+    if table.num_rows <= n:
+        return table
+    w = np.asarray(table.column(weight).to_numpy(zero_copy_only=False), dtype=float)
+    ids = table.column(key).to_pylist()
+    u = np.array([hash_uniform_py(i, seed, "examples:") for i in ids])
+    with np.errstate(divide="ignore"):
+        dt = np.where(w > 0, -np.log(u) / np.where(w > 0, w, 1.0), math.inf)
+    order = np.argsort(dt, kind="stable")[:n]
+    return table.take(pa.array(order))
