@@ -95,6 +95,8 @@ def test_demo_runs_on_bundled_data(tmp_path):
     out = json.loads(run("demo", "--out", tmp_path / "demo", "--json"))
     assert out["impact"]["items"] == 5000
     assert 0 < out["impact"]["jaccard_distance"] < 1
+    assert out["explore"]["sample"]["unique_items"] == 1000
+    assert (tmp_path / "demo" / "explore" / "sample.parquet").exists()
     truth = out["pointwise_against_truth"]
     assert truth["exp"]["precision"] < truth["base"]["precision"]  # Exp's rules merge some different people
     assert all(p.exists() for p in example_paths().values())

@@ -19,7 +19,7 @@ from rich.table import Table
 from . import _progress
 from .engine import connect
 from .errors import AbcdeError
-from .explore import ExplorationSample, sample_items
+from .explore import ExplorationSample, sample_affected, sample_items
 from .impact import impact as run_impact
 from .pointwise import pointwise as run_pointwise
 from .weights import COMBINE_RULES, derive_weights
@@ -413,16 +413,27 @@ def demo(out, as_json, engine):
     res = run_impact(paths["base"], paths["exp"], items=paths["items"], slice_by=["state", "source"],
                      top=10, engine=engine)
     written = res.write(Path(out) / "impact")
+    # Exploration: an importance sample of affected items, grouped by an attribute.
+    sample = sample_affected(res, size=1000, seed=0, inputs={k: str(paths[k]) for k in ("base", "exp", "items")})
+    sample_path = sample.write(Path(out) / "explore" / "sample.parquet")
+    written.append(sample_path)
+    groups = sample.group(["state"], top=5)
     # The example ships its true entities, so the pointwise metrics of each side can be shown too.
     truth = {side: run_pointwise(paths["truth"], paths[side], items=paths["items"], engine=engine)
              for side in ("base", "exp")}
     if as_json:
         _emit_json({"impact": res.to_dict(),
+                    "explore": {"sample": sample.metadata, "groups_by_state": [g.to_dict() for g in groups]},
                     "pointwise_against_truth": {k: v.to_dict() for k, v in truth.items()},
                     "written": [str(p) for p in written]})
         return
     console.print(f"[bold]Example data:[/bold] {paths['base'].parent}")
     print_impact(res, top=10)
+    console.print(_table([_estimate_row(g) for g in groups],
+                         f"Exploration sample ({sample.metadata['unique_items']:,} affected items drawn ∝ "
+                         "weight·JaccardDistance): top states by estimated Jaccard contribution",
+                         ["state", "sampled_items", "weight_share", "split_contribution", "merge_contribution",
+                          "jaccard_contribution", "jaccard_contribution_se"]))
     t = Table(title="Against the example's true entities (FEBRL ground truth)", title_justify="left")
     for c in ("clustering", "Precision", "Recall", "F1"):
         t.add_column(c, justify="left" if c == "clustering" else "right")
