@@ -458,3 +458,55 @@ def pointwise_per_slice(
         m = pointwise_lifted(truth, clustering, weight, members)
         out[value] = dict(m, value=value)
     return out
+
+
+# ---------------------------------------------------------------------------
+# Pairs (paper, "Summary of the estimation of quality metrics"), by listing them.
+# ---------------------------------------------------------------------------
+
+
+def all_pairs(base: dict, exp: dict, weight: dict) -> list[dict]:
+    """Every (i, j) with j in Base(i) ∪ Exp(i), with class, u_ij and l_ij.
+
+    Straight from the paper; the self pair (i, i) is a stable pair.
+    """
+    W = sum(weight.values())
+    bmem, emem = {}, {}
+    for i, c in base.items():
+        bmem.setdefault(c, set()).add(i)
+    for i, c in exp.items():
+        emem.setdefault(c, set()).add(i)
+    out = []
+    for i in base:
+        B, E = bmem[base[i]], emem[exp[i]]
+        wB = sum(weight[j] for j in B)
+        wE = sum(weight[j] for j in E)
+        for j in B | E:
+            if j in B and j not in E:
+                cls, u, l = "split", weight[i] / W * weight[j] / wB, -1
+            elif j in E and j not in B:
+                cls, u, l = "merge", weight[i] / W * weight[j] / wE, 1
+            else:
+                cls = "stable"
+                u = weight[i] / W * abs(wB - wE) / (wB * wE) * weight[j]
+                l = (wB > wE) - (wB < wE)
+            out.append({"i": i, "j": j, "class": cls, "u": u, "l": l})
+    return out
+
+
+def delta_precision_exact(base: dict, exp: dict, weight: dict, truth: dict) -> float:
+    """Σ u_ij l_ij 1(i ≡ j) over all pairs."""
+    return sum(p["u"] * p["l"] for p in all_pairs(base, exp, weight) if truth[p["i"]] == truth[p["j"]])
+
+
+def precision(clustering: dict, truth: dict, weight: dict) -> float:
+    """Pointwise Precision(T) of a clustering against a truth clustering."""
+    W = sum(weight.values())
+    mem = {}
+    for i, c in clustering.items():
+        mem.setdefault(c, set()).add(i)
+    total = 0.0
+    for i, c in clustering.items():
+        C = mem[c]
+        total += weight[i] / W * sum(weight[j] for j in C if truth[j] == truth[i]) / sum(weight[j] for j in C)
+    return total

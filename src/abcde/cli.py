@@ -21,6 +21,7 @@ from .engine import connect
 from .errors import AbcdeError
 from .explore import ExplorationSample, sample_affected, sample_items
 from .impact import impact as run_impact
+from .quality import draw_pair_sample, estimate_quality, oracle_judge
 from .pointwise import pointwise as run_pointwise
 from .weights import COMBINE_RULES, derive_weights
 
@@ -393,6 +394,97 @@ def explore_query(sample, where, group_by, metric, top, examples, seed, as_json)
         show = ["item_id", "base_cluster", "exp_cluster", "split_rate", "merge_rate", "importance_weight",
                 *[a for a in s.attributes][:4]]
         console.print(_table(ex, f"{len(ex)} example items", show))
+
+
+# --------------------------------------------------------------------------- quality
+@main.command()
+@click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
+@click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
+@input_options
+@click.option("--budget", required=True, type=int, help="Distinct pairs to get judged.")
+@click.option("--seed", required=True, type=int, help="Random seed; same seed and inputs give the same pairs.")
+@click.option("--slice-by", multiple=True,
+              help="Attribute column(s) whose exact slice multipliers to store, for 'quality --slice-by'.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Sample directory to write.")
+@click.option("--json", "as_json", is_flag=True)
+@engine_options
+@handle_errors
+def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, slice_by, out, as_json, engine):
+    """Sample item pairs ∝ u_ij for same/different judgements (ABCDE quality).
+
+    Writes pairs.parquet (every draw, vantage item first), items.parquet, tasks.csv/.parquet/.jsonl
+    (one row per pair to judge, attributes side by side, blind) and metadata.json.
+    """
+    path = draw_pair_sample(base, exp, out, budget=budget, seed=seed, items=items, item_id=item_id,
+                            cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, engine=engine)
+    meta = json.loads((Path(path) / "metadata.json").read_text())
+    if as_json:
+        _emit_json(meta)
+        return
+    if meta["exhausted"]:
+        console.print(f"[yellow]Only {meta['judgeable_pairs']:,} distinct pairs need a judgement "
+                      f"(budget {budget:,}): all of them are in the sample.[/yellow]")
+    t = meta["pair_totals"]
+    console.print(_table([{"pairs to judge": meta["judgeable_pairs"], "draws": meta["draws"],
+                           "Σu split": t["split"], "Σu merge": t["merge"], "Σu stable": t["stable"],
+                           "Σu self": t["self"]}], "Pair sample"))
+    console.print(f"wrote {path}/ (tasks.csv has the pairs to judge)")
+
+
+@main.command()
+@click.argument("sample_dir", type=click.Path(file_okay=False))
+@click.option("--oracle-column", required=True,
+              help="Items attribute holding the ground truth: equal values ⇒ same; null ⇒ unsure.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Judgement file to write (default SAMPLE_DIR/judgements.csv).")
+@handle_errors
+def judge(sample_dir, oracle_column, out):
+    """Fill a pair sample's judgements from a ground-truth column (oracle judge)."""
+    path = oracle_judge(sample_dir, oracle_column, out=out)
+    console.print(f"wrote {path} (judgements by oracle column '{oracle_column}')")
+
+
+def print_quality(d: dict) -> None:
+    t = Table(title="Quality of Exp relative to Base (estimates, 95% intervals)", title_justify="left")
+    for c in ("metric", "estimate", "± s.e.", "95% interval", "judged"):
+        t.add_column(c, justify="left" if c == "metric" else "right")
+    names = {"delta_precision": "ΔPrecision", "good_split_rate": "GoodSplitRate", "bad_split_rate": "BadSplitRate",
+             "good_merge_rate": "GoodMergeRate", "bad_merge_rate": "BadMergeRate"}
+    for key, label in names.items():
+        e = d[key]
+        if e["estimate"] is None:
+            t.add_row(label, "undefined", "", e.get("note", ""), str(e["n_judgements"]))
+            continue
+        ci = "n/a" if e["ci_low"] is None else f"[{e['ci_low']:.4f}, {e['ci_high']:.4f}]"
+        se = "n/a" if e["std_err"] is None else f"{e['std_err']:.4f}"
+        t.add_row(label, f"{e['estimate']:.4f}", se, ci, str(e["n_judgements"]))
+    console.print(t)
+    console.print(f"SplitRate {d['split_rate']:.4f} = Good + Bad; MergeRate {d['merge_rate']:.4f} = Good + Bad. "
+                  f"Pairs judged: {d['judged_pairs']}, unsure: {d['unsure_pairs']}, "
+                  f"not judged: {d['missing_pairs']}; rater disagreements: {d['rater_disagreements']} "
+                  f"(ties ⇒ unsure: {d['rater_ties']}).")
+    for col, rows in d.get("slices", {}).items():
+        flat = [{col: r["value"], "weight": r["weight"], "draws": r["sampled_draws"],
+                 "ΔPrecision": r["delta_precision"]["estimate"], "± s.e.": r["delta_precision"]["std_err"],
+                 "contribution": r["delta_precision_contribution"]["estimate"]} for r in rows]
+        console.print(_table(flat, f"ΔPrecision by {col} (vantage items)"))
+
+
+@main.command()
+@click.argument("sample_dir", type=click.Path(file_okay=False))
+@click.option("--judgements", "judgements", multiple=True, type=click.Path(dir_okay=False),
+              help="Judgement file(s) (CSV/Parquet/JSONL); default SAMPLE_DIR/judgements.csv.")
+@click.option("--slice-by", multiple=True, help="ΔPrecision per value of this vantage-item attribute.")
+@click.option("--json", "as_json", is_flag=True)
+@handle_errors
+def quality(sample_dir, judgements, slice_by, as_json):
+    """ΔPrecision and Good/Bad Split/Merge rates with standard errors, from judged pairs."""
+    res = estimate_quality(sample_dir, list(judgements) or None, slice_by=slice_by)
+    d = res.to_dict()
+    if as_json:
+        _emit_json(d)
+        return
+    print_quality(d)
 
 
 # --------------------------------------------------------------------------- demo

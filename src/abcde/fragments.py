@@ -90,7 +90,8 @@ class Diff:
         Ibis table of the common items: ``item_id, base_cluster, exp_cluster, weight``.
     fragments
         Materialized table, one row per non-empty fragment: ``base_cluster,
-        exp_cluster, n, w`` (items and weight of the fragment), ``nb, wb``
+        exp_cluster, n, w, w2`` (items, weight and sum of squared weights of the
+        fragment), ``nb, wb``
         (items and weight of the Base cluster), ``ne, we`` (of the Exp cluster).
     items
         The items table (``item_id, weight, <attributes>``) or ``None``.
@@ -197,6 +198,7 @@ def build_diff(
         g = fw.group_by(["base_cluster", "exp_cluster", "in_b", "in_e"]).aggregate(
             n=fw.count(),
             w=fw.weight.sum(),
+            w2=(fw.weight * fw.weight).sum(),
             n_no_w=(~fw.has_w).sum(),
         )
         frag_all = eng.materialize(g, "fragments_all")
@@ -276,13 +278,13 @@ def build_diff(
             items_only_examples=items_only_ex,
         )
 
-        f = frag_all.filter(frag_all.in_b & frag_all.in_e).select("base_cluster", "exp_cluster", "n", "w")
+        f = frag_all.filter(frag_all.in_b & frag_all.in_e).select("base_cluster", "exp_cluster", "n", "w", "w2")
         # Cluster totals by group-by + join back. (Window sums were 1.4x slower here on
         # DuckDB at 10M items; the fragment table is small next to the items either way.)
         bt = f.group_by("base_cluster").aggregate(nb=f.n.sum(), wb=f.w.sum())
         et = f.group_by("exp_cluster").aggregate(ne=f.n.sum(), we=f.w.sum())
         f = f.join(bt, "base_cluster").join(et, "exp_cluster")
-        f = f.select("base_cluster", "exp_cluster", "n", "w", "nb", "wb", "ne", "we")
+        f = f.select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we")
         fragments = eng.materialize(f, "fragments")
     joined = fw.filter(fw.in_b & fw.in_e).select("item_id", "base_cluster", "exp_cluster", "weight")
     return Diff(

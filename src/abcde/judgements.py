@@ -1,0 +1,173 @@
+"""Judgement files: reading, validating and resolving same/different/unsure answers.
+
+A judgement file (CSV, Parquet or JSONL) has, per row, a ``pair_id`` or both
+``item_a`` and ``item_b`` (in either order), a ``judgement`` in
+{``same``, ``different``, ``unsure``}, and optionally ``rater`` and
+``timestamp``. Several raters may judge one pair: the majority wins and a tie is
+``unsure`` (reported); one rater giving two different answers for one pair is
+an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from .errors import InputError, examples_text
+from .pairs import pair_id
+
+VOCABULARY = ("same", "different", "unsure")
+
+
+def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
+    """Read a CSV, Parquet or JSONL file into Arrow, with a clear error."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"The {role} file '{p}' does not exist.")
+    name = p.name.lower()
+    try:
+        if name.endswith((".parquet", ".pq")):
+            return pq.read_table(p)
+        if name.endswith(".csv"):
+            return pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(strings_can_be_null=True))
+        if name.endswith((".jsonl", ".ndjson", ".json")):
+            rows = [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+            return pa.Table.from_pylist(rows)
+    except InputError:
+        raise
+    except Exception as exc:
+        raise InputError(f"Cannot read the {role} file '{p}': {str(exc).splitlines()[0]}") from exc
+    raise InputError(f"Cannot tell the format of the {role} file '{p}'. Use .csv, .parquet or .jsonl.")
+
+
+def write_table_file(table: pa.Table, path: Path) -> Path:
+    """Write Arrow as CSV, Parquet or JSONL by extension (atomically)."""
+    name = path.name.lower()
+    tmp = path.with_name(path.name + ".tmp")
+    if name.endswith((".parquet", ".pq")):
+        pq.write_table(table, tmp)
+    elif name.endswith(".csv"):
+        pacsv.write_csv(table, tmp)
+    elif name.endswith((".jsonl", ".ndjson")):
+        with open(tmp, "w") as fh:
+            for row in table.to_pylist():
+                fh.write(json.dumps(row, default=str) + "\n")
+    else:
+        raise InputError(f"Cannot tell the format for '{path}'. Use .csv, .parquet or .jsonl.")
+    os.replace(tmp, path)
+    return path
+
+
+@dataclass(frozen=True)
+class ResolvedJudgements:
+    """One judgement per pair id, after combining raters.
+
+    Attributes
+    ----------
+    by_pair
+        ``pair_id -> "same" | "different" | "unsure"``.
+    rows
+        Judgement rows read.
+    disagreements
+        Pairs whose raters disagreed (resolved by majority; ties ⇒ unsure).
+    ties
+        Of those, pairs with a tie (now unsure).
+    """
+
+    by_pair: dict
+    rows: int = 0
+    disagreements: int = 0
+    ties: int = 0
+    sources: dict = field(default_factory=dict)
+
+
+def load_judgements(paths, *, pair_ids: set, id_type: str) -> ResolvedJudgements:
+    """Read judgement files and resolve them against a sample's pair ids.
+
+    Parameters
+    ----------
+    paths
+        One or more judgement files.
+    pair_ids
+        The pair ids of the sample that need a judgement.
+    id_type
+        ``"integer"`` or ``"string"``: how item ids are compared with the sample.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    votes: dict[str, dict[str, str]] = defaultdict(dict)
+    unknown: list = []
+    n_rows = 0
+    sources: Counter = Counter()
+    for path in paths:
+        t = read_table_file(path, "judgements")
+        cols = t.column_names
+        if "judgement" not in cols:
+            raise InputError(
+                f"Column 'judgement' not found in judgements file '{path}'. "
+                f"Existing columns: {', '.join(repr(c) for c in cols)}."
+            )
+        if "pair_id" not in cols and not {"item_a", "item_b"} <= set(cols):
+            raise InputError(
+                f"The judgements file '{path}' needs a 'pair_id' column or both 'item_a' and 'item_b'. "
+                f"Existing columns: {', '.join(repr(c) for c in cols)}."
+            )
+        rows = t.to_pylist()
+        bad = [(k, r["judgement"]) for k, r in enumerate(rows) if r["judgement"] not in VOCABULARY]
+        if bad:
+            raise InputError(
+                f"{len(bad)} rows of judgements file '{path}' have a judgement outside "
+                f"{{same, different, unsure}} (first: "
+                + ", ".join(f"row {k + 1}: {v!r}" for k, v in bad[:5]) + ")."
+            )
+        for k, r in enumerate(rows):
+            pid = r.get("pair_id")
+            if pid is None:
+                a, b = r.get("item_a"), r.get("item_b")
+                if a is None or b is None:
+                    raise InputError(f"Row {k + 1} of judgements file '{path}' has no pair id and no item ids.")
+                try:
+                    a, b = (int(a), int(b)) if id_type == "integer" else (str(a), str(b))
+                except (TypeError, ValueError) as exc:
+                    raise InputError(
+                        f"Row {k + 1} of judgements file '{path}': item ids {a!r}, {b!r} are not integers like "
+                        "the sample's."
+                    ) from exc
+                pid = pair_id(a, b)
+            if pid not in pair_ids:
+                unknown.append(pid if r.get("pair_id") else (r.get("item_a"), r.get("item_b")))
+                continue
+            rater = str(r.get("rater") or f"file:{Path(path).name}")
+            sources[rater.split(":")[0]] += 1
+            prev = votes[pid].get(rater)
+            if prev is not None and prev != r["judgement"]:
+                raise InputError(
+                    f"Rater {rater!r} judged pair {pid} both {prev!r} and {r['judgement']!r} "
+                    f"(judgements file '{path}', row {k + 1}). Keep one judgement per rater and pair."
+                )
+            votes[pid][rater] = r["judgement"]
+            n_rows += 1
+    if unknown:
+        raise InputError(
+            f"{len(unknown)} judgements name pairs that are not in the sample (first: {examples_text(unknown)}). "
+            "Is the judgement file for another sample?"
+        )
+    by_pair, disagree, ties = {}, 0, 0
+    for pid, rv in votes.items():
+        c = Counter(rv.values())
+        top = c.most_common()
+        if len(top) > 1:
+            disagree += 1
+        if len(top) > 1 and top[0][1] == top[1][1]:
+            by_pair[pid] = "unsure"
+            ties += 1
+        else:
+            by_pair[pid] = top[0][0]
+    return ResolvedJudgements(by_pair, n_rows, disagree, ties, dict(sources))

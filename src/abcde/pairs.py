@@ -1,0 +1,277 @@
+"""Pair population, exact pair weights and hierarchical pair sampling.
+
+Paper, "Summary of the estimation of quality metrics". For an item ``i`` with
+``B = Base(i)``, ``E = Exp(i)`` and ``W = weight(T)``::
+
+    SplitPairs  j ∈ B \\ E:  u_ij = w_i/W · w_j / W(B),                       l_ij = -1
+    MergePairs  j ∈ E \\ B:  u_ij = w_i/W · w_j / W(E),                       l_ij = +1
+    StablePairs j ∈ B ∩ E:  u_ij = w_i/W · |W(B) - W(E)| / (W(B)·W(E)) · w_j, l_ij = sgn(W(B) - W(E))
+
+StablePairs include the self pair ``(i, i)`` (never judged, always "same").
+
+Totals are closed forms over the fragment table (never a pair list)::
+
+    Σ_j split u_ij  = w_i/W · SplitRate(i)
+    Σ_j merge u_ij  = w_i/W · MergeRate(i)
+    Σ_j stable u_ij = w_i/W · |W(B) - W(E)| · W(B∩E) / (W(B)·W(E)),  of which the self pair is
+                      w_i/W · |W(B) - W(E)| · w_i / (W(B)·W(E))
+
+Sampling (never materializing the pairs): a vantage item and class ``(i, c)`` is
+drawn with replacement by its total pair weight ``U_ic`` (the exponential-clock
+sampler of :mod:`abcde.sampling`, draws replayed one by one), then for each draw
+the partner ``j`` within the class's set with probability ∝ ``w_j``, by inverting
+running weight sums of the clusters involved (an as-of join). The product is
+exactly ``u_ij``; the cost grows with the items of the sampled clusters and the
+number of draws, not with Σ|cluster|².
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import ibis
+import numpy as np
+import pyarrow as pa
+
+from . import _progress
+from .errors import InputError
+from .fragments import Diff
+from .sampling import check_seed, check_size, hash_uniform_py, smallest_draw_times
+
+CLASSES = ("split", "merge", "stable")
+LABEL = {"split": -1, "merge": 1}
+
+
+def _sgn(x):
+    return ibis.ifelse(x > 0, 1, ibis.ifelse(x < 0, -1, 0))
+
+
+def item_pair_weights(diff: Diff) -> ibis.Table:
+    """Per item: ``item_id, base_cluster, exp_cluster, weight`` and its total pair
+    weights by class, ``u_split, u_merge, u_stable, u_self`` (not yet divided by
+    ``W``), plus ``stable_label = sgn(W(B) - W(E))``."""
+    f = diff.fragments
+    j = diff.joined
+    t = j.join(f, [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster])
+    w = j.weight
+    d = f.wb - f.we
+    return t.select(
+        j.item_id,
+        j.base_cluster,
+        j.exp_cluster,
+        j.weight,
+        u_split=ibis.ifelse(f.n == f.nb, 0.0, w * (f.wb - f.w) / f.wb),
+        u_merge=ibis.ifelse(f.n == f.ne, 0.0, w * (f.we - f.w) / f.we),
+        u_stable=w * d.abs() * f.w / (f.wb * f.we),
+        u_self=w * d.abs() * w / (f.wb * f.we),
+        stable_label=_sgn(d),
+    )
+
+
+def pair_totals(diff: Diff, total_weight: float) -> dict:
+    """Exact ``Σ u_ij`` overall and per class (split, merge, stable, self,
+    intersection = stable without self), from the fragments in closed form."""
+    f = diff.fragments
+    d = (f.wb - f.we).abs()
+    r = diff.engine.one(
+        f.aggregate(
+            split=ibis.ifelse(f.n == f.nb, 0.0, f.w * (f.wb - f.w) / f.wb).sum(),
+            merge=ibis.ifelse(f.n == f.ne, 0.0, f.w * (f.we - f.w) / f.we).sum(),
+            stable=(d * f.w * f.w / (f.wb * f.we)).sum(),
+            self_=(d * f.w2 / (f.wb * f.we)).sum(),
+        ),
+        step="pair weight totals",
+    )
+    W = float(total_weight)
+    out = {
+        "split": float(r["split"] or 0.0) / W,
+        "merge": float(r["merge"] or 0.0) / W,
+        "stable": float(r["stable"] or 0.0) / W,
+        "self": float(r["self_"] or 0.0) / W,
+    }
+    out["intersection"] = max(out["stable"] - out["self"], 0.0)
+    out["all"] = out["split"] + out["merge"] + out["stable"]
+    return out
+
+
+def pairweight_expr(diff: Diff) -> ibis.Table:
+    """Per item ``pairweight(i) · W = Σ_j u_ij · W`` (for slices: pairweight(I))."""
+    t = item_pair_weights(diff)
+    return t.select("item_id", "weight", pw=t.u_split + t.u_merge + t.u_stable)
+
+
+def draw_sequence(top: pa.Table, *, weight: str, seed: int) -> np.ndarray:
+    """Steps 3.1–3.2 of the appendix: all draws up to ``M`` in time order, as row
+    indices into ``top`` (which holds ``dt0`` and ``weight``)."""
+    import heapq
+
+    n = top.num_rows
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    dt0 = np.asarray(top.column("dt0").to_numpy(zero_copy_only=False), dtype=float)
+    w = np.asarray(top.column(weight).to_numpy(zero_copy_only=False), dtype=float)
+    horizon = float(dt0.max())
+    rng = np.random.default_rng([seed, 3])
+    heap = [(float(dt0[i]), i) for i in range(n)]
+    heapq.heapify(heap)
+    seq = []
+    while heap:
+        t_next, i = heapq.heappop(heap)
+        if t_next > horizon:
+            break
+        seq.append(i)
+        heapq.heappush(heap, (t_next + rng.exponential(1.0 / w[i]), i))
+    return np.asarray(seq, dtype=np.int64)
+
+
+def pair_id(a, b) -> str:
+    """Order-free id of the pair {a, b}: the same for (a, b) and (b, a)."""
+    x, y = sorted([json.dumps(a), json.dumps(b)])
+    return hashlib.md5(f"{x}|{y}".encode()).hexdigest()[:16]
+
+
+def _partners(diff: Diff, draws: pa.Table) -> pa.Table:
+    """For each draw (``draw``, ``vantage``, ``class``, ``base_cluster``,
+    ``exp_cluster``, ``u``) pick the partner ∝ weight within the class's set, by an
+    as-of join on running weight sums of the involved clusters."""
+    eng = diff.engine
+    j = diff.joined
+    d = ibis.memtable(draws)
+    out = []
+    for side, other, classes in (("base", "exp", ("split", "stable")), ("exp", "base", ("merge",))):
+        key, okey = f"{side}_cluster", f"{other}_cluster"
+        dd = d.filter(d["class"].isin(list(classes)))
+        clusters = dd.select(key).distinct()
+        items = j.semi_join(clusters, key)
+        # Items of a cluster in a fixed order (by the other side's cluster, then id), so
+        # each fragment is a contiguous range of running weight sums.
+        win = ibis.window(group_by=items[key], order_by=[items[okey], items.item_id], rows=(None, 0))
+        items = items.mutate(cum_hi=items.weight.sum().over(win))
+        items = items.mutate(cum_lo=items.cum_hi - items.weight)
+        frag = items.group_by([key, okey]).aggregate(lo=items.cum_lo.min(), hi=items.cum_hi.max())
+        tot = items.group_by(key).aggregate(total=items.cum_hi.max())
+        x = dd.join(frag, [key, okey]).join(tot, key)
+        width = x.hi - x.lo
+        own = x["class"] == "stable"
+        p_out = x.u * (x.total - width)
+        pos = ibis.ifelse(own, x.lo + x.u * width, ibis.ifelse(p_out < x.lo, p_out, p_out + width))
+        # .view(): a fresh relation, so Ibis does not fold this join into the one above.
+        x = x.select("draw", key, pos=pos).view()
+        cand = items.select(_k=items[key], cum_lo=items.cum_lo, partner=items.item_id).view()
+        m = x.asof_join(cand, on=x.pos >= cand.cum_lo, predicates=[x[key] == cand._k])
+        out.append(eng.to_arrow(m.select("draw", "partner"), step=f"pair partners ({side})"))
+    return pa.concat_tables(out)
+
+
+@dataclass(frozen=True)
+class PairSample:
+    """Sampled pairs with replacement, from the vantage point of their first item.
+
+    Attributes
+    ----------
+    draws
+        One row per draw, in draw order: ``draw, item_a`` (the vantage item),
+        ``item_b`` (partner), ``class`` (split, merge, stable), ``is_self``,
+        ``label`` (l_ij), ``pair_id``, ``needs_judgement``.
+    totals
+        Exact pair weight totals per class (see :func:`pair_totals`).
+    judgeable
+        Number of distinct pairs needing a judgement (the budget filled).
+    """
+
+    draws: pa.Table
+    totals: dict
+    judgeable: int
+    exhausted: bool
+
+
+def sample_pairs(diff: Diff, *, budget: int, seed: int, total_weight: float, oversample: float = 2.0) -> PairSample:
+    """Draw pairs ∝ u_ij one by one until ``budget`` distinct pairs need a judgement.
+
+    Self pairs need none (they count as "same" and are kept), and (i, j), (j, i)
+    share one judgement. When fewer judgeable pairs exist than ``budget``, all
+    of them end up sampled and ``exhausted`` is True.
+    """
+    budget = check_size(budget, "budget")
+    seed = check_seed(seed)
+    eng = diff.engine
+    t = item_pair_weights(diff)
+    per_class = []
+    for c in CLASSES:
+        col = f"u_{c}"
+        label = ibis.literal(LABEL[c]) if c in LABEL else t.stable_label
+        per_class.append(
+            t.filter(t[col] > 0).select(
+                "item_id", "base_cluster", "exp_cluster", u=t[col], label=label.cast("int8"),
+                key=t.item_id.cast("string") + ibis.literal(f"|{c}"), **{"class": ibis.literal(c)},
+            )
+        )
+    pop = eng.materialize(ibis.union(*per_class), "pair_vantage")
+    n_pop = int(eng.one(pop.aggregate(n=pop.count()))["n"])
+    totals = pair_totals(diff, total_weight)
+    if n_pop == 0:
+        empty = pa.table({"draw": pa.array([], pa.int64())})
+        return PairSample(empty, totals, 0, True)
+    n = min(n_pop, max(int(budget * oversample) + 10, 16))
+    while True:
+        with _progress.step(f"Drawing vantage items and classes ({n:,})"):
+            top = smallest_draw_times(eng, pop, key="key", weight="u", n=n, seed=seed, salt="pairs:", step="vantage")
+        seq = draw_sequence(top, weight="u", seed=seed)
+        rows = top.take(pa.array(seq))
+        draws = pa.table({
+            "draw": pa.array(np.arange(len(seq)), pa.int64()),
+            "vantage": rows.column("item_id"),
+            "class": rows.column("class"),
+            "label": rows.column("label"),
+            "base_cluster": rows.column("base_cluster"),
+            "exp_cluster": rows.column("exp_cluster"),
+            "u": pa.array([hash_uniform_py(k, seed, "partner:") for k in range(len(seq))], pa.float64()),
+        })
+        with _progress.step(f"Drawing partners for {len(seq):,} draws"):
+            partners = _partners(diff, draws)
+        order = np.argsort(partners.column("draw").to_numpy())
+        partner = partners.column("partner").take(pa.array(order))
+        if partners.num_rows != len(seq):  # pragma: no cover - guarded by construction
+            raise RuntimeError("partner selection lost draws")
+        a = draws.column("vantage").to_pylist()
+        b = partner.to_pylist()
+        seen: set = set()
+        stop = None
+        for k, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                seen.add(pair_id(x, y))
+                if len(seen) >= budget:
+                    stop = k + 1
+                    break
+        exhausted = stop is None and n >= n_pop
+        if stop is not None or exhausted:
+            break
+        n = min(n_pop, n * 2)
+    stop = stop if stop is not None else len(seq)
+    a, b = a[:stop], b[:stop]
+    cls = draws.column("class").to_pylist()[:stop]
+    lab = draws.column("label").to_pylist()[:stop]
+    is_self = [x == y for x, y in zip(a, b)]
+    out = pa.table({
+        "draw": pa.array(range(stop), pa.int64()),
+        "item_a": pa.array(a, draws.schema.field("vantage").type),
+        "item_b": pa.array(b, draws.schema.field("vantage").type),
+        "class": pa.array(cls, pa.string()),
+        "is_self": pa.array(is_self, pa.bool_()),
+        "label": pa.array(lab, pa.int8()),
+        "pair_id": pa.array([pair_id(x, y) for x, y in zip(a, b)], pa.string()),
+        "needs_judgement": pa.array([not s for s in is_self], pa.bool_()),
+    })
+    return PairSample(out, totals, len(seen), exhausted)
+
+
+def pair_class_of_draws(draws: pa.Table) -> list[str]:
+    """Estimation classes: self, split, merge, intersection (stable without self)."""
+    cls = draws.column("class").to_pylist()
+    sf = draws.column("is_self").to_pylist()
+    return ["self" if s else ("intersection" if c == "stable" else c) for c, s in zip(cls, sf)]
+
+
+__all__ = ["PairSample", "item_pair_weights", "pair_id", "pair_totals", "pairweight_expr", "sample_pairs"]
