@@ -132,35 +132,49 @@ def pair_id(a, b) -> str:
     return hashlib.md5(f"{x}|{y}".encode()).hexdigest()[:16]
 
 
+def _partner_index(diff: Diff, side: str):
+    """Running weight sums of every item within its ``side`` cluster, in a fixed order
+    (by the other side's cluster, then id), so each fragment is a contiguous range;
+    plus each fragment's range and each cluster's total. One window pass over the
+    items, materialized once per diff and reused by every pair sample."""
+    key = f"{side}_cluster"
+    cached = diff.cache.get(("partner_index", side))
+    if cached is not None:
+        return cached
+    eng = diff.engine
+    okey = "exp_cluster" if side == "base" else "base_cluster"
+    items = diff.joined
+    win = ibis.window(group_by=items[key], order_by=[items[okey], items.item_id], rows=(None, 0))
+    items = items.mutate(cum_hi=items.weight.sum().over(win))
+    items = eng.materialize(items.mutate(cum_lo=items.cum_hi - items.weight), f"partner_{side}")
+    frag = items.group_by([key, okey]).aggregate(lo=items.cum_lo.min(), hi=items.cum_hi.max())
+    frag = frag.join(items.group_by(key).aggregate(total=items.cum_hi.max()), key)
+    frag = eng.materialize(frag, f"partner_{side}_fragments")
+    cand = items.select(_k=items[key], cum_lo=items.cum_lo, partner=items.item_id)
+    diff.cache[("partner_index", side)] = (frag, cand)
+    return frag, cand
+
+
 def _partners(diff: Diff, draws: pa.Table) -> pa.Table:
     """For each draw (``draw``, ``vantage``, ``class``, ``base_cluster``,
     ``exp_cluster``, ``u``) pick the partner ∝ weight within the class's set, by an
     as-of join on running weight sums of the involved clusters."""
     eng = diff.engine
-    j = diff.joined
     d = ibis.memtable(draws)
     out = []
     for side, other, classes in (("base", "exp", ("split", "stable")), ("exp", "base", ("merge",))):
         key, okey = f"{side}_cluster", f"{other}_cluster"
+        frag, cand = _partner_index(diff, side)
         dd = d.filter(d["class"].isin(list(classes)))
-        clusters = dd.select(key).distinct()
-        items = j.semi_join(clusters, key)
-        # Items of a cluster in a fixed order (by the other side's cluster, then id), so
-        # each fragment is a contiguous range of running weight sums.
-        win = ibis.window(group_by=items[key], order_by=[items[okey], items.item_id], rows=(None, 0))
-        items = items.mutate(cum_hi=items.weight.sum().over(win))
-        items = items.mutate(cum_lo=items.cum_hi - items.weight)
-        frag = items.group_by([key, okey]).aggregate(lo=items.cum_lo.min(), hi=items.cum_hi.max())
-        tot = items.group_by(key).aggregate(total=items.cum_hi.max())
-        x = dd.join(frag, [key, okey]).join(tot, key)
+        x = dd.join(frag, [key, okey])
         width = x.hi - x.lo
         own = x["class"] == "stable"
         p_out = x.u * (x.total - width)
         pos = ibis.ifelse(own, x.lo + x.u * width, ibis.ifelse(p_out < x.lo, p_out, p_out + width))
         # .view(): a fresh relation, so Ibis does not fold this join into the one above.
         x = x.select("draw", key, pos=pos).view()
-        cand = items.select(_k=items[key], cum_lo=items.cum_lo, partner=items.item_id).view()
-        m = x.asof_join(cand, on=x.pos >= cand.cum_lo, predicates=[x[key] == cand._k])
+        c = cand.view()
+        m = x.asof_join(c, on=x.pos >= c.cum_lo, predicates=[x[key] == c._k])
         out.append(eng.to_arrow(m.select("draw", "partner"), step=f"pair partners ({side})"))
     return pa.concat_tables(out)
 
@@ -208,9 +222,11 @@ def sample_pairs(diff: Diff, *, budget: int, seed: int, total_weight: float, ove
                 key=t.item_id.cast("string") + ibis.literal(f"|{c}"), **{"class": ibis.literal(c)},
             )
         )
-    pop = eng.materialize(ibis.union(*per_class), "pair_vantage")
-    n_pop = int(eng.one(pop.aggregate(n=pop.count()))["n"])
-    totals = pair_totals(diff, total_weight)
+    if "pair_vantage" not in diff.cache:  # reused by further samples of the same diff
+        pop = eng.materialize(ibis.union(*per_class), "pair_vantage")
+        diff.cache["pair_vantage"] = (pop, int(eng.one(pop.aggregate(n=pop.count()))["n"]),
+                                      pair_totals(diff, total_weight))
+    pop, n_pop, totals = diff.cache["pair_vantage"]
     if n_pop == 0:
         empty = pa.table({"draw": pa.array([], pa.int64())})
         return PairSample(empty, totals, 0, True)
