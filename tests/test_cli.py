@@ -97,7 +97,11 @@ def test_demo_runs_on_bundled_data(tmp_path):
     assert 0 < out["impact"]["jaccard_distance"] < 1
     assert out["explore"]["sample"]["unique_items"] == 1000
     assert (tmp_path / "demo" / "explore" / "sample.parquet").exists()
+    assert out["quality"]["judged_pairs"] == 300 and out["quality"]["judged_by"].startswith("oracle")
     truth = out["pointwise_against_truth"]
+    dp = out["quality"]["delta_precision"]
+    exact = truth["exp"]["precision"] - truth["base"]["precision"]
+    assert dp["estimate"] - 4 * dp["std_err"] < exact < dp["estimate"] + 4 * dp["std_err"]
     assert truth["exp"]["precision"] < truth["base"]["precision"]  # Exp's rules merge some different people
     assert all(p.exists() for p in example_paths().values())
 
