@@ -499,14 +499,7 @@ def delta_precision_exact(base: dict, exp: dict, weight: dict, truth: dict) -> f
     return sum(p["u"] * p["l"] for p in all_pairs(base, exp, weight) if truth[p["i"]] == truth[p["j"]])
 
 
-def precision(clustering: dict, truth: dict, weight: dict) -> float:
+def overall_precision(clustering: dict, truth: dict, weight: dict) -> float:
     """Pointwise Precision(T) of a clustering against a truth clustering."""
     W = sum(weight.values())
-    mem = {}
-    for i, c in clustering.items():
-        mem.setdefault(c, set()).add(i)
-    total = 0.0
-    for i, c in clustering.items():
-        C = mem[c]
-        total += weight[i] / W * sum(weight[j] for j in C if truth[j] == truth[i]) / sum(weight[j] for j in C)
-    return total
+    return sum(weight[i] / W * precision(truth, clustering, weight, i) for i in clustering)

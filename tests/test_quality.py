@@ -99,7 +99,7 @@ def test_delta_precision_of_all_pairs_is_the_precision_difference(sim):
     base, exp, items, *_ = sim
     b, e, w, t = dicts(base, exp, items)
     exact = truth_metrics(b, e, w, t)["delta_precision"]
-    assert exact == pytest.approx(ref.precision(e, t, w) - ref.precision(b, t, w), abs=1e-12)
+    assert exact == pytest.approx(ref.overall_precision(e, t, w) - ref.overall_precision(b, t, w), abs=1e-12)
     truth = pa.table({"item_id": items.column("item_id"), "cluster_id": items.column("entity")})
     pe = abcde.pointwise(truth, exp, items=items).precision
     pb = abcde.pointwise(truth, base, items=items).precision
