@@ -340,3 +340,12 @@ def test_oracle_column_must_exist(sample_dir):
 def test_slice_needs_stored_multipliers(sample_dir):
     with pytest.raises(InputError, match=r"No exact slice multipliers for 'entity'.*--slice-by entity"):
         estimate_quality(sample_dir, slice_by=["entity"])
+
+
+def test_identical_clusterings_have_nothing_to_judge(tmp_path):
+    base = pa.table({"item_id": [1, 2, 3], "cluster_id": [1, 1, 2]})
+    out = draw_pair_sample(base, base, tmp_path / "p", budget=10, seed=1)
+    assert json.loads((out / "metadata.json").read_text())["judgeable_pairs"] == 0
+    d = estimate_quality(out).to_dict()
+    assert d["delta_precision"]["estimate"] == 0.0
+    assert d["good_split_rate"]["estimate"] == 0.0 and d["bad_merge_rate"]["estimate"] == 0.0

@@ -227,8 +227,13 @@ def sample_pairs(diff: Diff, *, budget: int, seed: int, total_weight: float, ove
         diff.cache["pair_vantage"] = (pop, int(eng.one(pop.aggregate(n=pop.count()))["n"]),
                                       pair_totals(diff, total_weight))
     pop, n_pop, totals = diff.cache["pair_vantage"]
-    if n_pop == 0:
-        empty = pa.table({"draw": pa.array([], pa.int64())})
+    if n_pop == 0:  # Base and Exp agree: every pair weight is 0, nothing to judge
+        id_type = t.item_id.type().to_pyarrow()
+        empty = pa.table({
+            "draw": pa.array([], pa.int64()), "item_a": pa.array([], id_type), "item_b": pa.array([], id_type),
+            "class": pa.array([], pa.string()), "is_self": pa.array([], pa.bool_()), "label": pa.array([], pa.int8()),
+            "pair_id": pa.array([], pa.string()), "needs_judgement": pa.array([], pa.bool_()),
+        })
         return PairSample(empty, totals, 0, True)
     n = min(n_pop, max(int(budget * oversample) + 10, 16))
     while True:

@@ -498,7 +498,10 @@ def estimate_from_draws(
     label = np.asarray(draws.column("label").to_pylist(), dtype=float) if draws.num_rows else np.zeros(0)
     all_mask = np.ones(len(cls), dtype=bool)
     sr, mr = split_rate, merge_rate
-    dp = _dp(cls, valid, same, label, all_mask, totals["all"], "delta_precision")
+    if totals["all"] == 0:  # no pair has weight: Base and Exp agree, ΔPrecision is exactly 0
+        dp = Estimate("delta_precision", 0.0, 0.0, 0, note="Base and Exp agree on every item")
+    else:
+        dp = _dp(cls, valid, same, label, all_mask, totals["all"], "delta_precision")
     need = draws.column("needs_judgement").to_pylist() if draws.num_rows else []
     judgeable = {p for p, n in zip(draws.column("pair_id").to_pylist(), need) if n} if draws.num_rows else set()
     judged = sum(1 for p in judgeable if by_pair.get(p) in ("same", "different"))
