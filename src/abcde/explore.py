@@ -35,7 +35,8 @@ from . import _progress
 from .engine import Engine, connect
 from .errors import InputError
 from .filters import parse_filter
-from .fragments import Diff, build_diff
+from .fragments import Diff, affected_items, build_diff
+from .io import input_names
 from .impact import METRICS, ImpactResult, overall, per_item_expr
 from .sampling import check_seed, check_size, sample_with_replacement, weighted_subsample
 
@@ -272,7 +273,7 @@ def affected_population(diff: Diff) -> ibis.Table:
     materialized once per diff so repeated samples (other seeds or sizes) reuse it."""
     cached = diff.cache.get("affected")
     if cached is None:
-        pi = per_item_expr(diff)
+        pi = per_item_expr(diff, affected_items(diff))
         pop = pi.filter(pi.jaccard_distance > 0)
         cached = diff.engine.materialize(pop.mutate(q=pop.weight * pop.jaccard_distance), "affected")
         diff.cache["affected"] = cached
@@ -371,6 +372,4 @@ def sample_items(
     size = check_size(size)
     seed = check_seed(seed)
     diff = build_diff(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight, engine=engine)
-    inputs = {k: (os.fspath(v) if isinstance(v, (str, os.PathLike)) else type(v).__name__)
-              for k, v in (("base", base), ("exp", exp), ("items", items)) if v is not None}
-    return sample_affected(diff, size=size, seed=seed, inputs=inputs)
+    return sample_affected(diff, size=size, seed=seed, inputs=input_names(base=base, exp=exp, items=items))

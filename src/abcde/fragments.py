@@ -298,6 +298,23 @@ def build_diff(
     )
 
 
+def affected_items(diff: Diff) -> ibis.Table:
+    """The affected items (``Base(i) != Exp(i)``): ``item_id, base_cluster,
+    exp_cluster, weight``, materialized once per diff.
+
+    Every item of an affected Base or Exp cluster is itself affected (clusters are
+    disjoint), so pair sampling and the exploration sample need only these rows —
+    typically a few percent of the items — instead of joining all inputs again.
+    """
+    cached = diff.cache.get("affected_items")
+    if cached is None:
+        f = diff.fragments
+        aff = f.filter((f.n < f.nb) | (f.n < f.ne)).select("base_cluster", "exp_cluster")
+        cached = diff.engine.materialize(diff.joined.semi_join(aff, ["base_cluster", "exp_cluster"]), "affected_items")
+        diff.cache["affected_items"] = cached
+    return cached
+
+
 def fragment_metrics(f: ibis.Table) -> ibis.Table:
     """Add the per-item metrics shared by the items of each fragment.
 

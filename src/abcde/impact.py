@@ -183,9 +183,10 @@ class ImpactResult:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def per_item_expr(diff: Diff) -> ibis.Table:
+def per_item_expr(diff: Diff, items: ibis.Table | None = None) -> ibis.Table:
+    """Per-item metrics of all common items (or of ``items``, a subset of them)."""
     f = fragment_metrics(diff.fragments)
-    j = diff.joined
+    j = diff.joined if items is None else items
     t = j.join(f, [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster])
     return t.select(
         j.item_id, j.base_cluster, j.exp_cluster, j.weight, f.split_rate, f.merge_rate, f.jaccard_distance

@@ -27,6 +27,12 @@ def describe(source, role: str) -> str:
     return f"{role} table"
 
 
+def input_names(**inputs) -> dict:
+    """How inputs are recorded in a sample's metadata: paths as given, tables by type."""
+    return {k: (os.fspath(v) if isinstance(v, (str, os.PathLike)) else type(v).__name__)
+            for k, v in inputs.items() if v is not None}
+
+
 @dataclass(frozen=True)
 class Loaded:
     """A validated input table and how to name it in messages."""

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from . import _progress
 from .errors import InputError
-from .fragments import Diff
+from .fragments import Diff, affected_items
 from .sampling import check_seed, check_size, hash_uniform_py, smallest_draw_times
 
 CLASSES = ("split", "merge", "stable")
@@ -49,11 +49,12 @@ def _sgn(x):
 
 
 def item_pair_weights(diff: Diff) -> ibis.Table:
-    """Per item: ``item_id, base_cluster, exp_cluster, weight`` and its total pair
-    weights by class, ``u_split, u_merge, u_stable, u_self`` (not yet divided by
-    ``W``), plus ``stable_label = sgn(W(B) - W(E))``."""
+    """Per affected item: ``item_id, base_cluster, exp_cluster, weight`` and its total
+    pair weights by class, ``u_split, u_merge, u_stable, u_self`` (not yet divided
+    by ``W``), plus ``stable_label = sgn(W(B) - W(E))``. (Every pair weight of an
+    unaffected item is 0: its Base and Exp clusters are the same set.)"""
     f = diff.fragments
-    j = diff.joined
+    j = affected_items(diff)
     t = j.join(f, [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster])
     w = j.weight
     d = f.wb - f.we
@@ -97,7 +98,8 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
 
 
 def pairweight_expr(diff: Diff) -> ibis.Table:
-    """Per item ``pairweight(i) · W = Σ_j u_ij · W`` (for slices: pairweight(I))."""
+    """Per affected item ``pairweight(i) · W = Σ_j u_ij · W`` (for slices: pairweight(I);
+    unaffected items have pairweight 0)."""
     t = item_pair_weights(diff)
     return t.select("item_id", "weight", pw=t.u_split + t.u_merge + t.u_stable)
 
@@ -143,7 +145,7 @@ def _partner_index(diff: Diff, side: str):
         return cached
     eng = diff.engine
     okey = "exp_cluster" if side == "base" else "base_cluster"
-    items = diff.joined
+    items = affected_items(diff)
     win = ibis.window(group_by=items[key], order_by=[items[okey], items.item_id], rows=(None, 0))
     items = items.mutate(cum_hi=items.weight.sum().over(win))
     items = eng.materialize(items.mutate(cum_lo=items.cum_hi - items.weight), f"partner_{side}")

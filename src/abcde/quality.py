@@ -48,8 +48,9 @@ import pyarrow.parquet as pq
 from . import _progress
 from .engine import Engine
 from .errors import InputError
-from .fragments import build_diff
+from .fragments import affected_items, build_diff
 from .impact import overall
+from .io import input_names
 from .judgements import VOCABULARY, load_judgements, read_table_file, write_table_file
 from .pairs import pair_class_of_draws, pairweight_expr, sample_pairs
 
@@ -175,7 +176,7 @@ def draw_pair_sample(
             ids = pa.table({"item_id": pa.concat_arrays([draws.column("item_a").combine_chunks(),
                                                          draws.column("item_b").combine_chunks()])})
             idt = ibis.memtable(ids).distinct()
-            src = diff.items if diff.items is not None else diff.joined.select("item_id", "weight")
+            src = diff.items if diff.items is not None else affected_items(diff).select("item_id", "weight")
             items_t = eng.to_arrow(idt.join(src, "item_id").order_by("item_id"), step="sample items")
         else:
             items_t = pa.table({"item_id": pa.array([], pa.int64())})
@@ -186,11 +187,15 @@ def draw_pair_sample(
             rows = []
             for c in slice_by:
                 a = diff.items.select("item_id", c)
+                full = diff.joined.select("item_id", "weight").join(a, "item_id")
+                wt = eng.rows(full.group_by(c).aggregate(weight=full.weight.sum()), step=f"slice weights {c}")
                 g = pw.join(a, "item_id")
-                g = g.group_by(c).aggregate(weight=g.weight.sum(), pairweight=g.pw.sum())
-                for r in eng.rows(g, step=f"slice multipliers {c}"):
-                    rows.append({"column": c, "value": json.dumps(r[c], default=str), "weight": r["weight"],
-                                 "pairweight": r["pairweight"] / o["total_weight"]})
+                pws = {json.dumps(r[c], default=str): r["pw"] for r in
+                       eng.rows(g.group_by(c).aggregate(pw=g.pw.sum()), step=f"slice pair weights {c}")}
+                for r in wt:
+                    key = json.dumps(r[c], default=str)
+                    rows.append({"column": c, "value": key, "weight": r["weight"],
+                                 "pairweight": pws.get(key, 0.0) / o["total_weight"]})
             pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema(
                 [("column", pa.string()), ("value", pa.string()), ("weight", pa.float64()),
                  ("pairweight", pa.float64())])), tmp / "slices.parquet")
@@ -211,8 +216,7 @@ def draw_pair_sample(
             "id_type": id_type,
             "attributes": diff.attributes,
             "slice_by": list(slice_by),
-            "inputs": {k: (os.fspath(v) if isinstance(v, (str, os.PathLike)) else type(v).__name__)
-                       for k, v in (("base", base), ("exp", exp), ("items", items)) if v is not None},
+            "inputs": input_names(base=base, exp=exp, items=items),
         }
         meta["sample_id"] = _sample_id(draws, seed)
         pq.write_table(draws.replace_schema_metadata({META_KEY: json.dumps(meta, default=str).encode()}),
