@@ -405,18 +405,28 @@ def explore_query(sample, where, group_by, metric, top, examples, seed, as_json)
 @click.option("--seed", required=True, type=int, help="Random seed; same seed and inputs give the same pairs.")
 @click.option("--slice-by", multiple=True,
               help="Attribute column(s) whose exact slice multipliers to store, for 'quality --slice-by'.")
+@click.option("--estimator", type=click.Choice(["paper", "stratified"]), default="paper", show_default=True,
+              help="paper: all pairs ∝ u_ij; stratified: exact self term, split/merge/intersection strata.")
+@click.option("--allocation", type=click.Choice(["proportional", "neyman"]), default="proportional",
+              show_default=True, help="Stratified budgets ∝ U_c, or ∝ U_c·σ_c (needs --pilot).")
+@click.option("--pilot", type=click.Path(file_okay=False), default=None,
+              help="A judged sample directory whose judgements estimate σ_c for Neyman allocation.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Sample directory to write.")
 @click.option("--json", "as_json", is_flag=True)
 @engine_options
 @handle_errors
-def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, slice_by, out, as_json, engine):
+def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, slice_by, estimator, allocation, pilot,
+          out, as_json, engine):
     """Sample item pairs ∝ u_ij for same/different judgements (ABCDE quality).
 
     Writes pairs.parquet (every draw, vantage item first), items.parquet, tasks.csv/.parquet/.jsonl
     (one row per pair to judge, attributes side by side, blind) and metadata.json.
     """
+    if allocation == "neyman" and not pilot:
+        raise click.UsageError("--allocation neyman needs --pilot DIR (a judged sample to estimate σ_c).")
     path = draw_pair_sample(base, exp, out, budget=budget, seed=seed, items=items, item_id=item_id,
-                            cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, engine=engine)
+                            cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, estimator=estimator,
+                            allocation=allocation, pilot=pilot, engine=engine)
     meta = json.loads((Path(path) / "metadata.json").read_text())
     if as_json:
         _emit_json(meta)
@@ -445,7 +455,8 @@ def judge(sample_dir, oracle_column, out):
 
 
 def print_quality(d: dict) -> None:
-    t = Table(title="Quality of Exp relative to Base (estimates, 95% intervals)", title_justify="left")
+    t = Table(title=f"Quality of Exp relative to Base (estimates, 95% intervals; estimator: {d['estimator']})",
+              title_justify="left")
     for c in ("metric", "estimate", "± s.e.", "95% interval", "judged"):
         t.add_column(c, justify="left" if c == "metric" else "right")
     names = {"delta_precision": "ΔPrecision", "good_split_rate": "GoodSplitRate", "bad_split_rate": "BadSplitRate",

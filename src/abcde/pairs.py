@@ -68,6 +68,7 @@ def item_pair_weights(diff: Diff) -> ibis.Table:
         u_stable=w * d.abs() * f.w / (f.wb * f.we),
         u_self=w * d.abs() * w / (f.wb * f.we),
         stable_label=_sgn(d),
+        fragment_items=f.n,
     )
 
 
@@ -229,18 +230,34 @@ def sample_pairs(diff: Diff, *, budget: int, seed: int, total_weight: float, ove
         diff.cache["pair_vantage"] = (pop, int(eng.one(pop.aggregate(n=pop.count()))["n"]),
                                       pair_totals(diff, total_weight))
     pop, n_pop, totals = diff.cache["pair_vantage"]
-    if n_pop == 0:  # Base and Exp agree: every pair weight is 0, nothing to judge
-        id_type = t.item_id.type().to_pyarrow()
-        empty = pa.table({
-            "draw": pa.array([], pa.int64()), "item_a": pa.array([], id_type), "item_b": pa.array([], id_type),
-            "class": pa.array([], pa.string()), "is_self": pa.array([], pa.bool_()), "label": pa.array([], pa.int8()),
-            "pair_id": pa.array([], pa.string()), "needs_judgement": pa.array([], pa.bool_()),
-        })
-        return PairSample(empty, totals, 0, True)
+    draws, judgeable, exhausted = fill_budget(diff, pop, n_pop, budget=budget, seed=seed, salt="pairs:",
+                                              id_type=t.item_id.type().to_pyarrow(), oversample=oversample)
+    return PairSample(draws, totals, judgeable, exhausted)
+
+
+def _empty_draws(id_type) -> pa.Table:
+    return pa.table({
+        "draw": pa.array([], pa.int64()), "item_a": pa.array([], id_type), "item_b": pa.array([], id_type),
+        "class": pa.array([], pa.string()), "is_self": pa.array([], pa.bool_()), "label": pa.array([], pa.int8()),
+        "pair_id": pa.array([], pa.string()), "needs_judgement": pa.array([], pa.bool_()),
+    })
+
+
+def fill_budget(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seed: int, salt: str, id_type,
+                drop_self: bool = False, oversample: float = 2.0) -> tuple[pa.Table, int, bool]:
+    """Draw (vantage, class) from ``pop`` (columns ``item_id, base_cluster, exp_cluster,
+    u, label, key, class``) ∝ ``u``, one by one, each with a partner, until ``budget``
+    distinct pairs need a judgement. With ``drop_self``, self pairs are discarded
+    (rejection: what remains is ∝ u_ij over the non-self pairs when ``u`` includes the
+    self share). Returns the draws, the judgeable count and whether all were exhausted.
+    """
+    if n_pop == 0:  # every pair weight is 0, nothing to judge
+        return _empty_draws(id_type), 0, True
+    eng = diff.engine
     n = min(n_pop, max(int(budget * oversample) + 10, 16))
     while True:
         with _progress.step(f"Drawing vantage items and classes ({n:,})"):
-            top = smallest_draw_times(eng, pop, key="key", weight="u", n=n, seed=seed, salt="pairs:", step="vantage")
+            top = smallest_draw_times(eng, pop, key="key", weight="u", n=n, seed=seed, salt=salt, step="vantage")
         seq = draw_sequence(top, weight="u", seed=seed)
         rows = top.take(pa.array(seq))
         draws = pa.table({
@@ -250,44 +267,43 @@ def sample_pairs(diff: Diff, *, budget: int, seed: int, total_weight: float, ove
             "label": rows.column("label"),
             "base_cluster": rows.column("base_cluster"),
             "exp_cluster": rows.column("exp_cluster"),
-            "u": pa.array([hash_uniform_py(k, seed, "partner:") for k in range(len(seq))], pa.float64()),
+            "u": pa.array([hash_uniform_py(k, seed, salt + "partner:") for k in range(len(seq))], pa.float64()),
         })
         with _progress.step(f"Drawing partners for {len(seq):,} draws"):
             partners = _partners(diff, draws)
-        order = np.argsort(partners.column("draw").to_numpy())
-        partner = partners.column("partner").take(pa.array(order))
         if partners.num_rows != len(seq):  # pragma: no cover - guarded by construction
             raise RuntimeError("partner selection lost draws")
+        order = np.argsort(partners.column("draw").to_numpy())
         a = draws.column("vantage").to_pylist()
-        b = partner.to_pylist()
+        b = partners.column("partner").take(pa.array(order)).to_pylist()
+        keep = [k for k in range(len(a)) if not (drop_self and a[k] == b[k])]
         seen: set = set()
         stop = None
-        for k, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                seen.add(pair_id(x, y))
+        for pos, k in enumerate(keep):
+            if a[k] != b[k]:
+                seen.add(pair_id(a[k], b[k]))
                 if len(seen) >= budget:
-                    stop = k + 1
+                    stop = pos + 1
                     break
         exhausted = stop is None and n >= n_pop
         if stop is not None or exhausted:
             break
         n = min(n_pop, n * 2)
-    stop = stop if stop is not None else len(seq)
-    a, b = a[:stop], b[:stop]
-    cls = draws.column("class").to_pylist()[:stop]
-    lab = draws.column("label").to_pylist()[:stop]
+    keep = keep[:stop] if stop is not None else keep
+    a, b = [a[k] for k in keep], [b[k] for k in keep]
+    cls_all, lab_all = draws.column("class").to_pylist(), draws.column("label").to_pylist()
     is_self = [x == y for x, y in zip(a, b)]
     out = pa.table({
-        "draw": pa.array(range(stop), pa.int64()),
+        "draw": pa.array(range(len(keep)), pa.int64()),
         "item_a": pa.array(a, draws.schema.field("vantage").type),
         "item_b": pa.array(b, draws.schema.field("vantage").type),
-        "class": pa.array(cls, pa.string()),
+        "class": pa.array([cls_all[k] for k in keep], pa.string()),
         "is_self": pa.array(is_self, pa.bool_()),
-        "label": pa.array(lab, pa.int8()),
+        "label": pa.array([lab_all[k] for k in keep], pa.int8()),
         "pair_id": pa.array([pair_id(x, y) for x, y in zip(a, b)], pa.string()),
         "needs_judgement": pa.array([not s for s in is_self], pa.bool_()),
     })
-    return PairSample(out, totals, len(seen), exhausted)
+    return out, len(seen), exhausted
 
 
 def pair_class_of_draws(draws: pa.Table) -> list[str]:

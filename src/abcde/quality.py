@@ -36,7 +36,7 @@ import math
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -52,7 +52,7 @@ from .fragments import affected_items, build_diff
 from .impact import overall
 from .io import input_names
 from .judgements import VOCABULARY, load_judgements, read_table_file, write_table_file
-from .pairs import pair_class_of_draws, pairweight_expr, sample_pairs
+from .pairs import PairSample, pair_class_of_draws, pairweight_expr, sample_pairs
 
 FORMAT = "abcde.pair_sample"
 VERSION = 1
@@ -147,9 +147,17 @@ def draw_pair_sample(
     cluster_id: str = "cluster_id",
     weight: str | None = None,
     slice_by: Sequence[str] = (),
+    estimator: str = "paper",
+    allocation: str = "proportional",
+    pilot: str | os.PathLike | None = None,
     engine: Engine | str | None = None,
 ) -> Path:
     """Sample pairs for judgement and write the sample directory (see module docstring).
+
+    ``estimator="paper"`` samples all pairs ∝ u_ij (the paper's design);
+    ``"stratified"`` computes the self term exactly and samples the split, merge and
+    intersection strata with budgets ∝ U_c (``allocation="proportional"``) or
+    ∝ U_c·σ_c (``"neyman"``, σ_c from the judged sample directory ``pilot``).
 
     ``slice_by`` names attribute columns for which the exact slice multipliers
     ``weight(I)`` and ``pairweight(I)`` are stored, so ``quality --slice-by`` can
@@ -164,7 +172,26 @@ def draw_pair_sample(
             )
     o = overall(diff)
     eng = diff.engine
-    ps = sample_pairs(diff, budget=budget, seed=seed, total_weight=o["total_weight"])
+    if estimator not in ("paper", "stratified"):
+        raise InputError(f"estimator must be 'paper' or 'stratified'. Got {estimator!r} instead.")
+    if estimator == "paper":
+        ps = sample_pairs(diff, budget=budget, seed=seed, total_weight=o["total_weight"])
+        extra = {"estimator": "paper"}
+    else:
+        from .stratified import STRATA, pilot_sigmas_from_dir, sample_stratified
+
+        sigmas = pilot_sigmas_from_dir(pilot) if allocation == "neyman" and pilot is not None else None
+        ss = sample_stratified(diff, budget=budget, seed=seed, total_weight=o["total_weight"],
+                               allocation=allocation, sigmas=sigmas)
+        parts = [ss.draws[c].append_column("stratum", pa.array([c] * ss.draws[c].num_rows, pa.string()))
+                 for c in STRATA]
+        draws = pa.concat_tables(parts)
+        draws = draws.set_column(0, "draw", pa.array(range(draws.num_rows), pa.int64()))
+        judgeable = len({p for p, n in zip(draws.column("pair_id").to_pylist(),
+                                           draws.column("needs_judgement").to_pylist()) if n})
+        ps = PairSample(draws, ss.totals, judgeable, judgeable < budget)
+        extra = {"estimator": "stratified", "allocation": allocation, "budgets": ss.budgets,
+                 "self_term": ss.self_term, "pilot_sigmas": sigmas}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".abcde-", dir=out))
@@ -204,6 +231,7 @@ def draw_pair_sample(
             "version": VERSION,
             "seed": seed,
             "budget": budget,
+            **extra,
             "judgeable_pairs": ps.judgeable,
             "exhausted": ps.exhausted,
             "draws": draws.num_rows,
@@ -370,6 +398,7 @@ class QualityResult:
     disagreements: int = 0
     ties: int = 0
     slices: dict = field(default_factory=dict)
+    estimator: str = "paper"
 
     def to_dict(self) -> dict:
         d = {name: getattr(self, name).to_dict() for name in
@@ -389,7 +418,7 @@ class QualityResult:
             "draws": self.draws,
             "rater_disagreements": self.disagreements,
             "rater_ties": self.ties,
-            "estimator": "paper",
+            "estimator": self.estimator,
         })
         if self.slices:
             d["slices"] = self.slices
@@ -466,6 +495,17 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
     elif isinstance(judgements, (str, os.PathLike)):
         judgements = [judgements]
     res = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"]) if judgements else None
+    if meta.get("estimator") == "stratified":
+        from .stratified import STRATA, StratifiedSample, estimate_stratified
+
+        if slice_by:
+            raise InputError("Slices are not yet available for the stratified estimator; draw a 'paper' sample.")
+        strata = s.draws.column("stratum").to_pylist()
+        draws = {c: s.draws.filter(pa.array([x == c for x in strata])) for c in STRATA}
+        ss = StratifiedSample(draws, meta["pair_totals"], meta["self_term"], meta["budgets"], meta["allocation"])
+        r = estimate_stratified(ss, res.by_pair if res else {}, split_rate=meta["split_rate_T"],
+                                merge_rate=meta["merge_rate_T"])
+        return replace(r, disagreements=res.disagreements if res else 0, ties=res.ties if res else 0)
     stored = s.slices() if slice_by else {}
     for col in slice_by:
         if col not in stored:
