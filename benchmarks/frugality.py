@@ -26,13 +26,69 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from pairs import febrl_world, naive_se, synthetic_world  # noqa: E402
-
+from abcde.examples import example_paths  # noqa: E402
 from abcde.fragments import build_diff  # noqa: E402
 from abcde.impact import overall  # noqa: E402
 from abcde.pairs import sample_pairs  # noqa: E402
 from abcde.quality import estimate_from_draws  # noqa: E402
 from abcde.stratified import estimate_stratified, pilot_sigmas, sample_stratified  # noqa: E402
+
+
+def naive_se(clustering: dict, weight: dict, truth: dict, n_judge: int, seeds: int, rng) -> float:
+    """Empirical SE of Precision(T) estimated from pairs (i ∝ w_i, j ∝ w_j in C(i)),
+    drawn until n_judge distinct non-self pairs are judged."""
+    members: dict = {}
+    for i, c in clustering.items():
+        members.setdefault(c, []).append(i)
+    ids = list(clustering)
+    w = np.array([weight[i] for i in ids])
+    p_i = w / w.sum()
+    mem = {c: (np.array(m, dtype=object), np.array([weight[j] for j in m])) for c, m in members.items()}
+    ests = []
+    for _ in range(seeds):
+        seen, xs = set(), []
+        while len(seen) < n_judge:
+            i = ids[rng.choice(len(ids), p=p_i)]
+            m, mw = mem[clustering[i]]
+            j = m[rng.choice(len(m), p=mw / mw.sum())]
+            if i != j:
+                seen.add((min(i, j), max(i, j)))
+            xs.append(1.0 if truth[i] == truth[j] else 0.0)
+        ests.append(np.mean(xs))
+    return float(np.std(ests, ddof=1))
+
+
+def febrl_world():
+    import pyarrow.parquet as pq
+
+    p = example_paths()
+    items = pq.read_table(p["items"])
+    ids = items.column("item_id").to_pylist()
+    weight = dict(zip(ids, items.column("weight").to_pylist()))
+    truth = dict(zip(ids, items.column("entity_id").to_pylist()))
+    base = dict(zip(*[pq.read_table(p["base"]).column(c).to_pylist() for c in ("item_id", "cluster_id")]))
+    exp = dict(zip(*[pq.read_table(p["exp"]).column(c).to_pylist() for c in ("item_id", "cluster_id")]))
+    return base, exp, weight, truth
+
+
+def synthetic_world(n_entities=20000, seed=0):
+    """Truth entities of 1-6 items; Base merges ~10% of entities in pairs (Precision about
+    0.9); Exp changes ~5% of items: it undoes some of Base's merges and makes new ones."""
+    rng = np.random.default_rng(seed)
+    truth_arr = np.repeat(np.arange(n_entities), rng.integers(1, 7, n_entities))
+    n = len(truth_arr)
+    partner = np.where(rng.random(n_entities) < 0.1, rng.integers(0, n_entities, n_entities), np.arange(n_entities))
+    base_arr = partner[truth_arr]
+    exp_arr = base_arr.copy()
+    touched = rng.random(n_entities) < 0.035
+    undo = touched[truth_arr] & (rng.random(n) < 0.5)
+    exp_arr[undo] = truth_arr[undo] + n_entities  # split off again (good when it was a bad merge)
+    merge_to = np.where(rng.random(n_entities) < 0.02, rng.integers(0, n_entities, n_entities), np.arange(n_entities))
+    exp_arr = np.where(exp_arr < n_entities, merge_to[np.minimum(exp_arr, n_entities - 1)], exp_arr)
+    ids = [int(k) for k in range(n)]
+    weight = dict(zip(ids, rng.lognormal(0, 0.5, n).tolist()))
+    return (dict(zip(ids, base_arr.tolist())), dict(zip(ids, exp_arr.tolist())), weight,
+            dict(zip(ids, truth_arr.tolist())))
 
 
 def oracle(draws, truth):
