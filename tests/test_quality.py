@@ -151,11 +151,21 @@ def test_same_seed_same_pairs_and_budget_is_filled_exactly(sim):
         assert need == (x != y)
 
 
-def test_simulation_unbiased_honest_errors_and_coverage(sim):
+def test_simulation_unbiased_honest_errors_and_coverage():
     """400 seeds (so the coverage itself is measured to about ±0.011): mean within 3 SE
     of the truth, mean reported SE within 20% of the spread, 95% coverage in
-    [0.92, 0.98]; also with 30% of judgements unsure."""
-    base, exp, items, d, o = sim
+    [0.92, 0.98]; also with 30% of judgements unsure.
+
+    Unsure is a property of a *pair* (both draws of a pair share its judgement), so when
+    the sample is not small against the population's distinct pairs, the random unsure
+    set itself moves the judged population: a variance no estimator can see (on 150
+    entities the unsure GoodSplitRate had SE/spread 0.84 and covered 0.90). ~50k items, as
+    in real use many more distinct pairs than draws, keep that effect negligible
+    (measured: SE/spread 0.99, coverage 0.95). Budget 300 gives ~100 judged split pairs.
+    """
+    base, exp, items = world(15000, seed=3)
+    d = build_diff(base, exp, items=items)
+    o = overall(d)
     b, e, w, t = dicts(base, exp, items)
     truth = truth_metrics(b, e, w, t)
     metrics = list(truth)
@@ -163,7 +173,7 @@ def test_simulation_unbiased_honest_errors_and_coverage(sim):
     res = {"all": {m: [] for m in metrics}, "unsure": {m: [] for m in metrics}}
     rng = np.random.default_rng(123)
     for s in range(seeds):
-        ps = sample_pairs(d, budget=100, seed=s, total_weight=o["total_weight"])
+        ps = sample_pairs(d, budget=300, seed=s, total_weight=o["total_weight"])
         judged = oracle(ps.draws, t)
         q = estimate_from_draws(ps.draws, judged, ps.totals, o["split_rate"], o["merge_rate"])
         unsure = {k: ("unsure" if rng.random() < 0.3 else v) for k, v in judged.items()}

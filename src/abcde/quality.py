@@ -91,15 +91,21 @@ class Estimate:
         return math.isfinite(self.value)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
-        """Normal-approximation interval for the estimate."""
+        """Interval ``value ± q·SE`` with q the Student t quantile on ``n_judgements − 1``
+        degrees of freedom (the normal quantile when fewer than two judgements).
+
+        The t quantile matters when a class has few judged pairs: with 8 judged split pairs
+        a normal interval for GoodSplitRate covers about 90%, not 95%.
+        """
         if not 0 < confidence_level < 1:
             raise InputError(
                 f"The 'confidence_level' parameter of confidence_interval must be in (0, 1). "
                 f"Got {confidence_level} instead."
             )
-        from statistics import NormalDist
+        from scipy.stats import norm, t
 
-        z = NormalDist().inv_cdf(0.5 + confidence_level / 2)
+        p = 0.5 + confidence_level / 2
+        z = float(t.ppf(p, self.n_judgements - 1)) if self.n_judgements >= 2 else float(norm.ppf(p))
         if not (self.defined and math.isfinite(self.standard_error)):
             return (math.nan, math.nan)
         return (self.value - z * self.standard_error, self.value + z * self.standard_error)
