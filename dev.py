@@ -2,7 +2,8 @@
 """Set up and run abcde with nothing but Python 3.11+ on the machine.
 
     python3 dev.py demo   # create .venv, install abcde, run the main job on the bundled example data
-    python3 dev.py test   # create .venv, install abcde with test extras, run the whole test suite
+    python3 dev.py test   # create .venv, install abcde with test and Spark extras (and Java, via
+                          # apt-get, if missing), run the whole test suite
 
 Extra arguments are passed on (to ``abcde demo`` or to ``pytest``). Uses only
 the standard library; installs into ./.venv, re-installing when pyproject.toml
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -45,6 +47,24 @@ def setup(extras: str) -> None:
     stamp.write_text(digest)
 
 
+def ensure_java() -> None:
+    """The Spark engine (and its tests) need Java 17+; install Debian's headless OpenJDK
+    when there is none and apt-get can do it."""
+    if os.environ.get("JAVA_HOME") or shutil.which("java"):
+        return
+    apt = shutil.which("apt-get")
+    if apt is None:
+        print("warning: no Java found and no apt-get to install it; the Spark tests need Java 17+", flush=True)
+        return
+    sudo = [] if hasattr(os, "geteuid") and os.geteuid() == 0 else (["sudo"] if shutil.which("sudo") else None)
+    if sudo is None:
+        print("warning: no Java found; install it with: sudo apt-get install -y openjdk-17-jre-headless", flush=True)
+        return
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    run([*sudo, apt, "-q", "update"], env=env)
+    run([*sudo, apt, "install", "-y", "-q", "--no-install-recommends", "openjdk-17-jre-headless"], env=env)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("demo", "test"):
         print(__doc__)
@@ -54,7 +74,8 @@ def main(argv: list[str]) -> int:
         setup("")
         run([BIN / "abcde", "demo", *rest])
     else:
-        setup("test")
+        setup("test,spark")
+        ensure_java()
         env = dict(os.environ)
         result = subprocess.run([str(PY), "-m", "pytest", *rest], cwd=ROOT, env=env)
         return result.returncode

@@ -91,21 +91,48 @@ def handle_errors(fn):
     return wrapper
 
 
-def engine_options(fn):
-    """--engine, --database, --memory-limit, --threads."""
+def _spark_conf(ctx, param, values):
+    conf = {}
+    for v in values:
+        if "=" not in v:
+            raise click.BadParameter(f"expected KEY=VALUE, got {v!r}", ctx=ctx, param=param)
+        k, _, val = v.partition("=")
+        conf[k.strip()] = val.strip()
+    return conf
 
-    @click.option("--engine", type=click.Choice(["duckdb"]), default="duckdb", show_default=True,
-                  help="Engine that runs the computation.")
+
+def engine_options(fn):
+    """--engine, --database, --memory-limit, --threads, --spark-master, --spark-remote, --spark-conf."""
+
+    @click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
+                  help="Engine that runs the computation: embedded DuckDB, or PySpark.")
     @click.option("--database", type=click.Path(dir_okay=False), default=None,
                   help="DuckDB database file (default: in memory).")
-    @click.option("--memory-limit", default=None, help="Engine memory limit, e.g. 4GB; beyond it DuckDB spills to disk.")
-    @click.option("--threads", type=click.IntRange(min=1), default=None, help="Engine threads.")
+    @click.option("--memory-limit", default=None,
+                  help="Engine memory limit, e.g. 4GB; beyond it DuckDB spills to disk (Spark: driver memory).")
+    @click.option("--threads", type=click.IntRange(min=1), default=None,
+                  help="Engine threads (Spark: local[N] when no --spark-master).")
+    @click.option("--spark-master", default=None,
+                  help="Spark master: local[2], spark://host:7077, yarn, ... (default: the active session "
+                       "under spark-submit, else local[*]).")
+    @click.option("--spark-remote", default=None, help="Spark Connect URL, e.g. sc://host:15002.")
+    @click.option("--spark-conf", multiple=True, callback=_spark_conf, metavar="KEY=VALUE",
+                  help="Spark setting for a new session (repeatable).")
     @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
     @functools.wraps(fn)
-    def wrapper(*args, engine, database, memory_limit, threads, quiet, **kwargs):
+    def wrapper(*args, engine, database, memory_limit, threads, spark_master, spark_remote, spark_conf, quiet,
+                **kwargs):
         if quiet:
             _progress.set_enabled(False)
-        eng = connect(engine, database=database, memory_limit=memory_limit, threads=threads)
+        if engine != "spark" and (spark_master or spark_remote or spark_conf):
+            raise click.UsageError("--spark-master, --spark-remote and --spark-conf need --engine spark.")
+        if engine == "spark" and database:
+            raise click.UsageError("--database is a DuckDB setting; Spark reads and writes Parquet paths.")
+        try:
+            eng = connect(engine, database=database, memory_limit=memory_limit, threads=threads,
+                          master=spark_master, remote=spark_remote, spark_conf=spark_conf)
+        except AbcdeError as exc:
+            raise click.ClickException(str(exc)) from exc
         return fn(*args, engine=eng, **kwargs)
 
     return wrapper

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Sequence
 
 import ibis
@@ -156,31 +153,18 @@ class ImpactResult:
             "engine": self.engine,
         }
 
-    def write(self, out_dir: str | os.PathLike) -> list[Path]:
+    def write(self, out_dir: str | os.PathLike) -> list[str]:
         """Write ``items.parquet``, ``base_clusters.parquet``, ``exp_clusters.parquet``
-        and ``impact.json`` into ``out_dir``.
-
-        Files are written to a temporary folder first and moved in at the end, so
-        a failure leaves no partial output.
-        """
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        eng = self._diff.engine
-        tmp = Path(tempfile.mkdtemp(prefix=".abcde-", dir=out))
-        try:
-            with _progress.step(f"Writing per-item and per-cluster tables to {out}"):
-                eng.write_parquet(self.per_item_expr(), tmp / "items.parquet", step="write per-item")
-                for side in SIDES:
-                    eng.write_parquet(self.per_cluster_expr(side), tmp / f"{side}_clusters.parquet", step=f"write {side}")
-                (tmp / "impact.json").write_text(json.dumps(self.to_dict(), indent=2, default=str) + "\n")
-            written = []
-            for p in sorted(tmp.iterdir()):
-                dest = out / p.name
-                os.replace(p, dest)
-                written.append(dest)
-            return written
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        and ``impact.json`` into ``out_dir`` (see :meth:`abcde.Engine.write_outputs`:
+        with DuckDB a failure leaves no partial output; Spark writes directories of
+        part files, to any path or URI it can write)."""
+        with _progress.step(f"Writing per-item and per-cluster tables to {out_dir}"):
+            return self._diff.engine.write_outputs(
+                out_dir,
+                {"items.parquet": self.per_item_expr(),
+                 **{f"{side}_clusters.parquet": self.per_cluster_expr(side) for side in SIDES}},
+                {"impact.json": json.dumps(self.to_dict(), indent=2, default=str) + "\n"},
+            )
 
 
 def per_item_expr(diff: Diff, items: ibis.Table | None = None) -> ibis.Table:
@@ -256,10 +240,12 @@ def top_clusters(diff: Diff, total_weight: float, k: int) -> dict:
     out: dict[str, list] = {}
     for side in SIDES:
         t = per_cluster_expr(diff, side, total_weight)
-        t = t.filter(t.contribution > 0).order_by([ibis.desc("contribution"), "cluster_id"]).limit(k)
+        # Ranked on 14 decimals, then id: engines sum in different orders, and float
+        # noise (~1e-19) must not reorder tied clusters between DuckDB and Spark.
+        t = t.filter(t.contribution > 0).order_by([ibis.desc(t.contribution.round(14)), "cluster_id"]).limit(k)
         out[side] = [{"side": side, **r} for r in diff.engine.rows(t, step=f"top {side} clusters")]
     both = out["base"] + out["exp"]
-    both.sort(key=lambda r: (-r["contribution"], r["side"]))
+    both.sort(key=lambda r: (-round(r["contribution"], 14), r["side"]))
     out["interleaved"] = both[:k]
     return out
 

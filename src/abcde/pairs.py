@@ -36,7 +36,6 @@ import numpy as np
 import pyarrow as pa
 
 from . import _progress
-from .errors import InputError
 from .fragments import Diff, affected_items
 from .sampling import check_seed, check_size, hash_uniform_py, smallest_draw_times
 
@@ -138,8 +137,9 @@ def pair_id(a, b) -> str:
 def _partner_index(diff: Diff, side: str):
     """Running weight sums of every item within its ``side`` cluster, in a fixed order
     (by the other side's cluster, then id), so each fragment is a contiguous range;
-    plus each fragment's range and each cluster's total. One window pass over the
-    items, materialized once per diff and reused by every pair sample."""
+    each item's rank in that order; each fragment's range and each cluster's total.
+    One window pass over the items, materialized once per diff and reused by every
+    pair sample."""
     key = f"{side}_cluster"
     cached = diff.cache.get(("partner_index", side))
     if cached is not None:
@@ -147,21 +147,29 @@ def _partner_index(diff: Diff, side: str):
     eng = diff.engine
     okey = "exp_cluster" if side == "base" else "base_cluster"
     items = affected_items(diff)
-    win = ibis.window(group_by=items[key], order_by=[items[okey], items.item_id], rows=(None, 0))
-    items = items.mutate(cum_hi=items.weight.sum().over(win))
+    order = [items[okey], items.item_id]
+    win = ibis.window(group_by=items[key], order_by=order, rows=(None, 0))
+    items = items.mutate(cum_hi=items.weight.sum().over(win),
+                         rk=ibis.row_number().over(group_by=items[key], order_by=order))
     items = eng.materialize(items.mutate(cum_lo=items.cum_hi - items.weight), f"partner_{side}")
     frag = items.group_by([key, okey]).aggregate(lo=items.cum_lo.min(), hi=items.cum_hi.max())
     frag = frag.join(items.group_by(key).aggregate(total=items.cum_hi.max()), key)
     frag = eng.materialize(frag, f"partner_{side}_fragments")
-    cand = items.select(_k=items[key], cum_lo=items.cum_lo, partner=items.item_id)
+    cand = items.select(_k=items[key], cum_lo=items.cum_lo, rk=items.rk, partner=items.item_id)
     diff.cache[("partner_index", side)] = (frag, cand)
     return frag, cand
 
 
 def _partners(diff: Diff, draws: pa.Table) -> pa.Table:
     """For each draw (``draw``, ``vantage``, ``class``, ``base_cluster``,
-    ``exp_cluster``, ``u``) pick the partner ∝ weight within the class's set, by an
-    as-of join on running weight sums of the involved clusters."""
+    ``exp_cluster``, ``u``) pick the partner ∝ weight within the class's set.
+
+    The draw's position ``pos`` on its cluster's running weight sums falls in exactly
+    one item's ``[cum_lo, cum_hi)``: that item is the last one with ``cum_lo ≤ pos``.
+    Found portably (Spark has no as-of join): draws and candidate items of the drawn
+    clusters in one stream ordered by position, a running ``max(rank)`` gives each draw
+    its item's rank, and an equi-join on (cluster, rank) gives the item.
+    """
     eng = diff.engine
     d = ibis.memtable(draws)
     out = []
@@ -175,9 +183,19 @@ def _partners(diff: Diff, draws: pa.Table) -> pa.Table:
         p_out = x.u * (x.total - width)
         pos = ibis.ifelse(own, x.lo + x.u * width, ibis.ifelse(p_out < x.lo, p_out, p_out + width))
         # .view(): a fresh relation, so Ibis does not fold this join into the one above.
-        x = x.select("draw", key, pos=pos).view()
+        x = x.select(_k=x[key], pos=pos, draw=x.draw).view()
         c = cand.view()
-        m = x.asof_join(c, on=x.pos >= c.cum_lo, predicates=[x[key] == c._k])
+        c = c.filter(c._k.isin(x._k))
+        stream = ibis.union(
+            x.select("_k", "pos", "draw", rk=ibis.null("int64")),
+            c.select("_k", pos=c.cum_lo, draw=ibis.null("int64"), rk=c.rk.cast("int64")),
+        )
+        win = ibis.window(group_by=stream._k, order_by=[stream.pos, stream.draw.notnull(), stream.rk],
+                          rows=(None, 0))
+        stream = stream.mutate(at=stream.rk.max().over(win))
+        hit = stream.filter(stream.draw.notnull()).select("_k", "draw", "at").view()
+        c2 = cand.view()
+        m = hit.join(c2, [hit._k == c2._k, hit.at == c2.rk.cast("int64")])
         out.append(eng.to_arrow(m.select("draw", "partner"), step=f"pair partners ({side})"))
     return pa.concat_tables(out)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Sequence
 
 import ibis
@@ -101,13 +100,10 @@ class PointwiseResult:
             "engine": self.engine,
         }
 
-    def write(self, out_dir: str | os.PathLike) -> list[Path]:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        eng = self._diff.engine
-        eng.write_parquet(self.per_item_expr(), out / "pointwise_items.parquet")
-        eng.write_parquet(self.per_cluster_expr(), out / "pointwise_clusters.parquet")
-        return [out / "pointwise_items.parquet", out / "pointwise_clusters.parquet"]
+    def write(self, out_dir: str | os.PathLike) -> list[str]:
+        """Write ``pointwise_items.parquet`` and ``pointwise_clusters.parquet`` into ``out_dir``."""
+        return self._diff.engine.write_outputs(out_dir, {"pointwise_items.parquet": self.per_item_expr(),
+                                                         "pointwise_clusters.parquet": self.per_cluster_expr()})
 
 
 def pointwise(

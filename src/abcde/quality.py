@@ -45,7 +45,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import _progress
 from .engine import Engine
 from .errors import InputError
 from .fragments import affected_items, build_diff
@@ -225,7 +224,7 @@ def draw_pair_sample(
                 g = pw.join(a, "item_id")
                 pws = {json.dumps(r[c], default=str): r["pw"] for r in
                        eng.rows(g.group_by(c).aggregate(pw=g.pw.sum()), step=f"slice pair weights {c}")}
-                for r in wt:
+                for r in sorted(wt, key=lambda r: json.dumps(r[c], default=str)):  # same order on every engine
                     key = json.dumps(r[c], default=str)
                     rows.append({"column": c, "value": key, "weight": r["weight"],
                                  "pairweight": pws.get(key, 0.0) / o["total_weight"]})

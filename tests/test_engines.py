@@ -1,0 +1,239 @@
+"""The same computations on every engine: DuckDB (default) and PySpark (local[2]).
+
+One Spark session serves the whole test run. Each test here runs on both engines
+against the slow reference, and the cross-engine tests check that DuckDB and Spark
+give the same metrics (to 1e-9) and the *same* sampled items and pairs for a seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from test_impact_reference import (
+    METRICS,
+    assert_per_cluster,
+    assert_per_item,
+    assert_rows_match,
+    assert_top,
+    by_key,
+    close,
+)
+
+import abcde
+import reference as ref
+from abcde.cli import main
+from abcde.errors import MissingDependencyError
+from abcde.explore import sample_affected
+from abcde.fragments import build_diff
+from abcde.impact import overall
+from abcde.pairs import sample_pairs
+from abcde.stratified import STRATA, sample_stratified
+
+EXAMPLE = Path(abcde.__file__).parent / "examples" / "febrl3"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the test run (skipped without pyspark/Java, except in CI)."""
+    try:
+        eng = abcde.connect("spark", master="local[2]", spark_conf={
+            "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
+            "spark.driver.memory": "2g"})
+    except MissingDependencyError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the Spark tests: {exc}")
+        pytest.skip(str(exc))
+    yield eng
+    eng.release()
+
+
+@pytest.fixture(params=["duckdb", "spark"])
+def engine(request):
+    if request.param == "spark":
+        return request.getfixturevalue("spark")
+    return abcde.connect()
+
+
+def world(seed=0, n=240):
+    """Base and Exp over partly different items (restriction), string ids, an items
+    table with weights, an attribute and an item in neither clustering."""
+    rng = np.random.default_rng(seed)
+    ids = [f"i{k:04d}" for k in range(n)]
+    base_c = rng.integers(0, n // 4, n)
+    exp_c = np.where(rng.random(n) < 0.3, rng.integers(0, n // 4, n), base_c)
+    exp_c = np.where(rng.random(n) < 0.1, base_c + 1, exp_c)
+    in_base, in_exp = rng.random(n) < 0.95, rng.random(n) < 0.95
+    base = {i: f"b{c}" for i, c, k in zip(ids, base_c, in_base) if k}
+    exp = {i: f"e{c}" for i, c, k in zip(ids, exp_c, in_exp) if k}
+    w = {i: float(x) for i, x in zip(ids + ["zz-only-items"], rng.lognormal(0, 0.7, n + 1))}
+    kind = {i: str(rng.choice(["web", "wiki", "news"])) for i in w}
+    return base, exp, w, kind
+
+
+def tables(base, exp, w, kind):
+    return (pa.table({"item_id": list(base), "cluster_id": list(base.values())}),
+            pa.table({"item_id": list(exp), "cluster_id": list(exp.values())}),
+            pa.table({"item_id": list(w), "weight": list(w.values()), "kind": [kind[i] for i in w]}))
+
+
+def test_impact_matches_reference_at_every_level(engine):
+    base, exp, w, kind = world()
+    b_t, e_t, i_t = tables(base, exp, w, kind)
+    res = abcde.impact(b_t, e_t, items=i_t, slice_by=["kind"], top=5, engine=engine)
+    b, e, info = ref.restrict(base, exp, w, items=w)
+    r = res.restriction
+    assert (r.common_items, r.base_only_items, r.exp_only_items, r.items_only_items) == (
+        info["items"], info["base_only_items"], info["exp_only_items"], info["items_only_items"])
+    assert r.base_only_weight == close(info["base_only_weight"])
+    assert r.exp_only_weight == close(info["exp_only_weight"])
+    ww = {i: w[i] for i in b}
+    o = ref.overall(b, e, ww)
+    assert res.items == o["items"] and res.affected_items == o["affected_items"]
+    for m in METRICS:
+        assert getattr(res, m) == close(o[m]), m
+    assert_per_item(res, b, e, ww)
+    assert_per_cluster(res, b, e, ww)
+    assert_top(res, b, e, ww, 5)
+    want = ref.per_slice(b, e, ww, {i: kind[i] for i in b})
+    assert_rows_match(by_key(pa.Table.from_pylist(res.slices["kind"]), "kind"), want,
+                      ("items", "weight") + METRICS + ("contribution",), "slices")
+    assert res.lookup(["i0003"])[0]["jaccard_distance"] == close(ref.per_item(b, e, ww)["i0003"]["jaccard_distance"])
+
+
+def _febrl(engine, **kw):
+    return abcde.impact(EXAMPLE / "base.parquet", EXAMPLE / "exp.parquet", items=EXAMPLE / "items.parquet",
+                        engine=engine, **kw)
+
+
+def _rows_close(a: pa.Table, b: pa.Table, key):
+    ra, rb = by_key(a, key), by_key(b, key)
+    assert set(ra) == set(rb)
+    for k, row in ra.items():
+        for c, v in row.items():
+            if isinstance(v, float):
+                assert rb[k][c] == pytest.approx(v, abs=1e-9, rel=1e-9), (k, c)
+            else:
+                assert rb[k][c] == v, (k, c)
+
+
+def test_duckdb_and_spark_agree_on_the_example_data(spark):
+    d = _febrl(abcde.connect(), slice_by=["source"], top=10)
+    s = _febrl(spark, slice_by=["source"], top=10)
+    for k, v in d.to_dict().items():
+        if isinstance(v, float):
+            assert s.to_dict()[k] == pytest.approx(v, abs=1e-9, rel=1e-9), k
+    assert s.restriction == d.restriction
+    _rows_close(d.per_item(), s.per_item(), "item_id")
+    for side in ("base", "exp"):
+        _rows_close(d.per_cluster(side), s.per_cluster(side), "cluster_id")
+    for key in ("base", "exp", "interleaved"):
+        assert [(r["side"], r["cluster_id"]) for r in s.top_clusters[key]] == [
+            (r["side"], r["cluster_id"]) for r in d.top_clusters[key]], key
+    _rows_close(pa.Table.from_pylist(d.slices["source"]), pa.Table.from_pylist(s.slices["source"]), "source")
+
+
+def test_same_exploration_sample_on_both_engines(spark):
+    base, exp, w, kind = world(1, 400)
+    b_t, e_t, i_t = tables(base, exp, w, kind)
+    samples = [sample_affected(abcde.impact(b_t, e_t, items=i_t, engine=eng), size=80, seed=11)
+               for eng in (abcde.connect(), spark)]
+    a, b = (s.table.sort_by("item_id") for s in samples)
+    assert a.num_rows == b.num_rows == 80
+    assert a.column("item_id").to_pylist() == b.column("item_id").to_pylist()
+    assert a.column("draw_count").to_pylist() == b.column("draw_count").to_pylist()
+    assert np.allclose(a.column("importance_weight").to_numpy(), b.column("importance_weight").to_numpy(), rtol=1e-9, atol=0)
+
+
+def test_same_pair_samples_on_both_engines(spark):
+    base, exp, w, kind = world(2, 400)
+    b_t, e_t, i_t = tables(base, exp, w, kind)
+    got = []
+    for eng in (abcde.connect(), spark):
+        d = build_diff(b_t, e_t, items=i_t, engine=eng)
+        W = overall(d)["total_weight"]
+        paper = sample_pairs(d, budget=40, seed=5, total_weight=W)
+        strat = sample_stratified(d, budget=30, seed=5, total_weight=W)
+        got.append((paper, strat))
+    cols = ["item_a", "item_b", "class", "pair_id", "needs_judgement"]
+    (pa_d, st_d), (pa_s, st_s) = got
+    assert pa_d.draws.select(cols).equals(pa_s.draws.select(cols))
+    assert pa_d.judgeable == pa_s.judgeable == 40
+    for c in STRATA:
+        assert st_d.draws[c].select(cols).equals(st_s.draws[c].select(cols)), c
+    assert st_s.self_term == pytest.approx(st_d.self_term, abs=1e-12)
+    for k, v in pa_d.totals.items():
+        assert pa_s.totals[k] == pytest.approx(v, rel=1e-9, abs=1e-12), k
+
+
+def test_spark_reads_part_directories_globs_and_csv(spark, tmp_path):
+    base, exp, w, kind = world(3)
+    b_t, e_t, i_t = tables(base, exp, w, kind)
+    (tmp_path / "base").mkdir()
+    for k, part in enumerate(range(0, b_t.num_rows, 80)):  # a directory of part files
+        pq.write_table(b_t.slice(part, 80), tmp_path / "base" / f"part-{k:05d}.parquet")
+    pacsv.write_csv(e_t, tmp_path / "exp.csv")
+    pq.write_table(i_t.slice(0, 100), tmp_path / "items-0.parquet")
+    pq.write_table(i_t.slice(100), tmp_path / "items-1.parquet")
+    got = abcde.impact(tmp_path / "base", tmp_path / "exp.csv", items=str(tmp_path / "items-*.parquet"),
+                       engine=spark)
+    want = abcde.impact(b_t, e_t, items=i_t)
+    for m in ("items", "affected_items") + METRICS:
+        assert getattr(got, m) == pytest.approx(getattr(want, m), rel=1e-9), m
+
+
+def test_cli_on_spark_prints_the_same_json_and_writes_parquet(spark, tmp_path):
+    args = ["impact", "--base", str(EXAMPLE / "base.parquet"), "--exp", str(EXAMPLE / "exp.parquet"),
+            "--items", str(EXAMPLE / "items.parquet"), "--json", "--quiet"]
+    runner = CliRunner()
+    out = {}
+    for name in ("duckdb", "spark"):
+        r = runner.invoke(main, args + ["--engine", name, "--out", str(tmp_path / name)])
+        assert r.exit_code == 0, r.output
+        out[name] = json.loads(r.output)
+    for k in ("split_rate", "merge_rate", "jaccard_distance"):
+        assert out["spark"][k] == pytest.approx(out["duckdb"][k], abs=1e-9)
+    assert out["spark"]["engine"] == "spark"
+    for name in ("items", "base_clusters", "exp_clusters"):
+        spark_out = tmp_path / "spark" / f"{name}.parquet"
+        assert spark_out.is_dir()  # Spark writes a directory of part files
+        _rows_close(pq.read_table(tmp_path / "duckdb" / f"{name}.parquet"), pq.read_table(spark_out),
+                    "item_id" if name == "items" else "cluster_id")
+    r = runner.invoke(main, args + ["--engine", "spark", "--out", str(tmp_path / "spark")])  # overwrites
+    assert r.exit_code == 0, r.output
+
+
+def _cli_in_fresh_python(args, *, env=None, pre=""):
+    code = f"{pre}\nfrom abcde.cli import main\nmain({args!r})"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_missing_java_is_a_one_line_message(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)  # no java on it
+    r = _cli_in_fresh_python(["impact", "--base", str(EXAMPLE / "base.parquet"), "--exp",
+                              str(EXAMPLE / "exp.parquet"), "--engine", "spark"], env=env)
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    assert "needs Java" in r.stderr and "apt-get install" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_missing_pyspark_is_a_one_line_message():
+    # pyspark is installed here; hide it from this one process to see the message.
+    r = _cli_in_fresh_python(["impact", "--base", str(EXAMPLE / "base.parquet"), "--exp",
+                              str(EXAMPLE / "exp.parquet"), "--engine", "spark"],
+                             pre="import sys; sys.modules['pyspark'] = None")
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    assert "pip install 'abcde[spark]'" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
