@@ -140,6 +140,10 @@ def test_duckdb_and_spark_agree_on_the_example_data(spark):
         assert [(r["side"], r["cluster_id"]) for r in s.top_clusters[key]] == [
             (r["side"], r["cluster_id"]) for r in d.top_clusters[key]], key
     _rows_close(pa.Table.from_pylist(d.slices["source"]), pa.Table.from_pylist(s.slices["source"]), "source")
+    # Without an items table every weight is the literal 1.0 (Spark once did decimal arithmetic on it).
+    d1, s1 = (abcde.impact(EXAMPLE / "base.parquet", EXAMPLE / "exp.parquet", engine=e) for e in (abcde.connect(), spark))
+    for m in METRICS:
+        assert getattr(s1, m) == pytest.approx(getattr(d1, m), abs=1e-12), m
 
 
 def test_same_exploration_sample_on_both_engines(spark):
@@ -237,3 +241,24 @@ def test_missing_pyspark_is_a_one_line_message():
     assert "Traceback" not in r.stderr
     assert "pip install 'abcde[spark]'" in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_spark_submit_runs_the_driver_script(tmp_path):
+    """The cluster path of the README, on a local master: spark-submit + the driver script."""
+    submit = Path(sys.executable).parent / "spark-submit"
+    if not submit.exists():
+        pytest.skip("spark-submit is installed with pyspark")
+    driver = subprocess.run([sys.executable, "-m", "abcde", "--driver-path"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    r = subprocess.run([str(submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+                        "--conf", "spark.sql.shuffle.partitions=4", driver,
+                        "impact", "--engine", "spark", "--base", str(EXAMPLE / "base.parquet"),
+                        "--exp", str(EXAMPLE / "exp.parquet"), "--out", str(tmp_path / "out"), "--json", "--quiet"],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable))
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout)
+    want = abcde.impact(EXAMPLE / "base.parquet", EXAMPLE / "exp.parquet").to_dict()
+    assert got["engine"] == "spark"
+    assert got["jaccard_distance"] == pytest.approx(want["jaccard_distance"], abs=1e-9)
+    assert (tmp_path / "out" / "items.parquet").is_dir() and (tmp_path / "out" / "impact.json").is_file()

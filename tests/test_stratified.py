@@ -54,12 +54,12 @@ def test_strata_hold_only_their_pairs_and_fill_their_budgets(sim):
 
 
 def test_simulation_unbiased_honest_errors_and_coverage(sim):
-    """300 seeds: mean within 3 SE of the truth, mean SE within 20% of the spread,
+    """200 seeds: mean within 3 SE of the truth, mean SE within 20% of the spread,
     ΔPrecision coverage in [0.92, 0.98]; also with 30% of judgements unsure."""
     base, exp, items, d, o = sim
     b, e, w, t = dicts(base, exp, items)
     truth = truth_metrics(b, e, w, t)
-    seeds = 300
+    seeds = 200
     rng = np.random.default_rng(7)
     res = {"all": {m: [] for m in truth}, "unsure": {m: [] for m in truth}}
     for s in range(seeds):

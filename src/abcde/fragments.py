@@ -279,11 +279,17 @@ def build_diff(
         )
 
         f = frag_all.filter(frag_all.in_b & frag_all.in_e).select("base_cluster", "exp_cluster", "n", "w", "w2")
-        # Cluster totals by group-by + join back. (Window sums were 1.4x slower here on
-        # DuckDB at 10M items; the fragment table is small next to the items either way.)
-        bt = f.group_by("base_cluster").aggregate(nb=f.n.sum(), wb=f.w.sum())
-        et = f.group_by("exp_cluster").aggregate(ne=f.n.sum(), we=f.w.sum())
-        f = f.join(bt, "base_cluster").join(et, "exp_cluster")
+        # Cluster totals W(Base), W(Exp): two equivalent expressions, the faster one for
+        # the engine (measured at 10M items: on DuckDB group-by + join back is 1.4x
+        # faster than window sums; on Spark window sums are 1.6x faster).
+        if eng.prefers_window_sums:
+            by_b, by_e = ibis.window(group_by=f.base_cluster), ibis.window(group_by=f.exp_cluster)
+            f = f.mutate(nb=f.n.sum().over(by_b), wb=f.w.sum().over(by_b),
+                         ne=f.n.sum().over(by_e), we=f.w.sum().over(by_e))
+        else:
+            bt = f.group_by("base_cluster").aggregate(nb=f.n.sum(), wb=f.w.sum())
+            et = f.group_by("exp_cluster").aggregate(ne=f.n.sum(), we=f.w.sum())
+            f = f.join(bt, "base_cluster").join(et, "exp_cluster")
         f = f.select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we")
         fragments = eng.materialize(f, "fragments")
     joined = fw.filter(fw.in_b & fw.in_e).select("item_id", "base_cluster", "exp_cluster", "weight")

@@ -73,7 +73,11 @@ def item_pair_weights(diff: Diff) -> ibis.Table:
 
 def pair_totals(diff: Diff, total_weight: float) -> dict:
     """Exact ``Σ u_ij`` overall and per class (split, merge, stable, self,
-    intersection = stable without self), from the fragments in closed form."""
+    intersection = stable without self), from the fragments in closed form.
+    Computed once per diff and weight total."""
+    key = ("pair_totals", float(total_weight))
+    if key in diff.cache:
+        return dict(diff.cache[key])
     f = diff.fragments
     d = (f.wb - f.we).abs()
     r = diff.engine.one(
@@ -94,6 +98,7 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
     }
     out["intersection"] = max(out["stable"] - out["self"], 0.0)
     out["all"] = out["split"] + out["merge"] + out["stable"]
+    diff.cache[key] = dict(out)
     return out
 
 
@@ -173,7 +178,10 @@ def _partners(diff: Diff, draws: pa.Table) -> pa.Table:
     eng = diff.engine
     d = ibis.memtable(draws)
     out = []
+    present = set(draws.column("class").to_pylist())
     for side, other, classes in (("base", "exp", ("split", "stable")), ("exp", "base", ("merge",))):
+        if not present & set(classes):  # e.g. a stratum of one class: one query, not two
+            continue
         key, okey = f"{side}_cluster", f"{other}_cluster"
         frag, cand = _partner_index(diff, side)
         dd = d.filter(d["class"].isin(list(classes)))
@@ -197,6 +205,8 @@ def _partners(diff: Diff, draws: pa.Table) -> pa.Table:
         c2 = cand.view()
         m = hit.join(c2, [hit._k == c2._k, hit.at == c2.rk.cast("int64")])
         out.append(eng.to_arrow(m.select("draw", "partner"), step=f"pair partners ({side})"))
+    if not out:
+        return pa.table({"draw": pa.array([], pa.int64()), "partner": pa.array([], draws.schema.field("vantage").type)})
     return pa.concat_tables(out)
 
 

@@ -41,10 +41,13 @@ ALLOCATIONS = ("proportional", "neyman")
 
 
 def self_term(diff: Diff, total_weight: float) -> float:
-    """Exact ``Σ_i u_ii · l_ii`` (the self pairs' part of ΔPrecision)."""
-    f = diff.fragments
-    r = diff.engine.one(f.aggregate(s=((f.wb - f.we) * f.w2 / (f.wb * f.we)).sum()), step="self term")
-    return float(r["s"] or 0.0) / float(total_weight)
+    """Exact ``Σ_i u_ii · l_ii`` (the self pairs' part of ΔPrecision); once per diff."""
+    key = ("self_term", float(total_weight))
+    if key not in diff.cache:
+        f = diff.fragments
+        r = diff.engine.one(f.aggregate(s=((f.wb - f.we) * f.w2 / (f.wb * f.we)).sum()), step="self term")
+        diff.cache[key] = float(r["s"] or 0.0) / float(total_weight)
+    return diff.cache[key]
 
 
 def allocate(budget: int, totals: dict, *, allocation: str = "proportional", sigmas: dict | None = None) -> dict:
