@@ -262,3 +262,34 @@ def test_spark_submit_runs_the_driver_script(tmp_path):
     assert got["engine"] == "spark"
     assert got["jaccard_distance"] == pytest.approx(want["jaccard_distance"], abs=1e-9)
     assert (tmp_path / "out" / "items.parquet").is_dir() and (tmp_path / "out" / "impact.json").is_file()
+
+
+def test_bad_input_gets_the_same_clear_errors(engine, tmp_path):
+    """A few classes of bad input from test_bad_input.py, on both engines (Ibis on Spark
+    compiles isinf to FALSE and counts NaN as null; abcde's checks do not rely on either)."""
+    from abcde.errors import InputError
+
+    def w(name, **cols):
+        pq.write_table(pa.table(cols), tmp_path / name)
+        return tmp_path / name
+
+    base = w("base.parquet", item_id=[1, 2, 3, 4, 5], cluster_id=["a", "a", "a", "b", "b"])
+    exp = w("exp.parquet", item_id=[1, 2, 3, 4, 5], cluster_id=["a", "a", "c", "c", "b"])
+    (tmp_path / "corrupt.parquet").write_bytes(b"PAR1 this is not really parquet")
+    cases = [
+        ((base, w("dup.parquet", item_id=[1, 1, 2, 3, 3, 4], cluster_id=["a", "b", "a", "c", "c", "d"])), {},
+         r"2 item ids appear in more than one row of exp file '.*dup.parquet' \(first: 1, 3\)"),
+        ((base, exp), {"items": w("nan.parquet", item_id=[1, 2, 3, 4, 5], weight=[1.0, float("nan"), 1, 1, 1])},
+         r"1 items in items file '.*nan.parquet' have a NaN weight in column 'weight' \(first: 2: "),
+        ((base, exp), {"items": w("inf.parquet", item_id=[1, 2, 3, 4, 5], weight=[1.0, 1, float("inf"), 1, 1])},
+         r"1 items in items file '.*inf.parquet' have a infinite weight in column 'weight' \(first: 3: inf"),
+        ((base, exp), {"items": w("null.parquet", item_id=[1, 2, 3, 4, 5],
+                                  weight=pa.array([1.0, 1, 1, None, 1], pa.float64()))},
+         r"1 items in items file '.*null.parquet' have a null weight in column 'weight' \(first: 4: "),
+        ((tmp_path / "corrupt.parquet", exp), {}, r"Cannot read the base file '.*corrupt.parquet': .*(Parquet|magic bytes)"),
+        ((w("bad.parquet", id=[1, 2], cid=["a", "b"]), exp), {},
+         r"Column 'item_id' \(item id\) not found in base file '.*bad.parquet'. Existing columns: 'id', 'cid'"),
+    ]
+    for args, kw, pattern in cases:
+        with pytest.raises(InputError, match=pattern):
+            abcde.impact(*args, engine=engine, **kw)

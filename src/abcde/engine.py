@@ -101,7 +101,7 @@ class Engine:
         except InputError:
             raise
         except Exception as exc:  # engine-specific read errors
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = _first_line(exc)
             raise InputError(f"Cannot read the {role} file '{path}': {first}") from exc
         return t
 
@@ -221,8 +221,19 @@ class Engine:
 
 
 def _first_line(exc: Exception) -> str:
+    """The informative first line of an engine error. For a Java error relayed by py4j
+    ("An error occurred while calling o472.parquet." then the Java trace) that is the
+    innermost cause's message."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    if not text:
+        return type(exc).__name__
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if lines[0].startswith("An error occurred while calling"):
+        causes = [ln for ln in lines if ln.startswith(("Caused by:", ": "))]
+        if causes:
+            msg = causes[-1].removeprefix("Caused by:").removeprefix(": ").strip()
+            return msg.split(": ", 1)[1] if ": " in msg and msg.split(": ", 1)[0].count(".") >= 2 else msg
+    return lines[0]
 
 
 def connect(
@@ -330,7 +341,6 @@ def _spark_double_literals() -> None:
 
 def _connect_spark(*, master, remote, threads, memory_limit, conf, session) -> Engine:
     try:
-        import pyspark  # noqa: F401
         from pyspark.sql import SparkSession
     except ImportError:
         raise MissingDependencyError(f"The Spark engine needs pyspark, which is not installed: {SPARK_INSTALL}") from None

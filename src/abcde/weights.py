@@ -27,7 +27,13 @@ import pyarrow as pa
 from . import _progress
 from .engine import Engine, resolve
 from .errors import InputError
-from .io import check_duplicates, describe, load_clustering, load_items, unify_id_types
+from .io import bad_float_predicates, check_duplicates, describe, load_clustering, load_items, unify_id_types
+
+
+def _any_bad(x):
+    """Null, NaN or infinite (portably, see :func:`abcde.io.bad_float_predicates`)."""
+    is_nan, is_null, is_inf = bad_float_predicates(x)
+    return is_nan | is_null | is_inf
 
 COMBINE_RULES = ("max", "min", "mean", "base", "exp")
 
@@ -121,7 +127,7 @@ def derive_weights(
         bad = eng.one(
             imp.aggregate(
                 n=imp.count(),
-                bad=(imp.importance.isnull() | imp.importance.isnan() | imp.importance.isinf() | (imp.importance < 0))
+                bad=(_any_bad(imp.importance) | (imp.importance < 0).fill_null(False))
                 .fill_null(True)
                 .sum(),
                 dup=imp.count() - imp.c.nunique(),
