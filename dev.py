@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
         setup("")
         run([BIN / "abcde", "demo", *rest])
     else:
-        setup("test,spark")
+        setup("test,spark,spark-connect")
         ensure_java()
         env = dict(os.environ)
         result = subprocess.run([str(PY), "-m", "pytest", *rest], cwd=ROOT, env=env)

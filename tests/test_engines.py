@@ -288,3 +288,55 @@ def test_bad_input_gets_the_same_clear_errors(engine, tmp_path):
     for args, kw, pattern in cases:
         with pytest.raises(InputError, match=pattern):
             abcde.impact(*args, engine=engine, **kw)
+
+
+@pytest.fixture(scope="module")
+def connect_url(tmp_path_factory):
+    """A local Spark Connect server (the classic session's JVM is separate), for one module."""
+    import socket
+    import time
+
+    try:
+        import grpc  # noqa: F401  the Spark Connect client needs it
+    except ImportError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the Spark Connect test: {exc}")
+        pytest.skip("pip install 'abcde[spark-connect]'")
+    submit = Path(sys.executable).parent / "spark-submit"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path_factory.mktemp("connect") / "server.log"
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(
+            [str(submit), "--master", "local[2]", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+             "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
+             "--conf", "spark.sql.shuffle.partitions=4", "spark-internal"],
+            stdout=fh, stderr=subprocess.STDOUT, env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    try:
+        deadline = time.time() + 120
+        while "Spark Connect server started" not in log.read_text():
+            if proc.poll() is not None or time.time() > deadline:
+                pytest.fail(f"Spark Connect server did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def test_spark_connect_gives_duckdbs_numbers_and_pairs(connect_url, tmp_path):
+    common = ["--base", str(EXAMPLE / "base.parquet"), "--exp", str(EXAMPLE / "exp.parquet"),
+              "--items", str(EXAMPLE / "items.parquet"), "--quiet"]
+    remote = ["--engine", "spark", "--spark-remote", connect_url]
+    r = _cli_in_fresh_python(["impact", *common, *remote, "--json"])
+    assert r.returncode == 0, r.stderr[-2000:]
+    want = _febrl(abcde.connect())
+    got = json.loads(r.stdout)
+    for m in METRICS:
+        assert got[m] == pytest.approx(getattr(want, m), abs=1e-9), m
+    args = ["pairs", *common, "--budget", "30", "--seed", "2"]
+    r = _cli_in_fresh_python(args + remote + ["--out", str(tmp_path / "remote")])
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert CliRunner().invoke(main, args + ["--out", str(tmp_path / "local")]).exit_code == 0
+    assert pq.read_table(tmp_path / "remote" / "pairs.parquet").equals(pq.read_table(tmp_path / "local" / "pairs.parquet"))
