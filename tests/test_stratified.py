@@ -15,7 +15,7 @@ from abcde.errors import InputError
 from abcde.fragments import build_diff
 from abcde.impact import overall
 from abcde.stratified import allocate, estimate_stratified, sample_stratified, self_term
-from test_quality import dicts, oracle, truth_metrics, world
+from test_quality import assert_simulation, dicts, oracle, truth_metrics, world
 
 
 @pytest.fixture(scope="module")
@@ -74,22 +74,10 @@ def test_simulation_unbiased_honest_errors_and_coverage(sim):
                 est = getattr(q, m)
                 lo, hi = est.confidence_interval()
                 res[key][m].append((est.value, est.standard_error, lo <= truth[m] <= hi))
-    for key in res:
-        for m in truth:
-            v = np.array([r[0] for r in res[key][m]])
-            se = np.array([r[1] for r in res[key][m]])
-            cover = np.mean([r[2] for r in res[key][m]])
-            sd = v.std(ddof=1)
-            info = (key, m, v.mean(), truth[m], sd, se.mean(), cover)
-            assert abs(v.mean() - truth[m]) <= 3 * sd / np.sqrt(seeds), info
-            assert 0.8 <= se.mean() / sd <= 1.2, info
-            if m == "delta_precision":
-                assert 0.92 <= cover <= 0.98, info
-            else:
-                # The Good/Bad rates are the paper's proportions, whose coverage test_quality
-                # checks; here each rests on one stratum's ~40-60 judgements, where a Wald
-                # interval for a proportion near 0.5 covers about 0.91-0.94.
-                assert 0.88 <= cover <= 0.98, info
+    # The Good/Bad rates are held to 0.88 here: on this 150-entity world "unsure", a property
+    # of a pair, moves the judged population of a stratum by itself (see test_quality's
+    # simulation, where a 50k-item world restores the full band for the paper estimator).
+    assert_simulation(res, truth, seeds, coverage_floor={m: 0.88 for m in truth if m != "delta_precision"})
 
 
 def test_cli_stratified_and_neyman(tmp_path):
