@@ -183,7 +183,6 @@ class Engine:
                         fh.write(text.encode())
                     written.append(f"{out_s.rstrip('/')}/{fname}")
             return written
-        import shutil
         import tempfile
 
         dest_dir = Path(out_s)
