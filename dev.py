@@ -2,8 +2,8 @@
 """Set up and run abcde with nothing but Python 3.11+ on the machine.
 
     python3 dev.py demo   # create .venv, install abcde, run the main job on the bundled example data
-    python3 dev.py test   # create .venv, install abcde with test and Spark extras (and Java, via
-                          # apt-get, if missing), run the whole test suite
+    python3 dev.py test   # create .venv, install abcde with test and Spark extras (and Java and
+                          # Chromium, via apt-get, if missing), run the whole test suite
 
 Extra arguments are passed on (to ``abcde demo`` or to ``pytest``). Uses only
 the standard library; installs into ./.venv, re-installing when pyproject.toml
@@ -47,22 +47,31 @@ def setup(extras: str) -> None:
     stamp.write_text(digest)
 
 
-def ensure_java() -> None:
-    """The Spark engine (and its tests) need Java 17+; install Debian's headless OpenJDK
-    when there is none and apt-get can do it."""
-    if os.environ.get("JAVA_HOME") or shutil.which("java"):
+def apt_install(what: str, package: str, present: bool) -> None:
+    """Install a Debian package the test suite needs when it is missing and apt-get can do it."""
+    if present:
         return
     apt = shutil.which("apt-get")
     if apt is None:
-        print("warning: no Java found and no apt-get to install it; the Spark tests need Java 17+", flush=True)
+        print(f"warning: no {what} found and no apt-get to install it ({package})", flush=True)
         return
     sudo = [] if hasattr(os, "geteuid") and os.geteuid() == 0 else (["sudo"] if shutil.which("sudo") else None)
     if sudo is None:
-        print("warning: no Java found; install it with: sudo apt-get install -y openjdk-17-jre-headless", flush=True)
+        print(f"warning: no {what} found; install it with: sudo apt-get install -y {package}", flush=True)
         return
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     run([*sudo, apt, "-q", "update"], env=env)
-    run([*sudo, apt, "install", "-y", "-q", "--no-install-recommends", "openjdk-17-jre-headless"], env=env)
+    run([*sudo, apt, "install", "-y", "-q", "--no-install-recommends", package], env=env)
+
+
+def ensure_java() -> None:
+    """The Spark engine (and its tests) need Java 17+."""
+    apt_install("Java", "openjdk-17-jre-headless", bool(os.environ.get("JAVA_HOME") or shutil.which("java")))
+
+
+def ensure_chromium() -> None:
+    """The browser tests (report, exploration and judging UI) drive Debian's Chromium with Playwright."""
+    apt_install("Chromium", "chromium", bool(os.environ.get("ABCDE_CHROMIUM") or shutil.which("chromium")))
 
 
 def main(argv: list[str]) -> int:
@@ -76,6 +85,7 @@ def main(argv: list[str]) -> int:
     else:
         setup("test,spark,spark-connect")
         ensure_java()
+        ensure_chromium()
         env = dict(os.environ)
         # Test files in parallel, one worker per core (files stay whole, so the Spark tests
         # share one session): 8 min instead of 12.5 on 2 cores.

@@ -365,6 +365,37 @@ def explore_sample(base, exp, items, item_id, cluster_id, weight_column, size, s
     console.print(f"wrote {path}")
 
 
+@explore.command("serve")
+@click.argument("sample", type=click.Path(dir_okay=False))
+@click.option("--base", type=click.Path(), default=None,
+              help="Baseline clustering, for whole clusters (default: the inputs the sample recorded).")
+@click.option("--exp", type=click.Path(), default=None, help="Experiment clustering (with --base).")
+@input_options
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind; the default serves only this machine.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
+@handle_errors
+def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, host, port):
+    """A local web UI to slice, group and drill into an exploration sample."""
+    from .explore_app import ExploreApp, make_server
+
+    if (base is None) != (exp is None):
+        raise click.UsageError("Give both --base and --exp, or neither.")
+    app = ExploreApp(sample, base=base, exp=exp, items=items, item_id=item_id, cluster_id=cluster_id,
+                     weight=weight_column)
+    app.meta()  # fail fast on a bad sample
+    srv = make_server(app, host, port)
+    h, p = srv.server_address[:2]
+    click.echo(f"abcde explore: serving {sample} at http://{h}:{p}/ (Ctrl+C to stop)", err=False)
+    sys.stdout.flush()
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.server_close()
+
+
 def _estimate_row(e) -> dict:
     d = e.to_dict()
     se = d.pop("std_err")
@@ -525,7 +556,60 @@ def quality(sample_dir, judgements, slice_by, as_json):
     print_quality(d)
 
 
+# --------------------------------------------------------------------------- report
+@main.command()
+@click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
+@click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
+@input_options
+@click.option("--slice-by", multiple=True, help="Attribute column(s) to slice by; repeat, or 'a,b' to group by both.")
+@click.option("--top", default=20, show_default=True, type=click.IntRange(min=0), help="Most affected clusters per side.")
+@click.option("--quality", "quality_dir", type=click.Path(file_okay=False), default=None,
+              help="A judged pair sample directory (from 'abcde pairs'): adds the quality estimates.")
+@click.option("--judgements", multiple=True, type=click.Path(dir_okay=False),
+              help="Judgement file(s) for --quality (default: QUALITY/judgements.csv).")
+@click.option("--judged-by", default=None, help="Who judged, shown beside every quality number (e.g. 'people').")
+@click.option("--quality-slice-by", multiple=True, help="ΔPrecision per value of this vantage-item attribute.")
+@click.option("--sample", "sample_path", type=click.Path(dir_okay=False), default=None,
+              help="An exploration sample (from 'abcde explore sample'): adds its top groups.")
+@click.option("--explore-by", multiple=True, help="Attributes to group the exploration sample by.")
+@click.option("--title", default="ABCDE report", show_default=True)
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="The HTML report to write.")
+@click.option("--markdown", type=click.Path(dir_okay=False), default=None,
+              help="Also write a Markdown summary (for a code review comment) here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report's content as one JSON object.")
+@engine_options
+@handle_errors
+def report(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, quality_dir, judgements, judged_by,
+           quality_slice_by, sample_path, explore_by, title, out, markdown, as_json, engine):
+    """One self-contained HTML report: impact, most affected clusters, charts, slices, quality."""
+    from .report import build_report
+
+    res = run_impact(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
+                     slice_by=slice_by, top=top, engine=engine)
+    qual = None
+    if quality_dir:
+        qual = estimate_quality(quality_dir, list(judgements) or None, slice_by=quality_slice_by)
+        judged_by = judged_by or f"the judgements in {quality_dir}"
+    elif judgements or quality_slice_by:
+        raise click.UsageError("--judgements and --quality-slice-by need --quality DIR.")
+    sample = ExplorationSample.read(sample_path) if sample_path else None
+    rep = build_report(res, quality=qual, judged_by=judged_by, exploration=sample, explore_by=explore_by,
+                       title=title)
+    written = rep.write(out, markdown=markdown)
+    if as_json:
+        _emit_json({**rep.to_dict(), "written": [str(p) for p in written]})
+        return
+    print_impact(res, top=min(top, 10))
+    if qual is not None:
+        print_quality(rep.to_dict()["quality"])
+    for p in written:
+        console.print(f"wrote {p}")
+
+
 # --------------------------------------------------------------------------- demo
+ORACLE_LABEL = "an oracle (simulated judgements from the example's true entity ids), not people"
+
+
 @main.command()
 @click.option("--out", type=click.Path(file_okay=False), default="abcde-demo", show_default=True,
               help="Where to write the outputs.")
@@ -557,10 +641,16 @@ def demo(out, as_json, engine):
     # The example ships its true entities, so the pointwise metrics of each side can be shown too.
     truth = {side: run_pointwise(paths["truth"], paths[side], items=paths["items"], engine=engine)
              for side in ("base", "exp")}
+    # The report: one self-contained HTML page (and a Markdown summary) of all of the above.
+    from .report import build_report
+
+    rep = build_report(res, quality=qual, judged_by=ORACLE_LABEL, exploration=sample, explore_by=["state", "source"],
+                       title="ABCDE report: FEBRL 3 example (two record-linkage rules)")
+    written += rep.write(Path(out) / "report.html", markdown=Path(out) / "report.md")
     if as_json:
         _emit_json({"impact": res.to_dict(),
                     "explore": {"sample": sample.metadata, "groups_by_state": [g.to_dict() for g in groups]},
-                    "quality": {"judged_by": "oracle: the example's true entity_id", **qual},
+                    "quality": {"judged_by": ORACLE_LABEL, **qual},
                     "pointwise_against_truth": {k: v.to_dict() for k, v in truth.items()},
                     "written": [str(p) for p in written]})
         return
@@ -582,6 +672,8 @@ def demo(out, as_json, engine):
     console.print(t)
     for p in written:
         console.print(f"wrote {p}")
+    console.print(f"\n[bold]Open {Path(out) / 'report.html'} in a browser[/bold] (works offline). Explore the sample "
+                  f"interactively with: abcde explore serve {sample_path}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from . import _progress
 from .engine import Engine, connect
 from .errors import InputError
-from .filters import parse_filter
+from .filters import parse_filter, structured_filter
 from .fragments import Diff, affected_items, build_diff
 from .io import input_names
 from .impact import METRICS, ImpactResult, overall, per_item_expr
@@ -184,13 +184,18 @@ class ExplorationSample:
             object.__setattr__(self, "_eng", eng)
         return eng
 
-    def _filtered(self, where: str | None) -> ibis.Table:
+    def _filtered(self, where) -> ibis.Table:
         t = self._ibis()
-        return t.filter(parse_filter(where, t)) if where else t
+        if not where:
+            return t
+        if isinstance(where, str):
+            return t.filter(parse_filter(where, t))
+        return t.filter(structured_filter(where, t))
 
     def estimate(self, where: str | None = None) -> SliceEstimate:
-        """Estimates for the whole sample, or for the slice ``where`` (a filter such as
-        ``"source = 'wiki' AND width <= 512"``)."""
+        """Estimates for the whole sample, or for the slice ``where``: a filter such as
+        ``"source = 'wiki' AND width <= 512"``, or a list of ``{"column", "op", "value"}``
+        conditions (see :func:`abcde.filters.structured_filter`)."""
         rows = self._aggregate(self._filtered(where), [])
         return rows[0] if rows else self._empty()
 

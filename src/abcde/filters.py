@@ -110,3 +110,76 @@ def _literal(node, text: str):
         except ValueError:
             return float(s)
     raise InputError(f"Expected a literal value, got {node.sql()!r} in the filter {text!r}.")
+
+
+STRUCTURED_OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in", "contains", "is null", "is not null")
+
+
+def structured_filter(conditions, table: ibis.Table) -> ibis.BooleanValue:
+    """AND of conditions ``{"column": c, "op": op, "value": v}`` as an Ibis predicate.
+
+    This is what the exploration UI sends: columns are picked from the table's, ``op`` is
+    one of :data:`STRUCTURED_OPS`, and values are converted to the column's type (``in``
+    takes a list). No text is parsed, so nothing from a browser becomes SQL.
+
+    Raises
+    ------
+    InputError
+        For an unknown column or operator, or a value that does not fit the column.
+    """
+    if isinstance(conditions, dict):
+        conditions = [conditions]
+    if not isinstance(conditions, (list, tuple)) or not conditions:
+        raise InputError("A structured filter is a non-empty list of {column, op, value} conditions.")
+    pred = None
+    for i, c in enumerate(conditions):
+        if not isinstance(c, dict):
+            raise InputError(f"Filter condition {i + 1} is not an object with column, op and value: {c!r}.")
+        col, op = c.get("column"), str(c.get("op", "=")).lower()
+        if col not in table.columns:
+            raise InputError(f"Filter condition {i + 1}: unknown column {col!r}. "
+                             f"Columns: {', '.join(repr(x) for x in table.columns)}.")
+        if op not in STRUCTURED_OPS:
+            raise InputError(f"Filter condition {i + 1}: unknown operator {op!r}; use one of "
+                             f"{', '.join(STRUCTURED_OPS)}.")
+        x = table[col]
+        if op == "is null":
+            p = x.isnull()
+        elif op == "is not null":
+            p = x.notnull()
+        elif op in ("in", "not in"):
+            vals = c.get("value")
+            if not isinstance(vals, (list, tuple)) or not vals:
+                raise InputError(f"Filter condition {i + 1}: '{op}' needs a non-empty list of values.")
+            vals = [_typed(v, x, col, i) for v in vals]
+            p = x.isin(vals) if op == "in" else ~x.isin(vals)
+        elif op == "contains":
+            p = x.cast("string").contains(str(c.get("value", "")))
+        else:
+            v = _typed(c.get("value"), x, col, i)
+            p = {"=": x == v, "!=": x != v, "<": x < v, "<=": x <= v, ">": x > v, ">=": x >= v}[op]
+        pred = p if pred is None else pred & p
+    return pred
+
+
+def _typed(v, x, col: str, i: int):
+    dt = x.type()
+    try:
+        if dt.is_integer():
+            f = float(v)
+            if not f.is_integer():
+                raise ValueError
+            return int(f)
+        if dt.is_floating() or dt.is_decimal():
+            return float(v)
+        if dt.is_boolean():
+            if isinstance(v, bool):
+                return v
+            if str(v).lower() in ("true", "false"):
+                return str(v).lower() == "true"
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InputError(f"Filter condition {i + 1}: {v!r} is not a value of column {col!r} ({dt}).") from None
+    if v is None:
+        raise InputError(f"Filter condition {i + 1}: use 'is null' to match missing values of {col!r}.")
+    return str(v)
