@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from . import _progress
 from .fragments import Diff, affected_items
-from .sampling import check_seed, check_size, hash_uniform_py, smallest_draw_times
+from .sampling import check_seed, check_size, hash_uniform_py, smallest_draw_times_many
 
 CLASSES = ("split", "merge", "stable")
 LABEL = {"split": -1, "merge": 1}
@@ -279,44 +279,77 @@ def fill_budget(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seed: i
     (rejection: what remains is ∝ u_ij over the non-self pairs when ``u`` includes the
     self share). Returns the draws, the judgeable count and whether all were exhausted.
     """
+    return fill_budgets(diff, pop, n_pop, budget=budget, seeds=[seed], salt=salt, id_type=id_type,
+                        drop_self=drop_self, oversample=oversample)[seed]
+
+
+def fill_budgets(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seeds, salt: str, id_type,
+                 drop_self: bool = False, oversample: float = 2.0) -> dict:
+    """:func:`fill_budget` for several seeds at once, ``{seed: (draws, judgeable, exhausted)}``,
+    each exactly what ``fill_budget(..., seed=seed)`` gives; the vantage draws of all
+    seeds come from one query and their partners from one more (for simulations)."""
+    seeds = list(dict.fromkeys(int(s) for s in seeds))
     if n_pop == 0:  # every pair weight is 0, nothing to judge
-        return _empty_draws(id_type), 0, True
+        return {s: (_empty_draws(id_type), 0, True) for s in seeds}
     eng = diff.engine
     n = min(n_pop, max(int(budget * oversample) + 10, 16))
-    while True:
+    done: dict = {}
+    pending = seeds
+    while pending:
         with _progress.step(f"Drawing vantage items and classes ({n:,})"):
-            top = smallest_draw_times(eng, pop, key="key", weight="u", n=n, seed=seed, salt=salt, step="vantage")
-        seq = draw_sequence(top, weight="u", seed=seed)
-        rows = top.take(pa.array(seq))
-        draws = pa.table({
-            "draw": pa.array(np.arange(len(seq)), pa.int64()),
-            "vantage": rows.column("item_id"),
-            "class": rows.column("class"),
-            "label": rows.column("label"),
-            "base_cluster": rows.column("base_cluster"),
-            "exp_cluster": rows.column("exp_cluster"),
-            "u": pa.array([hash_uniform_py(k, seed, salt + "partner:") for k in range(len(seq))], pa.float64()),
-        })
-        with _progress.step(f"Drawing partners for {len(seq):,} draws"):
+            tops = smallest_draw_times_many(eng, pop, key="key", weight="u", n=n, seeds=pending, salt=salt,
+                                            step="vantage")
+        parts, offset = [], 0
+        for s in pending:
+            seq = draw_sequence(tops[s], weight="u", seed=s)
+            rows = tops[s].take(pa.array(seq, pa.int64()))
+            parts.append(pa.table({
+                "draw": pa.array(offset + np.arange(len(seq)), pa.int64()),
+                "vantage": rows.column("item_id"),
+                "class": rows.column("class"),
+                "label": rows.column("label"),
+                "base_cluster": rows.column("base_cluster"),
+                "exp_cluster": rows.column("exp_cluster"),
+                "u": pa.array([hash_uniform_py(k, s, salt + "partner:") for k in range(len(seq))], pa.float64()),
+            }))
+            offset += len(seq)
+        draws = pa.concat_tables(parts)
+        with _progress.step(f"Drawing partners for {draws.num_rows:,} draws"):
             partners = _partners(diff, draws)
-        if partners.num_rows != len(seq):  # pragma: no cover - guarded by construction
+        if partners.num_rows != draws.num_rows:  # pragma: no cover - guarded by construction
             raise RuntimeError("partner selection lost draws")
         order = np.argsort(partners.column("draw").to_numpy())
-        a = draws.column("vantage").to_pylist()
-        b = partners.column("partner").take(pa.array(order)).to_pylist()
-        keep = [k for k in range(len(a)) if not (drop_self and a[k] == b[k])]
-        seen: set = set()
-        stop = None
-        for pos, k in enumerate(keep):
-            if a[k] != b[k]:
-                seen.add(pair_id(a[k], b[k]))
-                if len(seen) >= budget:
-                    stop = pos + 1
-                    break
-        exhausted = stop is None and n >= n_pop
-        if stop is not None or exhausted:
-            break
+        b_all = partners.column("partner").take(pa.array(order)).to_pylist()
+        still, offset = [], 0
+        for s, part in zip(pending, parts):
+            k0, offset = offset, offset + part.num_rows
+            got = _select(part, b_all[k0:offset], budget=budget, drop_self=drop_self, exhausted=n >= n_pop)
+            if got is None:
+                still.append(s)
+            else:
+                done[s] = got
+        pending = still
         n = min(n_pop, n * 2)
+    return {s: done[s] for s in seeds}
+
+
+def _select(draws: pa.Table, partners: list, *, budget: int, drop_self: bool, exhausted: bool):
+    """The draws up to the ``budget``-th distinct judgeable pair, or None when these
+    draws do not reach it and more are available."""
+    a = draws.column("vantage").to_pylist()
+    b = partners
+    keep = [k for k in range(len(a)) if not (drop_self and a[k] == b[k])]
+    seen: set = set()
+    stop = None
+    for pos, k in enumerate(keep):
+        if a[k] != b[k]:
+            seen.add(pair_id(a[k], b[k]))
+            if len(seen) >= budget:
+                stop = pos + 1
+                break
+    exhausted = stop is None and exhausted
+    if stop is None and not exhausted:
+        return None
     keep = keep[:stop] if stop is not None else keep
     a, b = [a[k] for k in keep], [b[k] for k in keep]
     cls_all, lab_all = draws.column("class").to_pylist(), draws.column("label").to_pylist()

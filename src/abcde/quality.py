@@ -215,9 +215,12 @@ def draw_pair_sample(
         pq.write_table(items_t, tmp / "items.parquet")
         # Exact slice multipliers.
         if slice_by:
+            from .stratified import slice_self_terms
+
             pw = pairweight_expr(diff)
             rows = []
             for c in slice_by:
+                selfs = slice_self_terms(diff, c, o["total_weight"])
                 a = diff.items.select("item_id", c)
                 full = diff.joined.select("item_id", "weight").join(a, "item_id")
                 wt = eng.rows(full.group_by(c).aggregate(weight=full.weight.sum()), step=f"slice weights {c}")
@@ -227,10 +230,13 @@ def draw_pair_sample(
                 for r in sorted(wt, key=lambda r: json.dumps(r[c], default=str)):  # same order on every engine
                     key = json.dumps(r[c], default=str)
                     rows.append({"column": c, "value": key, "weight": r["weight"],
-                                 "pairweight": pws.get(key, 0.0) / o["total_weight"]})
+                                 "pairweight": pws.get(key, 0.0) / o["total_weight"],
+                                 "self_term": selfs.get(key, (0.0, 0.0))[0],
+                                 "self_pairweight": selfs.get(key, (0.0, 0.0))[1]})
             pq.write_table(pa.Table.from_pylist(rows, schema=pa.schema(
                 [("column", pa.string()), ("value", pa.string()), ("weight", pa.float64()),
-                 ("pairweight", pa.float64())])), tmp / "slices.parquet")
+                 ("pairweight", pa.float64()), ("self_term", pa.float64()), ("self_pairweight", pa.float64())])),
+                tmp / "slices.parquet")
         meta = {
             "format": FORMAT,
             "version": VERSION,
@@ -342,6 +348,17 @@ class PairSampleDir:
         out: dict = {}
         for r in pq.read_table(f).to_pylist():
             out.setdefault(r["column"], {})[r["value"]] = (r["weight"], r["pairweight"])
+        return out
+
+    def slice_self_terms(self) -> dict:
+        """``{column: {value: (Σ_{i∈I} u_ii·l_ii, Σ_{i∈I} u_ii)}}``, exact (for the stratified design)."""
+        f = self.path / "slices.parquet"
+        t = pq.read_table(f) if f.exists() else None
+        if t is None or "self_term" not in t.column_names:
+            return {}
+        out: dict = {}
+        for r in t.to_pylist():
+            out.setdefault(r["column"], {})[r["value"]] = (r["self_term"], r["self_pairweight"])
         return out
 
 
@@ -500,17 +517,6 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
     elif isinstance(judgements, (str, os.PathLike)):
         judgements = [judgements]
     res = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"]) if judgements else None
-    if meta.get("estimator") == "stratified":
-        from .stratified import STRATA, StratifiedSample, estimate_stratified
-
-        if slice_by:
-            raise InputError("Slices are not yet available for the stratified estimator; draw a 'paper' sample.")
-        strata = s.draws.column("stratum").to_pylist()
-        draws = {c: s.draws.filter(pa.array([x == c for x in strata])) for c in STRATA}
-        ss = StratifiedSample(draws, meta["pair_totals"], meta["self_term"], meta["budgets"], meta["allocation"])
-        r = estimate_stratified(ss, res.by_pair if res else {}, split_rate=meta["split_rate_T"],
-                                merge_rate=meta["merge_rate_T"])
-        return replace(r, disagreements=res.disagreements if res else 0, ties=res.ties if res else 0)
     stored = s.slices() if slice_by else {}
     for col in slice_by:
         if col not in stored:
@@ -518,6 +524,27 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
                 f"No exact slice multipliers for '{col}' in this sample. Draw the pairs with "
                 f"'--slice-by {col}' (stored: {', '.join(repr(c) for c in stored) or 'none'})."
             )
+    if meta.get("estimator") == "stratified":
+        from .stratified import STRATA, StratifiedSample, estimate_stratified, estimate_stratified_slices
+
+        strata = s.draws.column("stratum").to_pylist()
+        draws = {c: s.draws.filter(pa.array([x == c for x in strata])) for c in STRATA}
+        ss = StratifiedSample(draws, meta["pair_totals"], meta["self_term"], meta["budgets"], meta["allocation"])
+        by_pair = res.by_pair if res else {}
+        r = estimate_stratified(ss, by_pair, split_rate=meta["split_rate_T"], merge_rate=meta["merge_rate_T"])
+        slices = {}
+        if slice_by:
+            selfs = s.slice_self_terms()
+            attrs = {row["item_id"]: row for row in s.items.to_pylist()}
+            for col in slice_by:
+                if col not in selfs:
+                    raise InputError(f"This stratified sample has no exact slice self terms for '{col}'; draw "
+                                     f"the pairs again with this version and '--slice-by {col}'.")
+                value = {i: json.dumps(a.get(col), default=str) for i, a in attrs.items()}
+                slices[col] = estimate_stratified_slices(ss, by_pair, value, stored[col], selfs[col],
+                                                         total_weight=meta["total_weight"])
+        return replace(r, disagreements=res.disagreements if res else 0, ties=res.ties if res else 0,
+                       slices=slices)
     return estimate_from_draws(
         s.draws, res.by_pair if res else {}, meta["pair_totals"], meta["split_rate_T"], meta["merge_rate_T"],
         items=s.items, slice_multipliers={c: stored[c] for c in slice_by}, total_weight=meta["total_weight"],

@@ -23,6 +23,7 @@ Budgets: ``proportional`` (``B_c ∝ U_c``) or ``neyman`` (``B_c ∝ U_c · σ_c
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -32,7 +33,7 @@ import pyarrow as pa
 
 from .errors import InputError
 from .fragments import Diff
-from .pairs import fill_budget, item_pair_weights, pair_totals
+from .pairs import fill_budgets, item_pair_weights, pair_totals
 from .quality import Estimate, QualityResult
 from .sampling import check_seed, check_size
 
@@ -109,37 +110,60 @@ def _stratum_population(diff: Diff, stratum: str) -> ibis.Table:
 def sample_stratified(diff: Diff, *, budget: int, seed: int, total_weight: float,
                       allocation: str = "proportional", sigmas: dict | None = None) -> StratifiedSample:
     """Sample each stratum ∝ u_ij with its share of ``budget`` judgements."""
+    return sample_stratified_many(diff, budget=budget, seeds=[check_seed(seed)], total_weight=total_weight,
+                                  allocation=allocation, sigmas=sigmas)[0]
+
+
+def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: float,
+                           allocation: str = "proportional", sigmas: dict | None = None,
+                           batch: int = 64) -> list[StratifiedSample]:
+    """:func:`sample_stratified` for each of ``seeds`` (the same samples, in order),
+    with a few queries per stratum for a whole ``batch`` of seeds: for simulations."""
     budget = check_size(budget, "budget")
-    seed = check_seed(seed)
+    seeds = [check_seed(s) for s in seeds]
     totals = pair_totals(diff, total_weight)
     budgets = allocate(budget, totals, allocation=allocation, sigmas=sigmas)
+    st = self_term(diff, total_weight)
     id_type = diff.joined.item_id.type().to_pyarrow()
-    draws = {}
+    draws: dict = {s: {} for s in seeds}
     for c in STRATA:
         key = ("stratum_population", c)
         if key not in diff.cache:
             pop = diff.engine.materialize(_stratum_population(diff, c), f"stratum_{c}")
             diff.cache[key] = (pop, int(diff.engine.one(pop.aggregate(n=pop.count()))["n"]))
         pop, n_pop = diff.cache[key]
-        if budgets[c] == 0:
-            draws[c], _, _ = fill_budget(diff, pop, 0, budget=1, seed=seed, salt="", id_type=id_type)
-            continue
-        draws[c], _, _ = fill_budget(diff, pop, n_pop, budget=budgets[c], seed=seed, salt=f"stratum-{c}:",
-                                     id_type=id_type, drop_self=(c == "intersection"))
-    return StratifiedSample(draws, totals, self_term(diff, total_weight), budgets, allocation)
+        for k in range(0, len(seeds), batch):
+            chunk = seeds[k:k + batch]
+            if budgets[c] == 0:
+                got = fill_budgets(diff, pop, 0, budget=1, seeds=chunk, salt="", id_type=id_type)
+            else:
+                got = fill_budgets(diff, pop, n_pop, budget=budgets[c], seeds=chunk, salt=f"stratum-{c}:",
+                                   id_type=id_type, drop_self=(c == "intersection"))
+            for s in chunk:
+                draws[s][c] = got[s][0]
+    return [StratifiedSample(draws[s], totals, st, budgets, allocation) for s in seeds]
 
 
 def _stratum_stats(draws: pa.Table, by_pair: dict) -> tuple[np.ndarray, np.ndarray]:
     """Per valid draw: ``l · 1(i ≡ j)`` and ``1(i ≡ j)``."""
-    x, same = [], []
+    x, same, _ = _valid_draws(draws, by_pair)
+    return x, same
+
+
+def _valid_draws(draws: pa.Table, by_pair: dict) -> tuple[np.ndarray, np.ndarray, list]:
+    """Per valid draw (judged same or different): ``l · 1(i ≡ j)``, ``1(i ≡ j)`` and
+    the vantage item."""
+    x, same, vantage = [], [], []
     if draws.num_rows:
-        for pid, lab in zip(draws.column("pair_id").to_pylist(), draws.column("label").to_pylist()):
+        for pid, lab, a in zip(draws.column("pair_id").to_pylist(), draws.column("label").to_pylist(),
+                               draws.column("item_a").to_pylist()):
             j = by_pair.get(pid)
             if j in ("same", "different"):
                 s = 1.0 if j == "same" else 0.0
                 x.append(lab * s)
                 same.append(s)
-    return np.asarray(x, dtype=float), np.asarray(same, dtype=float)
+                vantage.append(a)
+    return np.asarray(x, dtype=float), np.asarray(same, dtype=float), vantage
 
 
 def _mean_var(v: np.ndarray) -> tuple[float, float, int]:
@@ -205,6 +229,74 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
         draws={c: sample.draws[c].num_rows for c in STRATA},
         estimator=method,
     )
+
+
+def slice_self_terms(diff: Diff, column: str, total_weight: float) -> dict:
+    """Per value of ``column`` (JSON-encoded, as the slice multipliers are stored): the exact
+    self term of the slice ``Σ_{i ∈ I} u_ii · l_ii`` and the self pairs' weight ``Σ_{i ∈ I} u_ii``."""
+    t = item_pair_weights(diff)
+    g = t.select("item_id", __abcde_self=t.u_self * t.stable_label, __abcde_self_u=t.u_self)
+    g = g.join(diff.items.select("item_id", column), "item_id")
+    rows = diff.engine.rows(g.group_by(column).aggregate(s=g["__abcde_self"].sum(), u=g["__abcde_self_u"].sum()),
+                            step=f"slice self terms {column}")
+    W = float(total_weight)
+    return {json.dumps(r[column], default=str): (float(r["s"] or 0.0) / W, float(r["u"] or 0.0) / W) for r in rows}
+
+
+def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_value: dict, multipliers: dict,
+                               self_terms: dict, *, total_weight: float) -> list[dict]:
+    """ΔPrecisionContribution(I) and ΔPrecision(I) per slice value under the stratified design.
+
+    With ``I`` the items whose value is ``v`` (``vantage_value`` maps a vantage item to its
+    JSON-encoded value; ``multipliers[v] = (weight(I), pairweight(I))``; ``self_terms[v] =
+    (Σ_{i∈I} u_ii·l_ii, Σ_{i∈I} u_ii)``, exact)::
+
+        ΔPrecisionContribution(I) = self term(I) + Σ_c U_c · mean_c(l_ij · 1(i ≡ j) · 1(i ∈ I))
+        SE                        = sqrt(Σ_c U_c² · s_c²(l·1(i ≡ j)·1(i ∈ I)) / n_c)
+        ΔPrecision(I)             = weight(T) / weight(I) · ΔPrecisionContribution(I)
+
+    The means run over every valid draw of stratum c (a draw whose vantage item is not in
+    I contributes 0), so the contributions of a partition of T add up to ΔPrecision(T).
+    """
+    stats = {c: _valid_draws(sample.draws[c], by_pair) for c in STRATA}
+    vals = {c: np.array([vantage_value.get(v) for v in stats[c][2]], dtype=object) for c in STRATA}
+    drawn = {}  # all draws (unsure and missing included) per value
+    for c in STRATA:
+        d = sample.draws[c]
+        for v in d.column("item_a").to_pylist() if d.num_rows else []:
+            k = vantage_value.get(v)
+            drawn[k] = drawn.get(k, 0) + 1
+    method = f"stratified ({sample.allocation})"
+    rows = []
+    for value, (w_i, pw) in sorted(multipliers.items(), key=lambda kv: -kv[1][1]):
+        st, st_u = self_terms.get(value, (0.0, 0.0))
+        est, var, n_in, note = st, 0.0, 0, ""
+        if pw - st_u <= 1e-12 * max(pw, 1e-300):  # only self pairs (or none): exact
+            pass
+        else:
+            for c in STRATA:
+                U = sample.totals[c]
+                if U == 0:
+                    continue
+                x = stats[c][0]
+                if len(x) == 0:
+                    est, note = math.nan, f"no usable judgement in the {c} stratum"
+                    break
+                inside = vals[c] == value
+                y = x * inside
+                n_in += int(inside.sum())
+                est += U * float(y.mean())
+                var += U * U * (float(y.var(ddof=1)) / len(y) if len(y) > 1 else math.nan)
+            if math.isfinite(est) and n_in == 0:
+                est, note = math.nan, "no judged pair has its vantage item in this slice"
+        se = math.sqrt(var) if math.isfinite(var) and math.isfinite(est) else math.nan
+        contrib = Estimate("delta_precision_contribution", est, se, n_in, method=method, note=note)
+        scale = float(total_weight) / w_i if w_i else math.nan
+        dpi = Estimate("delta_precision", est * scale, se * scale, n_in, method=method, note=note)
+        rows.append({"value": json.loads(value), "weight": w_i, "pairweight": pw, "self_term": st,
+                     "sampled_draws": drawn.get(value, 0), "delta_precision": dpi.to_dict(),
+                     "delta_precision_contribution": contrib.to_dict()})
+    return rows
 
 
 def pilot_sigmas(sample: StratifiedSample, by_pair: dict) -> dict:
