@@ -268,7 +268,8 @@ td:first-child,th:first-child{text-align:left}th{background:#f6f6f6}td{white-spa
 tr.group{cursor:pointer}tr.group:hover,tr.ex:hover{background:#f3f7ff}tr.ex{cursor:pointer}
 .err{color:#b00020}.muted{color:#777;font-size:12px}.cards{display:flex;gap:10px;flex-wrap:wrap}
 .card{border:1px solid #e3e3e3;border-radius:6px;padding:4px 10px}.card b{font-size:17px;display:block}
-.clusters{display:grid;grid-template-columns:1fr 1fr;gap:10px}a.cl{color:#243b6b;cursor:pointer;text-decoration:underline}
+.clusters{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:10px}.scroll{overflow-x:auto}
+.f-col{width:110px}.f-op{width:70px}.f-val{width:110px}a.cl{color:#243b6b;cursor:pointer;text-decoration:underline}
 </style></head><body>
 <header><h1>abcde · explore the impact</h1><div class="sub" id="sub"></div></header>
 <main>
@@ -283,7 +284,7 @@ top <input id="top" type="number" value="20" min="1" max="500" style="width:60px
 <div>
 <section><h2>Slice estimate</h2><div id="slice" class="cards"></div><div id="error" class="err"></div><div class="muted" id="timing"></div></section>
 <section id="groups-section"><h2>Top groups</h2><table id="groups"></table></section>
-<section><h2>Example items <span class="muted">(drawn ∝ importance weight; click one to see its clusters)</span></h2><table id="examples"></table></section>
+<section><h2>Example items <span class="muted">(drawn ∝ importance weight; click one to see its clusters)</span></h2><div class="scroll"><table id="examples"></table></div></section>
 <section id="detail-section"><h2>Item</h2><div id="detail" class="muted">Click an example item or look one up by id.</div></section>
 </div></main>
 <script>
@@ -349,7 +350,7 @@ function renderGroups(res){
 }
 function renderExamples(rows){
   const t = document.getElementById('examples'); t.textContent='';
-  const attrs = META.attributes.slice(0, 5);
+  const attrs = META.attributes.slice(0, 4);
   const cols = ['item_id', 'base_cluster', 'exp_cluster', 'split_rate', 'merge_rate', 'jaccard_distance', ...attrs];
   t.append(el('tr', {}, ...cols.map(c=>el('th', {}, c))));
   rows.forEach(r=>{const tr = el('tr', {class:'ex'}, ...cols.map(c=>el('td', {}, c.endsWith('_rate')||c==='jaccard_distance' ? pct(r[c]) : (r[c]==null?'':String(r[c])))));
@@ -374,7 +375,7 @@ async function showItem(id){
       c.members.forEach(m=>{const same = String(m[other])===String(i[other]);
         const tr = el('tr', {class:'ex', title: same ? 'stable with this item' : (side==='base' ? 'split off from this item' : 'merged in for this item')}, el('td', {}, String(m.item_id)), el('td', {}, (same ? '= ' : '≠ ') + String(m[other])), ...attrs.map(a=>el('td', {}, m[a]==null?'':String(m[a]))));
         tr.addEventListener('click', ()=>showItem(m.item_id)); t.append(tr);});
-      col.append(t);
+      col.append(el('div', {class:'scroll'}, t));
     }
     box.append(grid);
   } catch (e) {box.textContent=''; box.append(el('p', {class:'err'}, String(e.message||e)));}

@@ -603,11 +603,11 @@ td:first-child,th:first-child{text-align:left}th{background:#f6f6f6}
 tr.cluster{cursor:pointer}tr.cluster:hover{background:#f4f8ff}tr.open{background:#eef4ff}
 .warn{background:#fff8e1;border:1px solid #f0d98c;padding:6px 12px;border-radius:6px}.ok{background:#eefbea;padding:8px 12px;border-radius:6px}
 .tab{border:1px solid #ccc;background:#fafafa;padding:4px 10px;border-radius:6px 6px 0 0;cursor:pointer}.tab.active{background:#fff;border-bottom-color:#fff;font-weight:600}
-.fig{display:grid;grid-template-columns:1fr 1fr 1fr;gap:0;margin:10px 0;position:relative}
+.fig{display:grid;grid-template-columns:repeat(3,minmax(0,1fr));gap:0;margin:10px 0;position:relative}
 .fig .col{padding:8px;min-height:60px}.fig h4{margin:0 0 4px}.fig .split{background:#fde8e8}.fig .stable{background:#ece6f6}.fig .merge{background:#e6effb}
 .fig .bbox{grid-column:1/3;grid-row:1;border:3px solid #d62728;border-radius:40px;pointer-events:none}
-.fig .ebox{grid-column:2/4;grid-row:1;border:3px solid #1f77b4;border-radius:40px;margin:6px -3px;pointer-events:none}
-.fig .col{grid-row:1}.fig ul{margin:0;padding-left:16px;font-size:12px}.fig li{cursor:pointer}.fig li.pov{font-weight:700}
+.fig .ebox{grid-column:2/4;grid-row:1;border:3px solid #1f77b4;border-radius:40px;margin:4px 0;pointer-events:none}
+.fig .bbox,.fig .ebox{position:relative;z-index:2}.fig .col{grid-row:1;margin:10px 6px}.fig .col.split{grid-column:1;margin-left:14px}.fig .col.stable{grid-column:2}.fig .col.merge{grid-column:3;margin-right:14px}.fig ul{margin:0;padding-left:16px;font-size:12px}.fig li{cursor:pointer}.fig li.pov{font-weight:700}
 .fig .lab{font-size:12px;color:#555}.detail td{text-align:left;background:#fcfcff}
 dt{font-weight:600;margin-top:6px}dd{margin-left:16px}code{background:#f3f3f3;padding:0 3px}
 .chart{margin:10px 0}.judged-by{background:#f3f6ff;padding:6px 10px;border-radius:6px}

@@ -1,0 +1,218 @@
+"""The exploration UI (``abcde explore serve``): a real server process, driven in headless Chromium.
+
+Numbers on the page must equal the Python API's for the same slice and grouping.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import abcde
+from abcde import ExplorationSample, InputError
+from abcde.examples import example_paths
+from abcde.filters import structured_filter
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+class Server:
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([sys.executable, "-m", "abcde", "explore", "serve", *map(str, args),
+                                      "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"http://([\d.]+):(\d+)/", line)
+        if not m:
+            self.proc.kill()
+            raise AssertionError(f"no URL printed: {line!r} {self.proc.stderr.read()}")
+        self.host, self.url = m.group(1), m.group(0)
+
+    def get(self, path: str):
+        try:
+            with urllib.request.urlopen(self.url + path.lstrip("/"), timeout=30) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def post(self, path: str, data: bytes):
+        req = urllib.request.Request(self.url + path.lstrip("/"), data=data, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def sample_path(tmp_path_factory):
+    p = example_paths("febrl3")
+    out = tmp_path_factory.mktemp("explore") / "sample.parquet"
+    subprocess.run([sys.executable, "-m", "abcde", "explore", "sample", "--base", p["base"], "--exp", p["exp"],
+                    "--items", p["items"], "--size", "1500", "--seed", "7", "--out", out], check=True,
+                   capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(sample_path):
+    s = Server(sample_path)
+    yield s
+    s.close()
+
+
+def wait_ready(page, n: int):
+    page.wait_for_function(f"(window.__ready || 0) >= {n}", timeout=30000)
+
+
+DUP = [{"column": "source", "op": "=", "value": "duplicate"}]
+
+
+def test_filter_and_group_by_in_the_browser_equal_the_api(server, sample_path, page):
+    assert server.host == "127.0.0.1"
+    s = ExplorationSample.read(sample_path)
+    page.goto(server.url)
+    wait_ready(page, 1)
+    # The whole sample first.
+    whole = s.estimate()
+    shown = float(page.get_attribute('[data-key="jaccard_contribution"] b', "data-value"))
+    assert shown == pytest.approx(whole.jaccard_contribution, rel=1e-12)
+    # Filter source = duplicate, group by state.
+    page.click("#add-filter")
+    page.select_option(".f-col", "source")
+    page.select_option(".f-op", "=")
+    page.fill(".f-val", "duplicate")
+    page.check('input.gb[value="state"]')
+    page.click("#run")
+    wait_ready(page, 2)
+    api = s.group(["state"], where=DUP, top=20)
+    rows = page.locator("#groups tr.group")
+    assert rows.count() == len(api) > 3
+    for i, g in enumerate(api):
+        r = rows.nth(i)
+        assert r.locator('[data-col="state"]').inner_text() == (g.group["state"] if g.group["state"] is not None
+                                                                 else "(null)")
+        for key in ("jaccard_contribution", "split_contribution", "merge_contribution"):
+            assert float(r.locator(f'[data-col="{key}"]').get_attribute("data-value")) == pytest.approx(
+                getattr(g, key), rel=1e-12)
+    sl = s.estimate(DUP)
+    assert float(page.get_attribute('[data-key="jaccard_contribution"] b', "data-value")) == pytest.approx(
+        sl.jaccard_contribution, rel=1e-12)
+    # The string filter of the CLI gives the same slice.
+    assert s.estimate("source = 'duplicate'").jaccard_contribution == pytest.approx(sl.jaccard_contribution)
+    # Clicking a group drills into it: its values become filters.
+    top_state = api[0].group["state"]
+    rows.first.click()
+    wait_ready(page, 3)
+    drilled = s.estimate(DUP + [{"column": "state", "op": "=", "value": top_state}])
+    assert float(page.get_attribute('[data-key="jaccard_contribution"] b', "data-value")) == pytest.approx(
+        drilled.jaccard_contribution, rel=1e-12)
+    assert page.locator("#examples tr.ex").count() == min(20, drilled.sampled_items)
+    # From an example item to its Base and Exp clusters (whole clusters, from the recorded inputs).
+    page.locator("#examples tr.ex").first.click()
+    page.wait_for_selector("#detail [data-side=exp] table")
+    item_id = page.inner_text("#detail-id")
+    p = example_paths("febrl3")
+    res = abcde.impact(p["base"], p["exp"], items=p["items"])
+    (me,) = res.lookup([item_id])
+    base_sizes = {r["cluster_id"]: r["size"] for r in res.per_cluster("base").to_pylist()}
+    assert f"{base_sizes[me['base_cluster']]} items" in page.inner_text("#detail [data-side=base]")
+    assert page.locator("#detail [data-side=base] tr.ex").count() == base_sizes[me["base_cluster"]]
+    assert page.errors == [] and page.blocked == []
+    DOCS.mkdir(exist_ok=True)
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(DOCS / "explore.png"), full_page=True)
+
+
+def test_item_lookup_in_the_browser(server, page):
+    page.goto(server.url)
+    wait_ready(page, 1)
+    page.fill("#lookup", "rec-0-org")
+    page.press("#lookup", "Enter")
+    page.wait_for_selector("#detail-id")
+    assert page.inner_text("#detail-id") == "rec-0-org"
+    page.fill("#lookup", "no-such-item")
+    page.press("#lookup", "Enter")
+    page.wait_for_selector("#detail .err")
+    assert "No item no-such-item" in page.inner_text("#detail")
+
+
+def test_the_server_rejects_bad_requests(server):
+    status, body = server.post("/api/query", json.dumps({"filters": [{"column": "nope", "op": "=",
+                                                                      "value": 1}]}).encode())
+    assert status == 400 and "unknown column 'nope'" in body["error"]
+    status, body = server.post("/api/query", json.dumps({"filters": [{"column": "source", "op": "; DROP",
+                                                                      "value": 1}]}).encode())
+    assert status == 400 and "unknown operator" in body["error"]
+    status, body = server.post("/api/query", json.dumps({"filters": [{"column": "weight", "op": ">",
+                                                                      "value": "heavy"}]}).encode())
+    assert status == 400 and "not a value of column 'weight'" in body["error"]
+    status, body = server.post("/api/query", b"not json")
+    assert status == 400
+    status, body = server.post("/api/query", json.dumps({"group_by": ["nope"]}).encode())
+    assert status == 400 and "Unknown group-by column" in body["error"]
+    for path in ("/../../etc/passwd", "/static/..%2f..%2fpyproject.toml", "/api/../../etc/passwd", "/sample.parquet"):
+        assert server.get(path)[0] == 404, path
+    status, body = server.get("/api/cluster?side=middle&id=1")
+    assert status == 400
+    # The server still answers after all that.
+    assert server.get("/api/meta")[0] == 200
+
+
+def test_hostile_attributes_stay_inert(tmp_path, write, page):
+    n = 8
+    hostile = "<img src=x onerror=\"window.__pwned=1\"><script>window.__pwned=1</script>"
+    base = write("base.parquet", item_id=list(range(n)), cluster_id=[0] * n)
+    exp = write("exp.parquet", item_id=list(range(n)), cluster_id=[0, 0, 0, 0, 1, 1, 1, 1])
+    items = write("items.parquet", item_id=list(range(n)), tag=[hostile] * n)
+    out = tmp_path / "s.parquet"
+    abcde.sample_items(base, exp, items=items, size=50, seed=1).write(out)
+    s = Server(out)
+    try:
+        page.goto(s.url)
+        wait_ready(page, 1)
+        page.check('input.gb[value="tag"]')
+        page.click("#run")
+        wait_ready(page, 2)
+        page.locator("#examples tr.ex").first.click()
+        page.wait_for_selector("#detail [data-side=exp] table")
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("main img").count() == 0
+        assert hostile in page.inner_text("#groups")
+    finally:
+        s.close()
+
+
+def test_structured_filter_matches_the_text_filter(sample_path):
+    s = ExplorationSample.read(sample_path)
+    cases = [
+        ([{"column": "state", "op": "in", "value": ["nsw", "vic"]}], "state IN ('nsw', 'vic')"),
+        ([{"column": "jaccard_distance", "op": ">=", "value": "0.5"}, {"column": "source", "op": "!=",
+                                                                        "value": "original"}],
+         "jaccard_distance >= 0.5 AND source != 'original'"),
+        ([{"column": "state", "op": "is null"}], "state IS NULL"),
+        ([{"column": "state", "op": "not in", "value": ["nsw"]}], "NOT state IN ('nsw')"),
+    ]
+    for structured, text in cases:
+        a, b = s.estimate(structured), s.estimate(text)
+        assert (a.sampled_items, a.jaccard_contribution) == (b.sampled_items, pytest.approx(b.jaccard_contribution))
+    t = s._ibis()
+    with pytest.raises(InputError, match="needs a non-empty list"):
+        structured_filter([{"column": "state", "op": "in", "value": "nsw"}], t)
+    with pytest.raises(InputError, match="use 'is null'"):
+        structured_filter([{"column": "state", "op": "=", "value": None}], t)
+    with pytest.raises(InputError, match="non-empty list"):
+        structured_filter([], t)

@@ -1,0 +1,190 @@
+"""The HTML report: opened in a real headless Chromium with every non-local request blocked.
+
+The demo (the README's main job) writes the report; its headline and quality numbers on
+the page must equal ``abcde report --json`` and the library's results.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import abcde
+from abcde.examples import example_paths
+from abcde.quality import estimate_quality
+from abcde.report import build_report
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+HOSTILE = ["<script>window.__pwned=1</script>", "<img src=x onerror=\"window.__pwned=1\">",
+           "</script><script>window.__pwned=1</script>"]
+
+
+def abcde_cli(*args, check=True) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "abcde", *map(str, args)], capture_output=True, text=True,
+                          check=check)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """The README's main job on the bundled example: impact, sample, pairs, oracle judgements, report."""
+    out = tmp_path_factory.mktemp("demo")
+    r = abcde_cli("demo", "--out", out, "--json")
+    return out, json.loads(r.stdout)
+
+
+def open_report(page, path: Path, charts: int | None = None):
+    page.goto(path.resolve().as_uri())
+    page.wait_for_function("window.__reportReady === true")
+    if charts:
+        page.wait_for_function(f"window.__charts >= {charts}", timeout=30000)
+    assert page.errors == []
+    assert page.blocked == [], "the report must not load anything from the network"
+
+
+def test_demo_report_numbers_equal_json_and_render_offline(demo, page):
+    out, d = demo
+    html_path, md_path = out / "report.html", out / "report.md"
+    assert str(html_path) in d["written"] and str(md_path) in d["written"]
+    text = html_path.read_text()
+    # Self-contained: no external scripts, styles or images (the browser check below proves no request).
+    head, body = text.split("</head>", 1)
+    assert re.findall(r"<script[^>]*>", head[:head.index("<script>") + 8]) == ["<script>"]  # the inlined bundle
+    assert not re.search(r"<(script|img|iframe)[^>]+src=|<link[^>]+href=", body)
+    specs = json.loads(re.search(r'<script type="application/json" id="chart-specs">(.*?)</script>', text, re.S)
+                       .group(1))
+    assert {"jaccard_histogram", "cluster_contributions", "quality", "slice:state", "slice:source"} <= set(specs)
+    open_report(page, html_path, charts=len(specs))
+    # Headline numbers on the page are the impact result's.
+    for key in ("split_rate", "merge_rate", "jaccard_distance", "affected_items", "items"):
+        shown = page.get_attribute(f'[data-metric="{key}"]', "data-value")
+        assert float(shown) == pytest.approx(d["impact"][key], rel=1e-12, abs=1e-15)
+    # The charts are real Vega renderings (SVG marks), one per spec.
+    assert page.locator(".chart svg").count() == len(specs)
+    # Quality: the estimates on the page equal the CLI's, labelled as oracle judgements.
+    assert "oracle" in page.inner_text(".judged-by") and "not people" in page.inner_text(".judged-by")
+    assert "estimator: paper" in page.inner_text(".judged-by") or "estimator: stratified" in page.inner_text(
+        ".judged-by")
+    q = json.loads(abcde_cli("quality", out / "quality", "--json").stdout)
+    for key in ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate"):
+        shown = page.get_attribute(f'tr[data-quality="{key}"] td.est', "data-value")
+        assert float(shown) == pytest.approx(q[key]["estimate"], rel=1e-12)
+    # The most affected clusters: the first row is the JSON's first interleaved cluster, and opening it
+    # draws split / stable / merge with the exact counts of the chosen item's fragment.
+    top = d["impact"]["top_clusters"]["interleaved"][0]
+    row = page.locator("tr.cluster").first
+    assert row.get_attribute("data-cluster") == str(top["cluster_id"])
+    row.click()
+    fig = page.locator("tr.detail .fig")
+    counts = {g: int(fig.locator(f'[data-group="{g}"] .lab').first.get_attribute("data-count"))
+              for g in ("split", "stable", "merge")}
+    nb = json.loads(re.search(r'id="report-data">(.*?)</script>', text, re.S).group(1).replace("\\u003c", "<")
+                    .replace("\\u003e", ">").replace("\\u0026", "&"))["neighbourhoods"][top["side"]][str(top["cluster_id"])]
+    pov = next(f for f in nb["fragments"] if f["own_frag"])
+    assert counts == {"stable": pov["n"], "split": pov["nb"] - pov["n"], "merge": pov["ne"] - pov["n"]}
+    DOCS.mkdir(exist_ok=True)
+    page.screenshot(path=str(DOCS / "report.png"), full_page=False)
+    # The Markdown summary has the same headline.
+    md = md_path.read_text()
+    assert f"{100 * d['impact']['split_rate']:.2f}%" in md and "oracle" in md
+
+
+def test_report_json_equals_library(tmp_path):
+    p = example_paths("febrl3")
+    r = abcde_cli("report", "--base", p["base"], "--exp", p["exp"], "--items", p["items"], "--slice-by", "source",
+                  "--out", tmp_path / "r.html", "--markdown", tmp_path / "r.md", "--json")
+    d = json.loads(r.stdout)
+    res = abcde.impact(p["base"], p["exp"], items=p["items"], slice_by=["source"], top=20)
+    lib = build_report(res).to_dict()
+    for key in ("headline", "restriction", "top_clusters", "slices", "neighbourhoods", "charts"):
+        assert json.loads(json.dumps(d[key])) == json.loads(json.dumps(lib[key])), key
+    assert "quality" not in d
+    assert (tmp_path / "r.html").exists() and (tmp_path / "r.md").exists()
+    # The histogram's shares add up to the whole affected weight.
+    assert sum(b["weight_share"] for b in d["charts"]["jaccard_histogram"]) == pytest.approx(1.0)
+
+
+def test_identical_clusterings_say_so(tmp_path, page):
+    p = example_paths("febrl3")
+    r = abcde_cli("report", "--base", p["base"], "--exp", p["base"], "--out", tmp_path / "same.html",
+                  "--markdown", tmp_path / "same.md", "--json")
+    d = json.loads(r.stdout)
+    assert d["identical"] is True and d["headline"]["jaccard_distance"] == 0
+    text = (tmp_path / "same.html").read_text()
+    assert "vegaEmbed=" not in text  # no charts, so no chart library either
+    open_report(page, tmp_path / "same.html")
+    body = page.inner_text("body")
+    assert "The two clusterings are identical" in body
+    assert "NaN" not in body and "undefined" not in body
+    assert page.locator(".chart").count() == 0
+    assert "identical" in (tmp_path / "same.md").read_text()
+
+
+def test_hostile_item_text_stays_inert(tmp_path, write, page):
+    n = 6
+    base = write("base.parquet", item_id=list(range(n)), cluster_id=["a"] * n)
+    exp = write("exp.parquet", item_id=list(range(n)), cluster_id=["a", "a", "a", "b", "b", "b"])
+    names = HOSTILE + ["plain"] * (n - len(HOSTILE))
+    items = write("items.parquet", item_id=list(range(n)), label=names,
+                  source=["<b>x</b>", "y", "y", "<i>z</i>", "y", "y"])
+    res = abcde.impact(base, exp, items=items, slice_by=["source"])
+    rep = build_report(res, title="<script>window.__pwned=1</script>")
+    rep.write(tmp_path / "r.html", markdown=tmp_path / "r.md")
+    open_report(page, tmp_path / "r.html", charts=3)
+    page.locator("tr.cluster").first.click()
+    page.locator("tr.detail .fig li").first.wait_for()
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("tr.detail .fig img").count() == 0
+    listed = page.inner_text("tr.detail .fig")
+    assert "<script>window.__pwned=1</script>" in listed and "<img src=x" in listed
+    assert "<script>window.__pwned=1</script>" in page.inner_text("h1")
+    assert "<b>x</b>" in page.inner_text("#slices")
+    assert "<script>" not in (tmp_path / "r.md").read_text().replace("&lt;script>", "")
+
+
+def test_huge_cluster_is_truncated_with_exact_counts(tmp_path, write, page):
+    n = 3000
+    base = write("base.parquet", item_id=list(range(n)), cluster_id=[0] * n)
+    exp = write("exp.parquet", item_id=list(range(n)), cluster_id=[i % 7 for i in range(n)])
+    res = abcde.impact(base, exp, top=3)
+    rep = build_report(res, members_per_fragment=5)
+    nb = rep.to_dict()["neighbourhoods"]["base"]["0"]
+    assert nb["fragments_total"] == 7 and len(nb["members"]) == 7 * 5
+    rep.write(tmp_path / "r.html")
+    assert (tmp_path / "r.html").stat().st_size < 3_000_000
+    open_report(page, tmp_path / "r.html")
+    page.locator('tr.cluster[data-side="base"]').first.click()
+    split = page.locator('tr.detail [data-group="split"]')
+    exact = n - len(range(0, n, 7))
+    assert int(split.locator(".lab").first.get_attribute("data-count")) == exact
+    assert f"… and {exact - 6 * 5:,} more not listed" in split.inner_text()
+
+
+def test_report_with_restriction_lists_what_was_dropped(tmp_path, write):
+    base = write("base.parquet", item_id=[1, 2, 3, 9], cluster_id=["a", "a", "b", "b"])
+    exp = write("exp.parquet", item_id=[1, 2, 3, 8], cluster_id=["a", "b", "b", "b"])
+    res = abcde.impact(base, exp)
+    html = build_report(res).to_html()
+    assert "only in Base were excluded, e.g. 9" in html and "only in Exp were excluded, e.g. 8" in html
+    md = build_report(res).to_markdown()
+    assert "1 only in Base, 1 only in Exp were excluded" in md
+
+
+def test_report_quality_slices_and_nan_free_json(demo):
+    out, _ = demo
+    p = example_paths("febrl3")
+    res = abcde.impact(p["base"], p["exp"], items=p["items"])
+    q = estimate_quality(out / "quality", slice_by=["source"])
+    d = build_report(res, quality=q, judged_by="people").to_dict()
+    text = json.dumps(d, allow_nan=False)  # raises on NaN/inf
+    assert d["quality"]["judged_by"] == "people"
+    assert [r["value"] for r in d["quality"]["slices"]["source"]]
+    assert not math.isnan(d["quality"]["delta_precision"]["estimate"])
+    assert "NaN" not in text
