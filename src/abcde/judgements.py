@@ -2,10 +2,12 @@
 
 A judgement file (CSV, Parquet or JSONL) has, per row, a ``pair_id`` or both
 ``item_a`` and ``item_b`` (in either order), a ``judgement`` in
-{``same``, ``different``, ``unsure``}, and optionally ``rater`` and
-``timestamp``. Several raters may judge one pair: the majority wins and a tie is
-``unsure`` (reported); one rater giving two different answers for one pair is
-an error.
+{``same``, ``different``, ``unsure``}, and optionally ``rater``, ``source``
+(``person``, ``model`` or ``oracle``; when missing it is read from a rater named
+``oracle:…`` or ``model:…``, else ``person``) and ``timestamp``. Several raters may
+judge one pair: the majority wins and a tie is ``unsure`` (reported); one rater
+giving two different answers for one pair is an error. A judgement store
+(``judgements.sqlite``, see :mod:`abcde.judging`) can be read like a file.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .errors import InputError, examples_text
 from .pairs import pair_id
 
 VOCABULARY = ("same", "different", "unsure")
+SOURCES = ("person", "model", "oracle")
 
 
 def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
@@ -32,11 +35,18 @@ def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
     if not p.exists():
         raise InputError(f"The {role} file '{p}' does not exist.")
     name = p.name.lower()
+    # Ids stay text: a pair id such as '12e4…' or an item id such as '007' must not become a number.
+    types = {c: pa.string() for c in ("pair_id", "item_a", "item_b", "rater", "source")} if role == "judgements" else {}
     try:
+        if name.endswith((".sqlite", ".sqlite3", ".db")) and role == "judgements":
+            from .judging.store import read_store_table
+
+            return read_store_table(p)
         if name.endswith((".parquet", ".pq")):
             return pq.read_table(p)
         if name.endswith(".csv"):
-            return pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(strings_can_be_null=True))
+            return pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(strings_can_be_null=True,
+                                                                          column_types=types))
         if name.endswith((".jsonl", ".ndjson", ".json")):
             rows = [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
             return pa.Table.from_pylist(rows)
@@ -88,7 +98,16 @@ class ResolvedJudgements:
     sources: dict = field(default_factory=dict)
 
 
-def load_judgements(paths, *, pair_ids: set, id_type: str) -> ResolvedJudgements:
+def judgement_source(row: dict) -> str:
+    """A row's source: its ``source`` column, else from a rater named ``oracle:…``/``model:…``, else person."""
+    src = row.get("source")
+    if src:
+        return src
+    prefix = str(row.get("rater") or "").split(":")[0]
+    return prefix if prefix in ("oracle", "model") else "person"
+
+
+def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = None) -> ResolvedJudgements:
     """Read judgement files and resolve them against a sample's pair ids.
 
     Parameters
@@ -99,7 +118,11 @@ def load_judgements(paths, *, pair_ids: set, id_type: str) -> ResolvedJudgements
         The pair ids of the sample that need a judgement.
     id_type
         ``"integer"`` or ``"string"``: how item ids are compared with the sample.
+    source
+        Keep only the judgements of this source (``person``, ``model`` or ``oracle``).
     """
+    if source is not None and source not in SOURCES:
+        raise InputError(f"source must be one of {', '.join(SOURCES)}. Got {source!r} instead.")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     votes: dict[str, dict[str, str]] = defaultdict(dict)
@@ -127,7 +150,15 @@ def load_judgements(paths, *, pair_ids: set, id_type: str) -> ResolvedJudgements
                 f"{{same, different, unsure}} (first: "
                 + ", ".join(f"row {k + 1}: {v!r}" for k, v in bad[:5]) + ")."
             )
+        bad_src = [(k, r.get("source")) for k, r in enumerate(rows) if r.get("source") not in (None, *SOURCES)]
+        if bad_src:
+            raise InputError(
+                f"{len(bad_src)} rows of judgements file '{path}' have a source outside {{{', '.join(SOURCES)}}} "
+                "(first: " + ", ".join(f"row {k + 1}: {v!r}" for k, v in bad_src[:5]) + ")."
+            )
         for k, r in enumerate(rows):
+            if source is not None and judgement_source(r) != source:
+                continue
             pid = r.get("pair_id")
             if pid is None:
                 a, b = r.get("item_a"), r.get("item_b")
@@ -145,7 +176,7 @@ def load_judgements(paths, *, pair_ids: set, id_type: str) -> ResolvedJudgements
                 unknown.append(pid if r.get("pair_id") else (r.get("item_a"), r.get("item_b")))
                 continue
             rater = str(r.get("rater") or f"file:{Path(path).name}")
-            sources[rater.split(":")[0]] += 1
+            sources[judgement_source(r)] += 1
             prev = votes[pid].get(rater)
             if prev is not None and prev != r["judgement"]:
                 raise InputError(

@@ -181,7 +181,7 @@ def draw_pair_sample(
         raise InputError(f"estimator must be 'paper' or 'stratified'. Got {estimator!r} instead.")
     if estimator == "paper":
         ps = sample_pairs(diff, budget=budget, seed=seed, total_weight=o["total_weight"])
-        extra = {"estimator": "paper"}
+        extra = {"estimator": "paper", "allocation": None}
     else:
         from .stratified import STRATA, pilot_sigmas_from_dir, sample_stratified
 
@@ -379,13 +379,13 @@ def oracle_judge(sample_dir: str | os.PathLike, column: str, *, out: str | os.Pa
         va, vb = value.get(r["item_a"]), value.get(r["item_b"])
         j = "unsure" if va is None or vb is None else ("same" if va == vb else "different")
         rows.append({"pair_id": r["pair_id"], "item_a": r["item_a"], "item_b": r["item_b"], "judgement": j,
-                     "rater": f"oracle:{column}", "timestamp": None})
+                     "rater": f"oracle:{column}", "source": "oracle", "timestamp": None})
     path = Path(out) if out else s.path / "judgements.csv"
     table = pa.Table.from_pylist(rows, schema=pa.schema([
         ("pair_id", pa.string()), ("item_a", tasks.schema.field("item_a").type),
         ("item_b", tasks.schema.field("item_b").type), ("judgement", pa.string()), ("rater", pa.string()),
-        ("timestamp", pa.string())])) if rows else pa.table({"pair_id": pa.array([], pa.string()),
-                                                               "judgement": pa.array([], pa.string())})
+        ("source", pa.string()), ("timestamp", pa.string())])) if rows else pa.table(
+            {"pair_id": pa.array([], pa.string()), "judgement": pa.array([], pa.string())})
     return write_table_file(table, path)
 
 
@@ -404,6 +404,10 @@ class QualityResult:
         Distinct judgeable pairs judged same/different, judged unsure, not judged.
     slices
         ``{column: [{value, weight, pairweight, delta_precision, delta_precision_contribution}, …]}``.
+    estimator, allocation
+        Which estimator produced the numbers (``paper`` or ``stratified``) and, for
+        ``stratified``, how its budget was allocated (``proportional`` or ``neyman``;
+        None for ``paper``).
     """
 
     delta_precision: Estimate
@@ -421,6 +425,7 @@ class QualityResult:
     ties: int = 0
     slices: dict = field(default_factory=dict)
     estimator: str = "paper"
+    allocation: str | None = None
 
     def to_dict(self) -> dict:
         d = {name: getattr(self, name).to_dict() for name in
@@ -441,6 +446,7 @@ class QualityResult:
             "rater_disagreements": self.disagreements,
             "rater_ties": self.ties,
             "estimator": self.estimator,
+            "allocation": self.allocation,
         })
         if self.slices:
             d["slices"] = self.slices
@@ -496,7 +502,8 @@ def _rate(cls, valid, same, klass, want_same, rate, what) -> Estimate:
     return Estimate(what, rate * mean, rate * se if math.isfinite(se) else math.nan, n)
 
 
-def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = ()) -> QualityResult:
+def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (),
+                     source: str | None = None) -> QualityResult:
     """Estimate ΔPrecision and the Good/Bad Split/Merge rates from a judged pair sample.
 
     Parameters
@@ -504,7 +511,10 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
     sample_dir
         Directory written by :func:`draw_pair_sample` (``abcde pairs``).
     judgements
-        Judgement file(s); default: ``judgements.csv`` in the directory if present.
+        Judgement file(s); default: ``judgements.csv`` and the judgement store
+        ``judgements.sqlite`` (``abcde judge serve`` / ``model``) in the directory, those present.
+    source
+        Use only the judgements of this source: ``person``, ``model`` or ``oracle``.
     slice_by
         Attribute columns (of vantage items) for ΔPrecision(I) and its contribution;
         their exact multipliers must have been stored with ``--slice-by`` at sampling.
@@ -512,11 +522,11 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
     s = PairSampleDir.read(sample_dir)
     meta = s.metadata
     if judgements is None:
-        default = s.path / "judgements.csv"
-        judgements = [default] if default.exists() else []
+        judgements = [p for p in (s.path / "judgements.csv", s.path / "judgements.sqlite") if p.exists()]
     elif isinstance(judgements, (str, os.PathLike)):
         judgements = [judgements]
-    res = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"]) if judgements else None
+    res = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"],
+                          source=source) if judgements else None
     stored = s.slices() if slice_by else {}
     for col in slice_by:
         if col not in stored:

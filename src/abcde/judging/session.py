@@ -1,0 +1,215 @@
+"""What the judging web app does, without HTTP: which pair a rater sees next, progress,
+agreement and live estimates.
+
+Order
+    Each rater gets their own deterministic random order of the sample's pairs
+    (``random.Random("SEED:RATER")``), so a rater who stops early has judged a
+    random subset, and a restarted server shows the same next pair. A rater is
+    shown the first pair in their order that they have not judged and that still
+    needs a judgement: one for most pairs, two (from different raters) for the
+    replicated share.
+Live estimates
+    The store's person judgements are written to a judgement file and passed to
+    :func:`abcde.quality.estimate_quality`, the function behind ``abcde quality``,
+    so the page shows exactly what ``abcde quality --judgements EXPORT --json``
+    prints for ``abcde judge export --source person``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import random
+import tempfile
+import threading
+from collections import defaultdict
+from pathlib import Path
+
+from ..errors import InputError
+from .agreement import agreement
+from .store import JudgementStore, check_rater
+
+METRICS = ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate")
+
+
+def _unit(seed, pair_id: str) -> float:
+    """A uniform number in [0, 1) from md5(seed:replicate:pair id)."""
+    h = hashlib.md5(f"{seed}:replicate:{pair_id}".encode()).hexdigest()
+    return int(h[:15], 16) / 16**15
+
+
+def _display(v):
+    if v is None:
+        return None
+    if isinstance(v, float) and v.is_integer():
+        return str(v)
+    return str(v)
+
+
+class JudgingSession:
+    """The judging app's state over one pair sample directory.
+
+    Parameters
+    ----------
+    sample_dir
+        A directory written by ``abcde pairs``.
+    seed
+        Seed of every rater's random order (stored on first use; default 0).
+    replicate
+        Share of pairs, in [0, 1], to be judged by two different raters (stored on
+        first use; default 0). Agreement (Cohen's and Fleiss' kappa) is reported on them.
+    target_width
+        Optional target width of ΔPrecision's 95% interval; once reached the page
+        says the judging can stop.
+    hide
+        Item attributes not to show (e.g. a ground-truth column, or the weight).
+    show_ids
+        Show the item ids too (they may give the answer away, e.g. FEBRL's
+        ``rec-1-org`` / ``rec-1-dup-0``).
+    """
+
+    def __init__(self, sample_dir, *, seed: int | None = None, replicate: float | None = None,
+                 target_width: float | None = None, hide=(), show_ids: bool = False):
+        if replicate is not None and not (0 <= replicate <= 1):
+            raise InputError(f"The replicated share must be in [0, 1]. Got {replicate} instead.")
+        if target_width is not None and not target_width > 0:
+            raise InputError(f"The target interval width must be positive. Got {target_width} instead.")
+        self.store = JudgementStore(sample_dir)
+        self.sample_dir = self.store.sample.path
+        settings = self.store.settings(seed=seed, replicate=replicate)
+        self.seed, self.replicate = settings["seed"], settings["replicate"]
+        self.target_width = target_width
+        items = self.store.sample.items
+        attrs = [c for c in items.column_names if c != "item_id"]
+        unknown = [c for c in hide if c not in attrs]
+        if unknown:
+            raise InputError(f"Column(s) {', '.join(map(repr, unknown))} to hide are not item attributes. "
+                             f"Attributes: {', '.join(map(repr, attrs)) or '(none)'}.")
+        self.columns = [c for c in attrs if c not in hide]
+        self.show_ids = show_ids
+        self.items = {r["item_id"]: r for r in items.to_pylist()}
+        self.pair_ids = list(self.store.pair_ids)
+        self.replicated = {p for p in self.pair_ids if _unit(self.seed, p) < self.replicate}
+        self._orders: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+        self._estimates: tuple | None = None
+
+    # ------------------------------------------------------------------ order
+    def order(self, rater: str) -> list[str]:
+        """The rater's deterministic random order of the pairs."""
+        with self._lock:
+            if rater not in self._orders:
+                ids = sorted(self.pair_ids)
+                random.Random(f"{self.seed}:{rater}").shuffle(ids)
+                self._orders[rater] = ids
+            return self._orders[rater]
+
+    def next_pair(self, rater: str, live=None) -> str | None:
+        """The first pair in the rater's order that they have not judged and that still needs
+        a judgement; ``None`` when there is none left for them."""
+        live = self.store.live(source="person") if live is None else live
+        count: dict = defaultdict(int)
+        mine = set()
+        for j in live:
+            count[j.pair_id] += 1
+            if j.rater == rater:
+                mine.add(j.pair_id)
+        for p in self.order(rater):
+            if p not in mine and count[p] < (2 if p in self.replicated else 1):
+                return p
+        return None
+
+    def pair_view(self, pair_id: str) -> dict:
+        """Both items' shown attributes side by side (values as text), differing ones marked."""
+        t = self.store.task_by_pair[pair_id]
+        a, b = self.items.get(t["item_a"], {}), self.items.get(t["item_b"], {})
+        rows = []
+        for c in self.columns:
+            va, vb = a.get(c), b.get(c)
+            rows.append({"name": c, "a": _display(va), "b": _display(vb), "differs": va != vb})
+        view = {"pair_id": pair_id, "attributes": rows, "replicated": pair_id in self.replicated}
+        if self.show_ids:
+            view["ids"] = [str(t["item_a"]), str(t["item_b"])]
+        return view
+
+    # ------------------------------------------------------------------ estimates
+    def estimates(self) -> dict:
+        """``estimate_quality`` on the store's person judgements (cached until the store changes)."""
+        from ..quality import estimate_quality
+
+        version = self.store.version()
+        with self._lock:
+            if self._estimates and self._estimates[0] == version:
+                return self._estimates[1]
+        table = self.store.to_table(source="person")
+        if table.num_rows == 0:
+            result = estimate_quality(self.sample_dir, []).to_dict()
+        else:
+            fd, name = tempfile.mkstemp(prefix="abcde-live-", suffix=".csv")
+            os.close(fd)
+            try:
+                from ..judgements import write_table_file
+
+                write_table_file(table, Path(name))
+                result = estimate_quality(self.sample_dir, [name]).to_dict()
+            finally:
+                Path(name).unlink(missing_ok=True)
+        with self._lock:
+            self._estimates = (version, result)
+        return result
+
+    # ------------------------------------------------------------------ state
+    def state(self, rater: str | None) -> dict:
+        """Everything the page shows for ``rater`` (``None``: progress and estimates only)."""
+        live = self.store.live(source="person")
+        judged_pairs = len({j.pair_id for j in live})
+        est = self.estimates()
+        dp = est["delta_precision"]
+        width = (dp["ci_high"] - dp["ci_low"]) if dp.get("ci_low") is not None else None
+        d = {
+            "ok": True,
+            "sample_id": self.store.meta["sample_id"],
+            "pairs": len(self.pair_ids),
+            "budget": self.store.meta["budget"],
+            "replicated_pairs": len(self.replicated),
+            "needed_judgements": len(self.pair_ids) + len(self.replicated),
+            "judgements": len(live),
+            "judged_pairs": judged_pairs,
+            "raters": sorted({j.rater for j in live}),
+            "settings": {"seed": self.seed, "replicate": self.replicate, "target_width": self.target_width},
+            "estimates": est,
+            "ci_width": width,
+            "can_stop": bool(self.target_width is not None and width is not None and width <= self.target_width),
+            "agreement": agreement(live),
+        }
+        if rater is not None:
+            check_rater(rater)
+            nxt = self.next_pair(rater, live)
+            d["rater"] = rater
+            d["rater_judgements"] = sum(1 for j in live if j.rater == rater)
+            d["can_undo"] = d["rater_judgements"] > 0
+            d["next"] = self.pair_view(nxt) if nxt else None
+        return d
+
+    def submit(self, rater: str, pair_id: str, judgement: str, *, comment=None, request_id=None) -> dict:
+        """Record a person's judgement (on disk on return), then the rater's new state."""
+        check_rater(rater)
+        rec = self.store.record(pair_id, judgement, rater=rater, source="person", comment=comment,
+                                request_id=request_id)
+        return {"recorded": rec.to_dict(), **self.state(rater)}
+
+    def undo(self, rater: str) -> dict | None:
+        """Withdraw the rater's last judgement; ``None`` when there is none."""
+        check_rater(rater)
+        rec = self.store.undo(rater)
+        if rec is None:
+            return None
+        return {"undone": rec.to_dict(), **self.state(rater)}
+
+
+def interval_width(estimate: dict) -> float:
+    """Width of an estimate's 95% interval from its ``to_dict()`` (NaN when undefined)."""
+    if estimate.get("ci_low") is None:
+        return math.nan
+    return estimate["ci_high"] - estimate["ci_low"]
