@@ -385,6 +385,7 @@ def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, 
     app = ExploreApp(sample, base=base, exp=exp, items=items, item_id=item_id, cluster_id=cluster_id,
                      weight=weight_column)
     app.meta()  # fail fast on a bad sample
+    app.warm_up()  # whole clusters for drill-downs, computed while the page loads
     srv = make_server(app, host, port)
     h, p = srv.server_address[:2]
     click.echo(f"abcde explore: serving {sample} at http://{h}:{p}/ (Ctrl+C to stop)", err=False)
@@ -496,7 +497,9 @@ def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, sl
     t = meta["pair_totals"]
     console.print(_table([{"pairs to judge": meta["judgeable_pairs"], "draws": meta["draws"],
                            "Σu split": t["split"], "Σu merge": t["merge"], "Σu stable": t["stable"],
-                           "Σu self": t["self"]}], "Pair sample"))
+                           "Σu self": t["self"]}],
+                         f"Pair sample (estimator: {meta.get('estimator', 'paper')}"
+                         + (f", allocation: {meta['allocation']})" if meta.get("allocation") else ")")))
     console.print(f"wrote {path}/ (tasks.csv has the pairs to judge)")
 
 
@@ -690,8 +693,8 @@ def judge_export(sample_dir, out, source, as_json):
 
 
 def print_quality(d: dict) -> None:
-    t = Table(title=f"Quality of Exp relative to Base (estimates, 95% intervals; estimator: {d['estimator']})",
-              title_justify="left")
+    how = f"estimator: {d['estimator']}" + (f", allocation: {d['allocation']}" if d.get("allocation") else "")
+    t = Table(title=f"Quality of Exp relative to Base (estimates, 95% intervals; {how})", title_justify="left")
     for c in ("metric", "estimate", "± s.e.", "95% interval", "judged"):
         t.add_column(c, justify="left" if c == "metric" else "right")
     names = {"delta_precision": "ΔPrecision", "good_split_rate": "GoodSplitRate", "bad_split_rate": "BadSplitRate",

@@ -70,7 +70,20 @@ class ExploreApp:
             items = items or (rec.get("items") if rec.get("items") and Path(rec["items"]).exists() else None)
         self._inputs = dict(base=base, exp=exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
         self._full = None
-        self._lock = threading.Lock()  # one DuckDB connection per table: queries run one at a time
+        self._lock = threading.Lock()  # the sample's DuckDB connection: its queries run one at a time
+        self._full_lock = threading.Lock()  # the population's (a separate connection)
+
+    def warm_up(self) -> threading.Thread:
+        """Compute the population's per-item table in the background (drill-downs wait for it)."""
+        def run():
+            try:
+                self._full_items()
+            except AbcdeError:
+                pass  # the first drill-down tries again and shows the error on the page
+
+        th = threading.Thread(target=run, name="abcde-explore-warm-up", daemon=True)
+        th.start()
+        return th
 
     # -- metadata ----------------------------------------------------------
     def meta(self) -> dict:
@@ -117,6 +130,10 @@ class ExploreApp:
     # -- drill-down ----------------------------------------------------------
     def _full_items(self):
         """Per-item metrics and attributes of the whole population (computed once)."""
+        with self._full_lock:
+            return self._compute_full()
+
+    def _compute_full(self):
         if self._full is None and self._inputs["base"]:
             from .impact import impact
 
@@ -149,10 +166,11 @@ class ExploreApp:
 
     def item(self, item_id) -> dict:
         """An item's metrics (from the population, or the sample) and whether it was sampled."""
-        with self._lock:
-            eng, t, where = self._source()
+        eng, t, where = self._source()
+        with self._full_lock if where == "population" else self._lock:
             v = self._typed_id(t, "item_id", item_id)
             rows = eng.rows(t.filter(t.item_id == v).limit(1), step="item lookup")
+        with self._lock:
             st = self.sample._ibis()
             sv = self._typed_id(st, "item_id", item_id)
             sampled = self.sample._engine().rows(st.filter(st.item_id == sv).limit(1), step="item lookup")
@@ -164,8 +182,8 @@ class ExploreApp:
         if side not in ("base", "exp"):
             raise InputError(f"side must be 'base' or 'exp'. Got {side!r} instead.")
         col = f"{side}_cluster"
-        with self._lock:
-            eng, t, where = self._source()
+        eng, t, where = self._source()
+        with self._full_lock if where == "population" else self._lock:
             v = self._typed_id(t, col, cluster_id)
             c = t.filter(t[col] == v)
             agg = eng.one(c.aggregate(n=c.count(), w=c.weight.sum()), step="cluster size")
