@@ -14,6 +14,7 @@ from abcde.cli import main
 from abcde.errors import InputError
 from abcde.fragments import build_diff
 from abcde.impact import overall
+from abcde.quality import estimate_quality
 from abcde.stratified import (allocate, estimate_stratified, estimate_stratified_slices, sample_stratified,
                               sample_stratified_many, self_term, slice_self_terms)
 from test_quality import assert_simulation, dicts, oracle, truth_metrics, world
@@ -191,7 +192,7 @@ def test_cli_stratified_and_neyman(tmp_path):
     assert out.exit_code == 0, out.output
     assert r.invoke(main, ["judge", str(tmp_path / "p"), "--oracle-column", "entity"]).exit_code == 0
     q = json.loads(r.invoke(main, ["quality", str(tmp_path / "p"), "--json"]).output)
-    assert q["estimator"] == "stratified (proportional)"
+    assert (q["estimator"], q["allocation"]) == ("stratified", "proportional")
     assert q["delta_precision"]["method"] == "stratified (proportional)"
     bad = r.invoke(main, ["pairs", *args, "--seed", "2", "--estimator", "stratified", "--allocation", "neyman",
                           "--out", str(tmp_path / "n")])
@@ -202,4 +203,25 @@ def test_cli_stratified_and_neyman(tmp_path):
     meta = json.loads(ok.output)
     assert meta["allocation"] == "neyman" and set(meta["pilot_sigmas"]) == {"split", "merge", "intersection"}
     text = r.invoke(main, ["quality", str(tmp_path / "p")])
-    assert "estimator: stratified (proportional)" in text.output
+    assert "estimator: stratified, allocation: proportional" in text.output
+    assert "Pair sample (estimator: stratified, allocation: neyman)" in r.invoke(
+        main, ["pairs", *args, "--seed", "2", "--estimator", "stratified", "--allocation", "neyman",
+               "--pilot", str(tmp_path / "p"), "--out", str(tmp_path / "n")]).output
+
+
+def test_every_output_names_estimator_and_allocation(tmp_path):
+    base, exp, items = world(60, seed=4)
+    for name, t in (("b", base), ("e", exp), ("i", items)):
+        pq.write_table(t, tmp_path / f"{name}.parquet")
+    args = ["--base", str(tmp_path / "b.parquet"), "--exp", str(tmp_path / "e.parquet"), "--items",
+            str(tmp_path / "i.parquet"), "--budget", "20", "--seed", "1"]
+    r = CliRunner()
+    for est, alloc in (("paper", None), ("stratified", "proportional")):
+        out = r.invoke(main, ["pairs", *args, "--estimator", est, "--out", str(tmp_path / est), "--json"])
+        meta = json.loads(out.output)
+        assert (meta["estimator"], meta["allocation"]) == (est, alloc)
+        assert r.invoke(main, ["judge", str(tmp_path / est), "--oracle-column", "entity"]).exit_code == 0
+        q = estimate_quality(tmp_path / est).to_dict()
+        assert (q["estimator"], q["allocation"]) == (est, alloc)
+        text = r.invoke(main, ["quality", str(tmp_path / est)]).output
+        assert f"estimator: {est}" + (f", allocation: {alloc}" if alloc else ")") in text

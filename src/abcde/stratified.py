@@ -227,7 +227,8 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
         unsure_pairs=unsure,
         missing_pairs=len(judgeable) - judged - unsure,
         draws={c: sample.draws[c].num_rows for c in STRATA},
-        estimator=method,
+        estimator="stratified",
+        allocation=sample.allocation,
     )
 
 
