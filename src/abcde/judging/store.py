@@ -224,6 +224,9 @@ class JudgementStore:
         now = _now()
         try:
             with self._transaction() as con:
+                if request_id is not None and con.execute(
+                        "SELECT 1 FROM judgements WHERE request_id = ?", (request_id,)).fetchone():
+                    raise sqlite3.IntegrityError("UNIQUE constraint failed: judgements.request_id")
                 cur = con.execute(
                     "INSERT INTO judgements (pair_id, judgement, rater, source, comment, request_id, created_at) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?)", (pair_id, judgement, rater, source, comment, request_id, now))

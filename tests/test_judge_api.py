@@ -1,0 +1,175 @@
+"""The judging server's HTTP API in-process: concurrent raters lose nothing, bad and replayed
+submissions get 4xx without touching the store, only the server's own routes are served,
+replicated pairs give agreement, and the stop rule."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import Counter, defaultdict
+
+import pyarrow.parquet as pq
+import pytest
+
+from abcde.errors import InputError
+from abcde.judging import JudgementStore, StoreLockedError, serve
+from abcde.judging.store import check_rater
+from judging_helpers import assert_error, fresh_copy, make_sample, request
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    return make_sample(tmp_path_factory.mktemp("judge-api"))
+
+
+@pytest.fixture
+def server(sample, tmp_path):
+    srv = serve(fresh_copy(sample, tmp_path), replicate=0.3, seed=7, target_width=0.5).start()
+    yield srv
+    srv.shutdown()
+
+
+def truth(sample_dir):
+    """The FEBRL truth of every pair: answers a careful rater would give."""
+    items = {r["item_id"]: r["entity_id"] for r in pq.read_table(sample_dir / "items.parquet").to_pylist()}
+    store = JudgementStore(sample_dir)
+    return {t["pair_id"]: "same" if items[t["item_a"]] == items[t["item_b"]] else "different" for t in store.tasks}
+
+
+def integrity(path) -> str:
+    con = sqlite3.connect(path)
+    try:
+        return con.execute("PRAGMA integrity_check").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_concurrent_raters_lose_nothing_and_replicated_pairs_give_agreement(server):
+    d = server.session.sample_dir
+    answers = truth(d)
+    acked: dict[str, list] = defaultdict(list)
+    errors = []
+
+    def rater(name, unsure_on_replicated):
+        k = 0
+        while True:
+            code, st = request(server.url, "GET", f"/api/state?rater={name}")
+            if code != 200:
+                errors.append((name, code, st))
+                return
+            nxt = st["next"]
+            if nxt is None:
+                return
+            ans = "unsure" if unsure_on_replicated and nxt["replicated"] else answers[nxt["pair_id"]]
+            k += 1
+            code, r = request(server.url, "POST", "/api/judgements",
+                              {"rater": name, "pair_id": nxt["pair_id"], "judgement": ans, "request_id": f"{name}-{k}"})
+            if code == 201:
+                acked[name].append((nxt["pair_id"], ans))
+            elif code != 409:  # 409: nothing else is acceptable (the pair was judged meanwhile by them)
+                errors.append((name, code, r))
+
+    threads = [threading.Thread(target=rater, args=(n, f)) for n, f in (("ann", False), ("bob", False), ("cy", True))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    live = server.session.store.live(source="person")
+    assert sorted((j.rater, j.pair_id, j.judgement) for j in live) == sorted(
+        (r, p, a) for r, v in acked.items() for p, a in v)
+    per_pair = Counter(j.pair_id for j in live)
+    raters_per_pair = defaultdict(set)
+    for j in live:
+        raters_per_pair[j.pair_id].add(j.rater)
+    replicated = server.session.replicated
+    assert 0 < len(replicated) < 30
+    assert set(per_pair) == set(server.session.pair_ids)  # every pair judged
+    assert all(len(raters_per_pair[p]) >= 2 for p in replicated)  # by two different raters
+    assert integrity(server.session.store.path) == "ok"
+    st = request(server.url, "GET", "/api/state?rater=ann")[1]
+    ag = st["agreement"]
+    assert ag["replicated_pairs"] >= len(replicated)
+    assert ag["fleiss_kappa"] is not None and ag["fleiss_kappa"] < 1  # cy says unsure on replicated pairs
+    assert {tuple(c["raters"]) for c in ag["cohen"]} <= {("ann", "bob"), ("ann", "cy"), ("bob", "cy")}
+    # every pair judged (mostly truthfully): the 95% interval is narrow enough for the target
+    assert st["judged_pairs"] == 30 and st["next"] is None
+    assert st["can_stop"] == (st["ci_width"] is not None and st["ci_width"] <= 0.5)
+
+
+def test_bad_and_replayed_submissions_get_4xx_and_leave_the_store_intact(server):
+    url = server.url
+    pid = request(url, "GET", "/api/state?rater=ann")[1]["next"]["pair_id"]
+    ok = {"rater": "ann", "pair_id": pid, "judgement": "same", "request_id": "r-1"}
+    assert request(url, "POST", "/api/judgements", ok)[0] == 201
+    assert_error(request(url, "POST", "/api/judgements", ok), 409, "already recorded")  # replay
+    assert_error(request(url, "POST", "/api/judgements", {**ok, "request_id": "r-2"}), 409, "already judged")
+    assert_error(request(url, "POST", "/api/judgements", {**ok, "request_id": "r-3", "pair_id": "f" * 16}), 404,
+                 "not one of the 30 pairs")
+    assert_error(request(url, "POST", "/api/judgements", {**ok, "rater": "bob", "judgement": "maybe"}), 400,
+                 "judgement must be one of same, different, unsure")
+    assert_error(request(url, "POST", "/api/judgements", {**ok, "rater": "<script>x</script>"}), 400, "rater name")
+    assert_error(request(url, "POST", "/api/judgements", {"rater": "bob"}), 400, "missing field")
+    assert_error(request(url, "POST", "/api/judgements", raw=b"{not json"), 400, "not valid JSON")
+    assert_error(request(url, "POST", "/api/judgements", raw=b"[1, 2]"), 400, "JSON object")
+    assert_error(request(url, "POST", "/api/judgements", raw=b"rater=bob",
+                         headers={"Content-Type": "application/x-www-form-urlencoded"}), 415, "application/json")
+    assert_error(request(url, "POST", "/api/judgements", {**ok, "rater": "bob", "comment": 5}), 400, "comment")
+    assert_error(request(url, "POST", "/api/undo", {"rater": "zed"}), 409, "no judgement to undo")
+    assert_error(request(url, "GET", "/api/judgements"), 405)
+    live = server.session.store.live()
+    assert [(j.rater, j.pair_id, j.judgement) for j in live] == [("ann", pid, "same")]
+    assert integrity(server.session.store.path) == "ok"
+    # undo, then the same pair may be judged again
+    assert request(url, "POST", "/api/undo", {"rater": "ann"})[1]["undone"]["pair_id"] == pid
+    assert request(url, "POST", "/api/judgements", {**ok, "judgement": "different", "request_id": "r-4"})[0] == 201
+    assert [(j.pair_id, j.judgement) for j in server.session.store.live()] == [(pid, "different")]
+
+
+@pytest.mark.parametrize("path", ["/../../etc/passwd", "/static/..%2f..%2f..%2fetc%2fpasswd", "/%2e%2e/%2e%2e/etc/passwd",
+                                  "/api/state/../../../etc/passwd", "/judgements.sqlite", "/pairs.parquet",
+                                  "/..%5c..%5cwindows%5cwin.ini", "//etc/passwd", "/index.html"])
+def test_only_its_own_routes_are_served(server, path):
+    code, body = request(server.url, "GET", path)
+    assert_error((code, body), 404, "not found")
+
+
+def test_foreign_host_header_is_refused_and_headers_are_strict(server):
+    assert_error(request(server.url, "GET", "/api/state", headers={"Host": "evil.example:80"}), 403)
+    import http.client
+
+    host, port = server.url.split("//")[1].rstrip("/").split(":")
+    con = http.client.HTTPConnection(host, int(port), timeout=10)
+    con.request("GET", "/")
+    r = con.getresponse()
+    page = r.read().decode()
+    con.close()
+    csp = r.getheader("Content-Security-Policy")
+    assert "default-src 'none'" in csp and "unsafe-inline" not in csp and "connect-src 'self'" in csp
+    assert r.getheader("X-Content-Type-Options") == "nosniff"
+    assert "innerHTML" not in page and "http://" not in page and "https://" not in page  # no CDN
+
+
+def test_second_server_and_changed_settings_are_refused(server):
+    d = server.session.sample_dir
+    with pytest.raises(StoreLockedError, match="already being served"):
+        serve(d, port=0)
+    with pytest.raises(InputError, match="first served with --seed 7; got --seed 8"):
+        serve(d, seed=8)
+
+
+def test_store_refuses_a_redrawn_sample(sample, tmp_path):
+    d = fresh_copy(sample, tmp_path)
+    JudgementStore(d)
+    con = sqlite3.connect(d / "judgements.sqlite")
+    con.execute("UPDATE meta SET value = 'other' WHERE key = 'sample_id'")
+    con.commit()
+    con.close()
+    with pytest.raises(InputError, match="belongs to sample 'other'.*drawn again"):
+        JudgementStore(d)
+
+
+@pytest.mark.parametrize("name", ["", " ann", "a" * 65, "x:y", "<b>", None, 3])
+def test_rater_names_are_checked(name):
+    with pytest.raises(InputError, match="rater name"):
+        check_rater(name)
