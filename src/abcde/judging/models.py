@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import re
@@ -70,18 +71,18 @@ class LLMError(AbcdeError):
 def parse_answer(text) -> str | None:
     """``same``/``different``/``unsure`` from a model's answer, or ``None`` when it does not parse.
 
-    The first word decides when it is one of the three; otherwise the answer must name
-    exactly one of them and contain no negation ("not the same" does not parse).
+    The answer must name exactly one of the three, either as its first word or in a
+    sentence without negation ("not the same" and "same or different" do not parse).
     """
     if not isinstance(text, str):
         return None
     words = _WORD.findall(text.lower())
     if not words:
         return None
-    if words[0] in VOCABULARY:
-        return words[0]
     named = {w for w in words if w in VOCABULARY}
-    if len(named) == 1 and not (_NEGATIONS & set(words)):
+    if len(named) != 1:
+        return None
+    if words[0] in VOCABULARY or not (_NEGATIONS & set(words)):
         return named.pop()
     return None
 
@@ -98,8 +99,6 @@ def load_callable(spec: str) -> Judge:
     mod_name, _, attr = spec.rpartition(":")
     try:
         if mod_name.endswith(".py"):
-            import importlib.util
-
             path = Path(mod_name)
             if not path.exists():
                 raise InputError(f"The judge module file '{path}' does not exist.")
