@@ -258,3 +258,29 @@ def test_kappa_values():
 
     ag = agreement([J("p1", "ann", "same"), J("p1", "bob", "different"), J("p2", "ann", "same")])
     assert ag["replicated_pairs"] == 1 and ag["percent_agreement"] == 0.0
+
+
+def test_judgement_files_carry_a_source(sample, tmp_path):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from abcde.quality import estimate_quality
+
+    d = fresh_copy(sample, tmp_path)
+    tasks = JudgementStore(d).tasks
+    f = tmp_path / "j.csv"
+    pacsv.write_csv(pa.table({"pair_id": [t["pair_id"] for t in tasks[:3]], "judgement": ["same", "different", "same"],
+                              "rater": ["ann", "model:x", "oracle:entity_id"]}), f)
+    assert {s: estimate_quality(d, [f], source=s).judged_pairs for s in ("person", "model", "oracle")} == {
+        "person": 1, "model": 1, "oracle": 1}  # no source column: read from the rater's prefix
+    assert estimate_quality(d, [f]).judged_pairs == 3
+    pacsv.write_csv(pa.table({"pair_id": [tasks[0]["pair_id"]], "judgement": ["same"], "source": ["robot"]}), f)
+    with pytest.raises(InputError, match="1 rows of judgements file .* have a source outside"):
+        estimate_quality(d, [f])
+    with pytest.raises(InputError, match="source must be one of person, model, oracle. Got 'robot'"):
+        estimate_quality(d, [f], source="robot")
+    # The store itself can be given as a judgement file.
+    JudgementStore(d).record(tasks[0]["pair_id"], "different", rater="ann")
+    r = CliRunner().invoke(main, ["quality", str(d), "--judgements", str(d / "judgements.sqlite"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["judged_pairs"] == 1

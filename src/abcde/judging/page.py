@@ -238,7 +238,14 @@ $("go").addEventListener("click", setRater);
   if (!r) { try { r = localStorage.getItem("abcde-rater"); } catch (e) {} }
   if (r) $("rater").value = r;
   load();
-  setInterval(() => { if (!busy && rater() && document.visibilityState === "visible") api("GET", "/api/state?rater=" + encodeURIComponent(rater())).then((d) => { if (!busy && state && d.next && state.next && d.next.pair_id === state.next.pair_id) render(d); }).catch(() => {}); }, 15000);
+  // Other raters' judgements move the progress and the estimates: refresh them now and then
+  // (the pair on screen is kept as long as it is still this rater's next one).
+  setInterval(() => {
+    if (busy || !rater() || document.visibilityState !== "visible") return;
+    api("GET", "/api/state?rater=" + encodeURIComponent(rater())).then((d) => {
+      if (!busy && state && d.next && state.next && d.next.pair_id === state.next.pair_id) render(d);
+    }).catch(() => {});
+  }, 15000);
 })();
 """
 

@@ -18,7 +18,6 @@ Live estimates
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import random
 import tempfile
@@ -40,11 +39,8 @@ def _unit(seed, pair_id: str) -> float:
 
 
 def _display(v):
-    if v is None:
-        return None
-    if isinstance(v, float) and v.is_integer():
-        return str(v)
-    return str(v)
+    """An attribute value as the page shows it: text, or ``None`` for a missing value."""
+    return None if v is None else str(v)
 
 
 class JudgingSession:
@@ -207,9 +203,3 @@ class JudgingSession:
             return None
         return {"undone": rec.to_dict(), **self.state(rater)}
 
-
-def interval_width(estimate: dict) -> float:
-    """Width of an estimate's 95% interval from its ``to_dict()`` (NaN when undefined)."""
-    if estimate.get("ci_low") is None:
-        return math.nan
-    return estimate["ci_high"] - estimate["ci_low"]
