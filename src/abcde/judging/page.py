@@ -17,7 +17,7 @@ body { font: 15px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 
 header { display: flex; gap: 1em; align-items: center; padding: .6em 1.2em; background: #23304a; color: #fff; flex-wrap: wrap; }
 header h1 { font-size: 1.1em; margin: 0 1em 0 0; }
 header input { font: inherit; padding: .2em .4em; width: 12em; }
-main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(18em, 2fr); gap: 1.2em; padding: 1.2em; }
+main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(26em, 2fr); gap: 1.2em; padding: 1.2em; }
 section { background: #fff; border-radius: 8px; padding: 1em 1.2em; box-shadow: 0 1px 3px rgba(0,0,0,.12); }
 h2 { font-size: 1em; margin: 0 0 .6em; }
 table { border-collapse: collapse; width: 100%; }
@@ -41,6 +41,7 @@ textarea { width: 100%; font: inherit; min-height: 3em; }
 progress { width: 100%; }
 [hidden] { display: none !important; }
 .gap { margin-top: 1em; }
+#estimates th, #estimates td { white-space: nowrap; }
 """
 
 SCRIPT = r"""
