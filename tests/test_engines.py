@@ -37,7 +37,7 @@ from abcde.explore import sample_affected
 from abcde.fragments import build_diff
 from abcde.impact import overall
 from abcde.pairs import sample_pairs
-from abcde.stratified import STRATA, sample_stratified
+from abcde.stratified import STRATA, sample_stratified, sample_stratified_many, slice_self_terms
 
 EXAMPLE = Path(abcde.__file__).parent / "examples" / "febrl3"
 
@@ -146,6 +146,32 @@ def test_duckdb_and_spark_agree_on_the_example_data(spark):
         assert getattr(s1, m) == pytest.approx(getattr(d1, m), abs=1e-12), m
 
 
+def _same_content(a, b, path=""):
+    """Equal JSON content, floats to 1e-9 (engines sum in different orders)."""
+    if isinstance(a, dict):
+        assert set(a) == set(b), path
+        for k in a:
+            _same_content(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same_content(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert b == pytest.approx(a, rel=1e-9, abs=1e-12), path
+    else:
+        assert a == b, path
+
+
+def test_report_content_is_the_same_on_both_engines(spark):
+    from abcde.report import build_report
+
+    d = build_report(_febrl(abcde.connect(), slice_by=["source"], top=5)).to_dict()
+    s = build_report(_febrl(spark, slice_by=["source"], top=5)).to_dict()
+    assert s["engine"] == "spark" and d["engine"] == "duckdb"
+    for key in ("headline", "restriction", "top_clusters", "neighbourhoods", "charts", "slices"):
+        _same_content(d[key], s[key], key)
+
+
 def test_same_exploration_sample_on_both_engines(spark):
     base, exp, w, kind = world(1, 400)
     b_t, e_t, i_t = tables(base, exp, w, kind)
@@ -167,10 +193,17 @@ def test_same_pair_samples_on_both_engines(spark):
         W = overall(d)["total_weight"]
         paper = sample_pairs(d, budget=40, seed=5, total_weight=W)
         strat = sample_stratified(d, budget=30, seed=5, total_weight=W)
-        got.append((paper, strat))
+        many = sample_stratified_many(d, budget=30, seeds=[5, 6], total_weight=W)  # one query for both seeds
+        got.append((paper, strat, many, slice_self_terms(d, "kind", W)))
     cols = ["item_a", "item_b", "class", "pair_id", "needs_judgement"]
-    (pa_d, st_d), (pa_s, st_s) = got
+    (pa_d, st_d, many_d, sl_d), (pa_s, st_s, many_s, sl_s) = got
     assert pa_d.draws.select(cols).equals(pa_s.draws.select(cols))
+    for c in STRATA:
+        assert many_s[0].draws[c].equals(st_s.draws[c]) and many_d[0].draws[c].equals(st_d.draws[c]), c
+        assert many_d[1].draws[c].select(cols).equals(many_s[1].draws[c].select(cols)), c
+    assert sl_d.keys() == sl_s.keys()
+    for v in sl_d:
+        assert sl_s[v] == pytest.approx(sl_d[v], rel=1e-9, abs=1e-15), v
     assert pa_d.judgeable == pa_s.judgeable == 40
     for c in STRATA:
         assert st_d.draws[c].select(cols).equals(st_s.draws[c].select(cols)), c
