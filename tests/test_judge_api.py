@@ -173,3 +173,21 @@ def test_store_refuses_a_redrawn_sample(sample, tmp_path):
 def test_rater_names_are_checked(name):
     with pytest.raises(InputError, match="rater name"):
         check_rater(name)
+
+
+def test_a_stratified_sample_is_served_with_its_own_estimator(tmp_path):
+    from abcde.examples import example_paths
+    from abcde.judging import JudgingSession
+    from abcde.quality import draw_pair_sample, estimate_quality
+
+    p = example_paths("febrl3")
+    d = draw_pair_sample(p["base"], p["exp"], tmp_path / "st", items=p["items"], budget=20, seed=2,
+                         estimator="stratified")
+    s = JudgingSession(d)
+    answers = truth(d)
+    while (n := s.state("ann")["next"]) is not None:
+        s.submit("ann", n["pair_id"], answers[n["pair_id"]])
+    est = s.state(None)["estimates"]
+    s.store.export(tmp_path / "e.csv")
+    assert est == estimate_quality(d, tmp_path / "e.csv").to_dict()
+    assert est["estimator"] == "stratified" and est["judged_pairs"] == 20

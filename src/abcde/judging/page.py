@@ -107,6 +107,12 @@ function renderPair(next) {
 function renderEstimates(s) {
   const body = $("estimates-body");
   body.replaceChildren();
+  $("stop").hidden = !s.can_stop;
+  if (s.estimates.unavailable) {
+    $("est-note").textContent = "Live estimates are unavailable (" + s.estimates.unavailable +
+      "); judgements are still saved. Try 'abcde quality' on the export.";
+    return;
+  }
   for (const key of Object.keys(NAMES)) {
     const e = s.estimates[key];
     const tr = el("tr");
@@ -123,7 +129,6 @@ function renderEstimates(s) {
   $("est-note").textContent = "From the person judgements in the store, by the estimator behind 'abcde quality' (" +
     s.estimates.estimator + "). Judged pairs: " + s.estimates.judged_pairs + ", unsure: " + s.estimates.unsure_pairs +
     ", not judged: " + s.estimates.missing_pairs + ".";
-  $("stop").hidden = !s.can_stop;
   if (s.settings.target_width !== null) {
     $("target").textContent = "Target width of ΔPrecision's 95% interval: " + fmt(s.settings.target_width) +
       "; now " + fmt(s.ci_width) + ".";

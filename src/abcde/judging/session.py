@@ -139,18 +139,22 @@ class JudgingSession:
             if self._estimates and self._estimates[0] == version:
                 return self._estimates[1]
         table = self.store.to_table(source="person")
-        if table.num_rows == 0:
-            result = estimate_quality(self.sample_dir, []).to_dict()
-        else:
-            fd, name = tempfile.mkstemp(prefix="abcde-live-", suffix=".csv")
-            os.close(fd)
-            try:
-                from ..judgements import write_table_file
+        fd, name = tempfile.mkstemp(prefix="abcde-live-", suffix=".csv")
+        os.close(fd)
+        try:
+            from ..judgements import write_table_file
 
+            if table.num_rows:
                 write_table_file(table, Path(name))
-                result = estimate_quality(self.sample_dir, [name]).to_dict()
-            finally:
-                Path(name).unlink(missing_ok=True)
+            result = estimate_quality(self.sample_dir, [name] if table.num_rows else []).to_dict()
+        except Exception as exc:  # the page must keep collecting judgements even if an estimator fails
+            import sys
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            result = {"unavailable": f"the estimator failed: {type(exc).__name__}: {exc}"}
+        finally:
+            Path(name).unlink(missing_ok=True)
         with self._lock:
             self._estimates = (version, result)
         return result
@@ -161,7 +165,7 @@ class JudgingSession:
         live = self.store.live(source="person")
         judged_pairs = len({j.pair_id for j in live})
         est = self.estimates()
-        dp = est["delta_precision"]
+        dp = est.get("delta_precision") or {}
         width = (dp["ci_high"] - dp["ci_low"]) if dp.get("ci_low") is not None else None
         d = {
             "ok": True,
