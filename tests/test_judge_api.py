@@ -191,3 +191,8 @@ def test_a_stratified_sample_is_served_with_its_own_estimator(tmp_path):
     s.store.export(tmp_path / "e.csv")
     assert est == estimate_quality(d, tmp_path / "e.csv").to_dict()
     assert est["estimator"] == "stratified" and est["judged_pairs"] == 20
+    # The stop rule: a target width of ΔPrecision's 95% interval.
+    width = est["delta_precision"]["ci_high"] - est["delta_precision"]["ci_low"]
+    assert JudgingSession(d, target_width=width * 1.01).state("ann")["can_stop"] is True
+    assert JudgingSession(d, target_width=width * 0.99).state("ann")["can_stop"] is False
+    assert JudgingSession(d).state("ann")["can_stop"] is False

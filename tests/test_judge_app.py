@@ -78,6 +78,8 @@ def test_keyboard_judging_survives_sigkill_and_matches_quality_json(sample, tmp_
         ex = cli_json("judge", "export", d, "--out", export, "--json")
         assert ex["judgements"] == 10 and ex["by_source"] == {"person": 10}
         q = cli_json("quality", d, "--judgements", export, "--json")
+        assert sum(q[m]["estimate"] is not None for m in ("good_split_rate", "bad_split_rate", "good_merge_rate",
+                                                           "bad_merge_rate", "delta_precision")) >= 2
         page.reload()
         shown_pair(page)
         page.wait_for_selector("#estimates-body tr[data-metric='delta_precision']")
