@@ -124,6 +124,12 @@ def test_bad_and_replayed_submissions_get_4xx_and_leave_the_store_intact(server)
     assert request(url, "POST", "/api/undo", {"rater": "ann"})[1]["undone"]["pair_id"] == pid
     assert request(url, "POST", "/api/judgements", {**ok, "judgement": "different", "request_id": "r-4"})[0] == 201
     assert [(j.pair_id, j.judgement) for j in server.session.store.live()] == [(pid, "different")]
+    # a comment is kept (trimmed) and exported with the judgement
+    nxt = request(url, "GET", "/api/state?rater=ann")[1]["next"]["pair_id"]
+    assert request(url, "POST", "/api/judgements", {"rater": "ann", "pair_id": nxt, "judgement": "unsure",
+                                                    "comment": "  twins? <b>x</b> "})[0] == 201
+    rows = server.session.store.to_table().to_pylist()
+    assert rows[-1]["comment"] == "twins? <b>x</b>" and rows[-1]["source"] == "person" and rows[-1]["rater"] == "ann"
 
 
 @pytest.mark.parametrize("path", ["/../../etc/passwd", "/static/..%2f..%2f..%2fetc%2fpasswd", "/%2e%2e/%2e%2e/etc/passwd",
