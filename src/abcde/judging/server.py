@@ -178,15 +178,16 @@ class JudgingServer:
         self.port = self.httpd.server_address[1]
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{self.port}/"
-        if _is_loopback(host):
-            Handler_ = self.httpd.RequestHandlerClass
-            Handler_.allowed_hosts = {f"{h}:{self.port}" for h in ("127.0.0.1", "localhost", "[::1]", shown)}
+        if _is_loopback(host):  # DNS rebinding: a foreign name resolving to 127.0.0.1 is refused
+            handler_cls = self.httpd.RequestHandlerClass
+            handler_cls.allowed_hosts = {f"{h}:{self.port}" for h in ("127.0.0.1", "localhost", "[::1]", shown)}
         try:
             self._lock = lock_directory(session.sample_dir, self.url)
         except BaseException:
             self.httpd.server_close()
             raise
         self._thread: threading.Thread | None = None
+        self.startup_seconds = 0.0
 
     def serve_forever(self) -> None:
         try:
