@@ -46,7 +46,8 @@ def speed(n: int, budget: int, workdir: Path) -> dict:
     out = {}
     out["impact_s"], _ = timed(lambda: abcde.impact(b, e, items=i))
     with tempfile.TemporaryDirectory() as tmp:
-        out["pairs_s"], _ = timed(lambda: draw_pair_sample(b, e, Path(tmp) / "p", items=i, budget=budget, seed=1))
+        out["pairs_s"], _ = timed(lambda: draw_pair_sample(b, e, Path(tmp) / "p", items=i, budget=budget, seed=1,
+                                                                  estimator="paper"))
     # The pair-specific work alone: on a diff (inputs read, fragments built) that impact also needs.
     out["diff_s"], diff = timed(lambda: build_diff(b, e, items=i))
     total_weight = overall(diff)["total_weight"]
@@ -65,7 +66,7 @@ def speed(n: int, budget: int, workdir: Path) -> dict:
     out["impact_giant_s"], _ = timed(lambda: abcde.impact(gb, ge, items=i))
     with tempfile.TemporaryDirectory() as tmp:
         out["pairs_giant_s"], _ = timed(
-            lambda: draw_pair_sample(gb, ge, Path(tmp) / "p", items=i, budget=budget, seed=1))
+            lambda: draw_pair_sample(gb, ge, Path(tmp) / "p", items=i, budget=budget, seed=1, estimator="paper"))
     return out
 
 

@@ -231,7 +231,7 @@ def sample_dir(tmp_path):
         pq.write_table(t, tmp_path / f"{name}.parquet")
     out = tmp_path / "pairs"
     draw_pair_sample(tmp_path / "b.parquet", tmp_path / "e.parquet", out, items=tmp_path / "i.parquet", budget=25,
-                     seed=2, slice_by=["kind"])
+                     seed=2, slice_by=["kind"], estimator="paper")
     return out
 
 
@@ -329,7 +329,8 @@ def test_budget_larger_than_the_judgeable_pairs(tmp_path):
     base = pa.table({"item_id": [1, 2, 3], "cluster_id": [1, 1, 2]})
     exp = pa.table({"item_id": [1, 2, 3], "cluster_id": [1, 2, 2]})
     out = CliRunner().invoke(main, ["pairs", "--base", _w(tmp_path, "b", base), "--exp", _w(tmp_path, "e", exp),
-                                    "--budget", "50", "--seed", "1", "--out", str(tmp_path / "p")])
+                                    "--budget", "50", "--seed", "1", "--estimator", "paper", "--out",
+                                    str(tmp_path / "p")])
     assert out.exit_code == 0, out.output
     assert "Only 2 distinct pairs need a judgement (budget 50): all of them are in the sample." in out.output
 
@@ -343,7 +344,7 @@ def test_judgements_for_another_sample_are_rejected(sample_dir, tmp_path):
     oracle_judge(sample_dir, "entity", out=tmp_path / "old.csv")
     base, exp, items = world(60, seed=5)
     other = tmp_path / "other"
-    draw_pair_sample(base, exp, other, items=items, budget=10, seed=3)
+    draw_pair_sample(base, exp, other, items=items, budget=10, seed=3, estimator="paper")
     with pytest.raises(InputError, match="not in the sample .* another sample"):
         estimate_quality(other, tmp_path / "old.csv")
 
@@ -360,7 +361,7 @@ def test_slice_needs_stored_multipliers(sample_dir):
 
 def test_identical_clusterings_have_nothing_to_judge(tmp_path):
     base = pa.table({"item_id": [1, 2, 3], "cluster_id": [1, 1, 2]})
-    out = draw_pair_sample(base, base, tmp_path / "p", budget=10, seed=1)
+    out = draw_pair_sample(base, base, tmp_path / "p", budget=10, seed=1, estimator="paper")
     assert json.loads((out / "metadata.json").read_text())["judgeable_pairs"] == 0
     d = estimate_quality(out).to_dict()
     assert d["delta_precision"]["estimate"] == 0.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -14,7 +15,7 @@ from abcde.cli import main
 from abcde.errors import InputError
 from abcde.fragments import build_diff
 from abcde.impact import overall
-from abcde.quality import estimate_quality
+from abcde.quality import draw_pair_sample, estimate_quality
 from abcde.stratified import (allocate, estimate_stratified, estimate_stratified_slices, sample_stratified,
                               sample_stratified_many, self_term, slice_self_terms)
 from test_quality import assert_simulation, dicts, oracle, truth_metrics, world
@@ -177,6 +178,18 @@ def test_slice_contributions_add_up_to_delta_precision(tmp_path):
         assert c["method"] == "stratified (proportional)"
 
 
+    from abcde.judgements import load_judgements
+    from abcde.quality import PairSampleDir
+    from abcde.stratified import STRATA, next_stratum, stratum_values
+
+    sd = PairSampleDir.read(tmp_path / "p")
+    by = load_judgements([tmp_path / "p" / "judgements.csv"], pair_ids=sd.judgeable_ids(),
+                         id_type=sd.metadata["id_type"]).by_pair
+    vals = stratum_values(sd.draws, by)
+    assert sum(len(v) for v in vals.values()) == sd.draws.num_rows  # the oracle judged every draw
+    assert next_stratum(sd.metadata, vals) in STRATA
+
+
 def q_total_weight(tmp_path):
     return json.loads((tmp_path / "p" / "metadata.json").read_text())["total_weight"]
 
@@ -225,3 +238,57 @@ def test_every_output_names_estimator_and_allocation(tmp_path):
         assert (q["estimator"], q["allocation"]) == (est, alloc)
         text = r.invoke(main, ["quality", str(tmp_path / est)]).output
         assert f"estimator: {est}" + (f", allocation: {alloc}" if alloc else ")") in text
+
+
+def test_stratified_is_the_default_and_handles_degenerate_inputs(tmp_path):
+    """The default design; identical clusterings: nothing to judge, ΔPrecision exactly 0;
+    a budget beyond the judgeable pairs takes them all."""
+    base = pa.table({"item_id": [1, 2, 3], "cluster_id": [1, 1, 2]})
+    out = draw_pair_sample(base, base, tmp_path / "same", budget=10, seed=1)
+    meta = json.loads((out / "metadata.json").read_text())
+    assert (meta["estimator"], meta["allocation"], meta["judgeable_pairs"]) == ("stratified", "proportional", 0)
+    d = estimate_quality(out).to_dict()
+    assert d["delta_precision"]["estimate"] == 0.0 and d["delta_precision"]["std_err"] == 0.0
+    assert d["good_split_rate"]["estimate"] == 0.0 and d["bad_merge_rate"]["estimate"] == 0.0
+    exp = pa.table({"item_id": [1, 2, 3], "cluster_id": [1, 2, 2]})
+    r = CliRunner().invoke(main, ["pairs", "--base", _w(tmp_path, "b", base), "--exp", _w(tmp_path, "e", exp),
+                                  "--budget", "50", "--seed", "1", "--out", str(tmp_path / "p")])
+    assert r.exit_code == 0, r.output
+    assert "Only 2 distinct pairs need a judgement (budget 50): all of them are in the sample." in r.output
+    assert "Pair sample (estimator: stratified, allocation: proportional)" in r.output
+
+
+def _w(tmp_path, name, t):
+    pq.write_table(t, tmp_path / f"{name}.parquet")
+    return str(tmp_path / f"{name}.parquet")
+
+
+def test_no_judgements_means_undefined_not_an_error(sim):
+    _, _, _, d, o = sim
+    ss = sample_stratified(d, budget=30, seed=1, total_weight=o["total_weight"])
+    q = estimate_stratified(ss, {}, split_rate=o["split_rate"], merge_rate=o["merge_rate"]).to_dict()
+    assert q["delta_precision"]["estimate"] is None and "no usable judgement" in q["delta_precision"]["note"]
+    for m in ("good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate"):
+        assert q[m]["estimate"] is None, m
+    json.dumps(q, allow_nan=False)
+
+
+def test_next_stratum_is_greedy_neyman():
+    from abcde.stratified import next_stratum
+
+    meta = {"pair_totals": {"split": 0.2, "merge": 0.1, "intersection": 0.0}}
+    assert next_stratum(meta, {}) == "split"  # two judgements per stratum first, heaviest first
+    assert next_stratum(meta, {"split": [0, -1]}) == "merge"
+    assert next_stratum({"split": 0.0, "merge": 0.0, "intersection": 0.0}, {}) is None
+    # Fed judgements of known spread, the greedy choice ends at Neyman's n_c ∝ U_c σ_c.
+    totals = {"split": 0.2, "merge": 0.1, "intersection": 0.3}
+    sigma = {"split": 0.1, "merge": 0.5, "intersection": 0.2}
+    rng = np.random.default_rng(0)
+    pool = {c: iter(sigma[c] * rng.choice([-1.0, 1.0], 10_000)) for c in totals}
+    seen = {c: [] for c in totals}
+    for _ in range(600):
+        c = next_stratum(totals, seen)
+        seen[c].append(next(pool[c]))
+    want = allocate(600, totals, allocation="neyman", sigmas=sigma)
+    for c in totals:
+        assert abs(len(seen[c]) - want[c]) <= 0.05 * 600, (c, len(seen[c]), want)

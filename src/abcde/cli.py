@@ -465,8 +465,9 @@ def explore_query(sample, where, group_by, metric, top, examples, seed, as_json)
 @click.option("--seed", required=True, type=int, help="Random seed; same seed and inputs give the same pairs.")
 @click.option("--slice-by", multiple=True,
               help="Attribute column(s) whose exact slice multipliers to store, for 'quality --slice-by'.")
-@click.option("--estimator", type=click.Choice(["paper", "stratified"]), default="paper", show_default=True,
-              help="paper: all pairs ∝ u_ij; stratified: exact self term, split/merge/intersection strata.")
+@click.option("--estimator", type=click.Choice(["stratified", "paper"]), default="stratified", show_default=True,
+              help="stratified: exact self term, split/merge/intersection strata (fewer judgements for the same "
+                   "SE); paper: all pairs ∝ u_ij, the paper's design.")
 @click.option("--allocation", type=click.Choice(["proportional", "neyman"]), default="proportional",
               show_default=True, help="Stratified budgets ∝ U_c, or ∝ U_c·σ_c (needs --pilot).")
 @click.option("--pilot", type=click.Path(file_okay=False), default=None,
@@ -847,8 +848,8 @@ def demo(out, as_json, engine):
                          "weight·JaccardDistance): top states by estimated Jaccard contribution",
                          ["state", "sampled_items", "weight_share", "split_contribution", "merge_contribution",
                           "jaccard_contribution", "jaccard_contribution_se"]))
-    console.print("[bold]Quality[/bold]: 300 pairs sampled ∝ u_ij and judged by an [bold]oracle[/bold] "
-                  "(the example's true entity ids), not by people:")
+    console.print("[bold]Quality[/bold]: 300 pairs sampled (stratified: exact self term, split/merge/intersection "
+                  "strata ∝ u_ij) and judged by an [bold]oracle[/bold] (the example's true entity ids), not by people:")
     print_quality(qual)
     t = Table(title="Against the example's true entities (FEBRL ground truth)", title_justify="left")
     for c in ("clustering", "Precision", "Recall", "F1"):

@@ -152,17 +152,18 @@ def draw_pair_sample(
     cluster_id: str = "cluster_id",
     weight: str | None = None,
     slice_by: Sequence[str] = (),
-    estimator: str = "paper",
+    estimator: str = "stratified",
     allocation: str = "proportional",
     pilot: str | os.PathLike | None = None,
     engine: Engine | str | None = None,
 ) -> Path:
     """Sample pairs for judgement and write the sample directory (see module docstring).
 
-    ``estimator="paper"`` samples all pairs ∝ u_ij (the paper's design);
-    ``"stratified"`` computes the self term exactly and samples the split, merge and
-    intersection strata with budgets ∝ U_c (``allocation="proportional"``) or
-    ∝ U_c·σ_c (``"neyman"``, σ_c from the judged sample directory ``pilot``).
+    ``estimator="stratified"`` (the default) computes the self term exactly and samples
+    the split, merge and intersection strata with budgets ∝ U_c
+    (``allocation="proportional"``) or ∝ U_c·σ_c (``"neyman"``, σ_c from the judged
+    sample directory ``pilot``): the same confidence from fewer judgements (see
+    :mod:`abcde.stratified`). ``"paper"`` samples all pairs ∝ u_ij (the paper's design).
 
     ``slice_by`` names attribute columns for which the exact slice multipliers
     ``weight(I)`` and ``pairweight(I)`` are stored, so ``quality --slice-by`` can
@@ -538,7 +539,7 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         from .stratified import STRATA, StratifiedSample, estimate_stratified, estimate_stratified_slices
 
         strata = s.draws.column("stratum").to_pylist()
-        draws = {c: s.draws.filter(pa.array([x == c for x in strata])) for c in STRATA}
+        draws = {c: s.draws.filter(pa.array([x == c for x in strata], pa.bool_())) for c in STRATA}
         ss = StratifiedSample(draws, meta["pair_totals"], meta["self_term"], meta["budgets"], meta["allocation"])
         by_pair = res.by_pair if res else {}
         r = estimate_stratified(ss, by_pair, split_rate=meta["split_rate_T"], merge_rate=meta["merge_rate_T"])

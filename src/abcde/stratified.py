@@ -178,10 +178,9 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
     """ΔPrecision and the Good/Bad rates under the stratified design."""
     method = f"stratified ({sample.allocation})"
     dp, var, n_j, note = sample.self_term, 0.0, 0, ""
-    stats = {}
+    stats = {c: _stratum_stats(sample.draws[c], by_pair) for c in STRATA}
     for c in STRATA:
-        x, same = _stratum_stats(sample.draws[c], by_pair)
-        stats[c] = (x, same)
+        x, same = stats[c]
         U = sample.totals[c]
         if U == 0:
             continue
@@ -298,6 +297,53 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
                      "sampled_draws": drawn.get(value, 0), "delta_precision": dpi.to_dict(),
                      "delta_precision_contribution": contrib.to_dict()})
     return rows
+
+
+def stratum_values(draws: pa.Table, by_pair: dict) -> dict:
+    """``{stratum: l·1(i ≡ j) of each judged draw}`` of a stratified sample's draws (with
+    their ``stratum`` column), unsure and missing left out: the input of :func:`next_stratum`."""
+    strata = draws.column("stratum").to_pylist() if draws.num_rows else []
+    return {c: _stratum_stats(draws.filter(pa.array([x == c for x in strata], pa.bool_())), by_pair)[0]
+            for c in STRATA}
+
+
+def next_stratum(sample_meta: dict, judgements_by_stratum: dict) -> str | None:
+    """The stratum whose next judgement most reduces the SE of ΔPrecision (greedy Neyman).
+
+    With ``V = Σ_c U_c² σ_c² / n_c``, one more judgement in stratum c lowers V by
+    ``U_c² σ_c² / (n_c (n_c + 1))``; the stratum with the largest drop is chosen, so the
+    judgements approach Neyman's ``n_c ∝ U_c σ_c`` as the σ_c estimates settle. A stratum
+    with weight and fewer than 2 judgements comes first (largest ``U_c``): its SE needs two.
+    ``σ_c² ≥ 1/(n_c + 1)``, so a stratum whose judgements so far all agree is not starved.
+    Strata with ``U_c = 0`` are never chosen; None when no stratum has weight.
+
+    Parameters
+    ----------
+    sample_meta
+        A stratified sample's metadata (``pair_totals`` holds ``U_c``), or the totals.
+    judgements_by_stratum
+        ``{stratum: values of l·1(i ≡ j) judged so far}`` (see :func:`stratum_values`).
+
+    Notes
+    -----
+    For a judging UI serving pairs adaptively: draw each stratum's pairs in its own
+    successive order (as :func:`sample_stratified` does) and serve the next pair of the
+    chosen stratum; the estimator is unchanged (each stratum's judged draws stay ∝ u_ij).
+    """
+    totals = sample_meta.get("pair_totals", sample_meta)
+    best, best_gain = None, -1.0
+    live = [c for c in STRATA if totals.get(c, 0.0) > 0]
+    few = [c for c in live if len(judgements_by_stratum.get(c, ())) < 2]
+    if few:
+        return max(few, key=lambda c: totals[c])
+    for c in live:
+        x = np.asarray(judgements_by_stratum[c], dtype=float)
+        n = len(x)
+        var = max(float(x.var(ddof=1)), 1.0 / (n + 1))
+        gain = totals[c] ** 2 * var / (n * (n + 1))
+        if gain > best_gain:
+            best, best_gain = c, gain
+    return best
 
 
 def pilot_sigmas(sample: StratifiedSample, by_pair: dict) -> dict:
