@@ -85,3 +85,20 @@ def page(browser):
     pg.on("pageerror", lambda e: pg.errors.append(str(e)))
     yield pg
     ctx.close()
+
+
+@pytest.fixture
+def screenshot(tmp_path):
+    """screenshot(page, name, **kw): a PNG in tmp_path; with ABCDE_SCREENSHOTS=1 also docs/<name>,
+    the picture the README shows (``ABCDE_SCREENSHOTS=1 python3 dev.py test -k screenshot`` refreshes them)."""
+    from pathlib import Path
+
+    def shoot(page, name: str, **kw):
+        page.screenshot(path=str(tmp_path / name), **kw)
+        assert (tmp_path / name).stat().st_size > 10_000
+        if os.environ.get("ABCDE_SCREENSHOTS"):
+            docs = Path(__file__).resolve().parents[1] / "docs"
+            docs.mkdir(exist_ok=True)
+            page.screenshot(path=str(docs / name), **kw)
+
+    return shoot

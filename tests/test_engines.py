@@ -29,6 +29,7 @@ from test_impact_reference import (
     close,
 )
 
+from content import assert_same_content
 import abcde
 import reference as ref
 from abcde.cli import main
@@ -146,22 +147,6 @@ def test_duckdb_and_spark_agree_on_the_example_data(spark):
         assert getattr(s1, m) == pytest.approx(getattr(d1, m), abs=1e-12), m
 
 
-def _same_content(a, b, path=""):
-    """Equal JSON content, floats to 1e-9 (engines sum in different orders)."""
-    if isinstance(a, dict):
-        assert set(a) == set(b), path
-        for k in a:
-            _same_content(a[k], b[k], f"{path}/{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            _same_content(x, y, f"{path}[{i}]")
-    elif isinstance(a, float) or isinstance(b, float):
-        assert b == pytest.approx(a, rel=1e-9, abs=1e-12), path
-    else:
-        assert a == b, path
-
-
 def test_report_content_is_the_same_on_both_engines(spark):
     from abcde.report import build_report
 
@@ -169,7 +154,7 @@ def test_report_content_is_the_same_on_both_engines(spark):
     s = build_report(_febrl(spark, slice_by=["source"], top=5)).to_dict()
     assert s["engine"] == "spark" and d["engine"] == "duckdb"
     for key in ("headline", "restriction", "top_clusters", "neighbourhoods", "charts", "slices"):
-        _same_content(d[key], s[key], key)
+        assert_same_content(d[key], s[key], key)
 
 
 def test_same_exploration_sample_on_both_engines(spark):

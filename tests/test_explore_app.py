@@ -11,7 +11,6 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -20,7 +19,6 @@ from abcde import ExplorationSample, InputError
 from abcde.examples import example_paths
 from abcde.filters import structured_filter
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 class Server:
@@ -81,7 +79,7 @@ def wait_ready(page, n: int):
 DUP = [{"column": "source", "op": "=", "value": "duplicate"}]
 
 
-def test_filter_and_group_by_in_the_browser_equal_the_api(server, sample_path, page):
+def test_filter_and_group_by_in_the_browser_equal_the_api(server, sample_path, page, screenshot):
     assert server.host == "127.0.0.1"
     s = ExplorationSample.read(sample_path)
     page.goto(server.url)
@@ -132,9 +130,8 @@ def test_filter_and_group_by_in_the_browser_equal_the_api(server, sample_path, p
     assert f"{base_sizes[me['base_cluster']]} items" in page.inner_text("#detail [data-side=base]")
     assert page.locator("#detail [data-side=base] tr.ex").count() == base_sizes[me["base_cluster"]]
     assert page.errors == [] and page.blocked == []
-    DOCS.mkdir(exist_ok=True)
     page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=str(DOCS / "explore.png"), full_page=True)
+    screenshot(page, "explore.png", full_page=True)
 
 
 def test_item_lookup_in_the_browser(server, page):

@@ -13,16 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
+from content import assert_same_content
 import abcde
 from abcde.examples import example_paths
 from abcde.quality import estimate_quality
 from abcde.report import build_report
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
 HOSTILE = ["<script>window.__pwned=1</script>", "<img src=x onerror=\"window.__pwned=1\">",
            "</script><script>window.__pwned=1</script>"]
 
@@ -49,7 +47,7 @@ def open_report(page, path: Path, charts: int | None = None):
     assert page.blocked == [], "the report must not load anything from the network"
 
 
-def test_demo_report_numbers_equal_json_and_render_offline(demo, page):
+def test_demo_report_numbers_equal_json_and_render_offline(demo, page, screenshot):
     out, d = demo
     html_path, md_path = out / "report.html", out / "report.md"
     assert str(html_path) in d["written"] and str(md_path) in d["written"]
@@ -89,8 +87,7 @@ def test_demo_report_numbers_equal_json_and_render_offline(demo, page):
                     .replace("\\u003e", ">").replace("\\u0026", "&"))["neighbourhoods"][top["side"]][str(top["cluster_id"])]
     pov = next(f for f in nb["fragments"] if f["own_frag"])
     assert counts == {"stable": pov["n"], "split": pov["nb"] - pov["n"], "merge": pov["ne"] - pov["n"]}
-    DOCS.mkdir(exist_ok=True)
-    page.screenshot(path=str(DOCS / "report.png"), full_page=False)
+    screenshot(page, "report.png")
     # The Markdown summary has the same headline.
     md = md_path.read_text()
     assert f"{100 * d['impact']['split_rate']:.2f}%" in md and "oracle" in md
@@ -104,7 +101,7 @@ def test_report_json_equals_library(tmp_path):
     res = abcde.impact(p["base"], p["exp"], items=p["items"], slice_by=["source"], top=20)
     lib = build_report(res).to_dict()
     for key in ("headline", "restriction", "top_clusters", "slices", "neighbourhoods", "charts"):
-        assert json.loads(json.dumps(d[key])) == json.loads(json.dumps(lib[key])), key
+        assert_same_content(d[key], json.loads(json.dumps(lib[key])), key)
     assert "quality" not in d
     assert (tmp_path / "r.html").exists() and (tmp_path / "r.md").exists()
     # The histogram's shares add up to the whole affected weight.

@@ -1,0 +1,22 @@
+"""Comparing JSON-like content across runs and engines."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def assert_same_content(a, b, path: str = "") -> None:
+    """Equal nested dicts/lists, floats to 1e-9 relative: parallel sums (DuckDB threads, Spark
+    partitions) add in different orders, so the last bits of a float may differ run to run."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), path
+        for k in a:
+            assert_same_content(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_content(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert b == pytest.approx(a, rel=1e-9, abs=1e-12), path
+    else:
+        assert a == b, path
