@@ -31,7 +31,8 @@ from abcde.fragments import build_diff  # noqa: E402
 from abcde.impact import overall  # noqa: E402
 from abcde.pairs import sample_pairs  # noqa: E402
 from abcde.quality import estimate_from_draws  # noqa: E402
-from abcde.stratified import estimate_stratified, pilot_sigmas, sample_stratified  # noqa: E402
+from abcde.stratified import (estimate_stratified, pilot_sigmas, sample_stratified,  # noqa: E402
+                              sample_stratified_many)
 
 
 def naive_se(clustering: dict, weight: dict, truth: dict, n_judge: int, seeds: int, rng) -> float:
@@ -105,18 +106,21 @@ def run(world, budget: int, seeds: int) -> dict:
     o = overall(d)
     W = o["total_weight"]
     est = {"paper": [], "stratified (proportional)": [], "stratified (neyman)": []}
+    pilot_budget = max(budget // 5, 6)
+    # Proportional samples and Neyman pilots: many seeds per query (the same samples as one by one).
+    props = sample_stratified_many(d, budget=budget, seeds=range(seeds), total_weight=W)
+    pilots = sample_stratified_many(d, budget=pilot_budget, seeds=range(10_000, 10_000 + seeds), total_weight=W)
     for s in range(seeds):
         ps = sample_pairs(d, budget=budget, seed=s, total_weight=W)
         est["paper"].append(estimate_from_draws(ps.draws, oracle(ps.draws, truth), ps.totals, o["split_rate"],
                                                 o["merge_rate"]).delta_precision.value)
-        ss = sample_stratified(d, budget=budget, seed=s, total_weight=W)
+        ss = props[s]
         by = {}
         for dr in ss.draws.values():
             by.update(oracle(dr, truth))
         est["stratified (proportional)"].append(
             estimate_stratified(ss, by, split_rate=o["split_rate"], merge_rate=o["merge_rate"]).delta_precision.value)
-        pilot_budget = max(budget // 5, 6)
-        pilot = sample_stratified(d, budget=pilot_budget, seed=10_000 + s, total_weight=W)
+        pilot = pilots[s]
         pby = {}
         for dr in pilot.draws.values():
             pby.update(oracle(dr, truth))

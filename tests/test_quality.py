@@ -17,7 +17,7 @@ from abcde.cli import main
 from abcde.errors import InputError
 from abcde.fragments import build_diff
 from abcde.impact import overall
-from abcde.pairs import pair_id, pair_totals, sample_pairs
+from abcde.pairs import pair_id, pair_totals, sample_pairs, sample_pairs_many
 from abcde.quality import draw_pair_sample, estimate_from_draws, estimate_quality, oracle_judge, weighted_mean_se
 
 
@@ -140,6 +140,8 @@ def test_same_seed_same_pairs_and_budget_is_filled_exactly(sim):
     c = sample_pairs(d, budget=40, seed=10, total_weight=o["total_weight"])
     assert a.draws.equals(b.draws)
     assert a.draws.column("pair_id").to_pylist() != c.draws.column("pair_id").to_pylist()
+    many = sample_pairs_many(d, budget=40, seeds=[10, 9], total_weight=o["total_weight"])  # one query
+    assert many[0].draws.equals(c.draws) and many[1].draws.equals(a.draws) and many[1].judgeable == 40
     judgeable = {pid for pid, need in zip(a.draws.column("pair_id").to_pylist(),
                                           a.draws.column("needs_judgement").to_pylist()) if need}
     assert len(judgeable) == a.judgeable == 40
@@ -188,8 +190,7 @@ def test_simulation_unbiased_honest_errors_and_coverage():
     seeds = 300
     res = {"all": {m: [] for m in metrics}, "unsure": {m: [] for m in metrics}}
     rng = np.random.default_rng(123)
-    for s in range(seeds):
-        ps = sample_pairs(d, budget=300, seed=s, total_weight=o["total_weight"])
+    for ps in sample_pairs_many(d, budget=300, seeds=range(seeds), total_weight=o["total_weight"]):
         judged = oracle(ps.draws, t)
         q = estimate_from_draws(ps.draws, judged, ps.totals, o["split_rate"], o["merge_rate"])
         unsure = {k: ("unsure" if rng.random() < 0.3 else v) for k, v in judged.items()}

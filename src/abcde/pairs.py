@@ -239,8 +239,16 @@ def sample_pairs(diff: Diff, *, budget: int, seed: int, total_weight: float, ove
     share one judgement. When fewer judgeable pairs exist than ``budget``, all
     of them end up sampled and ``exhausted`` is True.
     """
+    return sample_pairs_many(diff, budget=budget, seeds=[check_seed(seed)], total_weight=total_weight,
+                             oversample=oversample)[0]
+
+
+def sample_pairs_many(diff: Diff, *, budget: int, seeds, total_weight: float, oversample: float = 2.0,
+                      batch: int = 64) -> list[PairSample]:
+    """:func:`sample_pairs` for each of ``seeds`` (the same samples, in order), a whole
+    ``batch`` of seeds per query: for simulations."""
     budget = check_size(budget, "budget")
-    seed = check_seed(seed)
+    seeds = [check_seed(s) for s in seeds]
     eng = diff.engine
     t = item_pair_weights(diff)
     per_class = []
@@ -258,9 +266,12 @@ def sample_pairs(diff: Diff, *, budget: int, seed: int, total_weight: float, ove
         diff.cache["pair_vantage"] = (pop, int(eng.one(pop.aggregate(n=pop.count()))["n"]),
                                       pair_totals(diff, total_weight))
     pop, n_pop, totals = diff.cache["pair_vantage"]
-    draws, judgeable, exhausted = fill_budget(diff, pop, n_pop, budget=budget, seed=seed, salt="pairs:",
-                                              id_type=t.item_id.type().to_pyarrow(), oversample=oversample)
-    return PairSample(draws, totals, judgeable, exhausted)
+    out = []
+    for k in range(0, len(seeds), batch):
+        got = fill_budgets(diff, pop, n_pop, budget=budget, seeds=seeds[k:k + batch], salt="pairs:",
+                           id_type=t.item_id.type().to_pyarrow(), oversample=oversample)
+        out += [PairSample(got[s][0], totals, got[s][1], got[s][2]) for s in seeds[k:k + batch]]
+    return out
 
 
 def _empty_draws(id_type) -> pa.Table:
@@ -374,4 +385,5 @@ def pair_class_of_draws(draws: pa.Table) -> list[str]:
     return ["self" if s else ("intersection" if c == "stable" else c) for c, s in zip(cls, sf)]
 
 
-__all__ = ["PairSample", "item_pair_weights", "pair_id", "pair_totals", "pairweight_expr", "sample_pairs"]
+__all__ = ["PairSample", "item_pair_weights", "pair_id", "pair_totals", "pairweight_expr", "sample_pairs",
+           "sample_pairs_many"]
