@@ -346,30 +346,36 @@ def next_stratum(sample_meta: dict, judgements_by_stratum: dict) -> str | None:
     return best
 
 
+def _sigma(x: np.ndarray) -> float:
+    """σ_c from ``n`` judged draws, at least ``1/sqrt(n + 1)``: a pilot whose judgements in a
+    stratum all agree (s_c = 0) must not starve that stratum of judgements (and of an honest SE)."""
+    n = len(x)
+    s = float(x.std(ddof=1)) if n > 1 else 0.0
+    return max(s, 1.0 / math.sqrt(n + 1))
+
+
 def pilot_sigmas(sample: StratifiedSample, by_pair: dict) -> dict:
-    """Per-stratum standard deviation of ``l · 1(i ≡ j)`` from judged pilot draws."""
-    out = {}
-    for c in STRATA:
-        x, _ = _stratum_stats(sample.draws[c], by_pair)
-        out[c] = float(x.std(ddof=1)) if len(x) > 1 else 0.0
-    return out
+    """Per-stratum standard deviation of ``l · 1(i ≡ j)`` from judged pilot draws (floored,
+    see :func:`_sigma`)."""
+    return {c: _sigma(_stratum_stats(sample.draws[c], by_pair)[0]) for c in STRATA}
 
 
 def pilot_sigmas_from_dir(path) -> dict:
-    """σ_c per stratum from a judged sample directory (paper or stratified design)."""
+    """σ_c per stratum from a judged sample directory (paper or stratified design; its
+    ``judgements.csv`` and judgement store ``judgements.sqlite``, those present)."""
     from .judgements import load_judgements
     from .pairs import pair_class_of_draws
     from .quality import PairSampleDir
 
     s = PairSampleDir.read(path)
-    jfile = s.path / "judgements.csv"
-    if not jfile.exists():
-        raise InputError(f"The pilot sample '{s.path}' has no judgements.csv; judge it first.")
-    by_pair = load_judgements([jfile], pair_ids=s.judgeable_ids(), id_type=s.metadata["id_type"]).by_pair
-    cls = pair_class_of_draws(s.draws)
+    files = [p for p in (s.path / "judgements.csv", s.path / "judgements.sqlite") if p.exists()]
+    if not files:
+        raise InputError(f"The pilot sample '{s.path}' has no judgements (judgements.csv or judgements.sqlite); "
+                         f"judge it first.")
+    by_pair = load_judgements(files, pair_ids=s.judgeable_ids(), id_type=s.metadata["id_type"]).by_pair
+    cls = pair_class_of_draws(s.draws) if s.draws.num_rows else []
     out = {}
     for c in STRATA:
-        keep = pa.array([k == c for k in cls])
-        x, _ = _stratum_stats(s.draws.filter(keep), by_pair)
-        out[c] = float(x.std(ddof=1)) if len(x) > 1 else 0.0
+        keep = pa.array([k == c for k in cls], pa.bool_())
+        out[c] = _sigma(_stratum_stats(s.draws.filter(keep), by_pair)[0])
     return out
