@@ -17,8 +17,18 @@ GoodSplitRate = SplitRate · mean_split(1(i ≢ j)) and so on come from their ow
 strata. Unsure and missing judgements are dropped within a stratum (each keeps
 its exact weight U_c).
 
-Budgets: ``proportional`` (``B_c ∝ U_c``) or ``neyman`` (``B_c ∝ U_c · σ_c``, with
-``σ_c`` from a judged pilot sample).
+Slices (paper, Appendix "Estimating ΔPrecision for slices of items", vantage item in I),
+with the slice's exact self term stored at sampling::
+
+    ΔPrecisionContribution(I) = self term(I) + Σ_c U_c · mean_c(l_ij · 1(i ≡ j) · 1(i ∈ I))
+    ΔPrecision(I)             = weight(T) / weight(I) · ΔPrecisionContribution(I)
+
+Budgets: ``proportional`` (``B_c ∝ U_c``, the default) or ``neyman`` (``B_c ∝ U_c · σ_c``,
+with ``σ_c`` from a judged pilot sample). :func:`next_stratum` chooses, judgement by
+judgement, the stratum that most reduces the SE (adaptive Neyman, for a judging UI).
+
+:func:`sample_stratified_many` draws the samples of many seeds with a few queries
+(simulations and benchmarks); each is the sample :func:`sample_stratified` gives.
 """
 
 from __future__ import annotations
