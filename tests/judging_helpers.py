@@ -20,11 +20,13 @@ from abcde.quality import draw_pair_sample
 HOSTILE = ["<script>window.__pwned=1</script>", "<img src=x onerror=window.__pwned=1>"]
 
 
-def make_sample(root: Path, *, budget: int = 30, seed: int = 1) -> Path:
-    """A FEBRL pair sample whose items carry a hostile ``note`` attribute (alternating payloads)."""
+def make_sample(root: Path, *, budget: int = 30, seed: int = 1, estimator: str | None = None) -> Path:
+    """A FEBRL pair sample whose items carry a hostile ``note`` attribute (alternating payloads);
+    ``estimator=None``: the default design of ``abcde pairs``."""
     d = root / "pairs"
     p = example_paths("febrl3")
-    draw_pair_sample(p["base"], p["exp"], d, items=p["items"], budget=budget, seed=seed)
+    kw = {"estimator": estimator} if estimator else {}
+    draw_pair_sample(p["base"], p["exp"], d, items=p["items"], budget=budget, seed=seed, **kw)
     items = pq.read_table(d / "items.parquet")
     notes = [HOSTILE[k % 2] for k in range(items.num_rows)]
     pq.write_table(items.append_column("note", pa.array(notes)), d / "items.parquet")

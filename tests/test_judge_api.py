@@ -19,7 +19,7 @@ from judging_helpers import assert_error, fresh_copy, make_sample, request
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
-    return make_sample(tmp_path_factory.mktemp("judge-api"))
+    return make_sample(tmp_path_factory.mktemp("judge-api"), estimator="paper")  # the app test uses the default
 
 
 @pytest.fixture
