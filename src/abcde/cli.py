@@ -375,8 +375,9 @@ def explore_sample(base, exp, items, item_id, cluster_id, weight_column, size, s
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to bind; the default serves only this machine.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
+@click.option("--json", "as_json", is_flag=True, help="Print the server's address as one JSON line on start.")
 @handle_errors
-def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, host, port):
+def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, host, port, as_json):
     """A local web UI to slice, group and drill into an exploration sample."""
     from .explore_app import ExploreApp, make_server
 
@@ -388,7 +389,11 @@ def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, 
     app.warm_up()  # whole clusters for drill-downs, computed while the page loads
     srv = make_server(app, host, port)
     h, p = srv.server_address[:2]
-    click.echo(f"abcde explore: serving {sample} at http://{h}:{p}/ (Ctrl+C to stop)", err=False)
+    if as_json:
+        click.echo(json.dumps({"url": f"http://{h}:{p}/", "host": h, "port": p, "sample": str(sample),
+                               "whole_clusters_from": "population" if app._inputs["base"] else "sample"}))
+    else:
+        click.echo(f"abcde explore: serving {sample} at http://{h}:{p}/ (Ctrl+C to stop)")
     sys.stdout.flush()
     try:
         srv.serve_forever()
