@@ -563,10 +563,13 @@ def judge_oracle(sample_dir, oracle_column, out, as_json):
               help="Width of ΔPrecision's 95% interval after which the page says you can stop.")
 @click.option("--hide", multiple=True, help="Item attribute not to show, e.g. a ground-truth column (repeatable).")
 @click.option("--show-ids", is_flag=True, help="Show the item ids (they can give the answer away).")
+@click.option("--adaptive", is_flag=True,
+              help="Stratified samples: serve the next pair from the stratum whose judgement most reduces "
+                   "ΔPrecision's SE (adaptive Neyman allocation); pair it with --target-width.")
 @click.option("--verbose", is_flag=True, help="Log every request to stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print the URL etc. as one JSON line, then serve.")
 @handle_errors
-def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, show_ids, verbose, as_json):
+def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, show_ids, adaptive, verbose, as_json):
     """A local web app where people judge the sample's pairs (blind, one at a time).
 
     Every judgement is committed to SAMPLE_DIR/judgements.sqlite before the next pair is shown;
@@ -576,11 +579,11 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
     from .judging import serve
 
     srv = serve(sample_dir, host=host, port=port, seed=seed, replicate=replicate, target_width=target_width,
-                hide=hide, show_ids=show_ids, verbose=verbose)
+                hide=hide, show_ids=show_ids, verbose=verbose, adaptive=adaptive)
     s = srv.session
     info = {"url": srv.url, "pid": os.getpid(), "sample_dir": str(s.sample_dir), "store": str(s.store.path),
             "pairs": len(s.pair_ids), "replicated_pairs": len(s.replicated), "seed": s.seed,
-            "replicate": s.replicate}
+            "replicate": s.replicate, "allocation": "adaptive Neyman" if s.adaptive else "as sampled"}
     if as_json:
         click.echo(json.dumps(info))
     else:

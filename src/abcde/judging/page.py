@@ -127,7 +127,8 @@ function renderEstimates(s) {
     body.append(tr);
   }
   $("est-note").textContent = "From the person judgements in the store, by the estimator behind 'abcde quality' (" +
-    s.estimates.estimator + "). Judged pairs: " + s.estimates.judged_pairs + ", unsure: " + s.estimates.unsure_pairs +
+    s.estimates.estimator + (s.estimates.allocation ? ", allocation " + s.estimates.allocation : "") +
+    (s.settings.allocation === "adaptive Neyman" ? "; pairs served by adaptive Neyman allocation" : "") + "). Judged pairs: " + s.estimates.judged_pairs + ", unsure: " + s.estimates.unsure_pairs +
     ", not judged: " + s.estimates.missing_pairs + ".";
   if (s.settings.target_width !== null) {
     $("target").textContent = "Target width of ΔPrecision's 95% interval: " + fmt(s.settings.target_width) +

@@ -63,10 +63,17 @@ class JudgingSession:
     show_ids
         Show the item ids too (they may give the answer away, e.g. FEBRL's
         ``rec-1-org`` / ``rec-1-dup-0``).
+    adaptive
+        Adaptive Neyman allocation (stratified samples only): the next pair comes from the
+        stratum whose next judgement most reduces the SE of ΔPrecision
+        (:func:`abcde.stratified.next_stratum`, on the judgements so far); within a stratum,
+        the rater's random order. Judgements then approach ``n_c ∝ U_c·σ_c``; stop at
+        ``target_width``. Draw a larger budget than you mean to judge so each stratum has
+        pairs to spare.
     """
 
     def __init__(self, sample_dir, *, seed: int | None = None, replicate: float | None = None,
-                 target_width: float | None = None, hide=(), show_ids: bool = False):
+                 target_width: float | None = None, hide=(), show_ids: bool = False, adaptive: bool = False):
         if replicate is not None and not (0 <= replicate <= 1):
             raise InputError(f"The replicated share must be in [0, 1]. Got {replicate} instead.")
         if target_width is not None and not target_width > 0:
@@ -88,6 +95,16 @@ class JudgingSession:
         self.pair_ids = list(self.store.pair_ids)
         self.replicated = {p for p in self.pair_ids if _unit(self.seed, p) < self.replicate}
         self._orders: dict[str, list[str]] = {}
+        meta = self.store.sample.metadata
+        if adaptive and meta.get("estimator") != "stratified":
+            raise InputError("Adaptive allocation needs a stratified pair sample ('abcde pairs --estimator "
+                             f"stratified'); {self.sample_dir} was drawn with the {meta.get('estimator', 'paper')!r} "
+                             "estimator.")
+        self.adaptive = adaptive
+        self._stratum_of: dict[str, str] = {}
+        if adaptive:
+            d = self.store.sample.draws
+            self._stratum_of = dict(zip(d.column("pair_id").to_pylist(), d.column("stratum").to_pylist()))
         self._lock = threading.Lock()
         self._estimates: tuple | None = None
 
@@ -111,10 +128,28 @@ class JudgingSession:
             count[j.pair_id] += 1
             if j.rater == rater:
                 mine.add(j.pair_id)
-        for p in self.order(rater):
-            if p not in mine and count[p] < (2 if p in self.replicated else 1):
-                return p
-        return None
+        candidates = (p for p in self.order(rater) if p not in mine and count[p] < (2 if p in self.replicated else 1))
+        if not self.adaptive:
+            return next(candidates, None)
+        candidates = list(candidates)
+        c = self.next_stratum(live, {self._stratum_of[p] for p in candidates})
+        return next((p for p in candidates if self._stratum_of[p] == c), None)
+
+    def next_stratum(self, live, remaining) -> str | None:
+        """Adaptive Neyman: among strata with pairs left (``remaining``), the one whose next judgement
+        most reduces the SE of ΔPrecision, from the judgements so far (several raters of one pair:
+        the majority, a tie counts as unsure — as in ``abcde quality``)."""
+        from ..stratified import next_stratum, stratum_values
+
+        votes: dict = defaultdict(lambda: defaultdict(int))
+        for j in live:
+            votes[j.pair_id][j.judgement] += 1
+        by_pair = {}
+        for pid, v in votes.items():
+            same, diff = v.get("same", 0), v.get("different", 0)
+            by_pair[pid] = "same" if same > diff else "different" if diff > same else "unsure"
+        totals = {c: u for c, u in self.store.sample.metadata["pair_totals"].items() if c in remaining}
+        return next_stratum({"pair_totals": totals}, stratum_values(self.store.sample.draws, by_pair))
 
     def pair_view(self, pair_id: str) -> dict:
         """Both items' shown attributes side by side (values as text), differing ones marked."""
@@ -177,7 +212,8 @@ class JudgingSession:
             "judgements": len(live),
             "judged_pairs": judged_pairs,
             "raters": sorted({j.rater for j in live}),
-            "settings": {"seed": self.seed, "replicate": self.replicate, "target_width": self.target_width},
+            "settings": {"seed": self.seed, "replicate": self.replicate, "target_width": self.target_width,
+                         "allocation": "adaptive Neyman" if self.adaptive else "as sampled"},
             "estimates": est,
             "ci_width": width,
             "can_stop": bool(self.target_width is not None and width is not None and width <= self.target_width),

@@ -1,0 +1,87 @@
+"""Adaptive Neyman allocation in the judging session (issue 8): the next pair comes from the
+stratum whose next judgement most reduces the SE of ΔPrecision."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow.parquet as pq
+import pytest
+
+from abcde import InputError
+from abcde.examples import example_paths
+from abcde.judging.session import JudgingSession
+from abcde.quality import draw_pair_sample, estimate_quality
+from abcde.stratified import next_stratum, stratum_values
+
+
+@pytest.fixture(scope="module")
+def febrl():
+    return example_paths("febrl3")
+
+
+def _truth(sample_dir):
+    items = pq.read_table(sample_dir / "items.parquet").to_pylist()
+    return {r["item_id"]: r["entity_id"] for r in items}
+
+
+def test_adaptive_session_serves_the_greedy_neyman_stratum(febrl, tmp_path):
+    d = draw_pair_sample(febrl["base"], febrl["exp"], tmp_path / "s", items=febrl["items"], budget=200, seed=3,
+                         estimator="stratified")
+    truth = _truth(d)
+    s = JudgingSession(d, adaptive=True)
+    assert s.state("ann")["settings"]["allocation"] == "adaptive Neyman"
+    tasks = s.store.task_by_pair
+    served = []
+    for _ in range(60):
+        live = s.store.live(source="person")
+        pid = s.next_pair("ann", live)
+        # The served stratum is next_stratum's choice on the judgements so far.
+        by_pair = {j.pair_id: j.judgement for j in live}
+        judged = {p for p in by_pair}
+        remaining = {s._stratum_of[p] for p in s.pair_ids if p not in judged}
+        totals = {c: u for c, u in s.store.sample.metadata["pair_totals"].items() if c in remaining}
+        want = next_stratum({"pair_totals": totals}, stratum_values(s.store.sample.draws, by_pair))
+        assert s._stratum_of[pid] == want
+        served.append(want)
+        t = tasks[pid]
+        s.submit("ann", pid, "same" if truth[t["item_a"]] == truth[t["item_b"]] else "different")
+    counts = Counter(served)
+    # Every stratum with weight got its two judgements first.
+    live_strata = [c for c in ("split", "merge", "intersection") if s.store.sample.metadata["pair_totals"][c] > 0]
+    assert set(served[:2 * len(live_strata)]) == set(live_strata)
+    assert all(counts[c] >= 2 for c in live_strata)
+    # The live estimate is still the one `abcde quality` computes for these judgements.
+    est = s.estimates()
+    assert est["estimator"] == "stratified"
+    export = tmp_path / "j.csv"
+    from abcde.judgements import write_table_file
+
+    write_table_file(s.store.to_table(source="person"), export)
+    assert estimate_quality(d, [str(export)]).to_dict()["delta_precision"] == est["delta_precision"]
+
+
+def test_adaptive_needs_a_stratified_sample(febrl, tmp_path):
+    d = draw_pair_sample(febrl["base"], febrl["exp"], tmp_path / "p", items=febrl["items"], budget=30, seed=1,
+                         estimator="paper")
+    with pytest.raises(InputError, match="needs a stratified pair sample"):
+        JudgingSession(d, adaptive=True)
+
+
+def test_adaptive_order_gives_a_smaller_se_than_the_sampled_order(febrl, tmp_path):
+    """One fixed, deterministic configuration (sample seed 3, rater order seed 0, 60 oracle
+    judgements of a 200-pair stratified sample): measured SE 0.0094 adaptive vs 0.0131."""
+    d = draw_pair_sample(febrl["base"], febrl["exp"], tmp_path / "s", items=febrl["items"], budget=200, seed=3,
+                         estimator="stratified")
+    truth = _truth(d)
+    se = {}
+    for adaptive in (True, False):
+        for f in d.glob("judgements.sqlite*"):
+            f.unlink()
+        s = JudgingSession(d, adaptive=adaptive)
+        for _ in range(60):
+            pid = s.next_pair("ann")
+            t = s.store.task_by_pair[pid]
+            s.submit("ann", pid, "same" if truth[t["item_a"]] == truth[t["item_b"]] else "different")
+        se[adaptive] = s.estimates()["delta_precision"]["std_err"]
+    assert se[True] < 0.8 * se[False]
