@@ -35,6 +35,19 @@ import abcde  # noqa: E402
 from abcde.explore import ExplorationSample  # noqa: E402
 
 
+def generate_with_attributes(workdir: Path, n: int) -> tuple[Path, Path]:
+    """benchmarks/impact.py's synthetic data plus an items table with two attributes
+    (``src``: 7 values, ``width``: 0–999); returns the data folder and that table."""
+    d, _ = generate(workdir, n, 0)
+    items = d / "items_attrs.parquet"
+    if not items.exists():
+        duckdb.connect().execute(
+            f"COPY (SELECT item_id, weight, 'src' || (hash(item_id) % 7)::VARCHAR AS src, "
+            f"(hash(item_id) // 7 % 1000)::INTEGER AS width FROM '{d / 'items.parquet'}') TO '{items}' (FORMAT parquet)"
+        )
+    return d, items
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, default=10_000_000)
@@ -43,13 +56,7 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", type=Path, default=HERE / ".data")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
-    d, _ = generate(a.workdir, a.items, 0)
-    items = d / "items_attrs.parquet"
-    if not items.exists():
-        duckdb.connect().execute(
-            f"COPY (SELECT item_id, weight, 'src' || (hash(item_id) % 7)::VARCHAR AS src, "
-            f"(hash(item_id) // 7 % 1000)::INTEGER AS width FROM '{d / 'items.parquet'}') TO '{items}' (FORMAT parquet)"
-        )
+    d, items = generate_with_attributes(a.workdir, a.items)
     args = dict(items=str(items))
     warnings.simplefilter("ignore")
     out = {"items": a.items, "size": a.size}

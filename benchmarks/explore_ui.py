@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from impact import generate  # noqa: E402
+from explore import generate_with_attributes  # noqa: E402
 
 import abcde  # noqa: E402
 from abcde.explore_app import ExploreApp, make_server  # noqa: E402
@@ -56,12 +56,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
-    d, _ = generate(a.workdir, a.items, 0)
-    items = d / "items_attrs.parquet"
-    if not items.exists():
-        duckdb.connect().execute(
-            f"COPY (SELECT item_id, weight, 'src' || (hash(item_id) % 7)::VARCHAR AS src, "
-            f"(hash(item_id) // 7 % 1000)::INTEGER AS width FROM '{d / 'items.parquet'}') TO '{items}' (FORMAT parquet)")
+    d, items = generate_with_attributes(a.workdir, a.items)
     path = a.workdir / f"explore-ui-n{a.items}-s{a.size}.parquet"
     if not path.exists():
         abcde.sample_items(str(d / "base.parquet"), str(d / "exp.parquet"), items=str(items), size=a.size,

@@ -70,7 +70,7 @@ def test_restriction_is_reported(write, small):
     assert (r["base_only_items"], r["exp_only_items"], r["common_items"]) == (2, 1, 3)
     assert r["base_only_examples"] == [4, 5] and r["exp_only_examples"] == [7]
     text = run("impact", "--base", small["base"], "--exp", e)
-    assert "2 items (weight 2) only in base, excluded; e.g. 4, 5" in text
+    assert "2 items (weight 2) only in base were excluded, e.g. 4, 5" in text
 
 
 def test_pointwise_cli(small):

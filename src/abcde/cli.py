@@ -19,6 +19,7 @@ from rich.table import Table
 
 from . import _progress
 from .engine import connect
+from .fragments import describe_restriction
 from .errors import AbcdeError
 from .explore import ExplorationSample, sample_affected, sample_items
 from .impact import impact as run_impact
@@ -155,6 +156,19 @@ def input_options(fn):
     return wrapper
 
 
+def clustering_options(fn):
+    """--base, --exp and the input options."""
+
+    @click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
+    @click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
+    @input_options
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="abcde")
 def main():
@@ -191,17 +205,7 @@ def print_impact(res, *, top: int) -> None:
 
 
 def print_restriction(r: dict, names: tuple[str, str]) -> None:
-    b, e = names
-    lines = []
-    if r["base_only_items"]:
-        lines.append(f"{r['base_only_items']:,} items (weight {_fmt(r['base_only_weight'])}) only in {b}, "
-                     f"excluded; e.g. {', '.join(map(repr, r['base_only_examples']))}")
-    if r["exp_only_items"]:
-        lines.append(f"{r['exp_only_items']:,} items (weight {_fmt(r['exp_only_weight'])}) only in {e}, "
-                     f"excluded; e.g. {', '.join(map(repr, r['exp_only_examples']))}")
-    if r["items_only_items"]:
-        lines.append(f"{r['items_only_items']:,} rows of the items table are in neither clustering; "
-                     f"e.g. {', '.join(map(repr, r['items_only_examples']))}")
+    lines = describe_restriction(r, names, _fmt)
     if lines:
         console.print("[yellow]Restricted to the common items:[/yellow]")
         for line in lines:
@@ -209,9 +213,7 @@ def print_restriction(r: dict, names: tuple[str, str]) -> None:
 
 
 @main.command()
-@click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
-@click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
-@input_options
+@clustering_options
 @click.option("--slice-by", multiple=True, help="Attribute column(s) to slice by; repeat, or 'a,b' to group by both.")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Most affected clusters to list.")
 @click.option("--item", "lookup", multiple=True, help="Show the metrics of this item id (repeatable).")
@@ -334,9 +336,7 @@ def explore():
 
 
 @explore.command("sample")
-@click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
-@click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
-@input_options
+@clustering_options
 @click.option("--size", required=True, type=int, help="Unique affected items to draw (e.g. 1000000).")
 @click.option("--seed", required=True, type=int, help="Random seed; same seed and inputs give the same sample.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Sample file (.parquet).")
@@ -463,9 +463,7 @@ def explore_query(sample, where, group_by, metric, top, examples, seed, as_json)
 
 # --------------------------------------------------------------------------- quality
 @main.command()
-@click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
-@click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
-@input_options
+@clustering_options
 @click.option("--budget", required=True, type=int, help="Distinct pairs to get judged.")
 @click.option("--seed", required=True, type=int, help="Random seed; same seed and inputs give the same pairs.")
 @click.option("--slice-by", multiple=True,
@@ -753,9 +751,7 @@ def quality(sample_dir, judgements, slice_by, source, as_json):
 
 # --------------------------------------------------------------------------- report
 @main.command()
-@click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
-@click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
-@input_options
+@clustering_options
 @click.option("--slice-by", multiple=True, help="Attribute column(s) to slice by; repeat, or 'a,b' to group by both.")
 @click.option("--top", default=20, show_default=True, type=click.IntRange(min=0), help="Most affected clusters per side.")
 @click.option("--quality", "quality_dir", type=click.Path(file_okay=False), default=None,

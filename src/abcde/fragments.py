@@ -78,6 +78,21 @@ class Restriction:
         }
 
 
+def describe_restriction(r: dict, names: tuple[str, str] = ("Base", "Exp"), fmt=str) -> list[str]:
+    """One sentence per kind of item that restricting to the common items removed (empty when
+    nothing was); ``r`` is :meth:`Restriction.to_dict`, ``fmt`` formats weights."""
+    b, e = names
+    lines = []
+    for side, name in (("base", b), ("exp", e)):
+        if r[f"{side}_only_items"]:
+            lines.append(f"{r[f'{side}_only_items']:,} items (weight {fmt(r[f'{side}_only_weight'])}) only in {name} "
+                         f"were excluded, e.g. {', '.join(map(str, r[f'{side}_only_examples']))}")
+    if r["items_only_items"]:
+        lines.append(f"{r['items_only_items']:,} rows of the items table are in neither clustering, e.g. "
+                     f"{', '.join(map(str, r['items_only_examples']))}")
+    return lines
+
+
 @dataclass
 class Diff:
     """Validated, restricted inputs and the materialized fragment table.

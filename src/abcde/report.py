@@ -32,6 +32,7 @@ from typing import Any
 import ibis
 
 from .errors import InputError
+from .fragments import describe_restriction
 from .impact import ImpactResult, per_item_expr
 
 REPORT_FORMAT = "abcde-report"
@@ -428,16 +429,7 @@ def render_html(data: dict) -> str:
 
 
 def _restriction_html(r: dict, names: dict) -> str:
-    lines = []
-    if r["base_only_items"]:
-        lines.append(f"{r['base_only_items']:,} items (weight {_n(r['base_only_weight'])}) only in "
-                     f"{names['base']} were excluded, e.g. {', '.join(map(str, r['base_only_examples']))}")
-    if r["exp_only_items"]:
-        lines.append(f"{r['exp_only_items']:,} items (weight {_n(r['exp_only_weight'])}) only in "
-                     f"{names['exp']} were excluded, e.g. {', '.join(map(str, r['exp_only_examples']))}")
-    if r["items_only_items"]:
-        lines.append(f"{r['items_only_items']:,} rows of the items table are in neither clustering, e.g. "
-                     f"{', '.join(map(str, r['items_only_examples']))}")
+    lines = describe_restriction(r, (names["base"], names["exp"]), _n)
     if not lines:
         return (f'<p id="restriction">Both clusterings have the same {r["common_items"]:,} items: nothing was '
                 "excluded.</p>")
