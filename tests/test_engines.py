@@ -300,7 +300,7 @@ def test_bad_input_gets_the_same_clear_errors(engine, tmp_path):
         ((base, w("dup.parquet", item_id=[1, 1, 2, 3, 3, 4], cluster_id=["a", "b", "a", "c", "c", "d"])), {},
          r"2 item ids appear in more than one row of exp file '.*dup.parquet' \(first: 1, 3\)"),
         ((base, exp), {"items": w("nan.parquet", item_id=[1, 2, 3, 4, 5], weight=[1.0, float("nan"), 1, 1, 1])},
-         r"1 items in items file '.*nan.parquet' have a NaN weight in column 'weight' \(first: 2: "),
+         r"1 items in items file '.*nan.parquet' have a NaN weight in column 'weight' \(first: 2: nan\)"),
         ((base, exp), {"items": w("inf.parquet", item_id=[1, 2, 3, 4, 5], weight=[1.0, 1, float("inf"), 1, 1])},
          r"1 items in items file '.*inf.parquet' have a infinite weight in column 'weight' \(first: 3: inf"),
         ((tmp_path / "corrupt.parquet", exp), {}, r"Cannot read the base file '.*corrupt.parquet': .*(Parquet|magic bytes)"),

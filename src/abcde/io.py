@@ -167,7 +167,7 @@ def load_items(engine: Engine, source, *, item_id: str, weight: str | None) -> t
             ex = engine.one(t.aggregate(ex=pairs.collect(where=pred.fill_null(False))[:5]))["ex"]
             raise InputError(
                 f"{n} items in {label} have a {what} weight in column '{wcol}' "
-                f"(first: {_weight_examples(ex)}). "
+                f"(first: {_weight_examples(ex, what)}). "
                 "Weights must be positive finite numbers."
             )
     return Loaded(t, label, int(stats["rows"])), attrs
@@ -219,8 +219,9 @@ def bad_float_predicates(x: ibis.Value) -> tuple[ibis.Value, ibis.Value, ibis.Va
     return is_nan, is_null, is_inf
 
 
-def _weight_examples(rows) -> str:
-    return ", ".join("%r: %s" % (r["item_id"], r["weight"]) for r in rows)
+def _weight_examples(rows, what: str = "") -> str:
+    # The rows were selected as NaN, but Spark's Arrow route (via pandas) returns NaN as None.
+    return ", ".join("%r: %s" % (r["item_id"], "nan" if what == "NaN" else r["weight"]) for r in rows)
 
 
 def unify_id_types(loaded: dict[str, Loaded]) -> dict[str, Loaded]:
