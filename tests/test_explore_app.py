@@ -213,3 +213,43 @@ def test_structured_filter_matches_the_text_filter(sample_path):
         structured_filter([{"column": "state", "op": "=", "value": None}], t)
     with pytest.raises(InputError, match="non-empty list"):
         structured_filter([], t)
+
+
+def test_foreign_host_and_odd_bodies(server):
+    req = urllib.request.Request(server.url + "api/meta", headers={"Host": "evil.example"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=30)
+    assert e.value.code == 403
+    for body in ({"top": 1e400}, {"group_by": "state"}, {"n": "many"}):
+        path = "/api/examples" if "n" in body else "/api/query"
+        status, reply = server.post(path, json.dumps(body).encode())
+        assert status == 400 and reply["error"], body
+    status, _ = server.post("/api/query", b"[" * 30000 + b"]" * 30000)
+    assert status == 400
+    assert server.get("/api/meta")[0] == 200
+
+
+def test_structured_filter_keeps_big_integers_exact(tmp_path):
+    import ibis
+
+    t = ibis.memtable({"x": [2**53, 2**53 + 1]})
+    con = ibis.duckdb.connect()
+    for v in (2**53 + 1, str(2**53 + 1)):
+        assert con.execute(t.filter(structured_filter([{"column": "x", "op": "=", "value": v}], t)).x).tolist() == [
+            2**53 + 1]
+    with pytest.raises(InputError, match="not a value of column 'x'"):
+        structured_filter([{"column": "x", "op": "=", "value": 2**70}], t)
+
+
+def test_the_sample_remembers_its_column_settings(tmp_path, write):
+    base = write("b.parquet", id=[1, 2, 3, 4], c=["a", "a", "b", "b"])
+    exp = write("e.parquet", id=[1, 2, 3, 4], c=["a", "b", "b", "b"])
+    items = write("i.parquet", id=[1, 2, 3, 4], w2=[1.0, 7.0, 1.0, 1.0])
+    s = abcde.sample_items(base, exp, items=items, item_id="id", cluster_id="c", weight="w2", size=20, seed=1)
+    s.write(tmp_path / "s.parquet")
+    from abcde.explore_app import ExploreApp
+
+    app = ExploreApp(tmp_path / "s.parquet")
+    got = app.item(2)
+    assert got["source"] == "population" and got["item"]["weight"] == 7.0
+    assert got["item"]["jaccard_distance"] == pytest.approx(got["sampled"]["jaccard_distance"])

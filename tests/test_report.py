@@ -185,3 +185,29 @@ def test_report_quality_slices_and_nan_free_json(demo):
     assert [r["value"] for r in d["quality"]["slices"]["source"]]
     assert not math.isnan(d["quality"]["delta_precision"]["estimate"])
     assert "NaN" not in text
+
+
+def test_huge_integer_ids_and_markdown_injection(tmp_path, write, page):
+    big = 2**53 + 1
+    base = write("base.parquet", item_id=[1, 2, 3, 4], cluster_id=[big, big, big - 1, big - 1])
+    exp = write("exp.parquet", item_id=[1, 2, 3, 4], cluster_id=[7, 7, 7, 7])
+    res = abcde.impact(base, exp)
+    rep = build_report(res, names=("x|`\n# H", "Exp"))
+    rep.write(tmp_path / "r.html", markdown=tmp_path / "r.md")
+    open_report(page, tmp_path / "r.html")
+    row = page.locator(f'tr.cluster[data-side="base"][data-cluster="{big}"]').first
+    row.click()
+    fig = page.locator("tr.detail .fig")
+    # Exact ids survive the page's JSON (JavaScript numbers would round 2^53+1 to 2^53).
+    assert f"Base(i) = cluster {big}" in page.inner_text("tr.detail")
+    assert int(fig.locator('[data-group="merge"] .lab').first.get_attribute("data-count")) == 2
+    assert fig.locator('[data-group="stable"] li').count() == 2
+    md = (tmp_path / "r.md").read_text()
+    assert "\n# H" not in md and "`" not in md.replace("```", "")
+
+
+def test_nan_cluster_ids_are_refused(write):
+    base = write("base.parquet", item_id=[1, 2, 3], cluster_id=[1.0, float("nan"), 2.0])
+    exp = write("exp.parquet", item_id=[1, 2, 3], cluster_id=[1.0, 1.0, 2.0])
+    with pytest.raises(abcde.InputError, match=r"1 items of base file .* have a null \(or NaN\) cluster id .*first: 2"):
+        abcde.impact(base, exp)

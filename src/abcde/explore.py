@@ -377,4 +377,8 @@ def sample_items(
     size = check_size(size)
     seed = check_seed(seed)
     diff = build_diff(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight, engine=engine)
-    return sample_affected(diff, size=size, seed=seed, inputs=input_names(base=base, exp=exp, items=items))
+    inputs = input_names(base=base, exp=exp, items=items)
+    inputs = {k: (os.path.abspath(v) if k in ("base", "exp", "items") and os.path.exists(v) else v)
+              for k, v in inputs.items()}
+    inputs.update(item_id=item_id, cluster_id=cluster_id, weight=weight)
+    return sample_affected(diff, size=size, seed=seed, inputs=inputs)

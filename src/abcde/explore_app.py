@@ -67,6 +67,10 @@ class ExploreApp:
                 Path(rec[k]).exists() for k in ("base", "exp")):
             base, exp = rec["base"], rec["exp"]
             items = items or (rec.get("items") if rec.get("items") and Path(rec["items"]).exists() else None)
+            # The column settings the sample was drawn with (older samples: the defaults).
+            item_id = rec.get("item_id") or item_id
+            cluster_id = rec.get("cluster_id") or cluster_id
+            weight = rec.get("weight") or weight
         self._inputs = dict(base=base, exp=exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
         self._full = None
         self._lock = threading.Lock()  # the sample's DuckDB connection: its queries run one at a time
@@ -110,7 +114,9 @@ class ExploreApp:
     def query(self, filters=None, group_by=(), metric: str = "jaccard", top: int = 20) -> dict:
         """The slice's estimate and its top groups (``filters``: structured conditions)."""
         filters = filters or None
-        group_by = list(group_by or [])
+        if not isinstance(group_by, (list, tuple)) or not all(isinstance(c, str) for c in group_by):
+            raise InputError(f"group_by must be a list of column names. Got {group_by!r} instead.")
+        group_by = list(group_by)
         top = max(1, min(int(top), 500))
         t0 = time.perf_counter()
         with self._lock:
@@ -156,6 +162,8 @@ class ExploreApp:
     @staticmethod
     def _typed_id(t: ibis.Table, col: str, value):
         typ = t[col].type()
+        if not (typ.is_integer() or typ.is_string()):
+            raise InputError(f"Lookups by {col} need integer or text ids; this sample's are {typ}.")
         if typ.is_integer():
             try:
                 return int(str(value).strip())
@@ -217,7 +225,34 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, status: int, message: str) -> None:
         self._json({"error": message}, status)
 
+    def _host_ok(self) -> bool:
+        """Refuse requests for another host name (DNS rebinding) when serving on loopback."""
+        bound = self.server.server_address[0]
+        if bound not in ("127.0.0.1", "localhost", "::1"):
+            return True
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
+        if host in ("127.0.0.1", "localhost", "::1"):
+            return True
+        self._error(403, "this server answers only requests for 127.0.0.1 / localhost")
+        return False
+
     def do_GET(self):  # noqa: N802
+        if not self._host_ok():
+            return
+        try:
+            self._get()
+        except Exception as exc:  # never drop the connection without an answer
+            self._error(500, f"{type(exc).__name__}: {exc}")
+
+    def do_POST(self):  # noqa: N802
+        if not self._host_ok():
+            return
+        try:
+            self._post()
+        except Exception as exc:
+            self._error(500, f"{type(exc).__name__}: {exc}")
+
+    def _get(self):
         u = urlparse(self.path)
         q = {k: v[0] for k, v in parse_qs(u.query).items()}
         try:
@@ -236,19 +271,20 @@ class _Handler(BaseHTTPRequestHandler):
         except AbcdeError as exc:
             self._error(400, str(exc))
 
-    def do_POST(self):  # noqa: N802
+    def _post(self):
         u = urlparse(self.path)
         try:
             n = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             n = -1
         if n < 0 or n > MAX_BODY:
+            self.close_connection = True  # the unread body must not be read as the next request
             return self._error(413, "request body too large or without a length")
         try:
             body = json.loads(self.rfile.read(n) or b"{}")
             if not isinstance(body, dict):
                 raise ValueError
-        except ValueError:
+        except (ValueError, RecursionError):
             return self._error(400, "the request body is not a JSON object")
         try:
             if u.path == "/api/query":
@@ -258,7 +294,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(self.app.examples(body.get("filters"), body.get("n", 20), body.get("seed", 0)))
             else:
                 self._error(404, "not found")
-        except (AbcdeError, TypeError, ValueError) as exc:
+        except (AbcdeError, TypeError, ValueError, OverflowError) as exc:
             self._error(400, str(exc))
 
 

@@ -166,10 +166,20 @@ def _typed(v, x, col: str, i: int):
     dt = x.type()
     try:
         if dt.is_integer():
-            f = float(v)
-            if not f.is_integer():
+            if isinstance(v, bool):
                 raise ValueError
-            return int(f)
+            if isinstance(v, int):
+                i = v
+            elif isinstance(v, str) and v.strip().lstrip("+-").isdigit():
+                i = int(v.strip())
+            else:
+                f = float(v)
+                if not f.is_integer():
+                    raise ValueError
+                i = int(f)
+            if not -(2**63) <= i < 2**63:
+                raise ValueError
+            return i
         if dt.is_floating() or dt.is_decimal():
             return float(v)
         if dt.is_boolean():
@@ -178,7 +188,7 @@ def _typed(v, x, col: str, i: int):
             if str(v).lower() in ("true", "false"):
                 return str(v).lower() == "true"
             raise ValueError
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"Filter condition {i + 1}: {v!r} is not a value of column {col!r} ({dt}).") from None
     if v is None:
         raise InputError(f"Filter condition {i + 1}: use 'is null' to match missing values of {col!r}.")

@@ -79,12 +79,17 @@ def load_clustering(
     _require_columns(raw, label, {"item id": item_id, "cluster id": cluster_id})
     _check_id_type(raw, item_id, label)
     t = raw.select(item_id=raw[item_id], **{out_cluster: raw[cluster_id]})
+    cl = t[out_cluster]
+    # A NaN cluster id (pandas' "no cluster") is as missing as a null one. Tested through its text:
+    # DuckDB 2.0 folds isnan() to FALSE from Parquet statistics, which leave NaN out.
+    floating = cl.type().is_floating()
+    missing = (cl.isnull() | (cl.cast("string").lower() == "nan").fill_null(False)) if floating else cl.isnull()
 
     stats = engine.one(
         t.aggregate(
             rows=t.count(),
             null_items=t.item_id.isnull().sum(),
-            null_clusters=t[out_cluster].isnull().sum(),
+            null_clusters=missing.sum(),
         ),
         step=f"validate {role}",
     )
@@ -96,9 +101,9 @@ def load_clustering(
             "Every row needs an item id."
         )
     if stats["null_clusters"]:
-        bad = engine.rows(t.filter(t[out_cluster].isnull()).item_id.name("id").as_table().limit(5))
+        bad = engine.rows(t.filter(missing).item_id.name("id").as_table().limit(5))
         raise InputError(
-            f"{stats['null_clusters']} items of {label} have a null cluster id in column "
+            f"{stats['null_clusters']} items of {label} have a {'null (or NaN)' if floating else 'null'} cluster id in column "
             f"'{cluster_id}' (first: {examples_text(r['id'] for r in bad)}). "
             "Every item must belong to a cluster."
         )

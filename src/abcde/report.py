@@ -381,8 +381,19 @@ def _table(rows: list[dict], cols: list[tuple[str, str, Any]], cls: str = "") ->
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
+def _js_safe(v):
+    """Integers beyond 2^53 as text: JavaScript's numbers would round ids (the page compares them)."""
+    if isinstance(v, dict):
+        return {k: _js_safe(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_js_safe(x) for x in v]
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:
+        return str(v)
+    return v
+
+
 def _json_script(obj, id_: str) -> str:
-    text = json.dumps(obj, default=str, allow_nan=False)
+    text = json.dumps(_js_safe(obj), default=str, allow_nan=False)
     # Inside <script>, "</" would end the element: escape it (and keep the JSON valid).
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return f'<script type="application/json" id="{id_}">{text}</script>'
@@ -549,7 +560,7 @@ def _vega_bundle() -> str:
 def render_markdown(data: dict) -> str:
     h = data["headline"]
     n = data["names"]
-    lines = [f"### ABCDE: {n['exp']} vs {n['base']}", ""]
+    lines = [f"### ABCDE: {_md(n['exp'])} vs {_md(n['base'])}", ""]
     if data["identical"]:
         lines += [f"The clusterings are **identical** on the {h['items']:,} common items: nothing changed.", ""]
     lines += ["| SplitRate | MergeRate | JaccardDistance | affected items | items |", "|---:|---:|---:|---:|---:|",
@@ -558,12 +569,12 @@ def render_markdown(data: dict) -> str:
     r = data["restriction"]
     if r["base_only_items"] or r["exp_only_items"]:
         lines += [f"Restricted to {r['common_items']:,} common items: {r['base_only_items']:,} only in "
-                  f"{n['base']}, {r['exp_only_items']:,} only in {n['exp']} were excluded.", ""]
+                  f"{_md(n['base'])}, {r['exp_only_items']:,} only in {_md(n['exp'])} were excluded.", ""]
     top = data["top_clusters"]["interleaved"][:5]
     if top:
         lines += ["Most affected clusters:", "", "| side | cluster | size | SplitRate | MergeRate | contribution |",
                   "|---|---|---:|---:|---:|---:|"]
-        lines += [f"| {c['side']} | `{_md(c['cluster_id'])}` | {c['size']:,} | {_pct(c['split_rate'])} | "
+        lines += [f"| {c['side']} | {_md(c['cluster_id'])} | {c['size']:,} | {_pct(c['split_rate'])} | "
                   f"{_pct(c['merge_rate'])} | {_pct(c['contribution'])} |" for c in top]
         lines.append("")
     q = data.get("quality")
@@ -581,7 +592,8 @@ def render_markdown(data: dict) -> str:
 
 
 def _md(v) -> str:
-    return str(v).replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
+    """Text for a Markdown table cell or line: one line, no table breaks, no HTML, no code spans."""
+    return " ".join(str(v).split()).replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
 
 
 # --------------------------------------------------------------------------- page
