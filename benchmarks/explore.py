@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 from impact import generate  # noqa: E402
 
 import abcde  # noqa: E402
-from abcde.explore import ExplorationSample  # noqa: E402
+from abcde.sampling.explore import ExplorationSample  # noqa: E402
 
 
 def generate_with_attributes(workdir: Path, n: int) -> tuple[Path, Path]:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 from explore import generate_with_attributes  # noqa: E402
 
 import abcde  # noqa: E402
-from abcde.explore_app import ExploreApp, make_server  # noqa: E402
+from abcde.web.explore_app import ExploreApp, make_server  # noqa: E402
 
 
 def timed(fn, repeat: int) -> float:

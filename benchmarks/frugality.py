@@ -27,11 +27,11 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from abcde.examples import example_paths  # noqa: E402
-from abcde.fragments import build_diff  # noqa: E402
-from abcde.impact import overall  # noqa: E402
-from abcde.pairs import sample_pairs  # noqa: E402
+from abcde.core.diff import build_diff  # noqa: E402
+from abcde.metrics.impact import overall  # noqa: E402
+from abcde.sampling.pairs import sample_pairs  # noqa: E402
 from abcde.quality import estimate_from_draws  # noqa: E402
-from abcde.stratified import (estimate_stratified, pilot_sigmas, sample_stratified,  # noqa: E402
+from abcde.quality.stratified import (estimate_stratified, pilot_sigmas, sample_stratified,  # noqa: E402
                               sample_stratified_many)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from abcde.examples import example_paths
-from abcde.judging import serve
+from abcde.web.judging_server import serve
 from abcde.quality import draw_pair_sample
 
 

@@ -28,9 +28,9 @@ sys.path.insert(0, str(HERE.parent / "src"))
 from impact import generate  # noqa: E402
 
 import abcde  # noqa: E402
-from abcde.fragments import build_diff  # noqa: E402
-from abcde.impact import overall  # noqa: E402
-from abcde.pairs import sample_pairs  # noqa: E402
+from abcde.core.diff import build_diff  # noqa: E402
+from abcde.metrics.impact import overall  # noqa: E402
+from abcde.sampling.pairs import sample_pairs  # noqa: E402
 from abcde.quality import draw_pair_sample  # noqa: E402
 
 

@@ -34,11 +34,11 @@ import abcde
 import reference as ref
 from abcde.cli import main
 from abcde.errors import MissingDependencyError
-from abcde.explore import sample_affected
-from abcde.fragments import build_diff
-from abcde.impact import overall
-from abcde.pairs import sample_pairs
-from abcde.stratified import STRATA, sample_stratified, sample_stratified_many, slice_self_terms
+from abcde.sampling.explore import sample_affected
+from abcde.core.diff import build_diff
+from abcde.metrics.impact import overall
+from abcde.sampling.pairs import sample_pairs
+from abcde.quality.stratified import STRATA, sample_stratified, sample_stratified_many, slice_self_terms
 
 EXAMPLE = Path(abcde.__file__).parent / "examples" / "febrl3"
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import abcde
 from abcde.cli import main
 from abcde.errors import InputError
-from abcde.explore import ExplorationSample, sample_affected
+from abcde.sampling.explore import ExplorationSample, sample_affected
 
 
 def synthetic(n=2000, seed=0):

@@ -17,7 +17,7 @@ import pytest
 import abcde
 from abcde import ExplorationSample, InputError
 from abcde.examples import example_paths
-from abcde.filters import structured_filter
+from abcde.sampling.filters import structured_filter
 
 
 
@@ -247,7 +247,7 @@ def test_the_sample_remembers_its_column_settings(tmp_path, write):
     items = write("i.parquet", id=[1, 2, 3, 4], w2=[1.0, 7.0, 1.0, 1.0])
     s = abcde.sample_items(base, exp, items=items, item_id="id", cluster_id="c", weight="w2", size=20, seed=1)
     s.write(tmp_path / "s.parquet")
-    from abcde.explore_app import ExploreApp
+    from abcde.web.explore_app import ExploreApp
 
     app = ExploreApp(tmp_path / "s.parquet")
     got = app.item(2)

@@ -12,7 +12,7 @@ from abcde import InputError
 from abcde.examples import example_paths
 from abcde.judging.session import JudgingSession
 from abcde.quality import draw_pair_sample, estimate_quality
-from abcde.stratified import next_stratum, stratum_values
+from abcde.quality.stratified import next_stratum, stratum_values
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_adaptive_session_serves_the_greedy_neyman_stratum(febrl, tmp_path):
     est = s.estimates()
     assert est["estimator"] == "stratified"
     export = tmp_path / "j.csv"
-    from abcde.judgements import write_table_file
+    from abcde.util.files import write_table_file
 
     write_table_file(s.store.to_table(source="person"), export)
     assert estimate_quality(d, [str(export)]).to_dict()["delta_precision"] == est["delta_precision"]

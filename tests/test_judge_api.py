@@ -12,8 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from abcde.errors import InputError
-from abcde.judging import JudgementStore, StoreLockedError, serve
-from abcde.judging.store import check_rater
+from abcde.judging import JudgementStore, StoreLockedError
+from abcde.web.judging_server import serve
+from abcde.quality.store import check_rater
 from judging_helpers import assert_error, fresh_copy, make_sample, request
 
 

@@ -229,7 +229,7 @@ def test_python_callable_judge_and_bad_answers(sample, tmp_path):
 
 
 def test_model_judge_shares_the_store_with_a_running_server(sample, tmp_path):
-    from abcde.judging import serve
+    from abcde.web.judging_server import serve
 
     d = fresh_copy(sample, tmp_path)
     srv = serve(d).start()

@@ -15,9 +15,9 @@ import abcde
 import reference as ref
 from abcde.cli import main
 from abcde.errors import InputError
-from abcde.fragments import build_diff
-from abcde.impact import overall
-from abcde.pairs import pair_id, pair_totals, sample_pairs, sample_pairs_many
+from abcde.core.diff import build_diff
+from abcde.metrics.impact import overall
+from abcde.sampling.pairs import pair_id, pair_totals, sample_pairs, sample_pairs_many
 from abcde.quality import draw_pair_sample, estimate_from_draws, estimate_quality, oracle_judge, weighted_mean_se
 
 

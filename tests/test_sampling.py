@@ -9,7 +9,7 @@ import pytest
 
 import abcde
 from abcde.errors import InputError
-from abcde.sampling import (
+from abcde.sampling.clocks import (
     draw_counts,
     hash_uniform,
     hash_uniform_py,

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 import reference as ref
 from abcde.cli import main
 from abcde.errors import InputError
-from abcde.fragments import build_diff
-from abcde.impact import overall
+from abcde.core.diff import build_diff
+from abcde.metrics.impact import overall
 from abcde.quality import draw_pair_sample, estimate_quality
-from abcde.stratified import (allocate, estimate_stratified, estimate_stratified_slices, pilot_sigmas,
+from abcde.quality.stratified import (allocate, estimate_stratified, estimate_stratified_slices, pilot_sigmas,
                               sample_stratified, sample_stratified_many, self_term, slice_self_terms)
 from test_quality import assert_simulation, dicts, oracle, truth_metrics, world
 
@@ -146,7 +146,7 @@ def test_neyman_simulation_unbiased_honest_errors_and_coverage(big):
 
 
 def test_pilot_sigma_has_a_floor():
-    from abcde.stratified import _sigma
+    from abcde.quality.stratified import _sigma
 
     assert _sigma(np.zeros(8)) == pytest.approx(1 / 3)  # all judgements agree: not 0, or the stratum starves
     assert _sigma(np.array([1.0, -1.0] * 50)) == pytest.approx(np.std([1.0, -1.0] * 50, ddof=1))
@@ -210,9 +210,9 @@ def test_slice_contributions_add_up_to_delta_precision(tmp_path):
         assert c["method"] == "stratified (proportional)"
 
 
-    from abcde.judgements import load_judgements
+    from abcde.quality.judgements import load_judgements
     from abcde.quality import PairSampleDir
-    from abcde.stratified import STRATA, next_stratum, stratum_values
+    from abcde.quality.stratified import STRATA, next_stratum, stratum_values
 
     sd = PairSampleDir.read(tmp_path / "p")
     by = load_judgements([tmp_path / "p" / "judgements.csv"], pair_ids=sd.judgeable_ids(),
@@ -306,7 +306,7 @@ def test_no_judgements_means_undefined_not_an_error(sim):
 
 
 def test_next_stratum_is_greedy_neyman():
-    from abcde.stratified import next_stratum
+    from abcde.quality.stratified import next_stratum
 
     meta = {"pair_totals": {"split": 0.2, "merge": 0.1, "intersection": 0.0}}
     assert next_stratum(meta, {}) == "split"  # two judgements per stratum first, heaviest first

@@ -2,35 +2,79 @@
 
 Exact impact metrics of a clustering change (SplitRate, MergeRate,
 JaccardDistance per item, cluster, slice and overall), an importance sample of
-affected items for exploration, pointwise metrics against a ground truth, and
-item weights from past importance.
+affected items for exploration, pointwise metrics against a ground truth, item
+weights from past importance, and the quality of the change from judged pairs
+(ΔPrecision and the Good/Bad Split/Merge rates with standard errors).
+
+The names below are imported on first use (PEP 562), so ``import abcde`` and the
+command line start fast; ``from abcde import impact`` works as usual.
 """
 
-from .engine import Engine, connect
-from .errors import AbcdeError, EngineError, InputError, MissingDependencyError
-from .fragments import Restriction
-from .explore import ExplorationSample, SliceEstimate, sample_affected, sample_items
-from .impact import ImpactResult, impact
-from .pointwise import PointwiseResult, pointwise
-from .weights import derive_weights
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AbcdeError",
-    "Engine",
-    "EngineError",
-    "ExplorationSample",
-    "ImpactResult",
-    "InputError",
-    "MissingDependencyError",
-    "PointwiseResult",
-    "Restriction",
-    "SliceEstimate",
-    "connect",
-    "derive_weights",
-    "impact",
-    "pointwise",
-    "sample_affected",
-    "sample_items",
-]
+# public name -> module that defines it
+_EXPORTS = {
+    "AbcdeError": "abcde.errors",
+    "EngineError": "abcde.errors",
+    "InputError": "abcde.errors",
+    "MissingDependencyError": "abcde.errors",
+    "Engine": "abcde.engine",
+    "connect": "abcde.engine",
+    "Restriction": "abcde.core.diff",
+    "ImpactResult": "abcde.metrics.impact",
+    "impact": "abcde.metrics.impact",
+    "PointwiseResult": "abcde.metrics.pointwise",
+    "pointwise": "abcde.metrics.pointwise",
+    "derive_weights": "abcde.metrics.weights",
+    "WeightsResult": "abcde.metrics.weights",
+    "ExplorationSample": "abcde.sampling.explore",
+    "SliceEstimate": "abcde.sampling.explore",
+    "sample_affected": "abcde.sampling.explore",
+    "sample_items": "abcde.sampling.explore",
+    "Estimate": "abcde.quality.result",
+    "QualityResult": "abcde.quality.result",
+    "PairSampleDir": "abcde.quality.sample_dir",
+    "draw_pair_sample": "abcde.quality.draw",
+    "estimate_quality": "abcde.quality.estimate",
+    "oracle_judge": "abcde.quality.oracle",
+    "JudgementStore": "abcde.quality.store",
+    "Report": "abcde.report.build",
+    "build_report": "abcde.report.build",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'abcde' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from abcde.core.diff import Restriction
+    from abcde.engine import Engine, connect
+    from abcde.errors import AbcdeError, EngineError, InputError, MissingDependencyError
+    from abcde.metrics.impact import ImpactResult, impact
+    from abcde.metrics.pointwise import PointwiseResult, pointwise
+    from abcde.metrics.weights import WeightsResult, derive_weights
+    from abcde.quality.draw import draw_pair_sample
+    from abcde.quality.estimate import estimate_quality
+    from abcde.quality.oracle import oracle_judge
+    from abcde.quality.result import Estimate, QualityResult
+    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.quality.store import JudgementStore
+    from abcde.report.build import Report, build_report
+    from abcde.sampling.explore import ExplorationSample, SliceEstimate, sample_affected, sample_items

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from itertools import combinations
 
-from ..judgements import VOCABULARY
+from abcde.core.names import VOCABULARY
 
 
 def cohen_kappa(a: list[str], b: list[str]) -> float | None:

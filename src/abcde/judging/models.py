@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import AbcdeError, InputError
-from ..judgements import VOCABULARY
-from .store import DuplicateJudgementError, JudgementStore
+from abcde.errors import AbcdeError, InputError
+from abcde.core.names import VOCABULARY
+from abcde.quality.store import DuplicateJudgementError, JudgementStore
 
 Judge = Callable[[dict, dict], str]
 

@@ -20,16 +20,20 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import sys
 import tempfile
 import threading
+import traceback
 from collections import defaultdict
 from pathlib import Path
 
-from ..errors import InputError
-from .agreement import agreement
-from .store import JudgementStore, check_rater
-
-METRICS = ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate")
+from abcde.errors import InputError
+from abcde.judging.agreement import agreement
+from abcde.quality.estimate import estimate_quality
+from abcde.quality.judgements import majority
+from abcde.quality.store import JudgementStore, check_rater
+from abcde.quality.stratified import next_stratum, stratum_values
+from abcde.util.files import write_table_file
 
 
 def _unit(seed, pair_id: str) -> float:
@@ -139,15 +143,10 @@ class JudgingSession:
         """Adaptive Neyman: among strata with pairs left (``remaining``), the one whose next judgement
         most reduces the SE of ΔPrecision, from the judgements so far (several raters of one pair:
         the majority, a tie counts as unsure — as in ``abcde quality``)."""
-        from ..stratified import next_stratum, stratum_values
-
-        votes: dict = defaultdict(lambda: defaultdict(int))
+        votes: dict = defaultdict(list)
         for j in live:
-            votes[j.pair_id][j.judgement] += 1
-        by_pair = {}
-        for pid, v in votes.items():
-            same, diff = v.get("same", 0), v.get("different", 0)
-            by_pair[pid] = "same" if same > diff else "different" if diff > same else "unsure"
+            votes[j.pair_id].append(j.judgement)
+        by_pair = {pid: majority(v) for pid, v in votes.items()}
         totals = {c: u for c, u in self.store.sample.metadata["pair_totals"].items() if c in remaining}
         return next_stratum({"pair_totals": totals}, stratum_values(self.store.sample.draws, by_pair))
 
@@ -167,8 +166,6 @@ class JudgingSession:
     # ------------------------------------------------------------------ estimates
     def estimates(self) -> dict:
         """``estimate_quality`` on the store's person judgements (cached until the store changes)."""
-        from ..quality import estimate_quality
-
         version = self.store.version()
         with self._lock:
             if self._estimates and self._estimates[0] == version:
@@ -177,15 +174,10 @@ class JudgingSession:
         fd, name = tempfile.mkstemp(prefix="abcde-live-", suffix=".csv")
         os.close(fd)
         try:
-            from ..judgements import write_table_file
-
             if table.num_rows:
                 write_table_file(table, Path(name))
             result = estimate_quality(self.sample_dir, [name] if table.num_rows else []).to_dict()
         except Exception as exc:  # the page must keep collecting judgements even if an estimator fails
-            import sys
-            import traceback
-
             traceback.print_exc(file=sys.stderr)
             result = {"unavailable": f"the estimator failed: {type(exc).__name__}: {exc}"}
         finally:

@@ -22,11 +22,38 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from .errors import InputError, examples_text
-from .pairs import pair_id
+from abcde.core.names import SOURCES, VOCABULARY
+from abcde.errors import InputError, examples_text
+from abcde.quality.store import STORE_NAME, read_store_table
+from abcde.sampling.pairs import pair_id
 
-VOCABULARY = ("same", "different", "unsure")
-SOURCES = ("person", "model", "oracle")
+#: The judgement file that ``abcde judge oracle`` writes into a sample directory.
+JUDGEMENT_FILE = "judgements.csv"
+
+
+def judgement_files(sample_dir) -> list[Path]:
+    """The judgements kept in a sample directory: its ``judgements.csv`` and its judgement
+    store ``judgements.sqlite``, those present."""
+    d = Path(sample_dir)
+    return [p for p in (d / JUDGEMENT_FILE, d / STORE_NAME) if p.exists()]
+
+
+def vote(answers) -> tuple[str, bool]:
+    """The vote rule for one pair judged by several raters: the answer given most often wins;
+    a tie between the top answers is ``unsure``. Every answer counts as a vote, ``unsure`` too
+    (so {same, unsure} is a tie: unsure). Returns the answer and whether it was a tie.
+    ``abcde quality`` and the judging app both resolve votes with it."""
+    top = Counter(answers).most_common(2)
+    if not top:
+        raise ValueError("vote() needs at least one answer")
+    if len(top) > 1 and top[0][1] == top[1][1]:
+        return "unsure", True
+    return top[0][0], False
+
+
+def majority(answers) -> str:
+    """The answer :func:`vote` gives (a tie is ``unsure``)."""
+    return vote(answers)[0]
 
 
 def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
@@ -39,8 +66,6 @@ def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
     types = {c: pa.string() for c in ("pair_id", "item_a", "item_b", "rater", "source")} if role == "judgements" else {}
     try:
         if name.endswith((".sqlite", ".sqlite3", ".db")) and role == "judgements":
-            from .judging.store import read_store_table
-
             return read_store_table(p)
         if name.endswith((".parquet", ".pq")):
             return pq.read_table(p)
@@ -55,24 +80,6 @@ def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
     except Exception as exc:
         raise InputError(f"Cannot read the {role} file '{p}': {str(exc).splitlines()[0]}") from exc
     raise InputError(f"Cannot tell the format of the {role} file '{p}'. Use .csv, .parquet or .jsonl.")
-
-
-def write_table_file(table: pa.Table, path: Path) -> Path:
-    """Write Arrow as CSV, Parquet or JSONL by extension (atomically)."""
-    name = path.name.lower()
-    tmp = path.with_name(path.name + ".tmp")
-    if name.endswith((".parquet", ".pq")):
-        pq.write_table(table, tmp)
-    elif name.endswith(".csv"):
-        pacsv.write_csv(table, tmp)
-    elif name.endswith((".jsonl", ".ndjson")):
-        with open(tmp, "w") as fh:
-            for row in table.to_pylist():
-                fh.write(json.dumps(row, default=str) + "\n")
-    else:
-        raise InputError(f"Cannot tell the format for '{path}'. Use .csv, .parquet or .jsonl.")
-    os.replace(tmp, path)
-    return path
 
 
 @dataclass(frozen=True)
@@ -192,13 +199,8 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
         )
     by_pair, disagree, ties = {}, 0, 0
     for pid, rv in votes.items():
-        c = Counter(rv.values())
-        top = c.most_common()
-        if len(top) > 1:
-            disagree += 1
-        if len(top) > 1 and top[0][1] == top[1][1]:
-            by_pair[pid] = "unsure"
-            ties += 1
-        else:
-            by_pair[pid] = top[0][0]
+        answers = list(rv.values())
+        by_pair[pid], tied = vote(answers)
+        disagree += len(set(answers)) > 1
+        ties += tied
     return ResolvedJudgements(by_pair, n_rows, disagree, ties, dict(sources))

@@ -17,15 +17,16 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from . import _progress
-from .engine import connect
-from .fragments import describe_restriction
-from .errors import AbcdeError
-from .explore import ExplorationSample, sample_affected, sample_items
-from .impact import impact as run_impact
-from .quality import draw_pair_sample, estimate_quality, oracle_judge
-from .pointwise import pointwise as run_pointwise
-from .weights import COMBINE_RULES, derive_weights
+from abcde.util import progress as _progress
+from abcde.engine import connect
+from abcde.core.diff import describe_restriction
+from abcde.core.names import METRIC_LABELS, QUALITY_METRICS
+from abcde.errors import AbcdeError
+from abcde.sampling.explore import ExplorationSample, sample_affected, sample_items
+from abcde.metrics.impact import impact as run_impact
+from abcde.quality import draw_pair_sample, estimate_quality, oracle_judge
+from abcde.metrics.pointwise import pointwise as run_pointwise
+from abcde.metrics.weights import COMBINE_RULES, derive_weights
 
 console = Console(width=None if sys.stdout.isatty() else 120)
 
@@ -379,7 +380,7 @@ def explore_sample(base, exp, items, item_id, cluster_id, weight_column, size, s
 @handle_errors
 def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, host, port, as_json):
     """A local web UI to slice, group and drill into an exploration sample."""
-    from .explore_app import ExploreApp, make_server
+    from abcde.web.explore_app import ExploreApp, make_server
 
     if (base is None) != (exp is None):
         raise click.UsageError("Give both --base and --exp, or neither.")
@@ -535,7 +536,7 @@ def judge():
 @handle_errors
 def judge_oracle(sample_dir, oracle_column, out, as_json):
     """Fill a pair sample's judgements from a ground-truth column (oracle judge)."""
-    from .judgements import read_table_file
+    from abcde.quality.judgements import read_table_file
 
     path = oracle_judge(sample_dir, oracle_column, out=out)
     answers = read_table_file(path, "judgements").column("judgement").to_pylist()
@@ -574,7 +575,7 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
     a restarted server resumes each rater where they stopped. Keys: s same, d different,
     u can't tell, z or Backspace undo.
     """
-    from .judging import serve
+    from abcde.web.judging_server import serve
 
     srv = serve(sample_dir, host=host, port=port, seed=seed, replicate=replicate, target_width=target_width,
                 hide=hide, show_ids=show_ids, verbose=verbose, adaptive=adaptive)
@@ -632,8 +633,8 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, prompt_template,
     Answers are recorded in SAMPLE_DIR/judgements.sqlite (source 'model') as they arrive; a run
     resumes where an earlier one stopped. Unparseable LLM answers count as unsure.
     """
-    from .judging import LLMJudge, judge_with_model
-    from .judging.models import load_callable
+    from abcde.judging import LLMJudge, judge_with_model
+    from abcde.judging.models import load_callable
 
     llm_opts = {"--model": model, "--llm-base-url": llm_base_url, "--api-key": api_key,
                 "--prompt-template": prompt_template, "--cache": cache}
@@ -675,7 +676,7 @@ def judge_export(sample_dir, out, source, as_json):
     """Write the store's judgements (SAMPLE_DIR/judgements.sqlite) as a judgement file, with agreement."""
     from collections import Counter
 
-    from .judging import JudgementStore, agreement
+    from abcde.judging import JudgementStore, agreement
 
     if not (Path(sample_dir) / "judgements.sqlite").exists():
         raise AbcdeError(f"There is no judgement store (judgements.sqlite) in '{sample_dir}'; "
@@ -704,9 +705,8 @@ def print_quality(d: dict) -> None:
     t = Table(title=f"Quality of Exp relative to Base (estimates, 95% intervals; {how})", title_justify="left")
     for c in ("metric", "estimate", "± s.e.", "95% interval", "judged"):
         t.add_column(c, justify="left" if c == "metric" else "right")
-    names = {"delta_precision": "ΔPrecision", "good_split_rate": "GoodSplitRate", "bad_split_rate": "BadSplitRate",
-             "good_merge_rate": "GoodMergeRate", "bad_merge_rate": "BadMergeRate"}
-    for key, label in names.items():
+    for key in QUALITY_METRICS:
+        label = METRIC_LABELS[key]
         e = d[key]
         if e["estimate"] is None:
             t.add_row(label, "undefined", "", e.get("note", ""), str(e["n_judgements"]))
@@ -773,7 +773,7 @@ def quality(sample_dir, judgements, slice_by, source, as_json):
 def report(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, quality_dir, judgements, judged_by,
            quality_slice_by, sample_path, explore_by, title, out, markdown, as_json, engine):
     """One self-contained HTML report: impact, most affected clusters, charts, slices, quality."""
-    from .report import build_report
+    from abcde.report import build_report
 
     res = run_impact(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
                      slice_by=slice_by, top=top, engine=engine)
@@ -812,7 +812,7 @@ def demo(out, as_json, engine):
 
     Base and Exp are two record-linkage rules; see the example's README.
     """
-    from .examples import example_paths
+    from abcde.examples import example_paths
 
     paths = example_paths("febrl3")
     res = run_impact(paths["base"], paths["exp"], items=paths["items"], slice_by=["state", "source"],
@@ -833,7 +833,7 @@ def demo(out, as_json, engine):
     truth = {side: run_pointwise(paths["truth"], paths[side], items=paths["items"], engine=engine)
              for side in ("base", "exp")}
     # The report: one self-contained HTML page (and a Markdown summary) of all of the above.
-    from .report import build_report
+    from abcde.report import build_report
 
     rep = build_report(res, quality=qual, judged_by=ORACLE_LABEL, exploration=sample, explore_by=["state", "source"],
                        title="ABCDE report: FEBRL 3 example (two record-linkage rules)")

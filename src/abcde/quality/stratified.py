@@ -41,11 +41,12 @@ import ibis
 import numpy as np
 import pyarrow as pa
 
-from .errors import InputError
-from .fragments import Diff
-from .pairs import fill_budgets, item_pair_weights, pair_totals
-from .quality import Estimate, QualityResult
-from .sampling import check_seed, check_size
+from abcde.core.diff import Diff
+from abcde.core.formulas import stable_pair_weight
+from abcde.errors import InputError
+from abcde.quality.result import Estimate, QualityResult
+from abcde.sampling.clocks import check_seed, check_size
+from abcde.sampling.pairs import fill_budgets, item_pair_weights, pair_totals
 
 STRATA = ("split", "merge", "intersection")
 ALLOCATIONS = ("proportional", "neyman")
@@ -53,12 +54,12 @@ ALLOCATIONS = ("proportional", "neyman")
 
 def self_term(diff: Diff, total_weight: float) -> float:
     """Exact ``Σ_i u_ii · l_ii`` (the self pairs' part of ΔPrecision); once per diff."""
-    key = ("self_term", float(total_weight))
-    if key not in diff.cache:
+    key = float(total_weight)
+    if key not in diff.cache.self_terms:
         f = diff.fragments
-        r = diff.engine.one(f.aggregate(s=((f.wb - f.we) * f.w2 / (f.wb * f.we)).sum()), step="self term")
-        diff.cache[key] = float(r["s"] or 0.0) / float(total_weight)
-    return diff.cache[key]
+        r = diff.engine.one(f.aggregate(s=stable_pair_weight(f, None, f.w2, signed=True).sum()), step="self term")
+        diff.cache.self_terms[key] = float(r["s"] or 0.0) / float(total_weight)
+    return diff.cache.self_terms[key]
 
 
 def allocate(budget: int, totals: dict, *, allocation: str = "proportional", sigmas: dict | None = None) -> dict:
@@ -137,11 +138,10 @@ def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: floa
     id_type = diff.joined.item_id.type().to_pyarrow()
     draws: dict = {s: {} for s in seeds}
     for c in STRATA:
-        key = ("stratum_population", c)
-        if key not in diff.cache:
+        if c not in diff.cache.stratum_populations:
             pop = diff.engine.materialize(_stratum_population(diff, c), f"stratum_{c}")
-            diff.cache[key] = (pop, int(diff.engine.one(pop.aggregate(n=pop.count()))["n"]))
-        pop, n_pop = diff.cache[key]
+            diff.cache.stratum_populations[c] = (pop, int(diff.engine.one(pop.aggregate(n=pop.count()))["n"]))
+        pop, n_pop = diff.cache.stratum_populations[c]
         for k in range(0, len(seeds), batch):
             chunk = seeds[k:k + batch]
             if budgets[c] == 0:
@@ -367,25 +367,9 @@ def _sigma(x: np.ndarray) -> float:
 def pilot_sigmas(sample: StratifiedSample, by_pair: dict) -> dict:
     """Per-stratum standard deviation of ``l · 1(i ≡ j)`` from judged pilot draws (floored,
     see :func:`_sigma`)."""
-    return {c: _sigma(_stratum_stats(sample.draws[c], by_pair)[0]) for c in STRATA}
+    return stratum_sigmas(sample.draws, by_pair)
 
 
-def pilot_sigmas_from_dir(path) -> dict:
-    """σ_c per stratum from a judged sample directory (paper or stratified design; its
-    ``judgements.csv`` and judgement store ``judgements.sqlite``, those present)."""
-    from .judgements import load_judgements
-    from .pairs import pair_class_of_draws
-    from .quality import PairSampleDir
-
-    s = PairSampleDir.read(path)
-    files = [p for p in (s.path / "judgements.csv", s.path / "judgements.sqlite") if p.exists()]
-    if not files:
-        raise InputError(f"The pilot sample '{s.path}' has no judgements (judgements.csv or judgements.sqlite); "
-                         f"judge it first.")
-    by_pair = load_judgements(files, pair_ids=s.judgeable_ids(), id_type=s.metadata["id_type"]).by_pair
-    cls = pair_class_of_draws(s.draws) if s.draws.num_rows else []
-    out = {}
-    for c in STRATA:
-        keep = pa.array([k == c for k in cls], pa.bool_())
-        out[c] = _sigma(_stratum_stats(s.draws.filter(keep), by_pair)[0])
-    return out
+def stratum_sigmas(draws_by_stratum: dict, by_pair: dict) -> dict:
+    """σ_c of ``{stratum: draws}`` (floored, see :func:`_sigma`)."""
+    return {c: _sigma(_stratum_stats(draws_by_stratum[c], by_pair)[0]) for c in STRATA}

@@ -29,8 +29,8 @@ import ibis
 import numpy as np
 import pyarrow as pa
 
-from .engine import Engine
-from .errors import InputError
+from abcde.engine import Engine
+from abcde.errors import InputError
 
 _HEX = "0123456789abcdef"
 HASH_DIGITS = 13  # 52 bits: every value is exact in a float64

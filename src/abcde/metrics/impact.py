@@ -21,12 +21,14 @@ from typing import Sequence
 import ibis
 import pyarrow as pa
 
-from . import _progress
-from .engine import Engine
-from .errors import InputError
-from .fragments import Diff, Restriction, build_diff, fragment_metrics
+from abcde.util import progress as _progress
+from abcde.engine import Engine
+from abcde.errors import InputError
+from abcde.core.diff import Diff, Restriction, build_diff
+from abcde.core.formulas import fragment_metrics
+from abcde.core.names import IMPACT_METRICS
 
-METRICS = ("split_rate", "merge_rate", "jaccard_distance")
+METRICS = IMPACT_METRICS
 SIDES = ("base", "exp")
 
 

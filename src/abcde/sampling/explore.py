@@ -31,14 +31,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import _progress
-from .engine import Engine, connect
-from .errors import InputError
-from .filters import parse_filter, structured_filter
-from .fragments import Diff, affected_items, build_diff
-from .io import input_names
-from .impact import METRICS, ImpactResult, overall, per_item_expr
-from .sampling import check_seed, check_size, sample_with_replacement, weighted_subsample
+from abcde.util import progress as _progress
+from abcde.engine import Engine, connect
+from abcde.errors import InputError
+from abcde.util.files import atomic_path
+from abcde.sampling.filters import parse_filter, structured_filter
+from abcde.core.diff import Diff, affected_items, build_diff
+from abcde.core.inputs import input_names
+from abcde.metrics.impact import METRICS, ImpactResult, overall, per_item_expr
+from abcde.sampling.clocks import check_seed, check_size, sample_with_replacement, weighted_subsample
 
 SAMPLE_FORMAT = "abcde.exploration_sample"
 SAMPLE_VERSION = 1
@@ -128,9 +129,8 @@ class ExplorationSample:
         path.parent.mkdir(parents=True, exist_ok=True)
         meta = dict(self.table.schema.metadata or {})
         meta[METADATA_KEY] = json.dumps(self.metadata, default=str).encode()
-        tmp = path.with_name(path.name + ".tmp")
-        pq.write_table(self.table.replace_schema_metadata(meta), tmp)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            pq.write_table(self.table.replace_schema_metadata(meta), tmp)
         return path
 
     @classmethod
@@ -276,13 +276,12 @@ class ExplorationSample:
 def affected_population(diff: Diff) -> ibis.Table:
     """Affected items with their metrics and sampling weight ``q = weight · JaccardDistance``,
     materialized once per diff so repeated samples (other seeds or sizes) reuse it."""
-    cached = diff.cache.get("affected")
-    if cached is None:
+    if diff.cache.affected_population is None:
         pi = per_item_expr(diff, affected_items(diff))
         pop = pi.filter(pi.jaccard_distance > 0)
-        cached = diff.engine.materialize(pop.mutate(q=pop.weight * pop.jaccard_distance), "affected")
-        diff.cache["affected"] = cached
-    return cached
+        diff.cache.affected_population = diff.engine.materialize(
+            pop.mutate(q=pop.weight * pop.jaccard_distance), "affected")
+    return diff.cache.affected_population
 
 
 def sample_affected(

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import ibis
 import ibis.expr.datatypes as dt
 
-from .engine import Engine
-from .errors import InputError, examples_text
+from abcde.engine import Engine
+from abcde.errors import InputError, examples_text
 
 DEFAULT_WEIGHT_COLUMN = "weight"
 

@@ -26,8 +26,8 @@ from urllib.parse import parse_qs, urlparse
 import ibis
 import pyarrow as pa
 
-from .errors import AbcdeError, InputError
-from .explore import CORE_COLUMNS, ExplorationSample
+from abcde.errors import AbcdeError, InputError
+from abcde.sampling.explore import CORE_COLUMNS, ExplorationSample
 
 MAX_MEMBERS = 200
 MAX_EXAMPLES = 200
@@ -140,7 +140,7 @@ class ExploreApp:
 
     def _compute_full(self):
         if self._full is None and self._inputs["base"]:
-            from .impact import impact
+            from abcde.metrics.impact import impact
 
             i = self._inputs
             res = impact(i["base"], i["exp"], items=i["items"], item_id=i["item_id"], cluster_id=i["cluster_id"],

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 import ibis
 import pyarrow as pa
 
-from . import _progress
-from .engine import Engine, resolve
-from .errors import InputError
-from .io import bad_float_predicates, check_duplicates, describe, load_clustering, load_items, unify_id_types
+from abcde.util import progress as _progress
+from abcde.engine import Engine, resolve
+from abcde.errors import InputError
+from abcde.core.inputs import bad_float_predicates, check_duplicates, describe, load_clustering, load_items, unify_id_types
 
 
 def _any_bad(x):

@@ -31,24 +31,16 @@ from typing import Any
 
 import ibis
 
-from .errors import InputError
-from .fragments import describe_restriction
-from .impact import ImpactResult, per_item_expr
+from abcde.core.names import METRIC_LABELS, QUALITY_METRICS
+from abcde.errors import InputError
+from abcde.util.files import write_text
+from abcde.core.diff import describe_restriction
+from abcde.metrics.impact import ImpactResult, per_item_expr
 
 REPORT_FORMAT = "abcde-report"
 REPORT_VERSION = 1
 MAX_ATTRIBUTES = 8
 
-METRIC_LABELS = {
-    "split_rate": "SplitRate",
-    "merge_rate": "MergeRate",
-    "jaccard_distance": "JaccardDistance",
-    "delta_precision": "ΔPrecision",
-    "good_split_rate": "GoodSplitRate",
-    "bad_split_rate": "BadSplitRate",
-    "good_merge_rate": "GoodMergeRate",
-    "bad_merge_rate": "BadMergeRate",
-}
 
 MEANING = [
     ("SplitRate(i)", "the weight fraction of Base(i) that Exp split off, from item i's point of view. "
@@ -104,10 +96,7 @@ class Report:
                 continue
             p = Path(target)
             p.parent.mkdir(parents=True, exist_ok=True)
-            tmp = p.with_name(p.name + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, p)
-            out.append(p)
+            out.append(write_text(p, text))
         return out
 
 
@@ -313,8 +302,7 @@ def _charts(data: dict) -> dict:
     q = data.get("quality")
     if q:
         pts = [{"metric": METRIC_LABELS[k], "estimate": q[k]["estimate"], "low": q[k]["ci_low"],
-                "high": q[k]["ci_high"]} for k in ("delta_precision", "good_split_rate", "bad_split_rate",
-                                                   "good_merge_rate", "bad_merge_rate")
+                "high": q[k]["ci_high"]} for k in QUALITY_METRICS
                if q[k]["estimate"] is not None]
         if pts:
             specs["quality"] = _errorbars(alt, pts, "metric", "Quality estimates with 95% intervals", width)
@@ -495,7 +483,7 @@ def _quality_html(data: dict) -> str:
                 "estimates. Sample pairs with <code>abcde pairs</code>, judge them, and pass the sample directory "
                 "with <code>--quality</code>.</p></section>")
     rows = []
-    for k in ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate"):
+    for k in QUALITY_METRICS:
         e = q[k]
         rows.append({"metric": METRIC_LABELS[k], "key": k, **e,
                      "interval": "n/a" if e["ci_low"] is None else f"[{e['ci_low']:.4f}, {e['ci_high']:.4f}]"})
@@ -583,7 +571,7 @@ def render_markdown(data: dict) -> str:
         lines += [f"Quality (judged by {_md(q['judged_by'])}; estimator {q.get('estimator', 'paper')}{alloc}; "
                   f"{q['judged_pairs']:,} pairs judged, {q['unsure_pairs']:,} unsure):", "",
                   "| metric | estimate | 95% interval |", "|---|---:|---:|"]
-        for k in ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate"):
+        for k in QUALITY_METRICS:
             e = q[k]
             ci = "n/a" if e["ci_low"] is None else f"[{e['ci_low']:.4f}, {e['ci_high']:.4f}]"
             lines.append(f"| {METRIC_LABELS[k]} | {_n(e['estimate'])} | {ci} |")

@@ -23,10 +23,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import AbcdeError, InputError
-from .page import CSP, PAGE
-from .session import JudgingSession
-from .store import DuplicateJudgementError, UnknownPairError, lock_directory
+from abcde.errors import AbcdeError, InputError
+from abcde.web.judging_page import CSP, PAGE
+from abcde.judging.session import JudgingSession
+from abcde.quality.store import DuplicateJudgementError, UnknownPairError, lock_directory
 
 MAX_BODY = 64 * 1024
 

@@ -13,7 +13,7 @@ import ibis
 import sqlglot
 from sqlglot import expressions as sx
 
-from .errors import InputError
+from abcde.errors import InputError
 
 _COMPARE = {
     sx.EQ: lambda a, b: a == b,

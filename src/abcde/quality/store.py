@@ -31,8 +31,10 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..errors import AbcdeError, InputError, examples_text
-from ..judgements import SOURCES, VOCABULARY, write_table_file
+from abcde.errors import AbcdeError, InputError, examples_text
+from abcde.core.names import SOURCES, VOCABULARY
+from abcde.quality.sample_dir import PairSampleDir, task_table
+from abcde.util.files import write_table_file
 
 STORE_NAME = "judgements.sqlite"
 RATER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.@+-]{0,63}$")
@@ -113,8 +115,6 @@ class JudgementStore:
     """
 
     def __init__(self, sample_dir: str | os.PathLike, *, path: str | os.PathLike | None = None):
-        from ..quality import PairSampleDir, task_table
-
         self.sample = PairSampleDir.read(sample_dir)
         self.path = Path(path) if path else self.sample.path / STORE_NAME
         self.meta = self.sample.metadata

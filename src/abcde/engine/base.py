@@ -18,7 +18,8 @@ from typing import Any
 import ibis
 import pyarrow as pa
 
-from .errors import EngineError, InputError, MissingDependencyError
+from abcde.errors import EngineError, InputError, MissingDependencyError
+from abcde.util.files import replace_files
 
 _counter = itertools.count()
 
@@ -183,26 +184,14 @@ class Engine:
                         fh.write(text.encode())
                     written.append(f"{out_s.rstrip('/')}/{fname}")
             return written
-        import tempfile
 
-        dest_dir = Path(out_s)
-        dest_dir.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".abcde-", dir=dest_dir))
-        try:
+        def write(tmp: Path) -> None:
             for fname, expr in tables.items():
                 self.write_parquet(expr, tmp / fname, step=f"write {fname}")
             for fname, text in texts.items():
                 (tmp / fname).write_text(text)
-            written = []
-            for p in sorted(tmp.iterdir()):
-                dest = dest_dir / p.name
-                if dest.is_dir():
-                    shutil.rmtree(dest)
-                os.replace(p, dest)
-                written.append(str(dest))
-            return written
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+
+        return replace_files(out_s, write)
 
     def release(self) -> None:
         """Drop the temporary tables this engine made."""

@@ -35,16 +35,13 @@ import ibis
 import numpy as np
 import pyarrow as pa
 
-from . import _progress
-from .fragments import Diff, affected_items
-from .sampling import check_seed, check_size, hash_uniform_py, smallest_draw_times_many
+from abcde.util import progress as _progress
+from abcde.core.diff import Diff, affected_items
+from abcde.core.formulas import merge_pair_weight, split_pair_weight, stable_label, stable_pair_weight
+from abcde.sampling.clocks import check_seed, check_size, hash_uniform_py, smallest_draw_times_many
 
 CLASSES = ("split", "merge", "stable")
 LABEL = {"split": -1, "merge": 1}
-
-
-def _sgn(x):
-    return ibis.ifelse(x > 0, 1, ibis.ifelse(x < 0, -1, 0))
 
 
 def item_pair_weights(diff: Diff) -> ibis.Table:
@@ -56,17 +53,16 @@ def item_pair_weights(diff: Diff) -> ibis.Table:
     j = affected_items(diff)
     t = j.join(f, [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster])
     w = j.weight
-    d = f.wb - f.we
     return t.select(
         j.item_id,
         j.base_cluster,
         j.exp_cluster,
         j.weight,
-        u_split=ibis.ifelse(f.n == f.nb, 0.0, w * (f.wb - f.w) / f.wb),
-        u_merge=ibis.ifelse(f.n == f.ne, 0.0, w * (f.we - f.w) / f.we),
-        u_stable=w * d.abs() * f.w / (f.wb * f.we),
-        u_self=w * d.abs() * w / (f.wb * f.we),
-        stable_label=_sgn(d),
+        u_split=split_pair_weight(f, w),
+        u_merge=merge_pair_weight(f, w),
+        u_stable=stable_pair_weight(f, w, f.w),
+        u_self=stable_pair_weight(f, w, w),
+        stable_label=stable_label(f),
         fragment_items=f.n,
     )
 
@@ -75,17 +71,16 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
     """Exact ``Σ u_ij`` overall and per class (split, merge, stable, self,
     intersection = stable without self), from the fragments in closed form.
     Computed once per diff and weight total."""
-    key = ("pair_totals", float(total_weight))
-    if key in diff.cache:
-        return dict(diff.cache[key])
+    key = float(total_weight)
+    if key in diff.cache.pair_totals:
+        return dict(diff.cache.pair_totals[key])
     f = diff.fragments
-    d = (f.wb - f.we).abs()
     r = diff.engine.one(
         f.aggregate(
-            split=ibis.ifelse(f.n == f.nb, 0.0, f.w * (f.wb - f.w) / f.wb).sum(),
-            merge=ibis.ifelse(f.n == f.ne, 0.0, f.w * (f.we - f.w) / f.we).sum(),
-            stable=(d * f.w * f.w / (f.wb * f.we)).sum(),
-            self_=(d * f.w2 / (f.wb * f.we)).sum(),
+            split=split_pair_weight(f, f.w).sum(),
+            merge=merge_pair_weight(f, f.w).sum(),
+            stable=stable_pair_weight(f, f.w, f.w).sum(),
+            self_=stable_pair_weight(f, None, f.w2).sum(),
         ),
         step="pair weight totals",
     )
@@ -98,7 +93,7 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
     }
     out["intersection"] = max(out["stable"] - out["self"], 0.0)
     out["all"] = out["split"] + out["merge"] + out["stable"]
-    diff.cache[key] = dict(out)
+    diff.cache.pair_totals[key] = dict(out)
     return out
 
 
@@ -146,7 +141,7 @@ def _partner_index(diff: Diff, side: str):
     One window pass over the items, materialized once per diff and reused by every
     pair sample."""
     key = f"{side}_cluster"
-    cached = diff.cache.get(("partner_index", side))
+    cached = diff.cache.partner_index.get(side)
     if cached is not None:
         return cached
     eng = diff.engine
@@ -161,7 +156,7 @@ def _partner_index(diff: Diff, side: str):
     frag = frag.join(items.group_by(key).aggregate(total=items.cum_hi.max()), key)
     frag = eng.materialize(frag, f"partner_{side}_fragments")
     cand = items.select(_k=items[key], cum_lo=items.cum_lo, rk=items.rk, partner=items.item_id)
-    diff.cache[("partner_index", side)] = (frag, cand)
+    diff.cache.partner_index[side] = (frag, cand)
     return frag, cand
 
 
@@ -261,11 +256,11 @@ def sample_pairs_many(diff: Diff, *, budget: int, seeds, total_weight: float, ov
                 key=t.item_id.cast("string") + ibis.literal(f"|{c}"), **{"class": ibis.literal(c)},
             )
         )
-    if "pair_vantage" not in diff.cache:  # reused by further samples of the same diff
+    if diff.cache.pair_vantage is None:  # reused by further samples of the same diff
         pop = eng.materialize(ibis.union(*per_class), "pair_vantage")
-        diff.cache["pair_vantage"] = (pop, int(eng.one(pop.aggregate(n=pop.count()))["n"]),
+        diff.cache.pair_vantage = (pop, int(eng.one(pop.aggregate(n=pop.count()))["n"]),
                                       pair_totals(diff, total_weight))
-    pop, n_pop, totals = diff.cache["pair_vantage"]
+    pop, n_pop, totals = diff.cache.pair_vantage
     out = []
     for k in range(0, len(seeds), batch):
         got = fill_budgets(diff, pop, n_pop, budget=budget, seeds=seeds[k:k + batch], salt="pairs:",

@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 
 import ibis
 
-from . import _progress
-from .engine import Engine, resolve
-from .errors import InputError, examples_text
-from .io import Loaded, check_duplicates, load_clustering, load_items, unify_id_types
+from abcde.util import progress as _progress
+from abcde.engine import Engine, resolve
+from abcde.errors import InputError, examples_text
+from abcde.core.formulas import affected
+from abcde.core.inputs import Loaded, check_duplicates, load_clustering, load_items, unify_id_types
 
 N_EXAMPLES = 5
 
@@ -94,6 +95,20 @@ def describe_restriction(r: dict, names: tuple[str, str] = ("Base", "Exp"), fmt=
 
 
 @dataclass
+class DiffCache:
+    """Tables and totals derived from one diff, computed once and reused by later calls on it.
+    Each attribute is written by the one function that computes it (named beside it)."""
+
+    affected_items: ibis.Table | None = None  # core.diff.affected_items
+    affected_population: ibis.Table | None = None  # sampling.explore.affected_population
+    pair_totals: dict[float, dict] = field(default_factory=dict)  # sampling.pairs.pair_totals, by weight(T)
+    partner_index: dict[str, tuple] = field(default_factory=dict)  # sampling.pairs, by side
+    pair_vantage: tuple | None = None  # sampling.pairs.sample_pairs_many: (population, rows, totals)
+    self_terms: dict[float, float] = field(default_factory=dict)  # quality.stratified.self_term, by weight(T)
+    stratum_populations: dict[str, tuple] = field(default_factory=dict)  # quality.stratified: (population, rows)
+
+
+@dataclass
 class Diff:
     """Validated, restricted inputs and the materialized fragment table.
 
@@ -123,7 +138,7 @@ class Diff:
     attributes: list[str]
     restriction: Restriction
     labels: dict[str, str]
-    cache: dict = field(default_factory=dict)
+    cache: DiffCache = field(default_factory=DiffCache)
 
 
 def build_diff(
@@ -327,24 +342,9 @@ def affected_items(diff: Diff) -> ibis.Table:
     disjoint), so pair sampling and the exploration sample need only these rows —
     typically a few percent of the items — instead of joining all inputs again.
     """
-    cached = diff.cache.get("affected_items")
-    if cached is None:
+    if diff.cache.affected_items is None:
         f = diff.fragments
-        aff = f.filter((f.n < f.nb) | (f.n < f.ne)).select("base_cluster", "exp_cluster")
-        cached = diff.engine.materialize(diff.joined.semi_join(aff, ["base_cluster", "exp_cluster"]), "affected_items")
-        diff.cache["affected_items"] = cached
-    return cached
-
-
-def fragment_metrics(f: ibis.Table) -> ibis.Table:
-    """Add the per-item metrics shared by the items of each fragment.
-
-    ``split_rate``, ``merge_rate``, ``jaccard_distance`` (paper eqs. 1-3) and
-    ``affected`` (``Base(i) != Exp(i)``, decided on item counts so it is exact).
-    A metric is exactly 0 when its set difference is empty.
-    """
-    split = ibis.ifelse(f.n == f.nb, 0.0, (f.wb - f.w) / f.wb)
-    merge = ibis.ifelse(f.n == f.ne, 0.0, (f.we - f.w) / f.we)
-    affected = (f.n < f.nb) | (f.n < f.ne)
-    jd = ibis.ifelse(affected, (f.wb - f.w + f.we - f.w) / (f.wb + f.we - f.w), 0.0)
-    return f.mutate(split_rate=split, merge_rate=merge, jaccard_distance=jd, affected=affected)
+        aff = f.filter(affected(f)).select("base_cluster", "exp_cluster")
+        diff.cache.affected_items = diff.engine.materialize(
+            diff.joined.semi_join(aff, ["base_cluster", "exp_cluster"]), "affected_items")
+    return diff.cache.affected_items

@@ -22,9 +22,9 @@ from typing import Sequence
 import ibis
 import pyarrow as pa
 
-from .engine import Engine
-from .fragments import Diff, Restriction, build_diff
-from .impact import _normalize_slices, check_slice_columns, overall, per_cluster_expr, per_item_expr, slice_table
+from abcde.engine import Engine
+from abcde.core.diff import Diff, Restriction, build_diff
+from abcde.metrics.impact import _normalize_slices, check_slice_columns, overall, per_cluster_expr, per_item_expr, slice_table
 
 
 def f1_score(precision: float, recall: float) -> float:

@@ -1,0 +1,30 @@
+"""One vocabulary: the metric names and their display labels (the paper's), judgement
+answers and sources. The CLI, the report and both web pages take them from here (the
+pages get them in their JSON), so a name is defined once.
+"""
+
+from __future__ import annotations
+
+#: Exact impact metrics (per item, cluster, slice and overall), as Python/JSON names.
+IMPACT_METRICS = ("split_rate", "merge_rate", "jaccard_distance")
+
+#: Quality metrics estimated from judged pairs.
+QUALITY_METRICS = ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate")
+
+#: The paper's name of each metric.
+METRIC_LABELS = {
+    "split_rate": "SplitRate",
+    "merge_rate": "MergeRate",
+    "jaccard_distance": "JaccardDistance",
+    "delta_precision": "ΔPrecision",
+    "good_split_rate": "GoodSplitRate",
+    "bad_split_rate": "BadSplitRate",
+    "good_merge_rate": "GoodMergeRate",
+    "bad_merge_rate": "BadMergeRate",
+}
+
+#: The answers a judgement can have.
+VOCABULARY = ("same", "different", "unsure")
+
+#: Who gave a judgement.
+SOURCES = ("person", "model", "oracle")

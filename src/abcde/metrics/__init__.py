@@ -1,0 +1,2 @@
+"""Exact metrics: impact (SplitRate, MergeRate, JaccardDistance), pointwise metrics against a
+ground truth, and item weights from past importance."""

@@ -1,0 +1,154 @@
+"""Drawing a pair sample for judgement: the paper's design or the stratified one.
+
+:func:`draw_pair_sample` reads the inputs once, samples pairs ∝ u_ij without listing
+them (:mod:`abcde.sampling.pairs`; stratified: :mod:`abcde.quality.stratified`),
+computes the exact slice multipliers asked for, and writes the sample directory
+(:mod:`abcde.quality.sample_dir`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Sequence
+
+import ibis
+import pyarrow as pa
+
+from abcde.core.diff import affected_items, build_diff
+from abcde.core.inputs import input_names
+from abcde.engine import Engine
+from abcde.errors import InputError
+from abcde.metrics.impact import overall
+from abcde.quality.judgements import judgement_files, load_judgements
+from abcde.quality.sample_dir import PairSampleDir, write_sample_dir
+from abcde.quality.stratified import STRATA, sample_stratified, slice_self_terms, stratum_sigmas
+from abcde.sampling.pairs import PairSample, pair_class_of_draws, pairweight_expr, sample_pairs
+
+
+def draw_pair_sample(
+    base,
+    exp,
+    out_dir: str | os.PathLike,
+    *,
+    budget: int,
+    seed: int,
+    items=None,
+    item_id: str = "item_id",
+    cluster_id: str = "cluster_id",
+    weight: str | None = None,
+    slice_by: Sequence[str] = (),
+    estimator: str = "stratified",
+    allocation: str = "proportional",
+    pilot: str | os.PathLike | None = None,
+    engine: Engine | str | None = None,
+) -> Path:
+    """Sample pairs for judgement and write the sample directory (see module docstring).
+
+    ``estimator="stratified"`` (the default) computes the self term exactly and samples
+    the split, merge and intersection strata with budgets ∝ U_c
+    (``allocation="proportional"``) or ∝ U_c·σ_c (``"neyman"``, σ_c from the judged
+    sample directory ``pilot``): the same confidence from fewer judgements (see
+    :mod:`abcde.quality.stratified`). ``"paper"`` samples all pairs ∝ u_ij (the paper's design).
+
+    ``slice_by`` names attribute columns for which the exact slice multipliers
+    ``weight(I)`` and ``pairweight(I)`` are stored, so ``quality --slice-by`` can
+    report ΔPrecision(I) later without the inputs.
+    """
+    diff = build_diff(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight, engine=engine)
+    for c in slice_by:
+        if c not in diff.attributes:
+            raise InputError(
+                f"Slice column '{c}' not found in the items table. Attribute columns: "
+                f"{', '.join(repr(a) for a in diff.attributes) or '(none)'}."
+            )
+    o = overall(diff)
+    eng = diff.engine
+    if estimator not in ("paper", "stratified"):
+        raise InputError(f"estimator must be 'paper' or 'stratified'. Got {estimator!r} instead.")
+    if estimator == "paper":
+        ps = sample_pairs(diff, budget=budget, seed=seed, total_weight=o["total_weight"])
+        extra = {"estimator": "paper", "allocation": None}
+    else:
+        sigmas = pilot_sigmas_from_dir(pilot) if allocation == "neyman" and pilot is not None else None
+        ss = sample_stratified(diff, budget=budget, seed=seed, total_weight=o["total_weight"],
+                               allocation=allocation, sigmas=sigmas)
+        parts = [ss.draws[c].append_column("stratum", pa.array([c] * ss.draws[c].num_rows, pa.string()))
+                 for c in STRATA]
+        draws = pa.concat_tables(parts)
+        draws = draws.set_column(0, "draw", pa.array(range(draws.num_rows), pa.int64()))
+        judgeable = len({p for p, n in zip(draws.column("pair_id").to_pylist(),
+                                           draws.column("needs_judgement").to_pylist()) if n})
+        ps = PairSample(draws, ss.totals, judgeable, judgeable < budget)
+        extra = {"estimator": "stratified", "allocation": allocation, "budgets": ss.budgets,
+                 "self_term": ss.self_term, "pilot_sigmas": sigmas}
+    draws = ps.draws
+    id_type = "integer" if diff.joined.item_id.type().is_integer() else "string"
+    # Attributes of every item in the sample.
+    if draws.num_rows:
+        ids = pa.table({"item_id": pa.concat_arrays([draws.column("item_a").combine_chunks(),
+                                                     draws.column("item_b").combine_chunks()])})
+        idt = ibis.memtable(ids).distinct()
+        src = diff.items if diff.items is not None else affected_items(diff).select("item_id", "weight")
+        items_t = eng.to_arrow(idt.join(src, "item_id").order_by("item_id"), step="sample items")
+    else:
+        items_t = pa.table({"item_id": pa.array([], pa.int64())})
+    slices = _slice_multipliers(diff, slice_by, o["total_weight"]) if slice_by else None
+    meta = {
+        "seed": seed,
+        "budget": budget,
+        **extra,
+        "judgeable_pairs": ps.judgeable,
+        "exhausted": ps.exhausted,
+        "draws": draws.num_rows,
+        "pair_totals": ps.totals,
+        "total_weight": o["total_weight"],
+        "items": o["items"],
+        "split_rate_T": o["split_rate"],
+        "merge_rate_T": o["merge_rate"],
+        "jaccard_distance_T": o["jaccard_distance"],
+        "id_type": id_type,
+        "attributes": diff.attributes,
+        "slice_by": list(slice_by),
+        "inputs": input_names(base=base, exp=exp, items=items),
+    }
+    return write_sample_dir(out_dir, draws, items_t, meta, slices=slices)
+
+
+def _slice_multipliers(diff, slice_by, total_weight: float) -> pa.Table:
+    """Exact ``weight(I)``, ``pairweight(I)`` and self term per value of each slice column."""
+    eng = diff.engine
+    pw = pairweight_expr(diff)
+    rows = []
+    for c in slice_by:
+        selfs = slice_self_terms(diff, c, total_weight)
+        a = diff.items.select("item_id", c)
+        full = diff.joined.select("item_id", "weight").join(a, "item_id")
+        wt = eng.rows(full.group_by(c).aggregate(weight=full.weight.sum()), step=f"slice weights {c}")
+        g = pw.join(a, "item_id")
+        pws = {json.dumps(r[c], default=str): r["pw"] for r in
+               eng.rows(g.group_by(c).aggregate(pw=g.pw.sum()), step=f"slice pair weights {c}")}
+        for r in sorted(wt, key=lambda r: json.dumps(r[c], default=str)):  # same order on every engine
+            key = json.dumps(r[c], default=str)
+            rows.append({"column": c, "value": key, "weight": r["weight"],
+                         "pairweight": pws.get(key, 0.0) / total_weight,
+                         "self_term": selfs.get(key, (0.0, 0.0))[0],
+                         "self_pairweight": selfs.get(key, (0.0, 0.0))[1]})
+    return pa.Table.from_pylist(rows, schema=pa.schema(
+        [("column", pa.string()), ("value", pa.string()), ("weight", pa.float64()),
+         ("pairweight", pa.float64()), ("self_term", pa.float64()), ("self_pairweight", pa.float64())]))
+
+
+def pilot_sigmas_from_dir(path) -> dict:
+    """σ_c per stratum from a judged sample directory (paper or stratified design; its
+    ``judgements.csv`` and judgement store ``judgements.sqlite``, those present)."""
+    s = PairSampleDir.read(path)
+    files = judgement_files(s.path)
+    if not files:
+        raise InputError(f"The pilot sample '{s.path}' has no judgements (judgements.csv or judgements.sqlite); "
+                         f"judge it first.")
+    by_pair = load_judgements(files, pair_ids=s.judgeable_ids(), id_type=s.metadata["id_type"]).by_pair
+    cls = pair_class_of_draws(s.draws) if s.draws.num_rows else []
+    by_stratum = {c: s.draws.filter(pa.array([k == c for k in cls], pa.bool_())) for c in STRATA}
+    return stratum_sigmas(by_stratum, by_pair)

@@ -1,0 +1,80 @@
+"""``estimate_quality``: the estimates of a judged pair sample directory, by the design it
+was drawn with (the paper's, :mod:`abcde.quality.paper`; stratified,
+:mod:`abcde.quality.stratified`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from typing import Sequence
+
+import pyarrow as pa
+
+from abcde.errors import InputError
+from abcde.quality.judgements import judgement_files, load_judgements
+from abcde.quality.paper import estimate_from_draws
+from abcde.quality.result import QualityResult
+from abcde.quality.sample_dir import PairSampleDir
+from abcde.quality.stratified import STRATA, StratifiedSample, estimate_stratified, estimate_stratified_slices
+
+
+def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (),
+                     source: str | None = None) -> QualityResult:
+    """Estimate ΔPrecision and the Good/Bad Split/Merge rates from a judged pair sample.
+
+    Parameters
+    ----------
+    sample_dir
+        Directory written by :func:`draw_pair_sample` (``abcde pairs``).
+    judgements
+        Judgement file(s); default: ``judgements.csv`` and the judgement store
+        ``judgements.sqlite`` (``abcde judge serve`` / ``model``) in the directory, those present.
+    source
+        Use only the judgements of this source: ``person``, ``model`` or ``oracle``.
+    slice_by
+        Attribute columns (of vantage items) for ΔPrecision(I) and its contribution;
+        their exact multipliers must have been stored with ``--slice-by`` at sampling.
+    """
+    s = PairSampleDir.read(sample_dir)
+    meta = s.metadata
+    if judgements is None:
+        judgements = judgement_files(s.path)
+    elif isinstance(judgements, (str, os.PathLike)):
+        judgements = [judgements]
+    res = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"],
+                          source=source) if judgements else None
+    stored = s.slices() if slice_by else {}
+    for col in slice_by:
+        if col not in stored:
+            raise InputError(
+                f"No exact slice multipliers for '{col}' in this sample. Draw the pairs with "
+                f"'--slice-by {col}' (stored: {', '.join(repr(c) for c in stored) or 'none'})."
+            )
+    if meta.get("estimator") == "stratified":
+        strata = s.draws.column("stratum").to_pylist()
+        draws = {c: s.draws.filter(pa.array([x == c for x in strata], pa.bool_())) for c in STRATA}
+        ss = StratifiedSample(draws, meta["pair_totals"], meta["self_term"], meta["budgets"], meta["allocation"])
+        by_pair = res.by_pair if res else {}
+        r = estimate_stratified(ss, by_pair, split_rate=meta["split_rate_T"], merge_rate=meta["merge_rate_T"])
+        slices = {}
+        if slice_by:
+            selfs = s.slice_self_terms()
+            attrs = {row["item_id"]: row for row in s.items.to_pylist()}
+            for col in slice_by:
+                if col not in selfs:
+                    raise InputError(f"This stratified sample has no exact slice self terms for '{col}'; draw "
+                                     f"the pairs again with this version and '--slice-by {col}'.")
+                value = {i: json.dumps(a.get(col), default=str) for i, a in attrs.items()}
+                slices[col] = estimate_stratified_slices(ss, by_pair, value, stored[col], selfs[col],
+                                                         total_weight=meta["total_weight"])
+        return replace(r, disagreements=res.disagreements if res else 0, ties=res.ties if res else 0,
+                       slices=slices)
+    return estimate_from_draws(
+        s.draws, res.by_pair if res else {}, meta["pair_totals"], meta["split_rate_T"], meta["merge_rate_T"],
+        items=s.items, slice_multipliers={c: stored[c] for c in slice_by}, total_weight=meta["total_weight"],
+        disagreements=res.disagreements if res else 0, ties=res.ties if res else 0,
+    )
+
+

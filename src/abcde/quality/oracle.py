@@ -1,0 +1,42 @@
+"""The oracle judge: judgements from a ground-truth attribute of the items (simulated
+judgements, not people's: label them so wherever they are shown).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+
+from abcde.errors import InputError
+from abcde.quality.sample_dir import PairSampleDir, task_table
+from abcde.util.files import write_table_file
+
+
+def oracle_judge(sample_dir: str | os.PathLike, column: str, *, out: str | os.PathLike | None = None) -> Path:
+    """Judge every pair from a ground-truth attribute: equal values ⇒ ``same``,
+    different ⇒ ``different``, a null on either side ⇒ ``unsure``."""
+    s = PairSampleDir.read(sample_dir)
+    if column not in s.items.column_names:
+        raise InputError(
+            f"Oracle column '{column}' not found among the items' attributes. "
+            f"Columns: {', '.join(repr(c) for c in s.items.column_names if c != 'item_id')}."
+        )
+    value = dict(zip(s.items.column("item_id").to_pylist(), s.items.column(column).to_pylist()))
+    tasks = task_table(s.draws, s.items.select(["item_id"]))
+    rows = []
+    for r in tasks.to_pylist():
+        va, vb = value.get(r["item_a"]), value.get(r["item_b"])
+        j = "unsure" if va is None or vb is None else ("same" if va == vb else "different")
+        rows.append({"pair_id": r["pair_id"], "item_a": r["item_a"], "item_b": r["item_b"], "judgement": j,
+                     "rater": f"oracle:{column}", "source": "oracle", "timestamp": None})
+    path = Path(out) if out else s.path / "judgements.csv"
+    table = pa.Table.from_pylist(rows, schema=pa.schema([
+        ("pair_id", pa.string()), ("item_a", tasks.schema.field("item_a").type),
+        ("item_b", tasks.schema.field("item_b").type), ("judgement", pa.string()), ("rater", pa.string()),
+        ("source", pa.string()), ("timestamp", pa.string())])) if rows else pa.table(
+            {"pair_id": pa.array([], pa.string()), "judgement": pa.array([], pa.string())})
+    return write_table_file(table, path)
+
+

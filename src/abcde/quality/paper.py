@@ -1,0 +1,147 @@
+"""The paper's estimators on judged draws (paper, "ABCDE quality metrics" to "Practical
+considerations", and Appendix "Estimating ΔPrecision for slices of items").
+
+Each draw is one observation; self pairs count as ``same``; unsure and missing
+judgements are dropped and the remaining draws of each class — self, split, merge,
+intersection — reweighted so the class keeps its sampled weight; standard error of
+the weighted mean, the paper's Case I::
+
+    ΔPrecision(T)    = Σ_{AllPairs} u_ij · wmean(l_ij · 1(i ≡ j))
+    GoodSplitRate(T) = SplitRate(T) · mean_{split draws}(1(i ≢ j)),  BadSplitRate = … 1(i ≡ j)
+    GoodMergeRate(T) = MergeRate(T) · mean_{merge draws}(1(i ≡ j)),  BadMergeRate = … 1(i ≢ j)
+    ΔPrecisionContribution(I) = pairweight(I) · wmean_{draws with vantage in I}(…)
+    ΔPrecision(I)             = weight(T)/weight(I) · ΔPrecisionContribution(I)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pyarrow as pa
+
+from abcde.core.formulas import weighted_mean_se
+from abcde.quality.result import ESTIMATION_CLASSES, Estimate, QualityResult
+from abcde.sampling.pairs import pair_class_of_draws
+
+
+def _outcomes(draws: pa.Table, by_pair: dict) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Per draw: estimation class, whether it has a usable answer, and 1(i ≡ j)."""
+    cls = pair_class_of_draws(draws) if draws.num_rows else []
+    pids = draws.column("pair_id").to_pylist() if draws.num_rows else []
+    valid = np.zeros(len(cls), dtype=bool)
+    same = np.zeros(len(cls), dtype=float)
+    for k, (c, pid) in enumerate(zip(cls, pids)):
+        j = "same" if c == "self" else by_pair.get(pid)
+        if j in ("same", "different"):
+            valid[k] = True
+            same[k] = 1.0 if j == "same" else 0.0
+    return cls, valid, same
+
+
+def _dp(cls, valid, same, label, mask, multiplier, what) -> Estimate:
+    """Reweighted ΔPrecision-type estimate over the draws in ``mask``."""
+    cls_a = np.asarray(cls)
+    w = np.zeros(len(cls))
+    for c in ESTIMATION_CLASSES:
+        in_c = mask & (cls_a == c)
+        n_all, n_ok = int(in_c.sum()), int((in_c & valid).sum())
+        if n_all and not n_ok:
+            return Estimate(what, math.nan, math.nan, 0, note=f"no usable judgement among the {c} pairs sampled")
+        if n_ok:
+            w[in_c & valid] = n_all / n_ok
+    use = mask & valid
+    if not use.any():
+        return Estimate(what, math.nan, math.nan, 0, note="no judged pairs")
+    x = label[use] * same[use]
+    m, se = weighted_mean_se(x, w[use])
+    n_judged = int((use & (cls_a != "self")).sum())
+    if n_judged == 0 and (mask & (cls_a != "self")).any():
+        return Estimate(what, math.nan, math.nan, 0, note="no judgements")
+    return Estimate(what, multiplier * m, multiplier * se if math.isfinite(se) else math.nan, n_judged)
+
+
+def _rate(cls, valid, same, klass, want_same, rate, what) -> Estimate:
+    cls_a = np.asarray(cls)
+    m = (cls_a == klass) & valid
+    n = int(m.sum())
+    if rate == 0:
+        return Estimate(what, 0.0, 0.0, n, note=f"no {klass}s: the {klass} rate is 0")
+    if n == 0:
+        return Estimate(what, math.nan, math.nan, 0, note=f"no judged {klass} pairs")
+    x = same[m] if want_same else 1.0 - same[m]
+    mean, se = weighted_mean_se(x, np.ones(n))
+    return Estimate(what, rate * mean, rate * se if math.isfinite(se) else math.nan, n)
+
+
+
+
+def estimate_from_draws(
+    draws: pa.Table,
+    by_pair: dict,
+    totals: dict,
+    split_rate: float,
+    merge_rate: float,
+    *,
+    items: pa.Table | None = None,
+    slice_multipliers: dict | None = None,
+    total_weight: float | None = None,
+    disagreements: int = 0,
+    ties: int = 0,
+) -> QualityResult:
+    """The estimators on in-memory draws (see :func:`estimate_quality`).
+
+    ``by_pair`` maps pair ids to ``same``/``different``/``unsure``; pairs not in it
+    are missing. ``totals`` are the exact pair weight totals (``all`` is used).
+    """
+    cls, valid, same = _outcomes(draws, by_pair)
+    label = np.asarray(draws.column("label").to_pylist(), dtype=float) if draws.num_rows else np.zeros(0)
+    all_mask = np.ones(len(cls), dtype=bool)
+    sr, mr = split_rate, merge_rate
+    if totals["all"] == 0:  # no pair has weight: Base and Exp agree, ΔPrecision is exactly 0
+        dp = Estimate("delta_precision", 0.0, 0.0, 0, note="Base and Exp agree on every item")
+    else:
+        dp = _dp(cls, valid, same, label, all_mask, totals["all"], "delta_precision")
+    need = draws.column("needs_judgement").to_pylist() if draws.num_rows else []
+    judgeable = {p for p, n in zip(draws.column("pair_id").to_pylist(), need) if n} if draws.num_rows else set()
+    judged = sum(1 for p in judgeable if by_pair.get(p) in ("same", "different"))
+    unsure = sum(1 for p in judgeable if by_pair.get(p) == "unsure")
+    slices = {}
+    if slice_multipliers:
+        attrs = {r["item_id"]: r for r in items.to_pylist()}
+        vant = draws.column("item_a").to_pylist() if draws.num_rows else []
+        W = total_weight
+        for col, stored_col in slice_multipliers.items():
+            vals = np.array([json.dumps(attrs.get(v, {}).get(col), default=str) for v in vant])
+            rows = []
+            for value, (w_i, pw) in sorted(stored_col.items(), key=lambda kv: -kv[1][1]):
+                mask = vals == value
+                contrib = _dp(cls, valid, same, label, mask, pw, "delta_precision_contribution")
+                scale = W / w_i
+                dpi = Estimate("delta_precision", contrib.value * scale, contrib.standard_error * scale,
+                               contrib.n_judgements, note=contrib.note)
+                rows.append({"value": json.loads(value), "weight": w_i, "pairweight": pw,
+                             "sampled_draws": int(mask.sum()),
+                             "delta_precision": dpi.to_dict(), "delta_precision_contribution": contrib.to_dict()})
+            slices[col] = rows
+    counts = {c: int((np.asarray(cls) == c).sum()) for c in ESTIMATION_CLASSES} if cls else dict.fromkeys(
+        ESTIMATION_CLASSES, 0)
+    return QualityResult(
+        delta_precision=dp,
+        good_split_rate=_rate(cls, valid, same, "split", False, sr, "good_split_rate"),
+        bad_split_rate=_rate(cls, valid, same, "split", True, sr, "bad_split_rate"),
+        good_merge_rate=_rate(cls, valid, same, "merge", True, mr, "good_merge_rate"),
+        bad_merge_rate=_rate(cls, valid, same, "merge", False, mr, "bad_merge_rate"),
+        split_rate=sr,
+        merge_rate=mr,
+        judged_pairs=judged,
+        unsure_pairs=unsure,
+        missing_pairs=len(judgeable) - judged - unsure,
+        draws=counts,
+        disagreements=disagreements,
+        ties=ties,
+        slices=slices,
+    )
+
+

@@ -1,0 +1,86 @@
+"""All-or-nothing writes: the one place where abcde writes a user's files.
+
+A file is written to a temporary name beside its destination and renamed into place
+(:func:`atomic_path`, :func:`write_text`, :func:`write_table_file`); a set of files is
+built in a temporary folder inside the destination directory and each renamed into
+place only when all were written (:func:`replace_files`). A failure leaves the old
+files as they were and no partial file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pyarrow as pa
+
+from abcde.errors import InputError
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success it replaces ``path``, on failure
+    it is removed and ``path`` is left as it was."""
+    dest = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_table_file(table: pa.Table, path: str | os.PathLike) -> Path:
+    """Write Arrow as CSV, Parquet or JSONL by extension, atomically."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    name = path.name.lower()
+    if not name.endswith((".parquet", ".pq", ".csv", ".jsonl", ".ndjson")):
+        raise InputError(f"Cannot tell the format for '{path}'. Use .csv, .parquet or .jsonl.")
+    with atomic_path(path) as tmp:
+        if name.endswith((".parquet", ".pq")):
+            pq.write_table(table, tmp)
+        elif name.endswith(".csv"):
+            pacsv.write_csv(table, tmp)
+        else:
+            with open(tmp, "w") as fh:
+                for row in table.to_pylist():
+                    fh.write(json.dumps(row, default=str) + "\n")
+    return path
+
+
+def replace_files(out_dir: str | os.PathLike, write: Callable[[Path], None]) -> list[str]:
+    """Build a set of files with ``write(tmp_dir)`` in a temporary folder inside ``out_dir``
+    (created if missing), then move each into ``out_dir`` (replacing a file or directory of
+    the same name). Returns the written paths. If ``write`` fails, ``out_dir`` is unchanged."""
+    dest_dir = Path(out_dir)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".abcde-", dir=dest_dir))
+    try:
+        write(tmp)
+        written = []
+        for p in sorted(tmp.iterdir()):
+            dest = dest_dir / p.name
+            if dest.is_dir():
+                shutil.rmtree(dest)
+            os.replace(p, dest)
+            written.append(str(dest))
+        return written
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
