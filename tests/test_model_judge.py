@@ -1,11 +1,13 @@
 """Model judges: a Python callable, and the LLM judge against a small OpenAI-compatible HTTP server
-started here on 127.0.0.1 (scripted answers: garbage, HTTP 500, 429 with Retry-After, 401); the cache
-means no pair is paid for twice; 'abcde quality --source model' works on the result; agreement."""
+started here on 127.0.0.1 (scripted answers: garbage, HTTP 500, 429 with Retry-After, 401, a redirect, a
+slow answer); the cache means no pair is paid for twice; 'abcde quality --source model' works on the result;
+agreement."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from abcde.cli import main
-from abcde.errors import InputError
+from abcde.errors import InputError, MissingDependencyError
 from abcde.judging import JudgementStore, LLMError, LLMJudge, cohen_kappa, fleiss_kappa, parse_answer
 from abcde.judging.agreement import agreement
 from abcde.judging.models import judge_with_model
@@ -24,8 +26,9 @@ from judging_helpers import fresh_copy, make_sample
 
 class FakeLLM:
     """An OpenAI-compatible /v1/chat/completions server. ``script`` holds responses for the next
-    requests ((status, content or body, headers)); when it is empty the answer comes from the
-    records: same surname ⇒ "Same.", else "different", garbage when the given names start with 'a'."""
+    requests ((status, content or body, headers[, seconds to wait first])); when it is empty the answer
+    comes from the records: same surname ⇒ "Same.", else "different", garbage when the given names
+    start with 'a'."""
 
     def __init__(self):
         self.requests: list[dict] = []
@@ -46,7 +49,9 @@ class FakeLLM:
                     step = fake.script.pop(0) if fake.script else None
                 if step is None:
                     step = (200, fake.answer(body["messages"][-1]["content"]), {})
-                status, content, headers = step
+                status, content, headers, *delay = step
+                if delay:
+                    time.sleep(delay[0])
                 data = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"], "choices": [
                     {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}
                 ) if status == 200 else json.dumps({"error": {"message": content}})
@@ -55,8 +60,11 @@ class FakeLLM:
                 for k, v in headers.items():
                     self.send_header(k, v)
                 self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data.encode())
+                try:
+                    self.end_headers()
+                    self.wfile.write(data.encode())
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting
+                    pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.httpd.daemon_threads = True
@@ -99,26 +107,79 @@ def test_retry_on_500_and_429_with_backoff_garbage_is_unsure_and_errors_are_clea
     j = LLMJudge(base_url=llm.url, model="fake-1", backoff=0.01, cache=tmp_path / "c.sqlite")
     llm.script = [(500, "boom", {}), (200, "same", {})]
     assert j(A, B) == "same"
-    assert j.stats["requests"] == 2 and j.stats["retries"] == 1
+    # Counted by an httpx event hook on every request the openai client sends: its retry is the 2nd.
+    assert j.stats["requests"] == 2 and j.stats["retries"] == 1 and len(llm.requests) == 2
     assert llm.requests[-1]["auth"] == "Bearer test-key" and llm.requests[-1]["path"] == "/v1/chat/completions"
     assert llm.requests[-1]["body"]["model"] == "fake-1" and llm.requests[-1]["body"]["temperature"] == 0
     llm.script = [(429, "slow down", {"Retry-After": "0.3"}), (200, "Different", {})]
     assert j(A, {"given_name": "x", "surname": "y"}) == "different"
     assert llm.times[-1] - llm.times[-2] >= 0.3  # waited as told, not just the 0.01 s backoff
+    assert j.stats["requests"] == 4 and j.stats["retries"] == 2
     llm.script = [(200, "I would rather not say.", {})]
     assert j(A, {"given_name": "q", "surname": "r"}) == "unsure" and j.stats["unparseable"] == 1
     llm.script = [(401, "bad key", {})]
     with pytest.raises(LLMError, match="HTTP 401: .*bad key"):
         j(A, {"given_name": "s", "surname": "t"})
+    assert j.stats["requests"] == 6 and j.stats["retries"] == 2 and len(llm.requests) == 6  # 401: not retried
     llm.script = [(503, "down", {})] * 3
+    j2 = LLMJudge(base_url=llm.url, model="fake-1", backoff=0.001, max_retries=2)
     with pytest.raises(LLMError, match=r"failed 3 times \(last: HTTP 503\)"):
-        LLMJudge(base_url=llm.url, model="fake-1", backoff=0.001, max_retries=2)(A, {"given_name": "u"})
+        j2(A, {"given_name": "u"})
+    assert j2.stats["requests"] == 3 and j2.stats["retries"] == 2 and len(llm.requests) == 9
     # The cache: the same pair (same prompt and model) is never asked twice.
     n = len(llm.requests)
     assert j(A, B) == "same" and len(llm.requests) == n and j.stats["cache_hits"] == 1
-    # Connection refused counts as retryable, then a clear error.
-    with pytest.raises(LLMError, match="failed 2 times.*URLError"):
-        LLMJudge(base_url="http://127.0.0.1:9/v1", model="m", backoff=0.001, max_retries=1)(A, B)
+    # Connection refused counts as retryable, then a clear error (the openai client's httpx ConnectError;
+    # under urllib this was a URLError).
+    refused = LLMJudge(base_url="http://127.0.0.1:9/v1", model="m", backoff=0.001, max_retries=1)
+    with pytest.raises(LLMError, match=r"failed 2 times \(last: connection error: ConnectError"):
+        refused(A, B)
+    assert refused.stats["requests"] == 2 and refused.stats["retries"] == 1
+    # A timeout too: the client's timeout, then its retry, then a clear error.
+    llm.script = [(200, "same", {}, 1.0), (200, "same", {}, 1.0)]
+    slow = LLMJudge(base_url=llm.url, model="fake-1", backoff=0.001, max_retries=1, timeout=0.2)
+    with pytest.raises(LLMError, match=r"failed 2 times \(last: no answer within 0.2 s\)"):
+        slow(A, B)
+    assert slow.stats["requests"] == 2 and slow.stats["retries"] == 1
+    # The wait before a retry is the judge's backoff, not the client's own (at most 0.5 s before the 1st retry).
+    llm.script = [(500, "boom", {}), (200, "same", {})]
+    assert LLMJudge(base_url=llm.url, model="fake-1", backoff=0.6, max_retries=1)(A, {"given_name": "v"}) == "same"
+    assert llm.times[-1] - llm.times[-2] >= 0.6
+
+
+def test_no_key_no_header_redirects_not_followed_and_a_clear_401(llm, sample, tmp_path, monkeypatch):
+    for k in ("ABCDE_LLM_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(k, raising=False)
+    assert LLMJudge(base_url=llm.url, model="fake-1")(A, B) == "different"
+    assert llm.requests[-1]["auth"] is None  # a local server without a key: no Authorization header
+    # A redirect to another host (here: another port) is not followed, so the key never goes there.
+    other = FakeLLM()
+    try:
+        llm.script = [(307, "moved", {"Location": other.url + "/chat/completions"})]
+        j = LLMJudge(base_url=llm.url, model="fake-1", api_key="sk-secret-123", backoff=0.001)
+        with pytest.raises(LLMError, match="answered HTTP 307, a redirect to .* not followed"):
+            j(A, B)
+        assert other.requests == [] and j.stats["requests"] == 1
+    finally:
+        other.close()
+    # 401 from the CLI: one line, exit code 1, no traceback, and the key not repeated even when the
+    # server echoes it.
+    d = fresh_copy(sample, tmp_path)
+    monkeypatch.setenv("ABCDE_LLM_API_KEY", "sk-secret-123")
+    llm.script = [(401, "Incorrect API key provided: sk-secret-123.", {})]
+    r = CliRunner().invoke(main, ["judge", "model", str(d), "--llm-base-url", llm.url, "--model", "fake-1",
+                                  "--concurrency", "1", "--hide", "entity_id"])
+    assert r.exit_code == 1 and "HTTP 401: Incorrect API key provided: ***." in r.output, r.output
+    assert "Traceback" not in r.output and "sk-secret-123" not in r.output
+    assert r.output.strip().count("\n") == 0 and llm.requests[-1]["auth"] == "Bearer sk-secret-123"
+
+
+def test_llm_judge_without_openai_names_the_extra(monkeypatch, sample, tmp_path):
+    monkeypatch.setitem(sys.modules, "openai", None)  # as if the optional extra were not installed
+    with pytest.raises(MissingDependencyError, match=r"needs the 'openai' package.*pip install 'abcde\[llm\]'"):
+        LLMJudge(base_url="http://127.0.0.1:1/v1", model="m")
+    r = CliRunner().invoke(main, ["judge", "model", str(fresh_copy(sample, tmp_path)), "--model", "m"])
+    assert r.exit_code == 1 and "pip install 'abcde[llm]'" in r.output and "Traceback" not in r.output
 
 
 def test_options_and_prompt_template_are_checked(monkeypatch):

@@ -7,18 +7,19 @@ the judge has not answered yet, with ``concurrency`` calls in flight, and record
 each answer in the sample's judgement store (source ``model``, rater
 ``model:NAME``) as it arrives — an interrupted run resumes where it stopped.
 
-:class:`LLMJudge` posts a chat-completions request (``POST {base_url}/chat/completions``)
-with the standard library's ``urllib``:
+:class:`LLMJudge` asks for a chat completion (``POST {base_url}/chat/completions``) through the
+``openai`` client (the optional extra ``abcde[llm]``; imported only when an LLM judge is made):
 
 - base URL, model and key from the arguments or the environment (``ABCDE_LLM_BASE_URL``,
   ``ABCDE_LLM_MODEL``, ``ABCDE_LLM_API_KEY``, else ``OPENAI_BASE_URL``, ``OPENAI_MODEL``,
   ``OPENAI_API_KEY``);
 - a prompt template with ``{item_a}`` and ``{item_b}`` (each item's attributes, one
   ``name: value`` line each), which the user can replace;
-- retries with exponential backoff (``backoff · 2^attempt`` seconds, or the server's
-  ``Retry-After``) on HTTP 429, 5xx, timeouts and connection errors;
-- a SQLite cache keyed by the model and the exact messages, so a pair is never paid
-  for twice (also across runs and samples);
+- the client's timeout and retries (HTTP 408, 409, 429, 5xx, timeouts and connection errors),
+  waiting ``backoff · 2^attempt`` seconds, or the server's ``Retry-After``; any other HTTP error
+  (401, 400, …) stops at once with a one-line message; redirects are not followed;
+- a SQLite cache keyed by the model and the exact messages, so a pair is never paid for twice
+  (also across runs and samples);
 - an answer that does not parse as one of same/different/unsure is recorded as ``unsure``.
 """
 
@@ -33,14 +34,13 @@ import re
 import sqlite3
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from abcde.errors import AbcdeError, InputError
+from abcde.errors import AbcdeError, InputError, MissingDependencyError
 from abcde.core.names import VOCABULARY
 from abcde.quality.store import DuplicateJudgementError, JudgementStore
 
@@ -59,7 +59,6 @@ Record B:
 
 Answer with exactly one word: same, different, or unsure."""
 
-RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 _WORD = re.compile(r"[a-z']+")
 _NEGATIONS = {"not", "no", "isn't", "aren't", "neither", "nor", "cannot", "can't"}
 
@@ -129,7 +128,7 @@ class AnswerCache:
         con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA busy_timeout=30000")
-        return _Closing(con)
+        return closing(con)
 
     def get(self, key: str) -> str | None:
         with self._connect() as con:
@@ -141,17 +140,6 @@ class AnswerCache:
             con.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)", (key, model, answer, time.time()))
 
 
-class _Closing:
-    def __init__(self, con):
-        self.con = con
-
-    def __enter__(self):
-        return self.con
-
-    def __exit__(self, *exc):
-        self.con.close()
-
-
 # --------------------------------------------------------------------------- LLM judge
 def _env(*names: str) -> str | None:
     for n in names:
@@ -161,8 +149,56 @@ def _env(*names: str) -> str | None:
     return None
 
 
+# The HTTP statuses the openai client retries (openai-python "Retries": 408, 409, 429 and >= 500);
+# used only to word the error once it has given up.
+_RETRIED = frozenset({408, 409, 429})
+LLM_INSTALL = "pip install 'abcde[llm]'"
+
+
+def _openai_client(*, base_url: str, api_key: str | None, timeout: float, max_retries: int, backoff: float,
+                   on_request: Callable):
+    """An ``openai.OpenAI`` client for one judge: its timeouts and retries, our backoff and counters."""
+    try:
+        import openai  # the optional extra abcde[llm]; imported here so that abcde works without it
+    except ImportError:
+        raise MissingDependencyError(f"The LLM judge needs the 'openai' package, which is not installed: "
+                                     f"{LLM_INSTALL}") from None
+
+    class Client(openai.OpenAI):
+        # The client retries (408/409/429/5xx, timeouts, connection errors) and honours the server's
+        # Retry-After (up to 2 minutes; a longer one is not retried). It has no public setting for the
+        # exponential part of its schedule (0.5 s · 2^n, jittered, at most 8 s), so this one hook of it is
+        # replaced by the judge's documented ``backoff · 2^attempt``; without the hook (another client
+        # version) the client's own schedule applies, which changes only the waits.
+        def _calculate_retry_timeout(self, remaining_retries, options, response_headers=None):
+            wait = super()._calculate_retry_timeout(remaining_retries, options, response_headers)
+            parse = getattr(self, "_parse_retry_after_header", None)  # the client's own Retry-After parser
+            retry_after = parse(response_headers) if parse else None
+            if retry_after is not None and wait == retry_after:  # the client honours the server's Retry-After
+                return wait
+            return backoff * 2 ** max(self.max_retries - remaining_retries, 0)
+
+    class HttpClient(openai.DefaultHttpxClient):  # the client's own httpx defaults (limits, timeouts)
+        def __del__(self):  # as the client does for the HTTP client it makes itself
+            try:
+                self.close()
+            except Exception:  # e.g. at interpreter shutdown
+                pass
+
+    # follow_redirects=False: the client would follow a redirect to any host, Authorization header and
+    # all; a redirect is reported instead (give the final URL as the base URL).
+    http = HttpClient(follow_redirects=False, event_hooks={"request": [on_request]})
+    # The client insists on a key; without one (a local server) ask() omits the Authorization header.
+    return Client(base_url=base_url, api_key=api_key or "no-key", timeout=timeout, max_retries=max_retries,
+                  http_client=http)
+
+
 class LLMJudge:
     """An LLM behind an OpenAI-compatible ``/chat/completions`` endpoint, as a judge.
+
+    It calls the endpoint through the ``openai`` client (the optional extra ``abcde[llm]``), which
+    sets the timeouts and does the retries; without the package it raises
+    :class:`~abcde.errors.MissingDependencyError`.
 
     Parameters
     ----------
@@ -173,7 +209,7 @@ class LLMJudge:
         Model name. Default: ``ABCDE_LLM_MODEL`` or ``OPENAI_MODEL``; required.
     api_key
         Sent as ``Authorization: Bearer``. Default: ``ABCDE_LLM_API_KEY`` or ``OPENAI_API_KEY``;
-        none for a local server.
+        none for a local server (then no ``Authorization`` header is sent).
     prompt_template
         The user message, with ``{item_a}`` and ``{item_b}`` (literal braces doubled).
     system_prompt
@@ -181,10 +217,14 @@ class LLMJudge:
     cache
         Path of the answer cache (SQLite); ``None``: no cache.
     max_retries, backoff, timeout
-        Retries after the first attempt, the first backoff in seconds (doubled each time),
-        and the request timeout in seconds.
+        Retries after the first attempt (on HTTP 408, 409, 429, 5xx, timeouts and connection
+        errors), the first backoff in seconds (doubled each time; the server's ``Retry-After``
+        instead when it sends one), and the request timeout in seconds.
     temperature
         Sent with every request (``None``: not sent).
+
+    ``stats`` counts ``requests`` (HTTP requests sent, retries included), ``retries``,
+    ``cache_hits`` and ``unparseable`` answers (recorded as unsure).
     """
 
     def __init__(self, *, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
@@ -214,9 +254,12 @@ class LLMJudge:
             raise InputError("max_retries and backoff must be ≥ 0 and timeout > 0.")
         self.max_retries, self.backoff, self.timeout = max_retries, backoff, timeout
         self.temperature = temperature
-        self.cache = AnswerCache(cache) if cache else None
         self._lock = threading.Lock()
+        self._local = threading.local()  # requests sent for the current call, per thread
         self.stats = {"requests": 0, "retries": 0, "cache_hits": 0, "unparseable": 0}
+        self._client = _openai_client(base_url=self.base_url, api_key=self.api_key, timeout=timeout,
+                                      max_retries=max_retries, backoff=backoff, on_request=self._on_request)
+        self.cache = AnswerCache(cache) if cache else None
 
     @property
     def name(self) -> str:
@@ -227,59 +270,90 @@ class LLMJudge:
         msgs = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         return [*msgs, {"role": "user", "content": user}]
 
+    def close(self) -> None:
+        """Close the HTTP connections (also done when the judge is garbage-collected)."""
+        self._client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
     def _count(self, key: str) -> None:
         with self._lock:
             self.stats[key] += 1
+
+    def _on_request(self, request) -> None:
+        # httpx event hook: runs in the calling thread for every HTTP request the client sends, the
+        # client's retries included, so each request after a call's first is a retry.
+        self._local.sent = getattr(self._local, "sent", 0) + 1
+        self._count("requests")
+        if self._local.sent > 1:
+            self._count("retries")
 
     def _cache_key(self, msgs: list[dict]) -> str:
         raw = json.dumps({"model": self.model, "messages": msgs, "temperature": self.temperature}, sort_keys=True)
         return hashlib.sha256(raw.encode()).hexdigest()
 
-    def ask(self, msgs: list[dict]) -> str:
-        """One chat completion (with retries); the answer text."""
-        body = {"model": self.model, "messages": msgs}
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "abcde-judge"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        url = f"{self.base_url}/chat/completions"
-        attempt = 0
-        while True:
-            self._count("requests")
-            wait = None
+    def _detail(self, exc) -> str:
+        """The server's error message, on one line, without the key."""
+        body = getattr(exc, "body", None)
+        if isinstance(body, dict) and isinstance(body.get("message"), str):
+            text = body["message"]
+        elif isinstance(body, str):
+            text = body
+        else:
             try:
-                req = urllib.request.Request(url, data=data, headers=headers, method="POST")
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    payload = json.loads(resp.read().decode("utf-8"))
-                try:
-                    content = payload["choices"][0]["message"]["content"]
-                except (KeyError, IndexError, TypeError):
-                    content = None
-                return content if isinstance(content, str) else json.dumps(payload)[:500]
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:300].decode("utf-8", "replace")
-                exc.close()
-                if exc.code not in RETRY_STATUS:
-                    raise LLMError(f"The LLM endpoint {url} answered HTTP {exc.code}: {detail.strip()}") from None
-                retry_after = exc.headers.get("Retry-After") if exc.headers else None
-                try:
-                    wait = float(retry_after) if retry_after is not None else None
-                except ValueError:
-                    wait = None
-                error = f"HTTP {exc.code}"
-            except (urllib.error.URLError, TimeoutError, ConnectionError, json.JSONDecodeError) as exc:
-                error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
-            if attempt >= self.max_retries:
-                raise LLMError(f"The LLM endpoint {url} failed {attempt + 1} times (last: {error}); "
-                               "the answers so far are saved, run again to resume.")
-            delay = self.backoff * (2 ** attempt)
-            if wait is not None:
-                delay = max(delay, min(wait, 60.0))
-            self._count("retries")
-            time.sleep(delay)
-            attempt += 1
+                text = exc.response.text
+            except Exception:  # no body to show
+                text = ""
+        text = " ".join(str(text).split())[:300]
+        return text.replace(self.api_key, "***") if self.api_key else text
+
+    def ask(self, msgs: list[dict]) -> str:
+        """One chat completion (the client retries); the answer text."""
+        import openai  # the optional extra abcde[llm]; present, since __init__ made the client
+
+        url = f"{self.base_url}/chat/completions"
+        extra = {} if self.temperature is None else {"temperature": self.temperature}
+        if not self.api_key:  # no key, no Authorization header (not the client's placeholder)
+            extra["extra_headers"] = {"Authorization": openai.Omit()}
+        self._local.sent = 0
+        try:
+            resp = self._client.chat.completions.create(model=self.model, messages=msgs, **extra)
+        except openai.APIStatusError as exc:
+            code, sent = exc.status_code, self._local.sent
+            if code in _RETRIED or code >= 500:
+                raise LLMError(f"The LLM endpoint {url} failed {sent} time{'s' * (sent != 1)} (last: HTTP {code}); "
+                               "the answers so far are saved, run again to resume.") from None
+            if 300 <= code < 400:
+                location = exc.response.headers.get("location", "?")
+                raise LLMError(f"The LLM endpoint {url} answered HTTP {code}, a redirect to {location!r}; it is not "
+                               "followed (the key would go along): give the final URL as the base URL.") from None
+            raise LLMError(f"The LLM endpoint {url} answered HTTP {code}: {self._detail(exc)}") from None
+        except openai.APIConnectionError as exc:  # timeouts included
+            sent = self._local.sent
+            if isinstance(exc, openai.APITimeoutError):
+                last = f"no answer within {self.timeout:g} s"
+            else:
+                cause = exc.__cause__
+                last = "connection error" + (f": {type(cause).__name__}: {cause}" if cause else "")
+            raise LLMError(f"The LLM endpoint {url} failed {sent} time{'s' * (sent != 1)} (last: {last}); "
+                           "the answers so far are saved, run again to resume.") from None
+        except openai.OpenAIError as exc:  # e.g. a body that is not a chat completion
+            raise LLMError(f"The LLM endpoint {url} gave an unusable answer: {type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:300]}") from None
+        try:
+            content = resp.choices[0].message.content
+        except (AttributeError, IndexError, TypeError):
+            content = None
+        if isinstance(content, str):
+            return content
+        try:
+            return resp.model_dump_json()[:500]  # no text (e.g. a refusal or a tool call): unparseable
+        except Exception:  # not a pydantic model
+            return repr(resp)[:500]
 
     def __call__(self, item_a: dict, item_b: dict) -> str:
         msgs = self.messages(item_a, item_b)

@@ -1,0 +1,88 @@
+"""DuckDB, the default engine: embedded, spills to disk beyond its memory limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ibis
+
+from abcde.engine.base import Engine
+from abcde.errors import InputError
+from abcde.util.files import replace_files
+
+
+class DuckDBEngine(Engine):
+    """DuckDB through Ibis: temporary tables, atomic output directories."""
+
+    name = "duckdb"
+
+    @property
+    def prefers_window_sums(self) -> bool:
+        # Measured at 10M items: group-by + join back is 1.4x faster than window sums.
+        return False
+
+    @property
+    def writes_part_directories(self) -> bool:
+        return False
+
+    @property
+    def atomic_outputs(self) -> bool:
+        return True
+
+    @classmethod
+    def open(cls, *, database=None, memory_limit=None, threads=None, temp_directory=None,
+             **_other_engines) -> DuckDBEngine:
+        """A DuckDB connection (``database`` file or in memory) with abcde's settings."""
+        kwargs: dict[str, Any] = {}
+        if memory_limit:
+            kwargs["memory_limit"] = str(memory_limit)
+        if threads:
+            if int(threads) < 1:
+                raise InputError(f"threads must be a positive integer. Got {threads!r} instead.")
+            kwargs["threads"] = int(threads)
+        if temp_directory:
+            kwargs["temp_directory"] = str(temp_directory)
+        try:
+            con = ibis.duckdb.connect(database=str(database) if database else ":memory:", **kwargs)
+        except Exception as exc:
+            raise InputError(f"Cannot open DuckDB with database={database!r}, settings {kwargs}: {exc}") from exc
+        # DuckDB's own progress bar would interleave with abcde's progress display.
+        con.raw_sql("SET enable_progress_bar = false")
+        # abcde orders every result it shows; not preserving insertion order lets DuckDB
+        # materialize intermediate tables in parallel and with less memory.
+        con.raw_sql("SET preserve_insertion_order = false")
+        settings = {"database": str(database) if database else None, **kwargs}
+        return cls(con, settings)
+
+    def _parquet_target(self, path, *, is_dir: bool) -> str:
+        # DuckDB reads a directory of part files (as Spark writes them) through a glob.
+        return f"{str(path).rstrip('/')}/**/*.parquet" if is_dir else str(path)
+
+    def _create_temp(self, name: str, expr: "ibis.Table") -> "ibis.Table":
+        t = self.con.create_table(name, expr, temp=True)
+        self._temp.append(name)
+        return t
+
+    def _drop_temp(self, handle) -> None:
+        self.con.drop_table(handle, force=True)
+
+    def _to_parquet(self, expr, path: str) -> None:
+        self.con.to_parquet(expr, path)
+
+    def write_outputs(self, out, tables: dict, texts: dict | None = None) -> list[str]:
+        """Write ``{file name: table expression}`` as Parquet and ``{file name: text}``
+        into the directory ``out``; returns the written paths.
+
+        The files are written into a temporary folder first and moved in at the end,
+        so a failure leaves no partial output.
+        """
+        texts = texts or {}
+
+        def write(tmp: Path) -> None:
+            for fname, expr in tables.items():
+                self.write_parquet(expr, tmp / fname, step=f"write {fname}")
+            for fname, text in texts.items():
+                (tmp / fname).write_text(text)
+
+        return replace_files(str(out), write)
