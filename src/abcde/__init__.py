@@ -26,6 +26,7 @@ _EXPORTS = {
     "Engine": "abcde.engine",
     "connect": "abcde.engine",
     "Restriction": "abcde.core.diff",
+    "Inputs": "abcde.core.inputs",
     "ImpactResult": "abcde.metrics.impact",
     "impact": "abcde.metrics.impact",
     "PointwiseResult": "abcde.metrics.pointwise",
@@ -65,6 +66,7 @@ def __dir__():
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
     from abcde.core.diff import Restriction
+    from abcde.core.inputs import Inputs
     from abcde.engine import Engine, connect
     from abcde.errors import AbcdeError, EngineError, InputError, MissingDependencyError
     from abcde.metrics.impact import ImpactResult, impact

@@ -28,7 +28,7 @@ from abcde.util import progress as _progress
 from abcde.engine import Engine, resolve
 from abcde.errors import InputError, examples_text
 from abcde.core.formulas import affected
-from abcde.core.inputs import Loaded, check_duplicates, load_clustering, load_items, unify_id_types
+from abcde.core.inputs import Inputs, Loaded, check_duplicates, load_clustering, load_items, unify_id_types
 
 N_EXAMPLES = 5
 
@@ -143,7 +143,7 @@ class Diff:
 
 def build_diff(
     base,
-    exp,
+    exp=None,
     *,
     items=None,
     item_id: str = "item_id",
@@ -160,7 +160,9 @@ def build_diff(
     ----------
     base, exp
         The Baseline and Experiment clusterings: paths (Parquet or CSV) or
-        pandas/polars/Arrow/Ibis tables with an item id and a cluster id column.
+        pandas/polars/Arrow/Ibis tables with an item id and a cluster id column;
+        or ``base`` an :class:`~abcde.core.inputs.Inputs` holding everything (then
+        leave out ``exp`` and the column names).
     items
         Optional items table: item id, optional weight, attribute columns.
     item_id, cluster_id
@@ -176,162 +178,206 @@ def build_diff(
     Raises
     ------
     InputError
-        See :mod:`abcde.io`; also when the clusterings have no item in common,
+        See :mod:`abcde.core.inputs`; also when the clusterings have no item in common,
         or an item of the clusterings has no row in the items table.
+
+    Notes
+    -----
+    The steps, each a function below: load and validate each input
+    (:func:`_load`); join them on the item id, keeping which inputs hold each item
+    (:func:`_join`); group by ``(Base cluster, Exp cluster, in Base, in Exp)`` once
+    (:func:`_membership_fragments`), from which the restriction's counts and the
+    duplicate-id check follow (:func:`_restriction`); then the fragments of the
+    common items with their clusters' totals (:func:`_fragments`).
     """
+    inputs = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id,
+                       base_cluster_id=base_cluster_id, exp_cluster_id=exp_cluster_id, weight=weight)
     eng = resolve(engine)
-    rb, re_ = roles
     with _progress.step("Reading and validating inputs"):
-        loaded: dict[str, Loaded] = {
-            "base": load_clustering(
-                eng, base, role=rb, item_id=item_id, cluster_id=base_cluster_id or cluster_id, out_cluster="base_cluster"
-            ),
-            "exp": load_clustering(
-                eng, exp, role=re_, item_id=item_id, cluster_id=exp_cluster_id or cluster_id, out_cluster="exp_cluster"
-            ),
-        }
-        attributes: list[str] = []
-        if items is not None:
-            loaded["items"], attributes = load_items(eng, items, item_id=item_id, weight=weight)
-        loaded = unify_id_types(loaded)
-    b, e = loaded["base"].table, loaded["exp"].table
-    it = loaded["items"].table if "items" in loaded else None
+        loaded, attributes = _load(eng, inputs, roles)
     labels = {k: v.label for k, v in loaded.items()}
-
     with _progress.step("Joining clusterings and computing fragments"):
-        b2 = b.mutate(_in_b=ibis.literal(True))
-        e2 = e.rename(_id_e="item_id").mutate(_in_e=ibis.literal(True))
-        fo = b2.outer_join(e2, b2.item_id == e2._id_e)
-        fo = fo.select(
-            item_id=ibis.coalesce(fo.item_id, fo._id_e),
-            base_cluster=fo.base_cluster,
-            exp_cluster=fo.exp_cluster,
-            in_b=fo._in_b.fill_null(False),
-            in_e=fo._in_e.fill_null(False),
-        )
-        if it is not None:
-            wt = it.select(_id_w="item_id", weight="weight", _has_w=ibis.literal(True))
-            # A full outer join: rows with neither side are items-table rows in neither clustering.
-            fov = fo.view()
-            fw = fov.outer_join(wt, fov.item_id == wt._id_w)
-            fw = fw.select(
-                item_id=ibis.coalesce(fw.item_id, fw._id_w),
-                base_cluster=fw.base_cluster,
-                exp_cluster=fw.exp_cluster,
-                in_b=fw.in_b.fill_null(False),
-                in_e=fw.in_e.fill_null(False),
-                weight=fw.weight,
-                has_w=fw._has_w.fill_null(False),
-            )
-        else:
-            fw = fo.mutate(weight=ibis.literal(1.0, type="float64"), has_w=ibis.literal(True))
-        g = fw.group_by(["base_cluster", "exp_cluster", "in_b", "in_e"]).aggregate(
-            n=fw.count(),
-            w=fw.weight.sum(),
-            w2=(fw.weight * fw.weight).sum(),
-            n_no_w=(~fw.has_w).sum(),
-        )
-        frag_all = eng.materialize(g, "fragments_all")
-        side = eng.one(
-            frag_all.aggregate(
-                common_n=frag_all.n.sum(where=frag_all.in_b & frag_all.in_e),
-                common_no_w=frag_all.n_no_w.sum(where=frag_all.in_b & frag_all.in_e),
-                b_only_n=frag_all.n.sum(where=frag_all.in_b & ~frag_all.in_e),
-                b_only_w=frag_all.w.sum(where=frag_all.in_b & ~frag_all.in_e),
-                e_only_n=frag_all.n.sum(where=~frag_all.in_b & frag_all.in_e),
-                e_only_w=frag_all.w.sum(where=~frag_all.in_b & frag_all.in_e),
-                items_only_n=frag_all.n.sum(where=~frag_all.in_b & ~frag_all.in_e),
-                rows_b=frag_all.n.sum(where=frag_all.in_b),
-                rows_e=frag_all.n.sum(where=frag_all.in_e),
-                rows_w=(frag_all.n - frag_all.n_no_w).sum(),
-            ),
-            step="restriction",
-        )
-        # Duplicate ids, found from row counts instead of a group-by over all items.
-        # Joining the inputs on the id gives an id with counts (b, e, i) in Base, Exp
-        # and items max(b,1)*max(e,1)*max(i,1) rows. For each input X, the joined rows of
-        # ids present in X sum to at least rows(X), id by id, with equality exactly when
-        # the id's counts in the *other* inputs are all 1. So the three equalities below
-        # hold iff every id present in two or more inputs is unique in each of them.
-        # Ids present in one input only are checked separately (usually few rows).
-        counts = {
-            "base": int(side.get("rows_b") or 0),
-            "exp": int(side.get("rows_e") or 0),
-            "items": int(side.get("rows_w") or 0),
-        }
-        for key, got in counts.items():
-            if key in loaded and got != loaded[key].rows:
-                for k, v in loaded.items():
-                    check_duplicates(eng, v, f"{k}_cluster" if k != "items" else None)
-        singles = [("base", fw.in_b & ~fw.in_e & ~fw.has_w if it is not None else fw.in_b & ~fw.in_e, "b_only_n"),
-                   ("exp", ~fw.in_b & fw.in_e & ~fw.has_w if it is not None else ~fw.in_b & fw.in_e, "e_only_n"),
-                   ("items", ~fw.in_b & ~fw.in_e, "items_only_n")]
-        for key, pred, stat in singles:
-            if key in loaded and side.get(stat):
-                only = fw.filter(pred)
-                d = only.group_by("item_id").aggregate(rows=only.count())
-                if eng.one(d.filter(d.rows > 1).aggregate(n=ibis._.count()), step="duplicate ids")["n"]:
-                    check_duplicates(eng, loaded[key], f"{key}_cluster" if key != "items" else None)
-        common_n = int(side.get("common_n") or 0)
-        b_only = int(side.get("b_only_n") or 0)
-        e_only = int(side.get("e_only_n") or 0)
-
-        def examples(pred) -> list:
-            rows = eng.rows(fw.filter(pred).select("item_id").order_by("item_id").limit(N_EXAMPLES), step="examples")
-            return [r["item_id"] for r in rows]
-
-        if common_n == 0:
-            raise InputError(
-                f"The {labels['base']} and the {labels['exp']} have no item in common "
-                f"({b_only} items only in {rb}, first: {examples_text(examples(fw.in_b & ~fw.in_e))}; "
-                f"{e_only} only in {re_}, first: {examples_text(examples(~fw.in_b & fw.in_e))}). "
-                "Check that both use the same item ids."
-            )
-        no_w = int(side.get("common_no_w") or 0)
-        if no_w:
-            ex = examples(fw.in_b & fw.in_e & ~fw.has_w)
-            raise InputError(
-                f"{no_w} items of the clusterings have no row in the {labels['items']} "
-                f"(first: {examples_text(ex)}). Every item needs a row (and weight) there."
-            )
-        items_only = int(side.get("items_only_n") or 0)
-        items_only_ex = examples(~fw.in_b & ~fw.in_e) if items_only else []
-        restriction = Restriction(
-            common_items=common_n,
-            base_only_items=b_only,
-            base_only_weight=float(side.get("b_only_w") or 0.0),
-            base_only_examples=examples(fw.in_b & ~fw.in_e) if b_only else [],
-            exp_only_items=e_only,
-            exp_only_weight=float(side.get("e_only_w") or 0.0),
-            exp_only_examples=examples(~fw.in_b & fw.in_e) if e_only else [],
-            items_only_items=items_only,
-            items_only_examples=items_only_ex,
-        )
-
-        f = frag_all.filter(frag_all.in_b & frag_all.in_e).select("base_cluster", "exp_cluster", "n", "w", "w2")
-        # Cluster totals W(Base), W(Exp): two equivalent expressions, the faster one for
-        # the engine (measured at 10M items: on DuckDB group-by + join back is 1.4x
-        # faster than window sums; on Spark window sums are 1.6x faster).
-        if eng.prefers_window_sums:
-            by_b, by_e = ibis.window(group_by=f.base_cluster), ibis.window(group_by=f.exp_cluster)
-            f = f.mutate(nb=f.n.sum().over(by_b), wb=f.w.sum().over(by_b),
-                         ne=f.n.sum().over(by_e), we=f.w.sum().over(by_e))
-        else:
-            bt = f.group_by("base_cluster").aggregate(nb=f.n.sum(), wb=f.w.sum())
-            et = f.group_by("exp_cluster").aggregate(ne=f.n.sum(), we=f.w.sum())
-            f = f.join(bt, "base_cluster").join(et, "exp_cluster")
-        f = f.select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we")
-        fragments = eng.materialize(f, "fragments")
+        fw = _join(loaded)
+        frag_all = eng.materialize(_membership_fragments(fw), "fragments_all")
+        restriction = _restriction(eng, loaded, fw, frag_all, labels, roles)
+        fragments = eng.materialize(_fragments(eng, frag_all), "fragments")
     joined = fw.filter(fw.in_b & fw.in_e).select("item_id", "base_cluster", "exp_cluster", "weight")
     return Diff(
         engine=eng,
         joined=joined,
         fragments=fragments,
-        items=it,
+        items=loaded["items"].table if "items" in loaded else None,
         attributes=attributes,
         restriction=restriction,
         labels=labels,
     )
+
+
+def _load(eng: Engine, inputs: Inputs, roles: tuple[str, str]) -> tuple[dict[str, Loaded], list[str]]:
+    """Step 1: each input read and validated, with canonical columns (``item_id``,
+    ``base_cluster`` / ``exp_cluster``, ``weight`` and the attributes), id types unified."""
+    rb, re_ = roles
+    loaded: dict[str, Loaded] = {
+        "base": load_clustering(eng, inputs.base, role=rb, item_id=inputs.item_id,
+                                cluster_id=inputs.base_cluster(), out_cluster="base_cluster"),
+        "exp": load_clustering(eng, inputs.exp, role=re_, item_id=inputs.item_id,
+                               cluster_id=inputs.exp_cluster(), out_cluster="exp_cluster"),
+    }
+    attributes: list[str] = []
+    if inputs.items is not None:
+        loaded["items"], attributes = load_items(eng, inputs.items, item_id=inputs.item_id, weight=inputs.weight)
+    return unify_id_types(loaded), attributes
+
+
+def _join(loaded: dict[str, Loaded]) -> ibis.Table:
+    """Step 2: every item of any input, with its clusters, whether Base / Exp hold it
+    (``in_b``, ``in_e``), its weight (1 without an items table) and whether the items table
+    holds it (``has_w``). Full outer joins: nothing is dropped before it is counted."""
+    b, e = loaded["base"].table, loaded["exp"].table
+    it = loaded["items"].table if "items" in loaded else None
+    b2 = b.mutate(_in_b=ibis.literal(True))
+    e2 = e.rename(_id_e="item_id").mutate(_in_e=ibis.literal(True))
+    fo = b2.outer_join(e2, b2.item_id == e2._id_e)
+    fo = fo.select(
+        item_id=ibis.coalesce(fo.item_id, fo._id_e),
+        base_cluster=fo.base_cluster,
+        exp_cluster=fo.exp_cluster,
+        in_b=fo._in_b.fill_null(False),
+        in_e=fo._in_e.fill_null(False),
+    )
+    if it is None:
+        return fo.mutate(weight=ibis.literal(1.0, type="float64"), has_w=ibis.literal(True))
+    wt = it.select(_id_w="item_id", weight="weight", _has_w=ibis.literal(True))
+    # A full outer join: rows with neither side are items-table rows in neither clustering.
+    fov = fo.view()
+    fw = fov.outer_join(wt, fov.item_id == wt._id_w)
+    return fw.select(
+        item_id=ibis.coalesce(fw.item_id, fw._id_w),
+        base_cluster=fw.base_cluster,
+        exp_cluster=fw.exp_cluster,
+        in_b=fw.in_b.fill_null(False),
+        in_e=fw.in_e.fill_null(False),
+        weight=fw.weight,
+        has_w=fw._has_w.fill_null(False),
+    )
+
+
+def _membership_fragments(fw: ibis.Table) -> ibis.Table:
+    """Step 3: items, weight and squared weight per ``(Base cluster, Exp cluster, in Base,
+    in Exp)``, and how many have no items-table row: one pass over all items."""
+    return fw.group_by(["base_cluster", "exp_cluster", "in_b", "in_e"]).aggregate(
+        n=fw.count(),
+        w=fw.weight.sum(),
+        w2=(fw.weight * fw.weight).sum(),
+        n_no_w=(~fw.has_w).sum(),
+    )
+
+
+def _restriction(eng: Engine, loaded: dict[str, Loaded], fw: ibis.Table, frag_all: ibis.Table,
+                 labels: dict[str, str], roles: tuple[str, str]) -> Restriction:
+    """Step 4: what restricting to the common items removes, from the membership fragments;
+    duplicate ids refused (:func:`_check_duplicate_ids`); no common item, or a common item
+    without an items-table row, refused."""
+    rb, re_ = roles
+    side = eng.one(
+        frag_all.aggregate(
+            common_n=frag_all.n.sum(where=frag_all.in_b & frag_all.in_e),
+            common_no_w=frag_all.n_no_w.sum(where=frag_all.in_b & frag_all.in_e),
+            b_only_n=frag_all.n.sum(where=frag_all.in_b & ~frag_all.in_e),
+            b_only_w=frag_all.w.sum(where=frag_all.in_b & ~frag_all.in_e),
+            e_only_n=frag_all.n.sum(where=~frag_all.in_b & frag_all.in_e),
+            e_only_w=frag_all.w.sum(where=~frag_all.in_b & frag_all.in_e),
+            items_only_n=frag_all.n.sum(where=~frag_all.in_b & ~frag_all.in_e),
+            rows_b=frag_all.n.sum(where=frag_all.in_b),
+            rows_e=frag_all.n.sum(where=frag_all.in_e),
+            rows_w=(frag_all.n - frag_all.n_no_w).sum(),
+        ),
+        step="restriction",
+    )
+    _check_duplicate_ids(eng, loaded, fw, side)
+    common_n = int(side.get("common_n") or 0)
+    b_only = int(side.get("b_only_n") or 0)
+    e_only = int(side.get("e_only_n") or 0)
+
+    def examples(pred) -> list:
+        rows = eng.rows(fw.filter(pred).select("item_id").order_by("item_id").limit(N_EXAMPLES), step="examples")
+        return [r["item_id"] for r in rows]
+
+    if common_n == 0:
+        raise InputError(
+            f"The {labels['base']} and the {labels['exp']} have no item in common "
+            f"({b_only} items only in {rb}, first: {examples_text(examples(fw.in_b & ~fw.in_e))}; "
+            f"{e_only} only in {re_}, first: {examples_text(examples(~fw.in_b & fw.in_e))}). "
+            "Check that both use the same item ids."
+        )
+    no_w = int(side.get("common_no_w") or 0)
+    if no_w:
+        ex = examples(fw.in_b & fw.in_e & ~fw.has_w)
+        raise InputError(
+            f"{no_w} items of the clusterings have no row in the {labels['items']} "
+            f"(first: {examples_text(ex)}). Every item needs a row (and weight) there."
+        )
+    items_only = int(side.get("items_only_n") or 0)
+    return Restriction(
+        common_items=common_n,
+        base_only_items=b_only,
+        base_only_weight=float(side.get("b_only_w") or 0.0),
+        base_only_examples=examples(fw.in_b & ~fw.in_e) if b_only else [],
+        exp_only_items=e_only,
+        exp_only_weight=float(side.get("e_only_w") or 0.0),
+        exp_only_examples=examples(~fw.in_b & fw.in_e) if e_only else [],
+        items_only_items=items_only,
+        items_only_examples=examples(~fw.in_b & ~fw.in_e) if items_only else [],
+    )
+
+
+def _check_duplicate_ids(eng: Engine, loaded: dict[str, Loaded], fw: ibis.Table, side: dict) -> None:
+    """Refuse duplicate item ids, found from row counts instead of a group-by over all items.
+
+    Joining the inputs on the id gives an id with counts (b, e, i) in Base, Exp and items
+    max(b,1)*max(e,1)*max(i,1) rows. For each input X, the joined rows of ids present in X
+    sum to at least rows(X), id by id, with equality exactly when the id's counts in the
+    *other* inputs are all 1. So the three equalities below hold iff every id present in two
+    or more inputs is unique in each of them. Ids present in one input only are checked
+    separately (usually few rows).
+    """
+    has_items = "items" in loaded
+    counts = {
+        "base": int(side.get("rows_b") or 0),
+        "exp": int(side.get("rows_e") or 0),
+        "items": int(side.get("rows_w") or 0),
+    }
+    for key, got in counts.items():
+        if key in loaded and got != loaded[key].rows:
+            for k, v in loaded.items():
+                check_duplicates(eng, v, f"{k}_cluster" if k != "items" else None)
+    singles = [("base", fw.in_b & ~fw.in_e & ~fw.has_w if has_items else fw.in_b & ~fw.in_e, "b_only_n"),
+               ("exp", ~fw.in_b & fw.in_e & ~fw.has_w if has_items else ~fw.in_b & fw.in_e, "e_only_n"),
+               ("items", ~fw.in_b & ~fw.in_e, "items_only_n")]
+    for key, pred, stat in singles:
+        if key in loaded and side.get(stat):
+            only = fw.filter(pred)
+            d = only.group_by("item_id").aggregate(rows=only.count())
+            if eng.one(d.filter(d.rows > 1).aggregate(n=ibis._.count()), step="duplicate ids")["n"]:
+                check_duplicates(eng, loaded[key], f"{key}_cluster" if key != "items" else None)
+
+
+def _fragments(eng: Engine, frag_all: ibis.Table) -> ibis.Table:
+    """Step 5: the fragments of the common items, ``base_cluster, exp_cluster, n, w, w2``, with
+    their Base and Exp clusters' items and weights ``nb, wb, ne, we``."""
+    f = frag_all.filter(frag_all.in_b & frag_all.in_e).select("base_cluster", "exp_cluster", "n", "w", "w2")
+    # Cluster totals W(Base), W(Exp): two equivalent expressions, the faster one for
+    # the engine (measured at 10M items: on DuckDB group-by + join back is 1.4x
+    # faster than window sums; on Spark window sums are 1.6x faster).
+    if eng.prefers_window_sums:
+        by_b, by_e = ibis.window(group_by=f.base_cluster), ibis.window(group_by=f.exp_cluster)
+        f = f.mutate(nb=f.n.sum().over(by_b), wb=f.w.sum().over(by_b),
+                     ne=f.n.sum().over(by_e), we=f.w.sum().over(by_e))
+    else:
+        bt = f.group_by("base_cluster").aggregate(nb=f.n.sum(), wb=f.w.sum())
+        et = f.group_by("exp_cluster").aggregate(ne=f.n.sum(), we=f.w.sum())
+        f = f.join(bt, "base_cluster").join(et, "exp_cluster")
+    return f.select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we")
 
 
 def affected_items(diff: Diff) -> ibis.Table:

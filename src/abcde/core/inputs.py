@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import ibis
 import ibis.expr.datatypes as dt
@@ -32,6 +33,59 @@ def input_names(**inputs) -> dict:
     """How inputs are recorded in a sample's metadata: paths as given, tables by type."""
     return {k: (os.fspath(v) if isinstance(v, (str, os.PathLike)) else type(v).__name__)
             for k, v in inputs.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What every computation starts from: the Baseline and Experiment clusterings, the
+    optional items table, and how their columns are named.
+
+    Parameters
+    ----------
+    base, exp
+        The clusterings: paths (Parquet or CSV, local or a URI the engine reads) or
+        pandas/polars/Arrow/Ibis tables, one row per item with its id and its cluster.
+    items
+        Optional items table: the item id, an optional weight column and attributes.
+    item_id, cluster_id
+        Column names in all inputs (``base_cluster_id`` / ``exp_cluster_id`` override
+        the cluster id column for one side).
+    weight
+        Weight column of ``items``; ``None`` uses ``weight`` if present, else 1.
+    """
+
+    base: Any
+    exp: Any
+    items: Any = None
+    item_id: str = "item_id"
+    cluster_id: str = "cluster_id"
+    base_cluster_id: str | None = None
+    exp_cluster_id: str | None = None
+    weight: str | None = None
+
+    @classmethod
+    def of(cls, base, exp=None, **columns) -> "Inputs":
+        """``base`` if it is already an :class:`Inputs` (then ``exp`` and ``columns`` must be
+        left out), else ``Inputs(base, exp, **columns)``."""
+        if isinstance(base, cls):
+            given = {k: v for k, v in columns.items() if v is not None and v != getattr(cls, k, None)}
+            if exp is not None or given:
+                raise InputError("Pass either an Inputs object or the inputs and their column names, not both "
+                                 f"(got Inputs and also {', '.join(['exp'] * (exp is not None) + sorted(given))}).")
+            return base
+        if exp is None:
+            raise InputError("Both a Base and an Exp clustering are needed (exp is missing).")
+        return cls(base, exp, **columns)
+
+    def base_cluster(self) -> str:
+        return self.base_cluster_id or self.cluster_id
+
+    def exp_cluster(self) -> str:
+        return self.exp_cluster_id or self.cluster_id
+
+    def names(self) -> dict:
+        """How the inputs are recorded in a sample's metadata: paths as given, tables by type."""
+        return input_names(base=self.base, exp=self.exp, items=self.items)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ METRICS = IMPACT_METRICS
 SIDES = ("base", "exp")
 
 
-def _normalize_slices(slice_by) -> list[tuple[str, ...]]:
+def normalize_slices(slice_by) -> list[tuple[str, ...]]:
     if slice_by is None:
         return []
     if isinstance(slice_by, str):
@@ -102,24 +102,24 @@ class ImpactResult:
     top_clusters: dict
     slices: dict
     engine: str
-    _diff: Diff = field(repr=False, compare=False)
+    diff: Diff = field(repr=False, compare=False)
 
     # -- tables ------------------------------------------------------------
     def per_item_expr(self) -> ibis.Table:
-        return per_item_expr(self._diff)
+        return per_item_expr(self.diff)
 
     def per_item(self) -> pa.Table:
         """Per-item metrics: ``item_id, base_cluster, exp_cluster, weight,
         split_rate, merge_rate, jaccard_distance``."""
-        return self._diff.engine.to_arrow(self.per_item_expr(), step="per-item metrics")
+        return self.diff.engine.to_arrow(self.per_item_expr(), step="per-item metrics")
 
     def per_cluster_expr(self, side: str) -> ibis.Table:
-        return per_cluster_expr(self._diff, side, self.total_weight)
+        return per_cluster_expr(self.diff, side, self.total_weight)
 
     def per_cluster(self, side: str) -> pa.Table:
         """Per-cluster metrics of ``side`` (``"base"`` or ``"exp"``): ``cluster_id,
         size, weight, split_rate, merge_rate, jaccard_distance, contribution``."""
-        return self._diff.engine.to_arrow(self.per_cluster_expr(side), step=f"per-{side}-cluster metrics")
+        return self.diff.engine.to_arrow(self.per_cluster_expr(side), step=f"per-{side}-cluster metrics")
 
     def lookup(self, item_ids: Sequence) -> list[dict]:
         """Per-item metrics of the given ids (ids not in ``T`` are absent)."""
@@ -134,7 +134,7 @@ class ImpactResult:
                 raise InputError(f"Item ids are integers here; cannot look up {ids!r}.") from exc
         else:
             ids = [str(i) for i in ids]
-        return self._diff.engine.rows(t.filter(t.item_id.isin(ids)).order_by("item_id"), step="lookup")
+        return self.diff.engine.rows(t.filter(t.item_id.isin(ids)).order_by("item_id"), step="lookup")
 
     # -- output ------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -161,7 +161,7 @@ class ImpactResult:
         with DuckDB a failure leaves no partial output; Spark writes directories of
         part files, to any path or URI it can write)."""
         with _progress.step(f"Writing per-item and per-cluster tables to {out_dir}"):
-            return self._diff.engine.write_outputs(
+            return self.diff.engine.write_outputs(
                 out_dir,
                 {"items.parquet": self.per_item_expr(),
                  **{f"{side}_clusters.parquet": self.per_cluster_expr(side) for side in SIDES}},
@@ -277,7 +277,7 @@ def slice_table(diff: Diff, cols: tuple[str, ...], total_weight: float, expr: ib
 
 def impact(
     base,
-    exp,
+    exp=None,
     *,
     items=None,
     item_id: str = "item_id",
@@ -297,6 +297,9 @@ def impact(
         Baseline and Experiment clusterings: a path to a Parquet or CSV file, or a
         pandas/polars DataFrame, pyarrow Table or Ibis table, with one row per
         item: its id (column ``item_id``) and its cluster (column ``cluster_id``).
+        Or ``base`` an :class:`abcde.Inputs` holding the inputs and their column
+        names (then leave out ``exp``, ``items`` and the column names); every
+        function that reads the inputs accepts one.
     items
         Optional items table with the item id, an optional weight column and
         attribute columns for slicing. Without it every item weighs 1.
@@ -344,7 +347,7 @@ def impact(
         weight=weight,
         engine=engine,
     )
-    slices = _normalize_slices(slice_by)
+    slices = normalize_slices(slice_by)
     check_slice_columns(diff, slices)
     with _progress.step("Computing impact metrics"):
         o = overall(diff)
@@ -363,5 +366,5 @@ def impact(
         top_clusters=tops,
         slices=slice_rows,
         engine=diff.engine.name,
-        _diff=diff,
+        diff=diff,
     )

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from abcde.engine import Engine
 from abcde.core.diff import Diff, Restriction, build_diff
-from abcde.metrics.impact import _normalize_slices, check_slice_columns, overall, per_cluster_expr, per_item_expr, slice_table
+from abcde.metrics.impact import normalize_slices, check_slice_columns, overall, per_cluster_expr, per_item_expr, slice_table
 
 
 def f1_score(precision: float, recall: float) -> float:
@@ -60,10 +60,10 @@ class PointwiseResult:
     restriction: Restriction
     slices: dict
     engine: str
-    _diff: Diff = field(repr=False, compare=False)
+    diff: Diff = field(repr=False, compare=False)
 
     def per_item_expr(self) -> ibis.Table:
-        t = per_item_expr(self._diff)
+        t = per_item_expr(self.diff)
         return t.select(
             "item_id",
             truth_cluster=t.base_cluster,
@@ -75,10 +75,10 @@ class PointwiseResult:
 
     def per_item(self) -> pa.Table:
         """``item_id, truth_cluster, cluster, weight, precision, recall``."""
-        return self._diff.engine.to_arrow(self.per_item_expr(), step="pointwise per item")
+        return self.diff.engine.to_arrow(self.per_item_expr(), step="pointwise per item")
 
     def per_cluster_expr(self) -> ibis.Table:
-        t = per_cluster_expr(self._diff, "exp", self.total_weight)
+        t = per_cluster_expr(self.diff, "exp", self.total_weight)
         p, r = 1 - t.merge_rate, 1 - t.split_rate
         return t.select("cluster_id", "size", "weight", precision=p, recall=r, f1=_f1_expr(p, r)).order_by(
             ["f1", "cluster_id"]
@@ -86,7 +86,7 @@ class PointwiseResult:
 
     def per_cluster(self) -> pa.Table:
         """Clusters of the evaluated clustering: ``cluster_id, size, weight, precision, recall, f1``."""
-        return self._diff.engine.to_arrow(self.per_cluster_expr(), step="pointwise per cluster")
+        return self.diff.engine.to_arrow(self.per_cluster_expr(), step="pointwise per cluster")
 
     def to_dict(self) -> dict:
         return {
@@ -102,13 +102,13 @@ class PointwiseResult:
 
     def write(self, out_dir: str | os.PathLike) -> list[str]:
         """Write ``pointwise_items.parquet`` and ``pointwise_clusters.parquet`` into ``out_dir``."""
-        return self._diff.engine.write_outputs(out_dir, {"pointwise_items.parquet": self.per_item_expr(),
+        return self.diff.engine.write_outputs(out_dir, {"pointwise_items.parquet": self.per_item_expr(),
                                                          "pointwise_clusters.parquet": self.per_cluster_expr()})
 
 
 def pointwise(
     truth,
-    clustering,
+    clustering=None,
     *,
     items=None,
     item_id: str = "item_id",
@@ -144,7 +144,7 @@ def pointwise(
         engine=engine,
         roles=("truth", "clustering"),
     )
-    slices = _normalize_slices(slice_by)
+    slices = normalize_slices(slice_by)
     check_slice_columns(diff, slices)
     o = overall(diff)
     p, r = 1 - o["merge_rate"], 1 - o["split_rate"]
@@ -169,5 +169,5 @@ def pointwise(
         restriction=diff.restriction,
         slices=slice_rows,
         engine=diff.engine.name,
-        _diff=diff,
+        diff=diff,
     )

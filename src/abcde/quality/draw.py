@@ -17,7 +17,7 @@ import ibis
 import pyarrow as pa
 
 from abcde.core.diff import affected_items, build_diff
-from abcde.core.inputs import input_names
+from abcde.core.inputs import Inputs
 from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import overall
@@ -29,8 +29,8 @@ from abcde.sampling.pairs import PairSample, pair_class_of_draws, pairweight_exp
 
 def draw_pair_sample(
     base,
-    exp,
-    out_dir: str | os.PathLike,
+    exp=None,
+    out_dir: str | os.PathLike | None = None,
     *,
     budget: int,
     seed: int,
@@ -56,7 +56,10 @@ def draw_pair_sample(
     ``weight(I)`` and ``pairweight(I)`` are stored, so ``quality --slice-by`` can
     report ΔPrecision(I) later without the inputs.
     """
-    diff = build_diff(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight, engine=engine)
+    if out_dir is None:
+        raise InputError("draw_pair_sample needs an output directory (out_dir).")
+    given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
+    diff = build_diff(given, engine=engine)
     for c in slice_by:
         if c not in diff.attributes:
             raise InputError(
@@ -111,7 +114,7 @@ def draw_pair_sample(
         "id_type": id_type,
         "attributes": diff.attributes,
         "slice_by": list(slice_by),
-        "inputs": input_names(base=base, exp=exp, items=items),
+        "inputs": given.names(),
     }
     return write_sample_dir(out_dir, draws, items_t, meta, slices=slices)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from typing import Iterator
 from dataclasses import dataclass
 
 import ibis
@@ -152,6 +153,31 @@ def draw_counts(top: pa.Table, *, weight: str, seed: int) -> WeightedSample:
     return WeightedSample(top.append_column("draw_count", pa.array(dc, pa.int64())), horizon, int(dc.sum()))
 
 
+def replay(top: pa.Table, *, weight: str, seed: int, stream: int) -> Iterator[tuple[float, int]]:
+    """Steps 3.1–3.2 of the appendix: every draw up to ``M`` (the largest ``dt0``), one at a
+    time in time order, as ``(time, row index into top)``.
+
+    ``top`` holds each element's first draw time ``dt0`` and its ``weight``; after each draw
+    the element's next draw comes an Exponential(weight) time later, from numpy's generator
+    seeded ``[seed, stream]`` (each caller its own stream, so their samples are independent).
+    """
+    n = top.num_rows
+    if n == 0:
+        return
+    dt0 = np.asarray(top.column("dt0").to_numpy(zero_copy_only=False), dtype=float)
+    w = np.asarray(top.column(weight).to_numpy(zero_copy_only=False), dtype=float)
+    horizon = float(dt0.max())
+    rng = np.random.default_rng([seed, stream])
+    heap = [(float(dt0[i]), i) for i in range(n)]
+    heapq.heapify(heap)
+    while heap:
+        t_next, i = heapq.heappop(heap)
+        if t_next > horizon:
+            return
+        heapq.heappush(heap, (t_next + rng.exponential(1.0 / w[i]), i))
+        yield t_next, i
+
+
 def successive_draws(top: pa.Table, *, weight: str, seed: int, unique: int | None = None, stop=None) -> WeightedSample:
     """Steps 3.1–3.2: replay the draws one at a time in time order, up to ``M``.
 
@@ -162,25 +188,14 @@ def successive_draws(top: pa.Table, *, weight: str, seed: int, unique: int | Non
     n = top.num_rows
     if n == 0:
         return WeightedSample(top.append_column("draw_count", pa.array([], pa.int64())), 0.0, 0)
-    dt0 = np.asarray(top.column("dt0").to_numpy(zero_copy_only=False), dtype=float)
-    w = np.asarray(top.column(weight).to_numpy(zero_copy_only=False), dtype=float)
-    horizon = float(dt0.max())
-    rng = np.random.default_rng([seed, 2])
     counts = np.zeros(n, dtype=np.int64)
-    heap = [(float(dt0[i]), i) for i in range(n)]
-    heapq.heapify(heap)
     seen = 0
     last = 0.0
-    while heap:
-        t_next, i = heapq.heappop(heap)
-        if t_next > horizon:
-            break
+    for t_next, i in replay(top, weight=weight, seed=seed, stream=2):
         last = t_next
         is_new = counts[i] == 0
         counts[i] += 1
         seen += int(is_new)
-        nxt = t_next + rng.exponential(1.0 / w[i])
-        heapq.heappush(heap, (nxt, i))
         if (unique is not None and is_new and seen >= unique) or (stop is not None and stop(i, bool(is_new))):
             break
     keep = np.nonzero(counts)[0]

@@ -37,7 +37,7 @@ from abcde.errors import InputError
 from abcde.util.files import atomic_path
 from abcde.sampling.filters import parse_filter, structured_filter
 from abcde.core.diff import Diff, affected_items, build_diff
-from abcde.core.inputs import input_names
+from abcde.core.inputs import Inputs
 from abcde.metrics.impact import METRICS, ImpactResult, overall, per_item_expr
 from abcde.sampling.clocks import check_seed, check_size, sample_with_replacement, weighted_subsample
 
@@ -294,7 +294,7 @@ def sample_affected(
     """Draw the exploration sample from an impact computation (see :func:`sample_items`)."""
     size = check_size(size)
     seed = check_seed(seed)
-    diff = result._diff if isinstance(result, ImpactResult) else result
+    diff = result.diff if isinstance(result, ImpactResult) else result
     o = overall(diff) if not isinstance(result, ImpactResult) else result.to_dict()
     eng = diff.engine
     pop = affected_population(diff)
@@ -347,7 +347,7 @@ def sample_affected(
 
 def sample_items(
     base,
-    exp,
+    exp=None,
     *,
     size: int,
     seed: int,
@@ -375,9 +375,9 @@ def sample_items(
     """
     size = check_size(size)
     seed = check_seed(seed)
-    diff = build_diff(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight, engine=engine)
-    inputs = input_names(base=base, exp=exp, items=items)
+    given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
+    diff = build_diff(given, engine=engine)
     inputs = {k: (os.path.abspath(v) if k in ("base", "exp", "items") and os.path.exists(v) else v)
-              for k, v in inputs.items()}
-    inputs.update(item_id=item_id, cluster_id=cluster_id, weight=weight)
+              for k, v in given.names().items()}
+    inputs.update(item_id=given.item_id, cluster_id=given.cluster_id, weight=given.weight)
     return sample_affected(diff, size=size, seed=seed, inputs=inputs)

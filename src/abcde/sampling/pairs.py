@@ -38,7 +38,7 @@ import pyarrow as pa
 from abcde.util import progress as _progress
 from abcde.core.diff import Diff, affected_items
 from abcde.core.formulas import merge_pair_weight, split_pair_weight, stable_label, stable_pair_weight
-from abcde.sampling.clocks import check_seed, check_size, hash_uniform_py, smallest_draw_times_many
+from abcde.sampling.clocks import check_seed, check_size, hash_uniform_py, replay, smallest_draw_times_many
 
 CLASSES = ("split", "merge", "stable")
 LABEL = {"split": -1, "merge": 1}
@@ -107,25 +107,7 @@ def pairweight_expr(diff: Diff) -> ibis.Table:
 def draw_sequence(top: pa.Table, *, weight: str, seed: int) -> np.ndarray:
     """Steps 3.1–3.2 of the appendix: all draws up to ``M`` in time order, as row
     indices into ``top`` (which holds ``dt0`` and ``weight``)."""
-    import heapq
-
-    n = top.num_rows
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    dt0 = np.asarray(top.column("dt0").to_numpy(zero_copy_only=False), dtype=float)
-    w = np.asarray(top.column(weight).to_numpy(zero_copy_only=False), dtype=float)
-    horizon = float(dt0.max())
-    rng = np.random.default_rng([seed, 3])
-    heap = [(float(dt0[i]), i) for i in range(n)]
-    heapq.heapify(heap)
-    seq = []
-    while heap:
-        t_next, i = heapq.heappop(heap)
-        if t_next > horizon:
-            break
-        seq.append(i)
-        heapq.heappush(heap, (t_next + rng.exponential(1.0 / w[i]), i))
-    return np.asarray(seq, dtype=np.int64)
+    return np.fromiter((i for _, i in replay(top, weight=weight, seed=seed, stream=3)), dtype=np.int64)
 
 
 def pair_id(a, b) -> str:
