@@ -179,27 +179,25 @@ def per_item_expr(diff: Diff, items: ibis.Table | None = None) -> ibis.Table:
     )
 
 
+def _weighted_sums(t: ibis.Table, weight) -> dict:
+    """``Σ weight · metric`` of each impact metric (as ``_<metric>``): a set's metric is the
+    weighted mean of its items' (paper, "ABCDE impact metrics")."""
+    return {f"_{m}": (weight * t[m]).sum() for m in METRICS}
+
+
+def _weighted_means(g: ibis.Table, total_weight: float) -> dict:
+    """From :func:`_weighted_sums` and the set's ``weight``: each metric's weighted mean, and
+    the set's contribution ``Σ weight · JaccardDistance / weight(T)``."""
+    return {**{m: g[f"_{m}"] / g.weight for m in METRICS}, "contribution": g._jaccard_distance / total_weight}
+
+
 def per_cluster_expr(diff: Diff, side: str, total_weight: float) -> ibis.Table:
     if side not in SIDES:
         raise InputError(f"side must be 'base' or 'exp'. Got {side!r} instead.")
     f = fragment_metrics(diff.fragments)
     key = f"{side}_cluster"
-    g = f.group_by(cluster_id=f[key]).aggregate(
-        size=f.n.sum(),
-        weight=f.w.sum(),
-        _s=(f.w * f.split_rate).sum(),
-        _m=(f.w * f.merge_rate).sum(),
-        _j=(f.w * f.jaccard_distance).sum(),
-    )
-    return g.select(
-        "cluster_id",
-        "size",
-        "weight",
-        split_rate=g._s / g.weight,
-        merge_rate=g._m / g.weight,
-        jaccard_distance=g._j / g.weight,
-        contribution=g._j / total_weight,
-    )
+    g = f.group_by(cluster_id=f[key]).aggregate(size=f.n.sum(), weight=f.w.sum(), **_weighted_sums(f, f.w))
+    return g.select("cluster_id", "size", "weight", **_weighted_means(g, total_weight))
 
 
 def overall(diff: Diff) -> dict:
@@ -209,9 +207,7 @@ def overall(diff: Diff) -> dict:
         f.aggregate(
             items=f.n.sum(),
             total_weight=f.w.sum(),
-            _s=(f.w * f.split_rate).sum(),
-            _m=(f.w * f.merge_rate).sum(),
-            _j=(f.w * f.jaccard_distance).sum(),
+            **_weighted_sums(f, f.w),
             affected_items=f.n.sum(where=f.affected),
             affected_weight=f.w.sum(where=f.affected),
         ),
@@ -224,9 +220,7 @@ def overall(diff: Diff) -> dict:
     return {
         "items": items,
         "total_weight": W,
-        "split_rate": _float(r["_s"]) / W,
-        "merge_rate": _float(r["_m"]) / W,
-        "jaccard_distance": _float(r["_j"]) / W,
+        **{m: _float(r[f"_{m}"]) / W for m in METRICS},
         "affected_items": aff_n,
         "affected_weight": aff_w,
         "unaffected_items": items - aff_n,
@@ -257,22 +251,8 @@ def slice_table(diff: Diff, cols: tuple[str, ...], total_weight: float, expr: ib
     pi = expr if expr is not None else per_item_expr(diff)
     it = diff.items.select("item_id", *cols)
     t = pi.join(it, "item_id")
-    g = t.group_by(list(cols)).aggregate(
-        items=t.count(),
-        weight=t.weight.sum(),
-        _s=(t.weight * t.split_rate).sum(),
-        _m=(t.weight * t.merge_rate).sum(),
-        _j=(t.weight * t.jaccard_distance).sum(),
-    )
-    return g.select(
-        *cols,
-        "items",
-        "weight",
-        split_rate=g._s / g.weight,
-        merge_rate=g._m / g.weight,
-        jaccard_distance=g._j / g.weight,
-        contribution=g._j / total_weight,
-    ).order_by([ibis.desc("contribution"), *cols])
+    g = t.group_by(list(cols)).aggregate(items=t.count(), weight=t.weight.sum(), **_weighted_sums(t, t.weight))
+    return g.select(*cols, "items", "weight", **_weighted_means(g, total_weight)).order_by([ibis.desc("contribution"), *cols])
 
 
 def impact(
