@@ -1,5 +1,12 @@
-"""The HTML, Markdown and JSON report."""
+"""The HTML, Markdown and JSON report.
 
-from abcde.report.build import Report, build_report, render_html, render_markdown
+- :mod:`abcde.report.build`: what the report contains (:func:`build_report`, :class:`Report`);
+- :mod:`abcde.report.charts`: its charts, as Vega-Lite specs (Altair);
+- :mod:`abcde.report.render`: the self-contained HTML page (``templates/``, ``static/``) and
+  the Markdown summary.
+"""
+
+from abcde.report.build import Report, build_report
+from abcde.report.render import render_html, render_markdown
 
 __all__ = ["Report", "build_report", "render_html", "render_markdown"]

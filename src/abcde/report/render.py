@@ -1,0 +1,320 @@
+"""The report's data as one self-contained HTML page, and as a Markdown summary.
+
+The page is the Jinja2 template ``templates/report.html`` (autoescaped: every value from the
+data is HTML-escaped). At render time the page gets, inlined:
+
+- the CSS of ``static/`` (``report.css``, and ``vega.css`` when there are charts);
+- the shared JavaScript helpers ``abcde/assets/common.js`` and the page's ``static/report.js``;
+- vega, vega-lite and vega-embed from vl-convert's bundle, when there are charts;
+- the report's data and the charts' Vega-Lite specs (:mod:`abcde.report.charts`) as JSON in
+  ``<script type="application/json">`` elements, escaped so that no text ends the element.
+
+So the file opens offline, from anywhere. Its Content-Security-Policy allows nothing to load
+and only the inlined scripts and styles to run, by their SHA-256 hashes (computed here from the
+exact inlined text); the script sets item text only as text (textContent, setAttribute).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from importlib.resources import files
+from typing import Any, Callable, NamedTuple
+
+import jinja2
+from markupsafe import Markup
+
+from abcde.core.diff import describe_restriction
+from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS
+from abcde.report.charts import chart_specs
+
+STATIC = files("abcde.report") / "static"
+#: The JavaScript helpers all of abcde's pages share (the global ``abcde``).
+COMMON_JS = files("abcde") / "assets" / "common.js"
+
+
+# --------------------------------------------------------------------------- formats
+def pct(x) -> str:
+    """A fraction as a percentage with two decimals.
+
+    >>> pct(0.12345), pct(None)
+    ('12.35%', 'n/a')
+    """
+    return "n/a" if x is None else f"{100 * x:.2f}%"
+
+
+def num(x, digits: int = 4) -> str:
+    """A count or weight: integers with thousands separators, other numbers rounded to ``digits``
+    decimals, whole from a million on.
+
+    >>> num(1234), num(0.123456), num(2345678.9), num(None)
+    ('1,234', '0.1235', '2,345,679', 'n/a')
+    """
+    if x is None:
+        return "n/a"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return f"{x:,.{digits}f}" if abs(x) < 1e6 else f"{x:,.0f}"
+
+
+def count(x: int) -> str:
+    """An integer with thousands separators.
+
+    >>> count(1234567)
+    '1,234,567'
+    """
+    return f"{x:,}"
+
+
+def interval(e: dict) -> str:
+    """An estimate's 95% interval.
+
+    >>> interval({"ci_low": -0.01, "ci_high": 0.02}), interval({"ci_low": None, "ci_high": None})
+    ('[-0.0100, 0.0200]', 'n/a')
+    """
+    return "n/a" if e["ci_low"] is None else f"[{e['ci_low']:.4f}, {e['ci_high']:.4f}]"
+
+
+class Column(NamedTuple):
+    """A table column: the row's key, the header, and how a value shows (None: as it is)."""
+
+    key: str
+    label: str
+    fmt: Callable[[Any], str] | None = None
+
+    def show(self, value):
+        return self.fmt(value) if self.fmt else value
+
+
+# --------------------------------------------------------------------------- HTML
+def render_html(data: dict) -> str:
+    """The report as one self-contained HTML page (see the module's docstring)."""
+    specs = chart_specs(data) if not data["identical"] or data.get("quality") else {}
+    styles = ([_static("vega.css")] if specs else []) + [_static("report.css")]
+    head_scripts = [_vega_bundle()] if specs else []
+    body_scripts = [_common_js(), _static("report.js")]
+    page = {
+        "csp": content_security_policy(head_scripts + body_scripts, styles),
+        "styles": styles,
+        "head_scripts": head_scripts,
+        "body_scripts": body_scripts,
+        "report_json": json_for_script(data),
+        "specs_json": json_for_script(specs),
+    }
+    return _env().get_template("report.html").render(d=data, v=_view(data), page=page)
+
+
+def _view(data: dict) -> dict:
+    """What the page shows of the data that takes more than a lookup: the cards, the tables'
+    columns and rows, the quality and exploration sections."""
+    L = METRIC_LABELS
+    h = data["headline"]
+    names = data["names"]
+    impact_cols = [Column(k, L[k], pct) for k in IMPACT_METRICS]
+    view: dict[str, Any] = {
+        "h": h,
+        "labels": L,
+        "cards": [{"key": k, "label": L[k], "value": h[k], "shown": pct(h[k])} for k in IMPACT_METRICS] + [
+            {"key": "affected_items", "label": "affected items", "value": h["affected_items"],
+             "shown": count(h["affected_items"])},
+            {"key": "items", "label": "items compared", "value": h["items"], "shown": count(h["items"])}],
+        "restriction": describe_restriction(data["restriction"], (names["base"], names["exp"]), num),
+        "tabs": [{"key": "interleaved", "label": "Base and Exp interleaved"}, {"key": "base", "label": "Base"},
+                 {"key": "exp", "label": "Exp"}],
+        "cluster_columns": [Column("side", "side"), Column("cluster_id", "cluster"), Column("size", "size"),
+                            Column("weight", "weight", num), *impact_cols,
+                            Column("contribution", "contribution", pct)],
+        "slices": [{"name": name, "rows": rows,
+                    "columns": [Column(c, c) for c in name.split(",")] + [
+                        Column("items", "items"), Column("weight", "weight", num), *impact_cols,
+                        Column("contribution", "contribution", pct)]}
+                   for name, rows in data["slices"].items()],
+        "quality": _quality_view(data.get("quality")),
+        "exploration": None,
+    }
+    x = data.get("exploration")
+    if x and x["groups"]:
+        view["exploration"] = {
+            "unique_items": x["sample"].get("unique_items", 0),
+            "groups": [{"name": col, "rows": rows, "columns": [
+                Column(col, col), Column("sampled_items", "sampled items"),
+                Column("weight_share", "weight share", pct),
+                Column("split_contribution", "split contribution", pct),
+                Column("merge_contribution", "merge contribution", pct),
+                Column("jaccard_contribution", "Jaccard contribution", pct)]}
+                for col, rows in x["groups"].items()]}
+    return view
+
+
+def _quality_view(q: dict | None) -> dict | None:
+    if not q:
+        return None
+    dp = METRIC_LABELS["delta_precision"]
+    alloc = q.get("allocation")
+    return {
+        "judged_by": q["judged_by"],
+        "method": f"estimator: {q.get('estimator', 'paper')}" + (f", allocation: {alloc}" if alloc else ""),
+        "judged_pairs": q["judged_pairs"], "unsure_pairs": q["unsure_pairs"], "missing_pairs": q["missing_pairs"],
+        "rater_disagreements": q.get("rater_disagreements"),
+        "split_rate": q["split_rate"], "merge_rate": q["merge_rate"],
+        "rows": [{"key": k, "label": METRIC_LABELS[k], "estimate": q[k]["estimate"], "std_err": q[k]["std_err"],
+                  "interval": interval(q[k]), "n_judgements": q[k]["n_judgements"], "note": q[k].get("note", "")}
+                 for k in QUALITY_METRICS],
+        "slices": [{"name": col, "rows": [
+            {"value": r["value"], "weight": r.get("weight"), "draws": r.get("sampled_draws"),
+             "dp": r["delta_precision"]["estimate"], "se": r["delta_precision"]["std_err"],
+             "contribution": r["delta_precision_contribution"]["estimate"]} for r in rows],
+            "columns": [Column("value", col), Column("weight", "weight", num), Column("draws", "draws"),
+                        Column("dp", dp, num), Column("se", "± s.e.", num),
+                        Column("contribution", "contribution", num)]}
+            for col, rows in (q.get("slices") or {}).items()],
+    }
+
+
+@functools.cache
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("abcde.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        # A missing value (None) shows as nothing, never as "None".
+        finalize=lambda value: "" if value is None else value,
+    )
+    env.filters.update(pct=pct, num=num, count=count)
+    return env
+
+
+# --------------------------------------------------------------------------- inlining
+@dataclass(frozen=True)
+class Inline:
+    """A script's or style's text, ready to inline (``text``), and its CSP source (``source``)."""
+
+    text: Markup
+    source: str
+
+
+def csp_source(text: str) -> str:
+    """The Content-Security-Policy source that allows an inline script or style of exactly ``text``.
+
+    >>> csp_source("")
+    "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='"
+    """
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def _inline_script(js: str) -> Inline:
+    # An HTML parser turns CR LF into LF before it hashes; "</script" (any case) would end the element:
+    # in JavaScript "<\/script" is the same string.
+    js = re.sub(r"</(script)", r"<\\/\1", js.replace("\r\n", "\n").replace("\r", "\n"), flags=re.IGNORECASE)
+    return Inline(Markup(js), csp_source(js))
+
+
+def _inline_style(css: str) -> Inline:
+    css = css.replace("\r\n", "\n").replace("\r", "\n")
+    if re.search(r"</style", css, re.IGNORECASE):
+        raise ValueError("An inlined style must not contain '</style'.")
+    return Inline(Markup(css), csp_source(css))
+
+
+@functools.cache
+def _static(name: str) -> Inline:
+    """A file of ``static/``, ready to inline."""
+    text = (STATIC / name).read_text(encoding="utf-8")
+    return _inline_style(text) if name.endswith(".css") else _inline_script(text)
+
+
+@functools.cache
+def _common_js() -> Inline:
+    """The shared helpers (``abcde.el``, ``abcde.num``, ...) that report.js uses; load it first."""
+    return _inline_script(COMMON_JS.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _vega_bundle() -> Inline:
+    """vega + vega-lite + vega-embed as one inline script, from vl-convert (no CDN)."""
+    import vl_convert as vlc  # lazy: heavy to import, and only needed when a page has charts
+    from altair.utils._importers import vl_version_for_vl_convert
+
+    return _inline_script(vlc.javascript_bundle(vl_version=vl_version_for_vl_convert()))
+
+
+def content_security_policy(scripts: list[Inline], styles: list[Inline]) -> str:
+    """Nothing loads; only the given inline scripts and styles apply (by hash); images only as
+    ``data:`` URLs (vega may draw with them)."""
+    return ("default-src 'none'; script-src " + (" ".join(s.source for s in scripts) or "'none'")
+            + "; style-src " + (" ".join(s.source for s in styles) or "'none'")
+            + "; img-src data:; base-uri 'none'; form-action 'none'")
+
+
+def json_for_script(obj) -> Markup:
+    """``obj`` as JSON to put inside a ``<script type="application/json">`` element: ``<``, ``>``
+    and ``&`` as ``\\u`` escapes (no text can end the element; the JSON stays valid), integers
+    beyond 2^53 as text (JavaScript's numbers would round ids, and the page compares them).
+
+    >>> print(json_for_script({"a": "</script>", "id": 2**53 + 1}))
+    {"a": "\\u003c/script\\u003e", "id": "9007199254740993"}
+    """
+    text = json.dumps(_js_safe(obj), default=str, allow_nan=False)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def _js_safe(v):
+    if isinstance(v, dict):
+        return {k: _js_safe(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_js_safe(x) for x in v]
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:
+        return str(v)
+    return v
+
+
+# --------------------------------------------------------------------------- Markdown
+def render_markdown(data: dict) -> str:
+    """A short Markdown summary of the report, for a code review comment."""
+    L = METRIC_LABELS
+    h = data["headline"]
+    n = data["names"]
+    lines = [f"### ABCDE: {_md(n['exp'])} vs {_md(n['base'])}", ""]
+    if data["identical"]:
+        lines += [f"The clusterings are **identical** on the {h['items']:,} common items: nothing changed.", ""]
+    lines += ["| " + " | ".join(L[k] for k in IMPACT_METRICS) + " | affected items | items |",
+              "|---:|---:|---:|---:|---:|",
+              "| " + " | ".join(pct(h[k]) for k in IMPACT_METRICS) + " | "
+              f"{h['affected_items']:,} ({pct(h['affected_weight_share'])} of weight) | {h['items']:,} |", ""]
+    r = data["restriction"]
+    if r["base_only_items"] or r["exp_only_items"]:
+        lines += [f"Restricted to {r['common_items']:,} common items: {r['base_only_items']:,} only in "
+                  f"{_md(n['base'])}, {r['exp_only_items']:,} only in {_md(n['exp'])} were excluded.", ""]
+    top = data["top_clusters"]["interleaved"][:5]
+    if top:
+        lines += ["Most affected clusters:", "",
+                  f"| side | cluster | size | {L['split_rate']} | {L['merge_rate']} | contribution |",
+                  "|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {c['side']} | {_md(c['cluster_id'])} | {c['size']:,} | {pct(c['split_rate'])} | "
+                  f"{pct(c['merge_rate'])} | {pct(c['contribution'])} |" for c in top]
+        lines.append("")
+    q = data.get("quality")
+    if q:
+        alloc = f", allocation {q['allocation']}" if q.get("allocation") else ""
+        lines += [f"Quality (judged by {_md(q['judged_by'])}; estimator {q.get('estimator', 'paper')}{alloc}; "
+                  f"{q['judged_pairs']:,} pairs judged, {q['unsure_pairs']:,} unsure):", "",
+                  "| metric | estimate | 95% interval |", "|---|---:|---:|"]
+        for k in QUALITY_METRICS:
+            lines.append(f"| {L[k]} | {num(q[k]['estimate'])} | {interval(q[k])} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _md(v) -> str:
+    """Text for a Markdown table cell or line: one line, no table breaks, no HTML, no code spans.
+
+    >>> _md("a|b\\n`c` <d>")
+    "a\\\\|b 'c' &lt;d>"
+    """
+    return " ".join(str(v).split()).replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
