@@ -1,8 +1,8 @@
 """Benchmark: the exploration UI's queries on a 1M-item sample (issue 6: each < 1 s).
 
 Draws (or reuses) an exploration sample of ``--size`` unique affected items from the
-synthetic data of benchmarks/impact.py, starts the exploration UI's HTTP server in this
-process, and times what the page asks over real HTTP:
+synthetic data of benchmarks/impact.py, starts the exploration UI's server (Starlette on
+uvicorn) in this process, and times what the page asks over real HTTP:
 
 - the whole-sample estimate, a filter (structured conditions), a filter + group-by,
   example items, an item lookup, a cluster drill-down;
@@ -20,7 +20,6 @@ import argparse
 import json
 import statistics
 import sys
-import threading
 import time
 import urllib.request
 import warnings
@@ -66,9 +65,8 @@ def main(argv=None) -> int:
     app = ExploreApp(path)
     app.meta()
     out["startup_s"] = time.perf_counter() - t
-    srv = make_server(app)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{srv.server_address[1]}"
+    srv = make_server(app).start()  # uvicorn in a background thread
+    url = srv.url.rstrip("/")
 
     def post(p, body):
         req = urllib.request.Request(url + p, json.dumps(body).encode(), {"Content-Type": "application/json"})
@@ -108,7 +106,6 @@ def main(argv=None) -> int:
         out[f"{name}_s"] = s
         rows.append((name, s))
     srv.shutdown()
-    srv.server_close()
     if a.json:
         print(json.dumps(out, indent=2))
         return 0

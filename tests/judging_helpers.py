@@ -1,14 +1,22 @@
-"""Helpers of the judging tests: a small pair sample of the FEBRL example with hostile
-item text, the judging server as a real subprocess, HTTP calls, and the one error shape."""
+"""Helpers of the web tests (judging and exploration): a small pair sample of the FEBRL example
+with hostile item text, the judging server as a real subprocess, HTTP calls, and what both apps
+promise alike: the one error shape, the one Host check, strict pages and slow clients."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import hashlib
 import http.client
 import json
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -85,3 +93,186 @@ def assert_error(resp, status: int, match: str = "") -> dict:
     assert body["ok"] is False and body["status"] == status and isinstance(body["error"], str) and body["error"]
     assert match.lower() in body["error"].lower(), body["error"]
     return body
+
+
+def split_url(url: str) -> tuple[str, int]:
+    host, port = url.split("//")[1].rstrip("/").rsplit(":", 1)
+    return host.strip("[]"), int(port)
+
+
+def raw_request(url: str, data: bytes, *, timeout: float = 30) -> tuple[int, dict, bytes]:
+    """Send ``data`` as is on a new connection; (status, headers, body) of the answer."""
+    with socket.create_connection(split_url(url), timeout=timeout) as s:
+        s.sendall(data)
+        r = http.client.HTTPResponse(s)
+        r.begin()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+
+
+def assert_host_check(url: str, path: str) -> None:
+    """The one Host check (DNS rebinding) of a server on 127.0.0.1: its own names with its port
+    are answered, anything else is a 403 in the one error shape."""
+    host, port = split_url(url)
+    for ok in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}", f"[::1]:{port}"):
+        code, body = request(url, "GET", path, headers={"Host": ok})
+        assert code == 200, (ok, code, body)
+    for bad in ("evil.example", f"evil.example:{port}", f"127.0.0.1:{port + 1}", "127.0.0.1", f"localhost.:{port}",
+                f"127.0.0.1.evil.example:{port}"):
+        assert_error(request(url, "GET", path, headers={"Host": bad}), 403, "own address")
+    # HTTP/1.0 without a Host: 403; two Host headers: not HTTP/1.1 (400, from the HTTP parser, in the same shape)
+    code, headers, body = raw_request(url, f"GET {path} HTTP/1.0\r\n\r\n".encode())
+    assert_error((code, json.loads(body)), 403, "own address")
+    code, headers, body = raw_request(url, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                                           f"Host: evil.example\r\nConnection: close\r\n\r\n".encode())
+    assert_error((code, json.loads(body)), 400, "not an HTTP/1.1 request")
+    assert headers["x-content-type-options"] == "nosniff" and "default-src 'none'" in headers["content-security-policy"]
+
+
+def bad_requests(url: str, post_path: str) -> list[tuple[str, tuple, int, str]]:
+    """Requests every app refuses the same way: (what, (method, path, body, headers, raw), status, message)."""
+    return [
+        ("route", ("GET", "/nope", None, None, None), 404, "not found"),
+        ("traversal", ("GET", "/static/..%2f..%2fpyproject.toml", None, None, None), 404, "not found"),
+        ("static", ("GET", "/static/nope.js", None, None, None), 404, "not found"),
+        ("method", ("PUT", post_path, None, None, None), 405, "not allowed"),
+        ("method", ("GET", post_path, None, None, None), 405, "not allowed"),
+        ("form", ("POST", post_path, None, {"Content-Type": "application/x-www-form-urlencoded"}, b"a=b"), 415,
+         "application/json"),
+        ("not JSON", ("POST", post_path, None, None, b"{not json"), 400, "not valid JSON"),
+        ("not UTF-8", ("POST", post_path, None, None, b'{"a": "\xff"}'), 400, "not valid JSON"),
+        ("NaN", ("POST", post_path, None, None, b'{"a": NaN}'), 400, "NaN is not a JSON value"),
+        ("deep", ("POST", post_path, None, None, b"[" * 30000 + b"]" * 30000), 400, "not valid JSON"),
+        ("huge integer", ("POST", post_path, None, None, b'{"a": ' + b"9" * 5000 + b"}"), 400, "not valid JSON"),
+        ("lone surrogate", ("POST", post_path, None, None, b'{"a": "x\\ud800"}'), 400, "lone surrogate"),
+        ("array", ("POST", post_path, None, None, b"[1, 2]"), 400, "JSON object"),
+        ("too large", ("POST", post_path, None, None, b"{" + b" " * (64 * 1024) + b"}"), 413, "larger than"),
+        ("bad length", ("POST", post_path, None, {"Content-Length": "abc"}, None), 400, "not an HTTP/1.1 request"),
+        ("foreign host", ("GET", "/", None, {"Host": "evil.example"}, None), 403, "own address"),
+    ]
+
+
+def assert_errors_have_one_shape(url: str, post_path: str) -> None:
+    """Every refusal above is the one error shape, with its status; the server answers on."""
+    for what, (method, path, body, headers, raw), status, match in bad_requests(url, post_path):
+        try:
+            assert_error(request(url, method, path, body, headers=headers, raw=raw), status, match)
+        except AssertionError as exc:
+            raise AssertionError(f"{what}: {exc}") from None
+
+
+def assert_page_is_strict(url: str) -> dict[str, bytes]:
+    """The page at ``url``: a strict CSP (scripts and styles only from the server's own files),
+    no inline script or style, and every file it loads served with its SRI hash, its type and
+    ``nosniff``, with no ``innerHTML``, eval or other origin in it. Returns {path: content}."""
+    host, port = split_url(url)
+    con = http.client.HTTPConnection(host, port, timeout=30)
+    con.request("GET", "/")
+    r = con.getresponse()
+    page = r.read().decode()
+    csp = r.getheader("Content-Security-Policy")
+    assert r.status == 200 and r.getheader("Content-Type").startswith("text/html")
+    con.close()
+    directives = dict((d.strip().split(" ", 1) + [""])[:2] for d in csp.split(";"))
+    assert directives["default-src"] == "'none'" and directives["script-src"] == "'self'", csp
+    assert directives["style-src"] == "'self'" and directives["connect-src"] == "'self'", csp
+    assert "unsafe" not in csp and directives["frame-ancestors"] == "'none'", csp
+    assert r.getheader("X-Content-Type-Options") == "nosniff" and r.getheader("X-Frame-Options") == "DENY"
+    assert not re.search(r"<script(?![^>]*\bsrc=)", page) and "<style" not in page and " style=" not in page
+    assert not re.search(r"\son[a-z]+=", page)  # no inline event handlers
+    tags = re.findall(r'<(?:script src|link rel="stylesheet" href)="([^"]+)" integrity="([^"]+)"', page)
+    assert {p for p, _ in tags} >= {"/static/common.js", "/static/common.css"}, tags
+    files = {}
+    for path, integrity in tags:
+        con = http.client.HTTPConnection(host, port, timeout=30)
+        con.request("GET", path)
+        f = con.getresponse()
+        data = f.read()
+        con.close()
+        assert f.status == 200 and f.getheader("X-Content-Type-Options") == "nosniff", path
+        kind = "text/javascript" if path.endswith(".js") else "text/css"
+        assert f.getheader("Content-Type").startswith(kind), (path, f.getheader("Content-Type"))
+        assert integrity == "sha384-" + base64.b64encode(hashlib.sha384(data).digest()).decode(), path
+        text = data.decode()
+        for word in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function",
+                     "http://", "https://"):
+            assert word not in text, (path, word)
+        files[path] = data
+    for word in ("innerHTML", "http://", "https://"):
+        assert word not in page, word
+    return files
+
+
+def assert_slow_clients_do_not_hold(url: str, post_path: str, limits, *, connections: int = 24) -> None:
+    """Slow clients against a server with short ``limits`` (loopback only, a few connections,
+    bounded in time): a body shorter than its Content-Length gets a 408 in the one error shape
+    after ``limits.body_timeout`` and its connection is closed; connections that send nothing or
+    half a request head are closed after ``limits.header_timeout``; meanwhile the server answers
+    others, and holds no thread per connection."""
+    host, port = split_url(url)
+    threads_before = threading.active_count()
+    socks = []
+    try:
+        t0 = time.monotonic()
+        slow = socket.create_connection((host, port), timeout=limits.body_timeout + 20)
+        socks.append(slow)
+        slow.sendall(f"POST {post_path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: 100\r\n\r\n{{\"a\"".encode())
+        half_open = []
+        for k in range(connections):
+            c = socket.create_connection((host, port), timeout=limits.header_timeout + 20)
+            if k % 2:
+                c.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: ".encode())
+            socks.append(c)
+            half_open.append(c)
+        # The server answers others meanwhile, at once.
+        code, body = request(url, "GET", "/")
+        assert code == 200, (code, body)
+        assert time.monotonic() - t0 < min(limits.header_timeout, limits.body_timeout), "an answer waited"
+        # No thread per connection (http.server held one thread per connection, for ever).
+        assert threading.active_count() - threads_before < 5, threading.active_count() - threads_before
+        # The short body: 408 in the one shape, then the connection is closed.
+        r = http.client.HTTPResponse(slow)
+        r.begin()
+        assert_error((r.status, json.loads(r.read())), 408, "did not arrive")
+        assert r.getheader("Connection") == "close"
+        assert limits.body_timeout * 0.9 <= time.monotonic() - t0 < limits.body_timeout + 10
+        assert slow.recv(1) == b""
+        # The half-open connections are closed by the server.
+        for c in half_open:
+            try:
+                assert c.recv(1) == b""
+            except ConnectionResetError:
+                pass
+        assert time.monotonic() - t0 < max(limits.header_timeout, limits.body_timeout) + 10
+        code, body = request(url, "GET", "/")
+        assert code == 200
+    finally:
+        for c in socks:
+            c.close()
+
+
+@contextlib.contextmanager
+def page_under_csp(browser):
+    """A browser page that keeps the server's Content-Security-Policy (the ``page`` fixture
+    bypasses it, for Playwright's string predicates). ``page.problems`` collects console errors
+    (a CSP violation is one), page errors and requests to any other host (refused)."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=False)
+    pg = ctx.new_page()
+    pg.problems = []
+
+    def guard(route):
+        url = route.request.url
+        if url.split("/")[2].rsplit(":", 1)[0] in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            pg.problems.append(f"request to {url}")
+            route.abort()
+
+    pg.route("**/*", guard)
+    pg.on("console", lambda m: pg.problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning")
+          else None)
+    pg.on("pageerror", lambda e: pg.problems.append(f"page error: {e}"))
+    try:
+        yield pg
+    finally:
+        ctx.close()

@@ -18,7 +18,10 @@ import abcde
 from abcde import ExplorationSample, InputError
 from abcde.examples import example_paths
 from abcde.sampling.filters import structured_filter
-
+from abcde.web.explore_app import ExploreApp, make_server
+from abcde.web.server import Limits
+from judging_helpers import (assert_error, assert_errors_have_one_shape, assert_host_check, assert_page_is_strict,
+                             assert_slow_clients_do_not_hold, page_under_csp)
 
 
 class Server:
@@ -151,22 +154,68 @@ def test_the_server_rejects_bad_requests(server):
     status, body = server.post("/api/query", json.dumps({"filters": [{"column": "nope", "op": "=",
                                                                       "value": 1}]}).encode())
     assert status == 400 and "unknown column 'nope'" in body["error"]
+    assert_error((status, body), 400, "unknown column 'nope'")
     status, body = server.post("/api/query", json.dumps({"filters": [{"column": "source", "op": "; DROP",
                                                                       "value": 1}]}).encode())
     assert status == 400 and "unknown operator" in body["error"]
+    assert_error((status, body), 400, "unknown operator")
     status, body = server.post("/api/query", json.dumps({"filters": [{"column": "weight", "op": ">",
                                                                       "value": "heavy"}]}).encode())
     assert status == 400 and "not a value of column 'weight'" in body["error"]
+    assert_error((status, body), 400, "not a value of column 'weight'")
     status, body = server.post("/api/query", b"not json")
     assert status == 400
+    assert_error((status, body), 400, "not valid JSON")
     status, body = server.post("/api/query", json.dumps({"group_by": ["nope"]}).encode())
     assert status == 400 and "Unknown group-by column" in body["error"]
+    assert_error((status, body), 400, "Unknown group-by column")
     for path in ("/../../etc/passwd", "/static/..%2f..%2fpyproject.toml", "/api/../../etc/passwd", "/sample.parquet"):
         assert server.get(path)[0] == 404, path
+        assert_error(server.get(path), 404, "not found")
     status, body = server.get("/api/cluster?side=middle&id=1")
     assert status == 400
+    assert_error((status, body), 400, "side must be 'base' or 'exp'")
     # The server still answers after all that.
     assert server.get("/api/meta")[0] == 200
+
+
+def test_every_error_has_the_one_shape(server):
+    """Datasette's test_error_shape: the same refusals as the judging app, in the same shape."""
+    assert_errors_have_one_shape(server.url, "/api/query")
+    assert server.get("/api/meta")[0] == 200
+
+
+def test_the_page_is_strict_and_shares_its_helpers(server):
+    files = assert_page_is_strict(server.url)
+    assert set(files) == {"/static/common.js", "/static/common.css", "/static/explore.js", "/static/explore.css"}
+    # the fetch wrapper is written once, in the shared file, and the page's script uses it
+    assert b"fetch(" in files["/static/common.js"] and b"fetch(" not in files["/static/explore.js"]
+    assert b"abcde.api(" in files["/static/explore.js"]
+
+
+def test_the_page_works_under_its_csp(server, browser):
+    with page_under_csp(browser) as page:
+        page.goto(server.url)
+        page.wait_for_selector('[data-key="jaccard_contribution"] b')
+        page.check('input.gb[value="state"]')
+        page.click("#run")
+        page.wait_for_selector("#groups tr.group .bar", state="attached")
+        # the bars' widths are set through the CSSOM, which style-src 'self' allows (a style attribute is refused)
+        assert page.problems == []
+        assert page.locator("#groups tr.group .bar").first.bounding_box()["width"] >= 1
+        page.locator("#examples tr.ex").first.click()
+        page.wait_for_selector("#detail [data-side=exp] table")
+        assert page.problems == []
+
+
+def test_slow_clients_do_not_hold_the_server(sample_path):
+    limits = Limits(header_timeout=2.0, body_timeout=2.0)
+    srv = make_server(ExploreApp(sample_path), limits=limits).start()
+    try:
+        assert_slow_clients_do_not_hold(srv.url, "/api/query", limits)
+    finally:
+        srv.shutdown()
+    srv.server_close()  # idempotent, as the CLI calls it after serve_forever
 
 
 def test_hostile_attributes_stay_inert(tmp_path, write, page):
@@ -220,12 +269,16 @@ def test_foreign_host_and_odd_bodies(server):
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=30)
     assert e.value.code == 403
+    assert_error((403, json.loads(e.value.read())), 403, "own address")
+    assert_host_check(server.url, "/api/meta")
     for body in ({"top": 1e400}, {"group_by": "state"}, {"n": "many"}):
         path = "/api/examples" if "n" in body else "/api/query"
         status, reply = server.post(path, json.dumps(body).encode())
         assert status == 400 and reply["error"], body
-    status, _ = server.post("/api/query", b"[" * 30000 + b"]" * 30000)
+        assert_error((status, reply), 400)
+    status, reply = server.post("/api/query", b"[" * 30000 + b"]" * 30000)
     assert status == 400
+    assert_error((status, reply), 400, "not valid JSON")
     assert server.get("/api/meta")[0] == 200
 
 
@@ -247,9 +300,12 @@ def test_the_sample_remembers_its_column_settings(tmp_path, write):
     items = write("i.parquet", id=[1, 2, 3, 4], w2=[1.0, 7.0, 1.0, 1.0])
     s = abcde.sample_items(base, exp, items=items, item_id="id", cluster_id="c", weight="w2", size=20, seed=1)
     s.write(tmp_path / "s.parquet")
-    from abcde.web.explore_app import ExploreApp
-
     app = ExploreApp(tmp_path / "s.parquet")
     got = app.item(2)
     assert got["source"] == "population" and got["item"]["weight"] == 7.0
     assert got["item"]["jaccard_distance"] == pytest.approx(got["sampled"]["jaccard_distance"])
+    assert app.whole_clusters_from == "population"
+    base.unlink()  # the recorded inputs are gone: whole clusters come from the sample
+    app = ExploreApp(tmp_path / "s.parquet")
+    assert app.whole_clusters_from == "sample" and app._inputs["base"] is None
+    assert app.item(2)["source"] == "sample"

@@ -12,10 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from abcde.errors import InputError
-from abcde.judging import JudgementStore, StoreLockedError
-from abcde.web.judging_server import serve
+from abcde.judging import JudgementStore, JudgingSession, StoreLockedError
 from abcde.quality.store import check_rater
-from judging_helpers import assert_error, fresh_copy, make_sample, request
+from abcde.web.judging_server import JudgingServer, serve
+from abcde.web.server import Limits
+from judging_helpers import (assert_error, assert_errors_have_one_shape, assert_host_check, assert_page_is_strict,
+                             assert_slow_clients_do_not_hold, fresh_copy, make_sample, request)
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +145,7 @@ def test_only_its_own_routes_are_served(server, path):
 
 def test_foreign_host_header_is_refused_and_headers_are_strict(server):
     assert_error(request(server.url, "GET", "/api/state", headers={"Host": "evil.example:80"}), 403)
+    assert_host_check(server.url, "/api/state?rater=ann")
     import http.client
 
     host, port = server.url.split("//")[1].rstrip("/").split(":")
@@ -155,6 +158,29 @@ def test_foreign_host_header_is_refused_and_headers_are_strict(server):
     assert "default-src 'none'" in csp and "unsafe-inline" not in csp and "connect-src 'self'" in csp
     assert r.getheader("X-Content-Type-Options") == "nosniff"
     assert "innerHTML" not in page and "http://" not in page and "https://" not in page  # no CDN
+    # The page's script and styles are files of this server, pinned by hash, with no CDN either.
+    files = assert_page_is_strict(server.url)
+    assert set(files) == {"/static/common.js", "/static/common.css", "/static/judge.js", "/static/judge.css"}
+    # the fetch wrapper is written once, in the shared file, and the page's script uses it
+    assert b"fetch(" in files["/static/common.js"] and b"fetch(" not in files["/static/judge.js"]
+    assert b"abcde.api(" in files["/static/judge.js"]
+
+
+def test_every_error_has_the_one_shape(server):
+    """Datasette's test_error_shape: every refusal, whatever its cause, is {"ok": false, "error", "status"}."""
+    assert_errors_have_one_shape(server.url, "/api/judgements")
+    assert request(server.url, "GET", "/api/state?rater=ann")[0] == 200  # and the server answers on
+    assert server.session.store.live() == []
+
+
+def test_slow_clients_do_not_hold_the_server(sample, tmp_path):
+    limits = Limits(header_timeout=2.0, body_timeout=2.0)
+    srv = JudgingServer(JudgingSession(fresh_copy(sample, tmp_path)), limits=limits).start()
+    try:
+        assert_slow_clients_do_not_hold(srv.url, "/api/judgements", limits)
+        assert srv.session.store.live() == []
+    finally:
+        srv.shutdown()
 
 
 def test_second_server_and_changed_settings_are_refused(server):

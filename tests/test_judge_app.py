@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from abcde.cli import main
 from abcde.judging import JudgementStore
-from judging_helpers import HOSTILE, fresh_copy, make_sample, request, start_server, stop
+from abcde.web.judging_server import serve
+from judging_helpers import HOSTILE, fresh_copy, make_sample, page_under_csp, request, start_server, stop
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +138,24 @@ def test_second_server_on_the_same_directory_refuses(sample, tmp_path):
         assert code == 200 and state["next"] is not None
     finally:
         stop(proc)
+
+
+def test_the_page_works_under_its_csp(sample, tmp_path, browser):
+    """The page keeps working with the server's Content-Security-Policy enforced (the ``page``
+    fixture bypasses it): its script and styles are its own files, nothing is inline."""
+    srv = serve(fresh_copy(sample, tmp_path)).start()
+    try:
+        with page_under_csp(browser) as page:
+            page.goto(srv.url + "?rater=ann")
+            page.wait_for_selector("#pair-body tr")
+            pid = page.get_attribute("#pair", "data-pair-id")
+            page.keyboard.press("d")
+            page.wait_for_selector("#status:has-text('Saved: different.')")
+            assert page.get_attribute("#pair", "data-pair-id") not in ("", pid)
+            page.wait_for_selector("#estimates-body tr[data-metric='delta_precision']")
+            assert any(h in page.inner_text("#pair-body") for h in HOSTILE)  # shown as text
+            assert page.locator("#pair-body script, #pair-body img").count() == 0
+            assert page.problems == []
+        assert [(j.rater, j.pair_id, j.judgement) for j in srv.session.store.live()] == [("ann", pid, "different")]
+    finally:
+        srv.shutdown()

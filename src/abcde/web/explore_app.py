@@ -15,23 +15,24 @@ Cluster members come from the full clusterings when the sample records its input
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlparse
 
 import ibis
 import pyarrow as pa
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.routing import Route
 
 from abcde.errors import AbcdeError, InputError
+from abcde.metrics.impact import impact
 from abcde.sampling.explore import CORE_COLUMNS, ExplorationSample
+from abcde.web.server import Assets, Limits, Server, create_app, json_response, page_response, read_json
 
 MAX_MEMBERS = 200
 MAX_EXAMPLES = 200
-MAX_BODY = 64 * 1024
 VALUE_HINTS = 50
 
 
@@ -75,6 +76,12 @@ class ExploreApp:
         self._full = None
         self._lock = threading.Lock()  # the sample's DuckDB connection: its queries run one at a time
         self._full_lock = threading.Lock()  # the population's (a separate connection)
+
+    @property
+    def whole_clusters_from(self) -> str:
+        """Where drill-downs find cluster members: ``"population"`` (the full inputs are known)
+        or ``"sample"`` (only the sampled items)."""
+        return "population" if self._inputs["base"] else "sample"
 
     def warm_up(self) -> threading.Thread:
         """Compute the population's per-item table in the background (drill-downs wait for it)."""
@@ -140,12 +147,10 @@ class ExploreApp:
 
     def _compute_full(self):
         if self._full is None and self._inputs["base"]:
-            from abcde.metrics.impact import impact
-
             i = self._inputs
             res = impact(i["base"], i["exp"], items=i["items"], item_id=i["item_id"], cluster_id=i["cluster_id"],
                          weight=i["weight"], top=0)
-            diff = res._diff
+            diff = res.diff
             pi = res.per_item_expr()
             if diff.items is not None and diff.attributes:
                 it = diff.items.select("item_id", *diff.attributes)
@@ -200,268 +205,52 @@ class ExploreApp:
 
 
 # --------------------------------------------------------------------------- HTTP
-class _Handler(BaseHTTPRequestHandler):
-    app: ExploreApp
-    server_version = "abcde-explore"
-
-    def log_message(self, fmt, *args):  # quiet by default
-        pass
-
-    def _send(self, status: int, body: bytes, ctype: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Content-Type-Options", "nosniff")
-        if ctype.startswith("text/html"):
-            self.send_header("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; "
-                             "style-src 'unsafe-inline'; connect-src 'self'")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _json(self, obj, status: int = 200) -> None:
-        self._send(status, json.dumps(obj, default=str, allow_nan=False).encode(), "application/json")
-
-    def _error(self, status: int, message: str) -> None:
-        self._json({"error": message}, status)
-
-    def _host_ok(self) -> bool:
-        """Refuse requests for another host name (DNS rebinding) when serving on loopback."""
-        bound = self.server.server_address[0]
-        if bound not in ("127.0.0.1", "localhost", "::1"):
-            return True
-        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
-        if host in ("127.0.0.1", "localhost", "::1"):
-            return True
-        self._error(403, "this server answers only requests for 127.0.0.1 / localhost")
-        return False
-
-    def do_GET(self):  # noqa: N802
-        if not self._host_ok():
-            return
-        try:
-            self._get()
-        except Exception as exc:  # never drop the connection without an answer
-            self._error(500, f"{type(exc).__name__}: {exc}")
-
-    def do_POST(self):  # noqa: N802
-        if not self._host_ok():
-            return
-        try:
-            self._post()
-        except Exception as exc:
-            self._error(500, f"{type(exc).__name__}: {exc}")
-
-    def _get(self):
-        u = urlparse(self.path)
-        q = {k: v[0] for k, v in parse_qs(u.query).items()}
-        try:
-            if u.path == "/":
-                self._send(200, _PAGE.encode(), "text/html; charset=utf-8")
-            elif u.path == "/favicon.ico":
-                self._send(204, b"", "image/x-icon")
-            elif u.path == "/api/meta":
-                self._json(self.app.meta())
-            elif u.path == "/api/item":
-                self._json(self.app.item(q.get("id", "")))
-            elif u.path == "/api/cluster":
-                self._json(self.app.cluster(q.get("side", ""), q.get("id", "")))
-            else:
-                self._error(404, "not found")
-        except AbcdeError as exc:
-            self._error(400, str(exc))
-
-    def _post(self):
-        u = urlparse(self.path)
-        try:
-            n = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            n = -1
-        if n < 0 or n > MAX_BODY:
-            self.close_connection = True  # the unread body must not be read as the next request
-            return self._error(413, "request body too large or without a length")
-        try:
-            body = json.loads(self.rfile.read(n) or b"{}")
-            if not isinstance(body, dict):
-                raise ValueError
-        except (ValueError, RecursionError):
-            return self._error(400, "the request body is not a JSON object")
-        try:
-            if u.path == "/api/query":
-                self._json(self.app.query(body.get("filters"), body.get("group_by") or [],
-                                          body.get("metric", "jaccard"), body.get("top", 20)))
-            elif u.path == "/api/examples":
-                self._json(self.app.examples(body.get("filters"), body.get("n", 20), body.get("seed", 0)))
-            else:
-                self._error(404, "not found")
-        except (AbcdeError, TypeError, ValueError, OverflowError) as exc:
-            self._error(400, str(exc))
+# Errors of a query (a bad filter, column, metric or number) are the client's: 400.
+ERRORS = {AbcdeError: 400, TypeError: 400, ValueError: 400, OverflowError: 400}
 
 
-def make_server(app: ExploreApp, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
-    """An HTTP server for ``app`` (not yet serving; call ``serve_forever``). Port 0 picks a free port."""
-    handler = type("Handler", (_Handler,), {"app": app})
-    srv = ThreadingHTTPServer((host, port), handler)
-    srv.daemon_threads = True
-    return srv
+def create_explore_app(app: ExploreApp):
+    """The exploration UI (ASGI) over ``app``; serve it with :class:`abcde.web.server.Server`.
+
+    Routes: ``GET /`` (the page), ``GET /static/NAME``, ``GET /api/meta``, ``GET /api/item?id=``,
+    ``GET /api/cluster?side=&id=``, ``POST /api/query``, ``POST /api/examples``; errors are the
+    one JSON shape of :mod:`abcde.web.server`."""
+    assets = Assets({"explore.js": "web/static/explore.js", "explore.css": "web/static/explore.css"})
+    page = assets.render("explore.html")
+
+    async def index(request: Request):
+        return page_response(page)
+
+    async def meta(request: Request):
+        return json_response(await run_in_threadpool(app.meta))
+
+    async def item(request: Request):
+        return json_response(await run_in_threadpool(app.item, request.query_params.get("id", "")))
+
+    async def cluster(request: Request):
+        q = request.query_params
+        return json_response(await run_in_threadpool(app.cluster, q.get("side", ""), q.get("id", "")))
+
+    async def query(request: Request):
+        b = await read_json(request)
+        return json_response(await run_in_threadpool(app.query, b.get("filters"), b.get("group_by") or [],
+                                                     b.get("metric", "jaccard"), b.get("top", 20)))
+
+    async def examples(request: Request):
+        b = await read_json(request)
+        return json_response(await run_in_threadpool(app.examples, b.get("filters"), b.get("n", 20),
+                                                     b.get("seed", 0)))
+
+    routes = [Route("/", index, methods=["GET"]), *assets.routes(),
+              Route("/api/meta", meta, methods=["GET"]),
+              Route("/api/item", item, methods=["GET"]),
+              Route("/api/cluster", cluster, methods=["GET"]),
+              Route("/api/query", query, methods=["POST"]),
+              Route("/api/examples", examples, methods=["POST"])]
+    return create_app(routes, errors=ERRORS)
 
 
-_PAGE = r"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>abcde · explore the impact</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222}header{background:#243b6b;color:#fff;padding:10px 20px}
-header h1{font-size:18px;margin:0}header .sub{opacity:.8;font-size:12px}
-main{display:grid;grid-template-columns:360px minmax(0,1fr);gap:16px;padding:12px 20px}
-aside section,main>div section{border:1px solid #ddd;border-radius:8px;padding:8px 12px;margin-bottom:12px}
-h2{font-size:15px;margin:0 0 6px}.row{display:flex;gap:4px;margin:4px 0;align-items:center}
-select,input,button{font:inherit;padding:3px 5px}button{cursor:pointer}
-table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #eee;padding:3px 6px;text-align:right;font-size:13px}
-td:first-child,th:first-child{text-align:left}th{background:#f6f6f6}td{white-space:nowrap}
-.bar{background:#c9d8f5;height:10px;display:inline-block;vertical-align:middle}
-tr.group{cursor:pointer}tr.group:hover,tr.ex:hover{background:#f3f7ff}tr.ex{cursor:pointer}
-.err{color:#b00020}.muted{color:#777;font-size:12px}.cards{display:flex;gap:10px;flex-wrap:wrap}
-.card{border:1px solid #e3e3e3;border-radius:6px;padding:4px 10px}.card b{font-size:17px;display:block}
-.clusters{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:10px}.scroll{overflow-x:auto}
-.f-col{width:110px}.f-op{width:70px}.f-val{width:110px}a.cl{color:#243b6b;cursor:pointer;text-decoration:underline}
-</style></head><body>
-<header><h1>abcde · explore the impact</h1><div class="sub" id="sub"></div></header>
-<main>
-<aside>
-<section><h2>Slice</h2><div id="filters"></div><button id="add-filter">+ filter</button></section>
-<section><h2>Group by</h2><div id="groupby"></div>
-<div class="row">rank by <select id="metric"><option value="jaccard">JaccardDistance</option><option value="split">SplitRate</option><option value="merge">MergeRate</option></select>
-top <input id="top" type="number" value="20" min="1" max="500" style="width:60px"></div>
-<button id="run">Apply</button></section>
-<section><h2>Item lookup</h2><div class="row"><input id="lookup" placeholder="item id"><button id="lookup-go">Find</button></div></section>
-</aside>
-<div>
-<section><h2>Slice estimate</h2><div id="slice" class="cards"></div><div id="error" class="err"></div><div class="muted" id="timing"></div></section>
-<section id="groups-section"><h2>Top groups</h2><table id="groups"></table></section>
-<section><h2>Example items <span class="muted">(drawn ∝ importance weight; click one to see its clusters)</span></h2><div class="scroll"><table id="examples"></table></div></section>
-<section id="detail-section"><h2>Item</h2><div id="detail" class="muted">Click an example item or look one up by id.</div></section>
-</div></main>
-<script>
-(function(){
-'use strict';
-let META = null;
-const state = {filters: [], group_by: [], metric: 'jaccard', top: 20};
-function el(tag, attrs, ...kids){const e=document.createElement(tag);for(const [k,v] of Object.entries(attrs||{})){if(k==='class')e.className=v;else if(k.startsWith('on'))e.addEventListener(k.slice(2),v);else e.setAttribute(k,v);}for(const c of kids){if(c==null)continue;e.append(c instanceof Node?c:document.createTextNode(String(c)));}return e;}
-const pct = x => x==null ? 'n/a' : (100*x).toFixed(3)+'%';
-const num = x => x==null ? 'n/a' : (typeof x==='number' ? (+x.toFixed(4)).toLocaleString() : String(x));
-async function api(path, body){
-  const r = await fetch(path, body===undefined ? {} : {method:'POST', headers:{'Content-Type':'application/json'}, body: JSON.stringify(body)});
-  const j = await r.json();
-  if (!r.ok) throw new Error(j.error || r.statusText);
-  return j;
-}
-function showError(e){document.getElementById('error').textContent = e ? String(e.message || e) : '';}
-function filterRow(f){
-  const cols = META.columns;
-  const colSel = el('select', {class:'f-col'}); cols.forEach(c=>colSel.append(el('option', {value:c.name}, c.name)));
-  colSel.value = f.column;
-  const opSel = el('select', {class:'f-op'}); ['=','!=','<','<=','>','>=','in','not in','contains','is null','is not null'].forEach(o=>opSel.append(el('option', {value:o}, o)));
-  opSel.value = f.op;
-  const val = el('input', {class:'f-val', list:'dl-'+f.column, size:12}); val.value = Array.isArray(f.value) ? f.value.join(', ') : (f.value ?? '');
-  const rm = el('button', {title:'remove'}, '×');
-  const row = el('div', {class:'row'}, colSel, opSel, val, rm);
-  const sync = ()=>{f.column = colSel.value; f.op = opSel.value; val.setAttribute('list','dl-'+f.column);
-    f.value = (f.op==='in'||f.op==='not in') ? val.value.split(',').map(s=>s.trim()).filter(s=>s.length) : val.value;};
-  colSel.addEventListener('change', sync); opSel.addEventListener('change', sync); val.addEventListener('input', sync);
-  val.addEventListener('keydown', e=>{if(e.key==='Enter'){sync(); run();}});
-  rm.addEventListener('click', ()=>{state.filters.splice(state.filters.indexOf(f),1); renderFilters(); run();});
-  sync();
-  return row;
-}
-function renderFilters(){const box=document.getElementById('filters'); box.textContent=''; state.filters.forEach(f=>box.append(filterRow(f)));}
-function cleanFilters(){return state.filters.filter(f=>f.op.startsWith('is') || (Array.isArray(f.value) ? f.value.length : String(f.value).length)).map(f=>({column:f.column, op:f.op, value:f.value}));}
-function renderSlice(s){
-  const box = document.getElementById('slice'); box.textContent='';
-  const card = (label, v, se, key) => el('div', {class:'card', 'data-key':key}, el('b', {'data-value': v==null?'':v}, key==='sampled_items' ? num(v) : pct(v)), label + (se!=null ? ' ± '+pct(se) : ''));
-  box.append(card('sampled items', s.sampled_items, null, 'sampled_items'), card('weight share', s.weight_share, s.std_err.weight_share, 'weight_share'),
-    card('split contribution', s.split_contribution, s.std_err.split_contribution, 'split_contribution'),
-    card('merge contribution', s.merge_contribution, s.std_err.merge_contribution, 'merge_contribution'),
-    card('Jaccard contribution', s.jaccard_contribution, s.std_err.jaccard_contribution, 'jaccard_contribution'));
-}
-function renderGroups(res){
-  const t = document.getElementById('groups'); t.textContent='';
-  if (!res.group_by.length) {t.append(el('tr', {}, el('td', {class:'muted'}, 'Pick attributes to group by.'))); return;}
-  const key = res.metric + '_contribution';
-  const total = META.overall[key] || 1;
-  t.append(el('tr', {}, ...res.group_by.map(c=>el('th', {}, c)), el('th', {}, 'sampled items'), el('th', {}, 'weight share'), el('th', {}, 'split'), el('th', {}, 'merge'), el('th', {}, 'Jaccard'), el('th', {}, '± s.e.'), el('th', {}, 'share of total')));
-  res.groups.forEach(g=>{
-    const share = g[key] / total;
-    const tr = el('tr', {class:'group'}, ...res.group_by.map(c=>el('td', {'data-col':c}, g[c]==null?'(null)':String(g[c]))),
-      el('td', {'data-col':'sampled_items'}, num(g.sampled_items)), el('td', {'data-col':'weight_share'}, pct(g.weight_share)),
-      el('td', {'data-col':'split_contribution', 'data-value':g.split_contribution}, pct(g.split_contribution)),
-      el('td', {'data-col':'merge_contribution', 'data-value':g.merge_contribution}, pct(g.merge_contribution)),
-      el('td', {'data-col':'jaccard_contribution', 'data-value':g.jaccard_contribution}, pct(g.jaccard_contribution)),
-      el('td', {}, pct(g.std_err[key])),
-      el('td', {}, el('span', {class:'bar', style:'width:'+Math.max(1, Math.round(120*Math.min(1,Math.max(0,share))))+'px'}), ' '+(100*share).toFixed(1)+'%'));
-    tr.addEventListener('click', ()=>{res.group_by.forEach(c=>{ if (g[c]==null) state.filters.push({column:c, op:'is null', value:''}); else state.filters.push({column:c, op:'=', value:String(g[c])}); }); renderFilters(); run();});
-    t.append(tr);
-  });
-}
-function renderExamples(rows){
-  const t = document.getElementById('examples'); t.textContent='';
-  const attrs = META.attributes.slice(0, 4);
-  const cols = ['item_id', 'base_cluster', 'exp_cluster', 'split_rate', 'merge_rate', 'jaccard_distance', ...attrs];
-  t.append(el('tr', {}, ...cols.map(c=>el('th', {}, c))));
-  rows.forEach(r=>{const tr = el('tr', {class:'ex'}, ...cols.map(c=>el('td', {}, c.endsWith('_rate')||c==='jaccard_distance' ? pct(r[c]) : (r[c]==null?'':String(r[c])))));
-    tr.addEventListener('click', ()=>showItem(r.item_id)); t.append(tr);});
-}
-async function showItem(id){
-  const box = document.getElementById('detail'); box.textContent = 'loading…'; box.className='';
-  try {
-    const it = await api('/api/item?id=' + encodeURIComponent(id));
-    box.textContent='';
-    if (!it.found) {box.append(el('p', {class:'err'}, 'No item ' + id + ' among the common items.')); return;}
-    const i = it.item;
-    box.append(el('p', {}, 'Item ', el('b', {id:'detail-id'}, String(i.item_id)), ' · SplitRate ' + pct(i.split_rate) + ' · MergeRate ' + pct(i.merge_rate) + ' · JaccardDistance ' + pct(i.jaccard_distance) + ' · weight ' + num(i.weight) + (it.sampled ? ' · in the sample (draws ' + it.sampled.draw_count + ')' : ' · not in the sample')));
-    const grid = el('div', {class:'clusters'});
-    for (const side of ['base', 'exp']) {
-      const col = el('div', {'data-side':side}); grid.append(col);
-      const c = await api('/api/cluster?side=' + side + '&id=' + encodeURIComponent(i[side + '_cluster']));
-      col.append(el('h3', {}, (side==='base'?'Base':'Exp') + ' cluster ' + String(c.cluster_id)), el('div', {class:'muted'}, c.size.toLocaleString() + ' items, weight ' + num(c.weight) + (c.source==='sample' ? ' (members in the sample only)' : '') + (c.truncated ? '; showing the ' + c.members.length + ' heaviest' : '')));
-      const t = el('table'); const attrs = META.attributes.slice(0, 4);
-      t.append(el('tr', {}, el('th', {}, 'item'), el('th', {}, side==='base'?'Exp cluster':'Base cluster'), ...attrs.map(a=>el('th', {}, a))));
-      const other = side==='base' ? 'exp_cluster' : 'base_cluster';
-      c.members.forEach(m=>{const same = String(m[other])===String(i[other]);
-        const tr = el('tr', {class:'ex', title: same ? 'stable with this item' : (side==='base' ? 'split off from this item' : 'merged in for this item')}, el('td', {}, String(m.item_id)), el('td', {}, (same ? '= ' : '≠ ') + String(m[other])), ...attrs.map(a=>el('td', {}, m[a]==null?'':String(m[a]))));
-        tr.addEventListener('click', ()=>showItem(m.item_id)); t.append(tr);});
-      col.append(el('div', {class:'scroll'}, t));
-    }
-    box.append(grid);
-  } catch (e) {box.textContent=''; box.append(el('p', {class:'err'}, String(e.message||e)));}
-}
-async function run(){
-  showError(null);
-  state.metric = document.getElementById('metric').value;
-  state.top = +document.getElementById('top').value || 20;
-  state.group_by = [...document.querySelectorAll('.gb:checked')].map(c=>c.value);
-  const filters = cleanFilters();
-  try {
-    const res = await api('/api/query', {filters, group_by: state.group_by, metric: state.metric, top: state.top});
-    renderSlice(res.slice); renderGroups(res);
-    document.getElementById('timing').textContent = 'answered in ' + (1000*res.seconds).toFixed(0) + ' ms';
-    const ex = await api('/api/examples', {filters, n: 20, seed: 0});
-    renderExamples(ex.examples);
-    window.__lastQuery = res; window.__ready = (window.__ready||0) + 1;
-  } catch (e) {showError(e); window.__ready = (window.__ready||0) + 1;}
-}
-async function init(){
-  META = await api('/api/meta');
-  const s = META.sample;
-  document.getElementById('sub').textContent = s.unique_items.toLocaleString() + ' affected items sampled ∝ weight·JaccardDistance (' + s.total_draws.toLocaleString() + ' draws, seed ' + s.seed + ') · JaccardDistance(T) ' + pct(s.jaccard_distance_T) + ' · SplitRate(T) ' + pct(s.split_rate_T) + ' · MergeRate(T) ' + pct(s.merge_rate_T);
-  for (const c of META.columns) if (c.values) {const dl = el('datalist', {id:'dl-'+c.name}); c.values.forEach(v=>dl.append(el('option', {value: v==null?'':String(v)}))); document.body.append(dl);}
-  const gb = document.getElementById('groupby');
-  META.attributes.forEach(a=>gb.append(el('label', {style:'margin-right:8px;display:inline-block'}, el('input', {type:'checkbox', class:'gb', value:a}), ' ' + a)));
-  document.getElementById('add-filter').addEventListener('click', ()=>{state.filters.push({column: META.attributes[0] || META.columns[0].name, op:'=', value:''}); renderFilters();});
-  document.getElementById('run').addEventListener('click', run);
-  document.getElementById('lookup-go').addEventListener('click', ()=>showItem(document.getElementById('lookup').value.trim()));
-  document.getElementById('lookup').addEventListener('keydown', e=>{if(e.key==='Enter') showItem(e.target.value.trim());});
-  await run();
-}
-init().catch(showError);
-})();
-</script></body></html>
-"""
+def make_server(app: ExploreApp, host: str = "127.0.0.1", port: int = 0, *, limits: Limits = Limits()) -> Server:
+    """A server for ``app``, bound (port 0: a free one) but not yet serving: call ``serve_forever()``
+    (or ``start()`` for a background thread); ``shutdown()`` stops it, ``server_close()`` closes it."""
+    return Server(create_explore_app(app), host=host, port=port, limits=limits)

@@ -1,0 +1,496 @@
+"""What both local web apps share: Starlette apps served by uvicorn, one error shape, one Host
+check, one set of security headers, one request-body rule, pages as template and static files.
+
+Every answer that is not a page or a static file is JSON; every error has one shape::
+
+    {"ok": false, "error": "a sentence for a person", "status": 4xx or 5xx}
+
+- **Host check (DNS rebinding).** A server bound to a loopback address answers only requests whose
+  ``Host`` names it: ``127.0.0.1``, ``localhost`` or ``[::1]`` with its port (403 otherwise), so a
+  foreign web page whose name resolves to 127.0.0.1 cannot read it. A server bound to another
+  address is meant to be reached by names we cannot know, and checks nothing.
+- **Security headers** on every response: a Content-Security-Policy that allows scripts and
+  styles only from this server's own ``/static/`` files (no inline script or style, no eval, no
+  other origin, no images or frames), ``nosniff``, no referrer, no framing, ``no-store`` (static
+  files: ``no-cache`` with an ETag).
+- **Request bodies**: at most :attr:`Limits.max_body` bytes (413), complete within
+  :attr:`Limits.body_timeout` seconds of the request head (408); POST bodies are
+  ``application/json`` (415) holding a JSON object (400 for anything else: bad UTF-8, bad or
+  deep JSON, NaN, huge integers, lone surrogates).
+- **Slow clients** hold no thread (uvicorn serves connections on one event loop; only the
+  apps' blocking work runs in Starlette's thread pool) and only a bounded time; see :class:`Limits`.
+- **Static files** are a fixed set read once at start-up and served by name: no path from a
+  request reaches the file system.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.resources
+import ipaddress
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import anyio
+import h11
+import jinja2
+import uvicorn
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+# Scripts and styles only from this server's own files; JSON only from itself; nothing else.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'none'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much a client may send and for how long.
+
+    What protects against slow clients: uvicorn serves every connection on one asyncio event
+    loop, so a connection that sends nothing holds a socket, not a thread (the old
+    ``http.server`` held one thread per connection, forever). uvicorn itself only times out
+    *idle* keep-alive connections (``keep_alive``); a connection that never completes its
+    request head is closed after ``header_timeout`` by our protocol class, and a request whose
+    body does not arrive (say, a Content-Length larger than what is sent) gets a 408 after
+    ``body_timeout``, and its connection is closed. ``max_connections`` (uvicorn's
+    ``limit_concurrency``) caps open connections and requests; beyond it uvicorn answers 503.
+    """
+
+    max_body: int = 64 * 1024  #: bytes in a request body (413 beyond)
+    max_head: int = 16 * 1024  #: bytes in a request line and headers (h11; 400 beyond)
+    header_timeout: float = 10.0  #: seconds to send a complete request head, from connect or the last response
+    body_timeout: float = 10.0  #: seconds to send the whole body, from the request head
+    keep_alive: float = 5.0  #: seconds an idle keep-alive connection stays open (uvicorn)
+    max_connections: int = 100  #: open connections and requests in flight (uvicorn's limit_concurrency)
+    backlog: int = 128  #: pending connections the kernel queues
+    shutdown_timeout: float = 5.0  #: seconds shutdown() waits for requests in flight
+
+
+# ----------------------------------------------------------------------------- errors and JSON
+class HTTPError(Exception):
+    """An error answer: ``status`` and a message for a person (and extra response headers)."""
+
+    def __init__(self, status: int, message: str, *, headers: Mapping[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.headers = dict(headers or {})
+
+
+def error_body(status: int, message: str) -> bytes:
+    """The one error shape, as bytes."""
+    return json.dumps({"ok": False, "error": message, "status": status}).encode()
+
+
+def error_response(status: int, message: str, *, headers=None) -> Response:
+    return Response(error_body(status, message), status_code=status, media_type="application/json",
+                    headers=dict(headers or {}))
+
+
+def json_response(obj, status: int = 200) -> Response:
+    """A JSON answer (NaN refused: the apps turn non-finite numbers into null first)."""
+    return Response(json.dumps(obj, allow_nan=False, default=str).encode(), status_code=status,
+                    media_type="application/json")
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _check_strings(obj) -> None:
+    """Refuse lone surrogates (``"\\ud800"`` is valid JSON syntax but no text: SQLite, DuckDB and
+    UTF-8 cannot store it). Iterative: the parsed object may be as deep as the parser allows."""
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            strings = (x,)
+        elif isinstance(x, dict):
+            strings = x.keys()
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+            continue
+        else:
+            continue
+        for s in strings:
+            try:
+                s.encode("utf-8")
+            except UnicodeEncodeError:
+                raise HTTPError(400, "The request body is not valid JSON: it holds a lone surrogate "
+                                     "(a \\ud800-\\udfff escape that is not half of a pair).") from None
+
+
+async def read_json(request: Request) -> dict:
+    """The request's JSON object (an empty body is ``{}``), or an :class:`HTTPError`: 415 not
+    ``application/json``, 400 not UTF-8, not JSON (also NaN/Infinity, integers over 4300 digits,
+    nesting deeper than the parser's limit), lone surrogates, or not an object. The size and
+    time limits are the server's (:class:`Limits`)."""
+    raw = await request.body()  # read first, so that the connection stays usable after a 415
+    ctype = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        raise HTTPError(415, f"POST bodies must be application/json. Got {ctype or 'none'!r}.")
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise HTTPError(400, f"The request body is not valid JSON: {exc}.") from None
+    if not isinstance(body, dict):
+        raise HTTPError(400, "The request body must be a JSON object.")
+    _check_strings(body)
+    return body
+
+
+def _status_message(request: Request, exc: HTTPException) -> str:
+    if exc.status_code == 404:
+        return "Not found."
+    if exc.status_code == 405:
+        return f"{request.method} is not allowed on {request.url.path}."
+    return str(exc.detail)
+
+
+def create_app(routes: list[BaseRoute], *, errors: Mapping[type[BaseException], int]) -> Starlette:
+    """A Starlette app whose every error is the one JSON shape. ``errors`` maps the app's own
+    exception classes to statuses (the most specific class wins); anything else is a 500."""
+    errors = dict(errors)
+
+    def mapped(request: Request, exc: Exception) -> Response:
+        status = next(errors[c] for c in type(exc).__mro__ if c in errors)
+        return error_response(status, str(exc) or type(exc).__name__)
+
+    def http_error(request: Request, exc: HTTPError) -> Response:
+        return error_response(exc.status, str(exc), headers=exc.headers)
+
+    def http_exception(request: Request, exc: HTTPException) -> Response:
+        return error_response(exc.status_code, _status_message(request, exc), headers=exc.headers)
+
+    def disconnected(request: Request, exc: ClientDisconnect) -> Response:
+        return error_response(400, "The client went away before sending its whole request.")
+
+    def internal(request: Request, exc: Exception) -> Response:
+        # Starlette logs nothing here and re-raises; uvicorn logs the traceback ("Exception in ASGI application").
+        return error_response(500, f"Internal error: {type(exc).__name__}: {exc}")
+
+    handlers: dict = {c: mapped for c in errors}
+    handlers.update({HTTPError: http_error, HTTPException: http_exception, ClientDisconnect: disconnected,
+                     Exception: internal})
+    return Starlette(routes=routes, exception_handlers=handlers)
+
+
+# ----------------------------------------------------------------------------- pages and static files
+def package_file(path: str):
+    """A file shipped in the abcde package (``assets/common.js``, ``web/static/judge.js``)."""
+    return importlib.resources.files("abcde").joinpath(path)
+
+
+COMMON_ASSETS = {"common.js": "assets/common.js", "common.css": "assets/common.css"}
+MEDIA_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+_templates = jinja2.Environment(loader=jinja2.PackageLoader("abcde.web", "templates"), autoescape=True,
+                                undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
+class Assets:
+    """A fixed set of files served at ``/static/NAME``, read once at start-up: ``files`` maps the
+    served name to a path in the package. No path from a request ever reaches the file system."""
+
+    def __init__(self, files: Mapping[str, str]):
+        self._files: dict[str, tuple[bytes, str, str, str]] = {}
+        for name, path in {**COMMON_ASSETS, **files}.items():
+            data = package_file(path).read_bytes()
+            digest = hashlib.sha384(data).digest()
+            media = MEDIA_TYPES[name[name.rindex("."):]]
+            etag = '"' + hashlib.sha256(data).hexdigest()[:32] + '"'
+            self._files[name] = (data, media, etag, "sha384-" + base64.b64encode(digest).decode())
+
+    def url(self, name: str) -> str:
+        if name not in self._files:
+            raise KeyError(f"{name!r} is not one of the files served: {', '.join(sorted(self._files))}")
+        return f"/static/{name}"
+
+    def script(self, name: str) -> Markup:
+        """``<script src=... integrity=...>`` for a template (the hash pins the file's content)."""
+        return Markup('<script src="{}" integrity="{}"></script>').format(self.url(name), self._files[name][3])
+
+    def stylesheet(self, name: str) -> Markup:
+        return Markup('<link rel="stylesheet" href="{}" integrity="{}">').format(self.url(name), self._files[name][3])
+
+    def render(self, template: str, **context) -> bytes:
+        """A page from ``web/templates/TEMPLATE`` (rendered once: the pages hold no data; they fetch it)."""
+        return _templates.get_template(template).render(script=self.script, stylesheet=self.stylesheet,
+                                                        **context).encode()
+
+    async def endpoint(self, request: Request) -> Response:
+        found = self._files.get(request.path_params["name"])
+        if found is None:
+            raise HTTPError(404, "Not found.")
+        data, media, etag, _ = found
+        headers = {"ETag": etag, "Cache-Control": "no-cache"}
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers=headers)
+        return Response(data, media_type=media, headers=headers)
+
+    def routes(self) -> list[BaseRoute]:
+        """``GET /static/NAME``, and ``/favicon.ico`` (nothing: 204) that browsers ask for."""
+        return [Route("/static/{name}", self.endpoint, methods=["GET"]),
+                Route("/favicon.ico", _no_content, methods=["GET"])]
+
+
+async def _no_content(request: Request) -> Response:
+    return Response(status_code=204)
+
+
+def page_response(html: bytes) -> Response:
+    return Response(html, media_type="text/html; charset=utf-8")
+
+
+# ----------------------------------------------------------------------------- the guard (ASGI)
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts(host: str, port: int) -> frozenset[str] | None:
+    """The ``Host`` values a server bound to ``host:port`` answers; ``None``: any (not loopback)."""
+    if not is_loopback(host):
+        return None
+    shown = f"[{host}]" if ":" in host else host
+    names = {"127.0.0.1", "localhost", "[::1]", shown.lower()}
+    return frozenset({f"{n}:{port}" for n in names} | (names if port == 80 else set()))
+
+
+class Guard:
+    """The outer ASGI layer of every app: the Host check, the security headers, and the body's
+    size and time limits (answering in the one error shape). Starlette's own ``max_body_size``
+    would answer in plain text and keep the connection open with the rest of the body unread;
+    here an answer given before the whole body arrived closes the connection."""
+
+    def __init__(self, app, *, hosts: frozenset[str] | None, limits: Limits):
+        self.app = app
+        self.hosts = hosts
+        self.limits = limits
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limits = self.limits
+        headers = scope["headers"]
+        length = next((int(v) for k, v in headers if k == b"content-length"), None)  # h11 checked it is a number
+        more_body = bool(length) or any(k == b"transfer-encoding" for k, _ in headers)
+        deadline = time.monotonic() + limits.body_timeout
+        received = 0
+
+        async def send_guarded(message) -> None:
+            if message["type"] == "http.response.start":
+                extra = list(message.get("headers", []))
+                if not any(k.lower() == b"cache-control" for k, _ in extra):
+                    extra.append((b"cache-control", b"no-store"))
+                if more_body and not any(k.lower() == b"connection" for k, _ in extra):
+                    # answered before the whole body arrived: its rest must not be read as the next request
+                    extra.append((b"connection", b"close"))
+                message = {**message, "headers": extra + SECURITY_HEADERS}
+            await send(message)
+
+        async def receive_limited():
+            nonlocal received, more_body
+            if not more_body:  # the body is complete; what comes next is a disconnect: no deadline
+                return await receive()
+            message = None
+            with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+                message = await receive()
+            if message is None:
+                raise HTTPError(408, f"The request body did not arrive within {limits.body_timeout:g} seconds.")
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                more_body = message.get("more_body", False)
+                if received > limits.max_body:
+                    raise HTTPError(413, f"The request body is larger than {limits.max_body} bytes.")
+            return message
+
+        if self.hosts is not None:
+            hosts = [v.decode("latin-1").lower() for k, v in headers if k == b"host"]
+            if len(hosts) != 1 or hosts[0] not in self.hosts:
+                await error_response(403, "This server answers only requests addressed to it by its own address "
+                                     "(127.0.0.1, localhost or [::1] with its port).")(scope, receive, send_guarded)
+                return
+        if length is not None and length > limits.max_body:
+            await error_response(413, f"The request body is larger than {limits.max_body} bytes.")(
+                scope, receive, send_guarded)
+            return
+        await self.app(scope, receive_limited, send_guarded)
+
+
+# ----------------------------------------------------------------------------- the HTTP protocol
+class _Protocol(H11Protocol):
+    """uvicorn's h11 protocol, plus a deadline for the request head (uvicorn has none: a client
+    that connects and sends nothing, or half a header, would hold its connection for ever), and
+    its 400 for a malformed request in the one error shape."""
+
+    header_timeout = Limits.header_timeout
+    _head_timer = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm_head_timer()
+
+    def connection_lost(self, exc) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        super().connection_lost(exc)
+
+    def _arm_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+        self._head_timer = None if self.transport.is_closing() else self.loop.call_later(
+            self.header_timeout, self._head_timeout)
+
+    def _head_timeout(self) -> None:
+        self._head_timer = None
+        if self.cycle is not None and not self.cycle.response_complete:
+            return  # a request is being answered: its body has the app's deadline (Guard)
+        if not self.transport.is_closing():
+            try:
+                self.conn.send(h11.ConnectionClosed())
+            except h11.LocalProtocolError:
+                pass
+            self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:
+        body = error_body(400, "This is not an HTTP/1.1 request this server can read (a malformed request line, "
+                               "header or length).")
+        headers = [(b"content-type", b"application/json"), (b"connection", b"close"), *SECURITY_HEADERS]
+        try:
+            for event in (h11.Response(status_code=400, headers=headers, reason=b"Bad Request"), h11.Data(data=body),
+                          h11.EndOfMessage()):
+                self.transport.write(self.conn.send(event))
+        except h11.LocalProtocolError:
+            pass
+        self.transport.close()
+
+
+# ----------------------------------------------------------------------------- the server
+def _bind(host: str, port: int, backlog: int) -> socket.socket:
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, addr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(addr)
+        sock.listen(backlog)  # connections queue from now on, before serving starts
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class Server:
+    """An ASGI app served by uvicorn on ``host:port`` (port 0: a free one), bound at once.
+
+    Serve in the foreground with :meth:`serve_forever` (Ctrl+C or :meth:`shutdown` from another
+    thread stops it), or in a background thread with :meth:`start` (tests, notebooks) and stop
+    with :meth:`shutdown`. ``url``, ``port`` and ``server_address`` (host, port) are known from
+    construction. The app is wrapped in :class:`Guard` (Host check, headers, body limits).
+    """
+
+    def __init__(self, app, *, host: str = "127.0.0.1", port: int = 0, limits: Limits = Limits(),
+                 verbose: bool = False):
+        self.limits = limits
+        self._socket = _bind(host, port, limits.backlog)
+        self.server_address: tuple[str, int] = tuple(self._socket.getsockname()[:2])
+        self.host = host
+        self.port = self.server_address[1]
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{self.port}/"
+        self.app = Guard(app, hosts=allowed_hosts(host, self.port), limits=limits)
+        protocol = type("Protocol", (_Protocol,), {"header_timeout": limits.header_timeout})
+        if verbose:
+            _log_to_stderr()
+        config = uvicorn.Config(
+            self.app, http=protocol, interface="asgi3", lifespan="off", log_config=None, access_log=verbose,
+            proxy_headers=False, server_header=False, timeout_keep_alive=limits.keep_alive,
+            limit_concurrency=limits.max_connections, h11_max_incomplete_event_size=limits.max_head,
+            backlog=limits.backlog, timeout_graceful_shutdown=limits.shutdown_timeout)
+        self._uvicorn = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+        self._serving = threading.Event()
+        self._stopped = threading.Event()
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until :meth:`shutdown` or, in the main thread, SIGINT/SIGTERM
+        (uvicorn stops gracefully, then raises the signal again: Ctrl+C is a KeyboardInterrupt)."""
+        self._serving.set()
+        try:
+            self._uvicorn.run(sockets=[self._socket])
+        finally:
+            self._stopped.set()
+            self.server_close()
+
+    def start(self) -> Server:
+        """Serve in a background (daemon) thread; returns once uvicorn accepts connections."""
+        self._thread = threading.Thread(target=self.serve_forever, name=f"abcde-web-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._uvicorn.started and self._thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if not self._uvicorn.started:
+            raise RuntimeError(f"The web server on {self.url} did not start (see the log above).")
+        return self
+
+    def shutdown(self) -> None:
+        """Stop serving (requests in flight are answered first, up to ``limits.shutdown_timeout``)
+        and wait until :meth:`serve_forever` has returned, wherever it runs."""
+        self._uvicorn.should_exit = True
+        if self._serving.is_set():
+            self._stopped.wait()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        self.server_close()
+
+    def server_close(self) -> None:
+        """Close the listening socket (serving closes it when it ends)."""
+        self._socket.close()
+
+    close = server_close
+
+
+def _log_to_stderr() -> None:
+    """--verbose: one line per request on stderr (uvicorn's access log)."""
+    logger = logging.getLogger("uvicorn.access")
+    if not logger.handlers:
+        logger.addHandler(logging.StreamHandler())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+__all__ = ["CSP", "Assets", "Guard", "HTTPError", "Limits", "Server", "allowed_hosts", "create_app", "error_body",
+           "error_response", "is_loopback", "json_response", "page_response", "read_json"]
