@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
+import click
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 import abcde
 from abcde.cli import main
+from abcde.errors import InputError
 from abcde.examples import example_paths
 
 
@@ -127,3 +133,73 @@ def test_the_command_list_is_complete():
         subs = getattr(cmd, "commands", None)
         found |= {f"{name} {s}" for s in subs} if subs else {name}
     assert found == listed
+
+
+def _walk(group, prefix=()):
+    for name, cmd in group.commands.items():
+        yield (*prefix, name), cmd
+        if isinstance(cmd, click.Group):
+            yield from _walk(cmd, (*prefix, name))
+
+
+def test_every_command_has_help_text():
+    for path, cmd in _walk(main):
+        assert cmd.help and cmd.help.strip(), f"'abcde {' '.join(path)}' has no help text"
+        assert cmd.get_short_help_str(), f"'abcde {' '.join(path)}' has no short help in the command list"
+    listing = run("--help")
+    for name in main.commands:
+        assert f"  {name} " in listing
+
+
+HEAVY = ("ibis", "duckdb", "pyarrow", "numpy", "scipy", "altair", "pandas", "rich")
+
+
+def test_help_imports_no_engine_nor_arrow():
+    """``abcde --help`` and every ``abcde COMMAND --help`` load click, not Ibis/DuckDB/Arrow (start-up time)."""
+    code = textwrap.dedent(f"""
+        import sys
+        from click.testing import CliRunner
+        from abcde.cli import main
+        for args in [[], *{COMMANDS!r}]:
+            res = CliRunner().invoke(main, [*args, "--help"])
+            assert res.exit_code == 0, res.output
+        print(sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r})))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    # the console script's route, python -m abcde --help, as well
+    code = textwrap.dedent(f"""
+        import runpy, sys
+        sys.argv = ["abcde", "--help"]
+        try:
+            runpy.run_module("abcde", run_name="__main__")
+        except SystemExit:
+            pass
+        print(sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r})), file=sys.stderr)
+    """)
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
+    assert err.strip().splitlines()[-1] == "[]"
+
+
+def test_the_cli_lists_the_library_combine_rules():
+    from abcde.cli.metrics import COMBINE_RULES
+    from abcde.metrics.weights import COMBINE_RULES as LIBRARY_RULES
+
+    assert COMBINE_RULES == LIBRARY_RULES
+
+
+def test_report_workflow_is_a_library_call(small, tmp_path):
+    from abcde.workflow import ReportResult, run_report
+
+    res = run_report(small["base"], small["exp"], tmp_path / "r.html", items=small["items"], slice_by=["source"],
+                     markdown=tmp_path / "r.md")
+    assert isinstance(res, ReportResult) and res.quality is None and res.exploration is None
+    assert [p.name for p in map(Path, res.written)] == ["r.html", "r.md"]
+    api = abcde.impact(small["base"], small["exp"], items=small["items"])
+    assert res.impact.split_rate == pytest.approx(api.split_rate)
+    cli = json.loads(run("report", "--base", small["base"], "--exp", small["exp"], "--items", small["items"],
+                         "--slice-by", "source", "--out", tmp_path / "c.html", "--json", "-q"))
+    assert set(cli) == set(res.to_dict())
+    with pytest.raises(InputError, match="need a judged pair sample directory"):
+        run_report(small["base"], small["exp"], tmp_path / "x.html", judgements=["j.csv"])
+    assert not (tmp_path / "x.html").exists()

@@ -1,0 +1,207 @@
+"""``abcde judge oracle|serve|model|export``: collecting the judgements of a pair sample
+(:mod:`abcde.quality.oracle`, :mod:`abcde.judging`, :mod:`abcde.web.judging_server`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from abcde.cli.options import json_option
+from abcde.cli.tables import console, emit_json, handle_errors
+from abcde.errors import AbcdeError
+
+
+class _JudgeGroup(click.Group):
+    """``abcde judge DIR --oracle-column COL`` (the first form) still means ``abcde judge oracle ...``."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["oracle", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_JudgeGroup)
+def judge():
+    """Collect judgements of a pair sample: people (web app), a model or LLM, or an oracle.
+
+    Judgements of every source live in SAMPLE_DIR/judgements.sqlite (oracle: judgements.csv);
+    'abcde quality SAMPLE_DIR --source person|model|oracle' estimates from one source.
+    """
+
+
+@judge.command("oracle")
+@click.argument("sample_dir", type=click.Path(file_okay=False))
+@click.option("--oracle-column", required=True,
+              help="Items attribute holding the ground truth: equal values ⇒ same; null ⇒ unsure.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Judgement file to write (default SAMPLE_DIR/judgements.csv).")
+@json_option
+@handle_errors
+def judge_oracle(sample_dir, oracle_column, out, as_json):
+    """Fill a pair sample's judgements from a ground-truth column (oracle judge)."""
+    from abcde.quality.judgements import read_table_file  # lazy: start-up time
+    from abcde.quality.oracle import oracle_judge  # lazy: start-up time
+
+    path = oracle_judge(sample_dir, oracle_column, out=out)
+    answers = read_table_file(path, "judgements").column("judgement").to_pylist()
+    counts = {k: answers.count(k) for k in ("same", "different", "unsure")}
+    if as_json:
+        emit_json({"written": str(path), "source": "oracle", "rater": f"oracle:{oracle_column}",
+                   "judgements": len(answers), "answers": counts})
+        return
+    console().print(f"wrote {path} (judgements by oracle column '{oracle_column}': {len(answers)} pairs; "
+                    f"same {counts['same']}, different {counts['different']}, unsure {counts['unsure']})")
+
+
+@judge.command("serve")
+@click.argument("sample_dir", type=click.Path(file_okay=False))
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Interface to bind; the default serves only this machine.")
+@click.option("--port", default=8766, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
+@click.option("--replicate", "--rater-share", "replicate", type=click.FloatRange(0, 1), default=None,
+              help="Share of pairs to show to two raters, for agreement (Cohen's/Fleiss' kappa). "
+                   "Stored on first use; default 0.")
+@click.option("--seed", type=int, default=None, help="Seed of every rater's random pair order (stored; default 0).")
+@click.option("--target-width", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Width of ΔPrecision's 95% interval after which the page says you can stop.")
+@click.option("--hide", multiple=True, help="Item attribute not to show, e.g. a ground-truth column (repeatable).")
+@click.option("--show-ids", is_flag=True, help="Show the item ids (they can give the answer away).")
+@click.option("--adaptive", is_flag=True,
+              help="Stratified samples: serve the next pair from the stratum whose judgement most reduces "
+                   "ΔPrecision's SE (adaptive Neyman allocation); pair it with --target-width.")
+@click.option("--verbose", is_flag=True, help="Log every request to stderr.")
+@json_option(help="Print the URL etc. as one JSON line, then serve.")
+@handle_errors
+def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, show_ids, adaptive, verbose, as_json):
+    """A local web app where people judge the sample's pairs (blind, one at a time).
+
+    Every judgement is committed to SAMPLE_DIR/judgements.sqlite before the next pair is shown;
+    a restarted server resumes each rater where they stopped. Keys: s same, d different,
+    u can't tell, z or Backspace undo.
+    """
+    from abcde.web.judging_server import serve  # lazy: start-up time
+
+    srv = serve(sample_dir, host=host, port=port, seed=seed, replicate=replicate, target_width=target_width,
+                hide=hide, show_ids=show_ids, verbose=verbose, adaptive=adaptive)
+    s = srv.session
+    info = {"url": srv.url, "pid": os.getpid(), "sample_dir": str(s.sample_dir), "store": str(s.store.path),
+            "pairs": len(s.pair_ids), "replicated_pairs": len(s.replicated), "seed": s.seed,
+            "replicate": s.replicate, "allocation": "adaptive Neyman" if s.adaptive else "as sampled"}
+    if as_json:
+        click.echo(json.dumps(info))
+    else:
+        click.echo(f"abcde judge: serving {len(s.pair_ids)} pairs of {sample_dir} at {srv.url} (Ctrl+C to stop); "
+                   f"judgements go to {s.store.path}")
+    sys.stdout.flush()
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    if not as_json:
+        click.echo(f"stopped; {len(s.store.live(source='person'))} person judgements in {s.store.path}")
+
+
+@judge.command("model")
+@click.argument("sample_dir", type=click.Path(file_okay=False))
+@click.option("--callable", "spec", default=None, metavar="MODULE:FUNCTION",
+              help="A Python judge (item_a: dict, item_b: dict) -> 'same'|'different'|'unsure' "
+                   "(MODULE may be path/to/file.py).")
+@click.option("--model", default=None, help="LLM model name (env ABCDE_LLM_MODEL / OPENAI_MODEL).")
+@click.option("--llm-base-url", default=None,
+              help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (env ABCDE_LLM_BASE_URL / "
+                   "OPENAI_BASE_URL; default https://api.openai.com/v1).")
+@click.option("--api-key", default=None, help="API key (better: env ABCDE_LLM_API_KEY or OPENAI_API_KEY).")
+@click.option("--prompt-template", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="File with the user prompt; {item_a} and {item_b} are replaced by the items' attributes.")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1),
+              help="Judge calls in flight at once.")
+@click.option("--max-retries", default=5, show_default=True, type=click.IntRange(min=0),
+              help="Retries on HTTP 429/5xx, timeouts and connection errors.")
+@click.option("--retry-backoff", default=1.0, show_default=True, type=click.FloatRange(min=0),
+              help="First backoff in seconds, doubled on each retry (or the server's Retry-After).")
+@click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="Seconds per request.")
+@click.option("--temperature", default=0.0, show_default=True, type=float, help="Sampling temperature sent.")
+@click.option("--cache", type=click.Path(dir_okay=False), default=None,
+              help="LLM answer cache (SQLite; default SAMPLE_DIR/llm-cache.sqlite); share it to never pay twice.")
+@click.option("--name", default=None, help="Rater name suffix (judgements carry rater 'model:NAME').")
+@click.option("--hide", multiple=True, help="Item attribute the judge must not see (repeatable).")
+@click.option("--show-ids", is_flag=True, help="Give the judge the item ids too.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Judge at most this many pairs now.")
+@json_option
+@handle_errors
+def judge_model(sample_dir, spec, model, llm_base_url, api_key, prompt_template, concurrency, max_retries,
+                retry_backoff, timeout, temperature, cache, name, hide, show_ids, limit, as_json):
+    """Judge the sample's pairs with a Python callable or an LLM (OpenAI-compatible API).
+
+    Answers are recorded in SAMPLE_DIR/judgements.sqlite (source 'model') as they arrive; a run
+    resumes where an earlier one stopped. Unparseable LLM answers count as unsure.
+    """
+    from abcde.judging import LLMJudge, judge_with_model  # lazy: start-up time
+    from abcde.judging.models import load_callable  # lazy: start-up time
+
+    llm_opts = {"--model": model, "--llm-base-url": llm_base_url, "--api-key": api_key,
+                "--prompt-template": prompt_template, "--cache": cache}
+    if spec:
+        given = [k for k, v in llm_opts.items() if v]
+        if given:
+            raise click.UsageError(f"--callable judges in Python; {', '.join(given)} are LLM options.")
+        judge_fn = load_callable(spec)
+    else:
+        template = Path(prompt_template).read_text() if prompt_template else None
+        judge_fn = LLMJudge(base_url=llm_base_url, model=model, api_key=api_key, prompt_template=template,
+                            cache=cache or Path(sample_dir) / "llm-cache.sqlite", max_retries=max_retries,
+                            backoff=retry_backoff, timeout=timeout, temperature=temperature)
+    res = judge_with_model(sample_dir, judge_fn, name=name, concurrency=concurrency, hide=hide, show_ids=show_ids,
+                           limit=limit)
+    d = res.to_dict()
+    if as_json:
+        emit_json(d)
+        return
+    a = d["answers"]
+    console().print(f"{res.rater}: judged {res.judged_now} pairs now (same {a['same']}, different {a['different']}, "
+                    f"unsure {a['unsure']}); {res.already} were judged before; {res.pairs} in the sample.")
+    if res.invalid:
+        console().print(f"[yellow]{res.invalid} answers were not same/different/unsure: recorded as unsure.[/yellow]")
+    if res.stats:
+        console().print("judge: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in res.stats.items()))
+    console().print(f"stored in {res.store}; estimate with: abcde quality {sample_dir} --source model")
+
+
+@judge.command("export")
+@click.argument("sample_dir", type=click.Path(file_okay=False))
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="Judgement file to write (.csv, .parquet or .jsonl), readable by 'abcde quality --judgements'.")
+@click.option("--source", type=click.Choice(["person", "model", "oracle"]), default=None,
+              help="Export only this source's judgements.")
+@json_option
+@handle_errors
+def judge_export(sample_dir, out, source, as_json):
+    """Write the store's judgements (SAMPLE_DIR/judgements.sqlite) as a judgement file, with agreement."""
+    from abcde.judging import JudgementStore, agreement  # lazy: start-up time
+
+    if not (Path(sample_dir) / "judgements.sqlite").exists():
+        raise AbcdeError(f"There is no judgement store (judgements.sqlite) in '{sample_dir}'; "
+                         "'abcde judge serve' and 'abcde judge model' make one.")
+    store = JudgementStore(sample_dir)
+    path = store.export(out, source=source)
+    live = store.live(source=source)
+    d = {"written": str(path), "judgements": len(live), "pairs_judged": len({j.pair_id for j in live}),
+         "pairs": len(store.pair_ids), "by_source": dict(Counter(j.source for j in live)),
+         "by_rater": dict(Counter(j.rater for j in live)),
+         "person_agreement": agreement([j for j in live if j.source == "person"])}
+    if as_json:
+        emit_json(d)
+        return
+    console().print(f"wrote {path}: {d['judgements']} judgements of {d['pairs_judged']} / {d['pairs']} pairs "
+                    f"(by source: {', '.join(f'{k} {v}' for k, v in d['by_source'].items()) or 'none'})")
+    ag = d["person_agreement"]
+    if ag["replicated_pairs"]:
+        k = ag["fleiss_kappa"]
+        console().print(f"pairs judged by two people: {ag['replicated_pairs']}; Fleiss' kappa "
+                        f"{'n/a' if k is None else f'{k:.3f}'}")

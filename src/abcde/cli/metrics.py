@@ -1,0 +1,138 @@
+"""``abcde impact``, ``abcde pointwise``, ``abcde weights``: the exact metrics (:mod:`abcde.metrics`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from abcde.cli.options import clustering_options, engine_options, input_options, json_option
+from abcde.cli.tables import console, emit_json, handle_errors, new_table, pct, print_impact, print_restriction, table
+
+#: ``abcde.metrics.weights.COMBINE_RULES``, spelled out so that building the command list
+#: does not import the metrics (tests/test_cli.py checks that the two agree).
+COMBINE_RULES = ("max", "min", "mean", "base", "exp")
+
+
+@click.command()
+@clustering_options
+@click.option("--slice-by", multiple=True, help="Attribute column(s) to slice by; repeat, or 'a,b' to group by both.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=0), help="Most affected clusters to list.")
+@click.option("--item", "lookup", multiple=True, help="Show the metrics of this item id (repeatable).")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Write items.parquet, base_clusters.parquet, exp_clusters.parquet and impact.json here.")
+@json_option(help="Print one JSON object instead of tables.")
+@engine_options
+@handle_errors
+def impact(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, lookup, out, as_json, engine):
+    """Exact impact metrics: SplitRate, MergeRate, JaccardDistance.
+
+    Overall, per item, per Base and Exp cluster (most affected first) and per slice.
+    """
+    from abcde.metrics.impact import impact as run_impact  # lazy: start-up time
+
+    res = run_impact(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
+                     slice_by=slice_by, top=top, engine=engine)
+    found = res.lookup(lookup) if lookup else []
+    written = res.write(out) if out else []
+    if as_json:
+        d = res.to_dict()
+        if lookup:
+            d["lookup"] = found
+        if out:
+            d["written"] = [str(p) for p in written]
+        emit_json(d)
+        return
+    print_impact(res, top=top)
+    if lookup:
+        console().print(table(found, "Item lookup") if found
+                        else "[yellow]No such item among the common items.[/yellow]")
+        missing = {str(x) for x in lookup} - {str(r["item_id"]) for r in found}
+        if missing:
+            console().print(f"[yellow]Not among the common items: {', '.join(sorted(missing))}[/yellow]")
+    for p in written:
+        console().print(f"wrote {p}")
+
+
+@click.command()
+@click.option("--truth", required=True, type=click.Path(), help="Ground truth clustering (Parquet/CSV).")
+@click.option("--clustering", required=True, type=click.Path(), help="Clustering to evaluate (Parquet/CSV).")
+@input_options
+@click.option("--slice-by", multiple=True, help="Attribute column(s) to slice by.")
+@click.option("--worst", default=10, show_default=True, type=click.IntRange(min=0), help="Clusters with the lowest F1 to list.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Write per-item and per-cluster Parquet here.")
+@json_option(help="Print one JSON object instead of tables.")
+@engine_options
+@handle_errors
+def pointwise(truth, clustering, items, item_id, cluster_id, weight_column, slice_by, worst, out, as_json, engine):
+    """Pointwise Precision, Recall and F1 of a clustering against a ground truth."""
+    from abcde.metrics.pointwise import pointwise as run_pointwise  # lazy: start-up time
+
+    res = run_pointwise(truth, clustering, items=items, item_id=item_id, cluster_id=cluster_id,
+                        weight=weight_column, slice_by=slice_by, engine=engine)
+    written = res.write(out) if out else []
+    worst_rows = res.per_cluster().slice(0, worst).to_pylist() if worst else []
+    if as_json:
+        d = res.to_dict()
+        d["worst_clusters"] = worst_rows
+        if out:
+            d["written"] = [str(p) for p in written]
+        emit_json(d)
+        return
+    t = new_table(title="Pointwise metrics against the truth", title_justify="left", show_header=False)
+    t.add_column("metric", style="bold")
+    t.add_column("value", justify="right")
+    t.add_row("items", f"{res.items:,}")
+    t.add_row("Precision", pct(res.precision))
+    t.add_row("Recall", pct(res.recall))
+    t.add_row("F1", pct(res.f1))
+    console().print(t)
+    print_restriction(res.restriction.to_dict(), ("truth", "clustering"))
+    if worst_rows:
+        console().print(table(worst_rows, f"{len(worst_rows)} clusters with the lowest F1"))
+    for name, rows in res.slices.items():
+        console().print(table(rows, f"Slices by {name}"))
+    for p in written:
+        console().print(f"wrote {p}")
+
+
+@click.command()
+@click.option("--past", required=True, type=click.Path(), help="Past clustering (item id, cluster id).")
+@click.option("--importance", required=True, type=click.Path(), help="Past cluster importance (cluster id, importance).")
+@click.option("--importance-column", default="importance", show_default=True)
+@click.option("--base", required=True, type=click.Path(), help="Baseline clustering.")
+@click.option("--exp", required=True, type=click.Path(), help="Experiment clustering.")
+@input_options
+@click.option("--combine", type=click.Choice(COMBINE_RULES), default="max", show_default=True,
+              help="How the Base and Exp weights make one weight.")
+@click.option("--floor", type=float, default=None,
+              help="Weight for items whose derived weight is 0 (default: smallest positive derived weight).")
+@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Output items table (.parquet or .csv).")
+@json_option
+@engine_options
+@handle_errors
+def weights(past, importance, importance_column, base, exp, items, item_id, cluster_id, weight_column, combine,
+            floor, out, as_json, engine):
+    """Item weights from a past clustering's cluster importance (paper: "Item weights").
+
+    Writes an items table usable as --items.
+    """
+    from abcde.metrics.weights import derive_weights  # lazy: start-up time
+
+    res = derive_weights(past, importance, base, exp, items=items, item_id=item_id, cluster_id=cluster_id,
+                         importance_column=importance_column, weight=weight_column, combine=combine, floor=floor,
+                         engine=engine)
+    path = Path(out)
+    if path.suffix.lower() == ".csv":
+        import pyarrow.csv as pacsv  # lazy: start-up time
+
+        pacsv.write_csv(res.table, path)
+    else:
+        import pyarrow.parquet as pq  # lazy: start-up time
+
+        pq.write_table(res.table, path)
+    d = {**res.to_dict(), "written": str(path)}
+    if as_json:
+        emit_json(d)
+        return
+    console().print(table([d], "Derived weights"))

@@ -1,0 +1,102 @@
+"""The click options that several commands share: engine, inputs, clusterings, ``--json``.
+
+Only click is imported here; :func:`engine_options` imports the engine when a
+command runs, not when ``abcde --help`` builds the command list.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import click
+
+from abcde.errors import AbcdeError
+
+
+def _spark_conf(ctx, param, values):
+    conf = {}
+    for v in values:
+        if "=" not in v:
+            raise click.BadParameter(f"expected KEY=VALUE, got {v!r}", ctx=ctx, param=param)
+        k, _, val = v.partition("=")
+        conf[k.strip()] = val.strip()
+    return conf
+
+
+def engine_options(fn):
+    """--engine, --database, --memory-limit, --threads, --spark-master, --spark-remote, --spark-conf, --quiet.
+
+    The command receives ``engine``: a connected :class:`abcde.engine.Engine`.
+    """
+
+    @click.option("--engine", type=click.Choice(["duckdb", "spark"]), default="duckdb", show_default=True,
+                  help="Engine that runs the computation: embedded DuckDB, or PySpark.")
+    @click.option("--database", type=click.Path(dir_okay=False), default=None,
+                  help="DuckDB database file (default: in memory).")
+    @click.option("--memory-limit", default=None,
+                  help="Engine memory limit, e.g. 4GB; beyond it DuckDB spills to disk (Spark: driver memory).")
+    @click.option("--threads", type=click.IntRange(min=1), default=None,
+                  help="Engine threads (Spark: local[N] when no --spark-master).")
+    @click.option("--spark-master", default=None,
+                  help="Spark master: local[2], spark://host:7077, yarn, ... (default: the active session "
+                       "under spark-submit, else local[*]).")
+    @click.option("--spark-remote", default=None, help="Spark Connect URL, e.g. sc://host:15002.")
+    @click.option("--spark-conf", multiple=True, callback=_spark_conf, metavar="KEY=VALUE",
+                  help="Spark setting for a new session (repeatable).")
+    @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
+    @functools.wraps(fn)
+    def wrapper(*args, engine, database, memory_limit, threads, spark_master, spark_remote, spark_conf, quiet,
+                **kwargs):
+        if quiet:
+            from abcde.util import progress  # lazy: start-up time
+
+            progress.set_enabled(False)
+        if engine != "spark" and (spark_master or spark_remote or spark_conf):
+            raise click.UsageError("--spark-master, --spark-remote and --spark-conf need --engine spark.")
+        if engine == "spark" and database:
+            raise click.UsageError("--database is a DuckDB setting; Spark reads and writes Parquet paths.")
+        from abcde.engine import connect  # lazy: start-up time
+
+        try:
+            eng = connect(engine, database=database, memory_limit=memory_limit, threads=threads,
+                          master=spark_master, remote=spark_remote, spark_conf=spark_conf)
+        except AbcdeError as exc:
+            raise click.ClickException(str(exc)) from exc
+        return fn(*args, engine=eng, **kwargs)
+
+    return wrapper
+
+
+def input_options(fn):
+    """--items, --item-id, --cluster-id, --weight-column."""
+
+    @click.option("--items", "items", type=click.Path(), default=None,
+                  help="Items table (Parquet/CSV): item id, optional weight, attribute columns.")
+    @click.option("--item-id", default="item_id", show_default=True, help="Item id column in all inputs.")
+    @click.option("--cluster-id", default="cluster_id", show_default=True, help="Cluster id column in the clusterings.")
+    @click.option("--weight-column", default=None,
+                  help="Weight column of --items (default: 'weight' if present, else every item weighs 1).")
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def clustering_options(fn):
+    """--base, --exp and the input options."""
+
+    @click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
+    @click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
+    @input_options
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+def json_option(fn=None, *, help: str | None = None):
+    """``--json`` (the parameter ``as_json``); ``@json_option`` or ``@json_option(help="...")``."""
+    decorator = click.option("--json", "as_json", is_flag=True, help=help)
+    return decorator(fn) if fn is not None else decorator

@@ -1,0 +1,84 @@
+"""``abcde pairs`` and ``abcde quality``: the pair sample to judge and the quality
+estimates from its judgements (:mod:`abcde.quality`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from abcde.cli.options import clustering_options, engine_options, json_option
+from abcde.cli.tables import console, emit_json, handle_errors, print_quality, table
+
+
+@click.command()
+@clustering_options
+@click.option("--budget", required=True, type=int, help="Distinct pairs to get judged.")
+@click.option("--seed", required=True, type=int, help="Random seed; same seed and inputs give the same pairs.")
+@click.option("--slice-by", multiple=True,
+              help="Attribute column(s) whose exact slice multipliers to store, for 'quality --slice-by'.")
+@click.option("--estimator", type=click.Choice(["stratified", "paper"]), default="stratified", show_default=True,
+              help="stratified: exact self term, split/merge/intersection strata (fewer judgements for the same "
+                   "SE); paper: all pairs ∝ u_ij, the paper's design.")
+@click.option("--allocation", type=click.Choice(["proportional", "neyman"]), default="proportional",
+              show_default=True, help="Stratified budgets ∝ U_c, or ∝ U_c·σ_c (needs --pilot).")
+@click.option("--pilot", type=click.Path(file_okay=False), default=None,
+              help="A judged sample directory whose judgements estimate σ_c for Neyman allocation.")
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Sample directory to write.")
+@json_option
+@engine_options
+@handle_errors
+def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, slice_by, estimator, allocation, pilot,
+          out, as_json, engine):
+    """Sample item pairs ∝ u_ij for same/different judgements (ABCDE quality).
+
+    Writes pairs.parquet (every draw, vantage item first), items.parquet, tasks.csv/.parquet/.jsonl
+    (one row per pair to judge, attributes side by side, blind) and metadata.json.
+    """
+    if allocation == "neyman" and not pilot:
+        raise click.UsageError("--allocation neyman needs --pilot DIR (a judged sample to estimate σ_c).")
+    from abcde.quality.draw import draw_pair_sample  # lazy: start-up time
+
+    path = draw_pair_sample(base, exp, out, budget=budget, seed=seed, items=items, item_id=item_id,
+                            cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, estimator=estimator,
+                            allocation=allocation, pilot=pilot, engine=engine)
+    meta = json.loads((Path(path) / "metadata.json").read_text())
+    if as_json:
+        emit_json(meta)
+        return
+    if meta["exhausted"]:
+        console().print(f"[yellow]Only {meta['judgeable_pairs']:,} distinct pairs need a judgement "
+                        f"(budget {budget:,}): all of them are in the sample.[/yellow]")
+    t = meta["pair_totals"]
+    console().print(table([{"pairs to judge": meta["judgeable_pairs"], "draws": meta["draws"],
+                            "Σu split": t["split"], "Σu merge": t["merge"], "Σu stable": t["stable"],
+                            "Σu self": t["self"]}],
+                          f"Pair sample (estimator: {meta.get('estimator', 'paper')}"
+                          + (f", allocation: {meta['allocation']})" if meta.get("allocation") else ")")))
+    console().print(f"wrote {path}/ (tasks.csv has the pairs to judge)")
+
+
+@click.command()
+@click.argument("sample_dir", type=click.Path(file_okay=False))
+@click.option("--judgements", "judgements", multiple=True, type=click.Path(dir_okay=False),
+              help="Judgement file(s) (CSV/Parquet/JSONL/.sqlite store); default SAMPLE_DIR/judgements.csv "
+                   "and SAMPLE_DIR/judgements.sqlite.")
+@click.option("--slice-by", multiple=True, help="ΔPrecision per value of this vantage-item attribute.")
+@click.option("--source", type=click.Choice(["person", "model", "oracle"]), default=None,
+              help="Use only the judgements of this source (default: all).")
+@json_option
+@handle_errors
+def quality(sample_dir, judgements, slice_by, source, as_json):
+    """ΔPrecision and Good/Bad Split/Merge rates with standard errors, from judged pairs.
+
+    Default judgements: SAMPLE_DIR/judgements.csv and the store SAMPLE_DIR/judgements.sqlite.
+    """
+    from abcde.quality.estimate import estimate_quality  # lazy: start-up time
+
+    res = estimate_quality(sample_dir, list(judgements) or None, slice_by=slice_by, source=source)
+    d = res.to_dict()
+    if as_json:
+        emit_json(d)
+        return
+    print_quality(d)

@@ -1,0 +1,187 @@
+"""What the commands print: rich tables, number formatting, JSON, and clean errors.
+
+Rich is imported when something is printed, not when a command module is
+imported, so ``abcde --help`` and ``--json`` runs never load it. The renderers
+shared by several commands (an impact result, quality estimates, the
+restriction to the common items, an exploration estimate) live here too.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from abcde.errors import AbcdeError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from abcde.metrics.impact import ImpactResult
+
+_console: Console | None = None
+
+
+def console() -> Console:
+    """The console every command prints to (stdout; 120 columns when not a terminal)."""
+    global _console
+    if _console is None:
+        from rich.console import Console  # lazy: start-up time
+
+        _console = Console(width=None if sys.stdout.isatty() else 120)
+    return _console
+
+
+def fmt(v) -> str:
+    """A cell: floats to 6 significant digits, NaN as n/a, anything else as ``str``."""
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "n/a"
+        return f"{v:.6g}"
+    return str(v)
+
+
+def pct(v: float) -> str:
+    """A rate as a percentage with 3 decimals."""
+    return f"{100 * v:.3f}%"
+
+
+#: Column headers of the row tables (key -> header); other keys are shown as they are.
+HEADERS = {
+    "split_rate": "Split",
+    "merge_rate": "Merge",
+    "jaccard_distance": "Jaccard",
+    "contribution": "contrib.",
+    "cluster_id": "cluster",
+    "precision": "Precision",
+    "recall": "Recall",
+    "f1": "F1",
+    "sampled_items": "sampled",
+    "weight_share": "weight share",
+    "split_contribution": "Split contrib.",
+    "merge_contribution": "Merge contrib.",
+    "jaccard_contribution": "Jaccard contrib.",
+    "jaccard_contribution_se": "± s.e.",
+    "importance_weight": "w(i)",
+}
+#: Left-aligned columns (ids and names); the rest are numbers, right-aligned.
+LEFT = {"side", "cluster_id", "item_id", "base_cluster", "exp_cluster"}
+
+
+def new_table(**kwargs) -> Table:
+    """A ``rich.table.Table`` (rich imported on first use)."""
+    from rich.table import Table  # lazy: start-up time
+
+    return Table(**kwargs)
+
+
+def table(rows: list[dict], title: str | None = None, columns: list[str] | None = None, limit: int = 25) -> Table:
+    """Rows (dicts) as a table of at most ``limit`` rows, with a caption saying how many more there are."""
+    cols = columns or (list(rows[0].keys()) if rows else [])
+    shown = rows[:limit]
+    caption = f"… and {len(rows) - limit} more rows (--json for all)" if len(rows) > limit else None
+    t = new_table(title=title, title_justify="left", header_style="bold", caption=caption, caption_justify="left")
+    for c in cols:
+        t.add_column(HEADERS.get(c, c), justify="left" if c in LEFT else "right", overflow="fold")
+    for r in shown:
+        t.add_row(*[fmt(r.get(c)) for c in cols])
+    return t
+
+
+def emit_json(obj) -> None:
+    """Print one JSON object (``--json``); NaN is refused rather than printed as invalid JSON."""
+    click.echo(json.dumps(obj, indent=2, default=str, allow_nan=False))
+
+
+def handle_errors(fn):
+    """Turn abcde errors into a clean message and exit code 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AbcdeError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    return wrapper
+
+
+def print_restriction(r: dict, names: tuple[str, str]) -> None:
+    """Say which items were left out because only one side has them."""
+    from abcde.core.diff import describe_restriction  # lazy: start-up time
+
+    lines = describe_restriction(r, names, fmt)
+    if lines:
+        console().print("[yellow]Restricted to the common items:[/yellow]")
+        for line in lines:
+            console().print(f"  • {line}")
+
+
+def print_impact(res: ImpactResult, *, top: int) -> None:
+    """The overall impact, the restriction, the most affected clusters and the slices."""
+    d = res.to_dict()
+    summary = new_table(title="Impact of Exp relative to Base", title_justify="left", show_header=False)
+    summary.add_column("metric", style="bold")
+    summary.add_column("value", justify="right")
+    summary.add_row("items", f"{res.items:,}")
+    summary.add_row("total weight", fmt(res.total_weight))
+    summary.add_row("SplitRate", pct(res.split_rate))
+    summary.add_row("MergeRate", pct(res.merge_rate))
+    summary.add_row("JaccardDistance", pct(res.jaccard_distance))
+    aff_share = res.affected_weight / res.total_weight if res.total_weight else 0.0
+    summary.add_row("affected items", f"{res.affected_items:,} ({pct(aff_share)} of weight)")
+    summary.add_row("unaffected items", f"{res.unaffected_items:,}")
+    console().print(summary)
+    print_restriction(d["restriction"], ("base", "exp"))
+    if res.affected_items == 0:
+        console().print("[green]Base and Exp are identical on the common items: nothing changed.[/green]")
+        return
+    cols = ["side", "cluster_id", "size", "weight", "split_rate", "merge_rate", "jaccard_distance", "contribution"]
+    console().print(table(res.top_clusters["interleaved"],
+                          f"Top {top} most affected clusters (Base and Exp interleaved)", cols))
+    for name, rows in res.slices.items():
+        console().print(table(rows, f"Slices by {name}"))
+
+
+def print_quality(d: dict) -> None:
+    """Quality estimates (a ``QualityResult.to_dict()``) with intervals, and ΔPrecision per slice."""
+    from abcde.core.names import METRIC_LABELS, QUALITY_METRICS  # lazy: start-up time
+
+    how = f"estimator: {d['estimator']}" + (f", allocation: {d['allocation']}" if d.get("allocation") else "")
+    t = new_table(title=f"Quality of Exp relative to Base (estimates, 95% intervals; {how})", title_justify="left")
+    for c in ("metric", "estimate", "± s.e.", "95% interval", "judged"):
+        t.add_column(c, justify="left" if c == "metric" else "right")
+    for key in QUALITY_METRICS:
+        label = METRIC_LABELS[key]
+        e = d[key]
+        if e["estimate"] is None:
+            t.add_row(label, "undefined", "", e.get("note", ""), str(e["n_judgements"]))
+            continue
+        ci = "n/a" if e["ci_low"] is None else f"[{e['ci_low']:.4f}, {e['ci_high']:.4f}]"
+        se = "n/a" if e["std_err"] is None else f"{e['std_err']:.4f}"
+        t.add_row(label, f"{e['estimate']:.4f}", se, ci, str(e["n_judgements"]))
+    console().print(t)
+    console().print(f"SplitRate {d['split_rate']:.4f} = Good + Bad; MergeRate {d['merge_rate']:.4f} = Good + Bad. "
+                    f"Pairs judged: {d['judged_pairs']}, unsure: {d['unsure_pairs']}, "
+                    f"not judged: {d['missing_pairs']}; rater disagreements: {d['rater_disagreements']} "
+                    f"(ties ⇒ unsure: {d['rater_ties']}).")
+    for col, rows in d.get("slices", {}).items():
+        flat = [{col: r["value"], "weight": r["weight"], "draws": r["sampled_draws"],
+                 "ΔPrecision": r["delta_precision"]["estimate"], "± s.e.": r["delta_precision"]["std_err"],
+                 "contribution": r["delta_precision_contribution"]["estimate"]} for r in rows]
+        console().print(table(flat, f"ΔPrecision by {col} (vantage items)"))
+
+
+def estimate_row(e) -> dict:
+    """An exploration estimate (``SliceEstimate``) as one table row, with the Jaccard contribution's s.e."""
+    d = e.to_dict()
+    se = d.pop("std_err")
+    d["jaccard_contribution_se"] = se.get("jaccard_contribution")
+    return d

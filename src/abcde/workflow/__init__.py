@@ -1,0 +1,41 @@
+"""Workflows: several library steps as one call (the demo, the report of a change).
+
+- :func:`~abcde.workflow.demo.run_demo` — the whole job on the bundled example (``abcde demo``)
+- :func:`~abcde.workflow.report.run_report` — impact, quality and exploration in one report
+  (``abcde report``)
+
+The command line calls these; library users can too. The names below are imported
+on first use (PEP 562), so importing one workflow does not import the other.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+_EXPORTS = {
+    "DemoResult": "abcde.workflow.demo",
+    "run_demo": "abcde.workflow.demo",
+    "ReportResult": "abcde.workflow.report",
+    "run_report": "abcde.workflow.report",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'abcde.workflow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:
+    from abcde.workflow.demo import DemoResult, run_demo
+    from abcde.workflow.report import ReportResult, run_report
