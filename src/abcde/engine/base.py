@@ -151,7 +151,7 @@ class Engine(abc.ABC):
             # Force the schema (and the first bytes) to be read now, so a corrupt
             # file fails here with its name rather than deep inside a metric.
             t.schema()
-            self.con.to_pyarrow(t.limit(1))
+            self._fetch(t.limit(1))
         except InputError:
             raise
         except Exception as exc:  # engine-specific read errors
@@ -184,9 +184,13 @@ class Engine(abc.ABC):
 
     def to_arrow(self, expr, *, step: str = "query") -> pa.Table:
         try:
-            return self.con.to_pyarrow(expr)
+            return self._fetch(expr)
         except Exception as exc:
             raise EngineError(f"Step '{step}' failed in {self.name}: {first_line(exc)}") from exc
+
+    def _fetch(self, expr) -> pa.Table:
+        """Run ``expr`` and fetch the result as Arrow with the expression's schema."""
+        return self.con.to_pyarrow(expr)
 
     def rows(self, expr, *, step: str = "query") -> list[dict]:
         """Fetch a (small) table expression as a list of dicts."""

@@ -20,9 +20,11 @@ import base64
 import functools
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 import jinja2
@@ -31,6 +33,7 @@ from markupsafe import Markup
 from abcde.core.diff import describe_restriction
 from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS
 from abcde.report.charts import chart_specs
+from abcde.util.files import write_text
 
 STATIC = files("abcde.report") / "static"
 #: The JavaScript helpers all of abcde's pages share (the global ``abcde``).
@@ -237,11 +240,38 @@ def _common_js() -> Inline:
 
 @functools.cache
 def _vega_bundle() -> Inline:
-    """vega + vega-lite + vega-embed as one inline script, from vl-convert (no CDN)."""
-    import vl_convert as vlc  # lazy: heavy to import, and only needed when a page has charts
+    """vega + vega-lite + vega-embed as one inline script, from vl-convert (no CDN).
+
+    vl-convert builds the bundle in about a second, the same bytes every time for one
+    vl-convert and Vega-Lite version, so it is kept in the user's cache directory
+    (``$XDG_CACHE_HOME/abcde`` or ``~/.cache/abcde``; ``ABCDE_CACHE_DIR`` overrides) under a
+    name holding both versions, written atomically; where no cache can be written it is built
+    each time."""
+    from importlib.metadata import version
+
     from altair.utils._importers import vl_version_for_vl_convert
 
-    return _inline_script(vlc.javascript_bundle(vl_version=vl_version_for_vl_convert()))
+    vl = vl_version_for_vl_convert()
+    cache = _cache_dir() / f"vega-bundle-vlconvert{version('vl-convert-python')}-{vl}.js"
+    try:
+        return _inline_script(cache.read_text(encoding="utf-8"))
+    except OSError:
+        pass
+    import vl_convert as vlc  # lazy: heavy to import, and only needed when the bundle is not cached
+
+    text = vlc.javascript_bundle(vl_version=vl)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        write_text(cache, text)
+    except OSError:  # a read-only home: build it again next time
+        pass
+    return _inline_script(text)
+
+
+def _cache_dir() -> Path:
+    if os.environ.get("ABCDE_CACHE_DIR"):
+        return Path(os.environ["ABCDE_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "abcde"
 
 
 def content_security_policy(scripts: list[Inline], styles: list[Inline]) -> str:
