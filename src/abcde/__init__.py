@@ -12,8 +12,9 @@ command line start fast; ``from abcde import impact`` works as usual.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from abcde.util.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -51,17 +52,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'abcde' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports('abcde', _EXPORTS, globals())
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly

@@ -8,10 +8,7 @@ import click
 
 from abcde.cli.options import clustering_options, engine_options, input_options, json_option
 from abcde.cli.tables import console, emit_json, handle_errors, new_table, pct, print_impact, print_restriction, table
-
-#: ``abcde.metrics.weights.COMBINE_RULES``, spelled out so that building the command list
-#: does not import the metrics (tests/test_cli.py checks that the two agree).
-COMBINE_RULES = ("max", "min", "mean", "base", "exp")
+from abcde.core.names import WEIGHT_COMBINE_RULES
 
 
 @click.command()
@@ -103,7 +100,7 @@ def pointwise(truth, clustering, items, item_id, cluster_id, weight_column, slic
 @click.option("--base", required=True, type=click.Path(), help="Baseline clustering.")
 @click.option("--exp", required=True, type=click.Path(), help="Experiment clustering.")
 @input_options
-@click.option("--combine", type=click.Choice(COMBINE_RULES), default="max", show_default=True,
+@click.option("--combine", type=click.Choice(WEIGHT_COMBINE_RULES), default="max", show_default=True,
               help="How the Base and Exp weights make one weight.")
 @click.option("--floor", type=float, default=None,
               help="Weight for items whose derived weight is 0 (default: smallest positive derived weight).")

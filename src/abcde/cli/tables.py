@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from abcde.core.names import METRIC_LABELS, QUALITY_METRICS
 from abcde.errors import AbcdeError
 
 if TYPE_CHECKING:
@@ -132,9 +133,9 @@ def print_impact(res: ImpactResult, *, top: int) -> None:
     summary.add_column("value", justify="right")
     summary.add_row("items", f"{res.items:,}")
     summary.add_row("total weight", fmt(res.total_weight))
-    summary.add_row("SplitRate", pct(res.split_rate))
-    summary.add_row("MergeRate", pct(res.merge_rate))
-    summary.add_row("JaccardDistance", pct(res.jaccard_distance))
+    summary.add_row(METRIC_LABELS["split_rate"], pct(res.split_rate))
+    summary.add_row(METRIC_LABELS["merge_rate"], pct(res.merge_rate))
+    summary.add_row(METRIC_LABELS["jaccard_distance"], pct(res.jaccard_distance))
     aff_share = res.affected_weight / res.total_weight if res.total_weight else 0.0
     summary.add_row("affected items", f"{res.affected_items:,} ({pct(aff_share)} of weight)")
     summary.add_row("unaffected items", f"{res.unaffected_items:,}")
@@ -152,7 +153,6 @@ def print_impact(res: ImpactResult, *, top: int) -> None:
 
 def print_quality(d: dict) -> None:
     """Quality estimates (a ``QualityResult.to_dict()``) with intervals, and ΔPrecision per slice."""
-    from abcde.core.names import METRIC_LABELS, QUALITY_METRICS  # lazy: start-up time
 
     how = f"estimator: {d['estimator']}" + (f", allocation: {d['allocation']}" if d.get("allocation") else "")
     t = new_table(title=f"Quality of Exp relative to Base (estimates, 95% intervals; {how})", title_justify="left")

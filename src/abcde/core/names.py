@@ -28,3 +28,6 @@ VOCABULARY = ("same", "different", "unsure")
 
 #: Who gave a judgement.
 SOURCES = ("person", "model", "oracle")
+
+#: How ``derive_weights`` combines the past importance of Base and Exp clusters into a weight.
+WEIGHT_COMBINE_RULES = ("max", "min", "mean", "base", "exp")

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from abcde.util import progress as _progress
 from abcde.engine import Engine, resolve
+from abcde.core.names import WEIGHT_COMBINE_RULES
 from abcde.errors import InputError
 from abcde.core.inputs import bad_float_predicates, check_duplicates, describe, load_clustering, load_items, unify_id_types
 
@@ -35,7 +36,7 @@ def _any_bad(x):
     is_nan, is_null, is_inf = bad_float_predicates(x)
     return is_nan | is_null | is_inf
 
-COMBINE_RULES = ("max", "min", "mean", "base", "exp")
+COMBINE_RULES = WEIGHT_COMBINE_RULES
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ on first use (PEP 562), so importing one workflow does not import the other.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from abcde.util.lazy import lazy_exports
 
 _EXPORTS = {
     "DemoResult": "abcde.workflow.demo",
@@ -23,17 +24,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'abcde.workflow' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports('abcde.workflow', _EXPORTS, globals())
 
 
 if TYPE_CHECKING:
