@@ -16,6 +16,7 @@ import pytest
 
 import abcde
 from abcde import ExplorationSample, InputError
+from abcde.core.names import METRIC_LABELS
 from abcde.examples import example_paths
 from abcde.sampling.filters import structured_filter
 from abcde.web.explore_app import ExploreApp, make_server
@@ -144,6 +145,10 @@ def test_item_lookup_in_the_browser(server, page):
     page.press("#lookup", "Enter")
     page.wait_for_selector("#detail-id")
     assert page.inner_text("#detail-id") == "rec-0-org"
+    detail = page.inner_text("#detail")
+    for key in ("split_rate", "merge_rate", "jaccard_distance"):  # labels from abcde.core.names
+        assert f"· {METRIC_LABELS[key]} " in detail
+    assert page.inner_text("#metric option[value='split']") == METRIC_LABELS["split_rate"]
     page.fill("#lookup", "no-such-item")
     page.press("#lookup", "Enter")
     page.wait_for_selector("#detail .err")
@@ -255,7 +260,7 @@ def test_structured_filter_matches_the_text_filter(sample_path):
     for structured, text in cases:
         a, b = s.estimate(structured), s.estimate(text)
         assert (a.sampled_items, a.jaccard_contribution) == (b.sampled_items, pytest.approx(b.jaccard_contribution))
-    t = s._ibis()
+    t = s.expr
     with pytest.raises(InputError, match="needs a non-empty list"):
         structured_filter([{"column": "state", "op": "in", "value": "nsw"}], t)
     with pytest.raises(InputError, match="use 'is null'"):

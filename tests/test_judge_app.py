@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from abcde.cli import main
+from abcde.core.names import METRIC_LABELS
 from abcde.judging import JudgementStore
 from abcde.web.judging_server import serve
 from judging_helpers import HOSTILE, fresh_copy, make_sample, page_under_csp, request, start_server, stop
@@ -90,6 +91,8 @@ def test_keyboard_judging_survives_sigkill_and_matches_quality_json(sample, tmp_
             low = page.get_attribute(f"{row} td.interval", "data-low")
             high = page.get_attribute(f"{row} td.interval", "data-high")
             e = q[metric]
+            # the row is labelled with the paper's name, from abcde.core.names, as people read it
+            assert page.inner_text(f"{row} th") == METRIC_LABELS[metric]
             assert (float(value) if value else None) == e["estimate"], metric
             assert (float(low) if low else None) == e["ci_low"], metric
             assert (float(high) if high else None) == e["ci_high"], metric

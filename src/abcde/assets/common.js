@@ -14,6 +14,10 @@
  *   abcde.newId()                   a random request id (crypto.randomUUID when available)
  *   abcde.api(method, path, body)   fetch JSON; throws abcde.ApiError with the server's message
  *   abcde.ApiError                  Error with .status (HTTP status, 0: the server is unreachable)
+ *   abcde.names()                   the metric names and labels (abcde.core.names) the page was
+ *                                   given as <body data-names="...">: {labels, impact_metrics,
+ *                                   quality_metrics}
+ *   abcde.label(key)                a metric's label, e.g. "ΔPrecision" for "delta_precision"
  *
  * Values from the data go into the page only as text (textContent, text nodes, attributes set
  * with setAttribute): hostile item text stays text.
@@ -97,5 +101,20 @@
     return d;
   }
 
-  root.abcde = Object.freeze({byId, el, text, escapeHtml, fmt, pct, num, newId, api, ApiError, UNREACHABLE});
+  let pageNames = null;
+  function names() {
+    if (pageNames === null) {
+      const given = document.body && document.body.dataset.names;
+      pageNames = given ? JSON.parse(given) : {labels: {}, impact_metrics: [], quality_metrics: []};
+    }
+    return pageNames;
+  }
+
+  function label(key) {
+    const l = names().labels[key];
+    return l === undefined ? key : l;
+  }
+
+  root.abcde = Object.freeze({byId, el, text, escapeHtml, fmt, pct, num, newId, api, ApiError, UNREACHABLE,
+                              names, label});
 })(globalThis);

@@ -143,12 +143,18 @@ class JudgingSession:
         """Adaptive Neyman: among strata with pairs left (``remaining``), the one whose next judgement
         most reduces the SE of ΔPrecision, from the judgements so far (several raters of one pair:
         the majority, a tie counts as unsure — as in ``abcde quality``)."""
+        by_pair = self.resolved(live)
+        totals = {c: u for c, u in self.store.sample.metadata["pair_totals"].items() if c in remaining}
+        return next_stratum({"pair_totals": totals}, stratum_values(self.store.sample.draws, by_pair))
+
+    @staticmethod
+    def resolved(live) -> dict:
+        """One answer per pair from live judgements (several raters: the vote rule of
+        ``abcde quality``, :func:`abcde.quality.judgements.majority`)."""
         votes: dict = defaultdict(list)
         for j in live:
             votes[j.pair_id].append(j.judgement)
-        by_pair = {pid: majority(v) for pid, v in votes.items()}
-        totals = {c: u for c, u in self.store.sample.metadata["pair_totals"].items() if c in remaining}
-        return next_stratum({"pair_totals": totals}, stratum_values(self.store.sample.draws, by_pair))
+        return {pid: majority(v) for pid, v in votes.items()}
 
     def pair_view(self, pair_id: str) -> dict:
         """Both items' shown attributes side by side (values as text), differing ones marked."""

@@ -18,6 +18,7 @@ Standard errors treat the ``Σ dc`` draws as independent draws from ``q``.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -170,22 +171,18 @@ class ExplorationSample:
     def attributes(self) -> list[str]:
         return [c for c in self.table.column_names if c not in CORE_COLUMNS]
 
-    def _ibis(self) -> ibis.Table:
-        t = getattr(self, "_memtable", None)
-        if t is None:
-            t = ibis.memtable(self.table)
-            object.__setattr__(self, "_memtable", t)
-        return t
+    @functools.cached_property
+    def expr(self) -> ibis.Table:
+        """The sample as an Ibis table (made once; queried on :attr:`engine`)."""
+        return ibis.memtable(self.table)
 
-    def _engine(self) -> Engine:
-        eng = getattr(self, "_eng", None)
-        if eng is None:
-            eng = connect()
-            object.__setattr__(self, "_eng", eng)
-        return eng
+    @functools.cached_property
+    def engine(self) -> Engine:
+        """The in-memory DuckDB engine that answers this sample's queries (made once)."""
+        return connect()
 
     def _filtered(self, where) -> ibis.Table:
-        t = self._ibis()
+        t = self.expr
         if not where:
             return t
         if isinstance(where, str):
@@ -219,7 +216,7 @@ class ExplorationSample:
 
     def examples(self, n: int, *, where: str | None = None, seed: int = 0) -> pa.Table:
         """``n`` example items of the (sliced) sample, subsampled with probability ∝ w(i)."""
-        t = self._engine().to_arrow(self._filtered(where), step="examples")
+        t = self.engine.to_arrow(self._filtered(where), step="examples")
         return weighted_subsample(t, weight="importance_weight", n=int(n), seed=seed, key="item_id")
 
     def _empty(self) -> SliceEstimate:
@@ -241,7 +238,7 @@ class ExplorationSample:
             aggs[f"q_{short}"] = (g.draw_count * y * y).sum()
         q = g.group_by(by).aggregate(**aggs) if by else g.aggregate(**aggs)
         out = []
-        for r in self._engine().rows(q, step="explore query"):
+        for r in self.engine.rows(q, step="explore query"):
             if not r["sampled_items"]:
                 continue
 

@@ -162,7 +162,7 @@ class ExploreApp:
         full = self._full_items()
         if full is not None:
             return full[0], full[1], "population"
-        return self.sample._engine(), self.sample._ibis(), "sample"
+        return self.sample.engine, self.sample.expr, "sample"
 
     @staticmethod
     def _typed_id(t: ibis.Table, col: str, value):
@@ -183,9 +183,9 @@ class ExploreApp:
             v = self._typed_id(t, "item_id", item_id)
             rows = eng.rows(t.filter(t.item_id == v).limit(1), step="item lookup")
         with self._lock:
-            st = self.sample._ibis()
+            st = self.sample.expr
             sv = self._typed_id(st, "item_id", item_id)
-            sampled = self.sample._engine().rows(st.filter(st.item_id == sv).limit(1), step="item lookup")
+            sampled = self.sample.engine.rows(st.filter(st.item_id == sv).limit(1), step="item lookup")
         return _clean({"item_id": item_id, "found": bool(rows or sampled), "source": where,
                        "item": (rows or sampled or [None])[0], "sampled": sampled[0] if sampled else None})
 

@@ -49,6 +49,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS
+
+#: The metric names and labels the pages show (``<body data-names=...>``; assets/common.js reads
+#: them as ``abcde.names``): defined once, in abcde.core.names.
+PAGE_NAMES = {"labels": METRIC_LABELS, "impact_metrics": list(IMPACT_METRICS), "quality_metrics": list(QUALITY_METRICS)}
+
 # Scripts and styles only from this server's own files; JSON only from itself; nothing else.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'none'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -238,6 +244,7 @@ class Assets:
     def render(self, template: str, **context) -> bytes:
         """A page from ``web/templates/TEMPLATE`` (rendered once: the pages hold no data; they fetch it)."""
         return _templates.get_template(template).render(script=self.script, stylesheet=self.stylesheet,
+                                                        names=json.dumps(PAGE_NAMES), labels=METRIC_LABELS,
                                                         **context).encode()
 
     async def endpoint(self, request: Request) -> Response:

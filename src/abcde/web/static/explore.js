@@ -98,8 +98,8 @@
       box.textContent = "";
       if (!it.found) { box.append(el("p", {class: "err"}, "No item " + id + " among the common items.")); return; }
       const i = it.item;
-      box.append(el("p", null, "Item ", el("b", {id: "detail-id"}, String(i.item_id)), " · SplitRate " + pct(i.split_rate) +
-        " · MergeRate " + pct(i.merge_rate) + " · JaccardDistance " + pct(i.jaccard_distance) + " · weight " + num(i.weight) +
+      box.append(el("p", null, "Item ", el("b", {id: "detail-id"}, String(i.item_id)), " · " + abcde.label("split_rate") + " " + pct(i.split_rate) +
+        " · " + abcde.label("merge_rate") + " " + pct(i.merge_rate) + " · " + abcde.label("jaccard_distance") + " " + pct(i.jaccard_distance) + " · weight " + num(i.weight) +
         (it.sampled ? " · in the sample (draws " + it.sampled.draw_count + ")" : " · not in the sample")));
       const grid = el("div", {class: "clusters"});
       for (const side of ["base", "exp"]) {
@@ -146,9 +146,9 @@
   async function init() {
     META = await get("/api/meta");
     const s = META.sample;
-    byId("sub").textContent = s.unique_items.toLocaleString() + " affected items sampled ∝ weight·JaccardDistance (" +
-      s.total_draws.toLocaleString() + " draws, seed " + s.seed + ") · JaccardDistance(T) " + pct(s.jaccard_distance_T) +
-      " · SplitRate(T) " + pct(s.split_rate_T) + " · MergeRate(T) " + pct(s.merge_rate_T);
+    byId("sub").textContent = s.unique_items.toLocaleString() + " affected items sampled ∝ weight·" + abcde.label("jaccard_distance") + " (" +
+      s.total_draws.toLocaleString() + " draws, seed " + s.seed + ") · " + abcde.label("jaccard_distance") + "(T) " + pct(s.jaccard_distance_T) +
+      " · " + abcde.label("split_rate") + "(T) " + pct(s.split_rate_T) + " · " + abcde.label("merge_rate") + "(T) " + pct(s.merge_rate_T);
     for (const c of META.columns) {
       if (c.values) {
         const dl = el("datalist", {id: "dl-" + c.name});

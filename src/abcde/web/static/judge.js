@@ -4,8 +4,6 @@
   "use strict";
   const {byId: $, el, fmt, newId, ApiError} = abcde;
   let state = null, busy = false, acks = 0;
-  const NAMES = {delta_precision: "ΔPrecision", good_split_rate: "GoodSplitRate", bad_split_rate: "BadSplitRate",
-                 good_merge_rate: "GoodMergeRate", bad_merge_rate: "BadMergeRate"};
 
   async function api(method, path, body) {
     try { return await abcde.api(method, path, body); }
@@ -51,10 +49,10 @@
         "); judgements are still saved. Try 'abcde quality' on the export.";
       return;
     }
-    for (const key of Object.keys(NAMES)) {
+    for (const key of abcde.names().quality_metrics) {
       const e = s.estimates[key];
       body.append(el("tr", {"data-metric": key},
-        el("th", null, NAMES[key]),
+        el("th", null, abcde.label(key)),
         el("td", {class: "num estimate", "data-value": e.estimate === null ? "" : String(e.estimate)},
            e.estimate === null ? "undefined" : fmt(e.estimate)),
         el("td", {class: "num interval", "data-low": e.ci_low === null ? "" : String(e.ci_low),
@@ -68,7 +66,7 @@
       "). Judged pairs: " + s.estimates.judged_pairs + ", unsure: " + s.estimates.unsure_pairs +
       ", not judged: " + s.estimates.missing_pairs + ".";
     if (s.settings.target_width !== null) {
-      $("target").textContent = "Target width of ΔPrecision's 95% interval: " + fmt(s.settings.target_width) +
+      $("target").textContent = "Target width of " + abcde.label("delta_precision") + "'s 95% interval: " + fmt(s.settings.target_width) +
         "; now " + fmt(s.ci_width) + ".";
     }
   }
