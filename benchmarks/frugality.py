@@ -27,7 +27,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from abcde.examples import example_paths  # noqa: E402
-from abcde.core.diff import build_diff  # noqa: E402
+from abcde.core.diff import build_diff
+from abcde.core.inputs import Inputs  # noqa: E402
 from abcde.metrics.impact import overall  # noqa: E402
 from abcde.sampling.pairs import sample_pairs  # noqa: E402
 from abcde.quality import estimate_from_draws  # noqa: E402
@@ -100,9 +101,9 @@ def oracle(draws, truth):
 def run(world, budget: int, seeds: int) -> dict:
     base, exp, weight, truth = world
     ids = list(base)
-    d = build_diff(pa.table({"item_id": ids, "cluster_id": [base[i] for i in ids]}),
-                   pa.table({"item_id": ids, "cluster_id": [exp[i] for i in ids]}),
-                   items=pa.table({"item_id": ids, "weight": [weight[i] for i in ids]}))
+    d = build_diff(Inputs(pa.table({"item_id": ids, "cluster_id": [base[i] for i in ids]}),
+                          pa.table({"item_id": ids, "cluster_id": [exp[i] for i in ids]}),
+                          items=pa.table({"item_id": ids, "weight": [weight[i] for i in ids]})))
     o = overall(d)
     W = o["total_weight"]
     est = {"paper": [], "stratified (proportional)": [], "stratified (neyman)": []}

@@ -28,7 +28,8 @@ sys.path.insert(0, str(HERE.parent / "src"))
 from impact import generate  # noqa: E402
 
 import abcde  # noqa: E402
-from abcde.core.diff import build_diff  # noqa: E402
+from abcde.core.diff import build_diff
+from abcde.core.inputs import Inputs  # noqa: E402
 from abcde.metrics.impact import overall  # noqa: E402
 from abcde.sampling.pairs import sample_pairs  # noqa: E402
 from abcde.quality import draw_pair_sample  # noqa: E402
@@ -49,7 +50,7 @@ def speed(n: int, budget: int, workdir: Path) -> dict:
         out["pairs_s"], _ = timed(lambda: draw_pair_sample(b, e, Path(tmp) / "p", items=i, budget=budget, seed=1,
                                                                   estimator="paper"))
     # The pair-specific work alone: on a diff (inputs read, fragments built) that impact also needs.
-    out["diff_s"], diff = timed(lambda: build_diff(b, e, items=i))
+    out["diff_s"], diff = timed(lambda: build_diff(Inputs(b, e, items=i)))
     total_weight = overall(diff)["total_weight"]
     out["pairs_incremental_s"], _ = timed(lambda: sample_pairs(diff, budget=budget, seed=1, total_weight=total_weight))
     giant = d / "giant"

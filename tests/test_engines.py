@@ -36,6 +36,7 @@ from abcde.cli import main
 from abcde.errors import MissingDependencyError
 from abcde.sampling.explore import sample_affected
 from abcde.core.diff import build_diff
+from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.sampling.pairs import sample_pairs
 from abcde.quality.stratified import STRATA, sample_stratified, sample_stratified_many, slice_self_terms
@@ -174,7 +175,7 @@ def test_same_pair_samples_on_both_engines(spark):
     b_t, e_t, i_t = tables(base, exp, w, kind)
     got = []
     for eng in (abcde.connect(), spark):
-        d = build_diff(b_t, e_t, items=i_t, engine=eng)
+        d = build_diff(Inputs(b_t, e_t, items=i_t), engine=eng)
         W = overall(d)["total_weight"]
         paper = sample_pairs(d, budget=40, seed=5, total_weight=W)
         strat = sample_stratified(d, budget=30, seed=5, total_weight=W)

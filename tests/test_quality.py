@@ -16,6 +16,7 @@ import reference as ref
 from abcde.cli import main
 from abcde.errors import InputError
 from abcde.core.diff import build_diff
+from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.sampling.pairs import pair_id, pair_totals, sample_pairs, sample_pairs_many
 from abcde.quality import draw_pair_sample, estimate_from_draws, estimate_quality, oracle_judge, weighted_mean_se
@@ -71,7 +72,7 @@ def truth_metrics(b, e, w, t):
 @pytest.fixture(scope="module")
 def sim():
     base, exp, items = world()
-    d = build_diff(base, exp, items=items)
+    d = build_diff(Inputs(base, exp, items=items))
     o = overall(d)
     return base, exp, items, d, o
 
@@ -115,7 +116,7 @@ def test_sampled_pair_frequencies_match_u():
     listing = ref.all_pairs(b, e, w)
     p = {(q["i"], q["j"], q["class"]): q["u"] for q in listing if q["u"] > 0}
     total = sum(p.values())
-    d = build_diff(base, exp, items=items)
+    d = build_diff(Inputs(base, exp, items=items))
     o = overall(d)
     counts, n_draws = Counter(), 0
     for s in range(60):
@@ -182,7 +183,7 @@ def test_simulation_unbiased_honest_errors_and_coverage():
     (measured: SE/spread 0.99, coverage 0.95). Budget 300 gives ~100 judged split pairs.
     """
     base, exp, items = world(15000, seed=3)
-    d = build_diff(base, exp, items=items)
+    d = build_diff(Inputs(base, exp, items=items))
     o = overall(d)
     b, e, w, t = dicts(base, exp, items)
     truth = truth_metrics(b, e, w, t)

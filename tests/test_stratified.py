@@ -14,6 +14,7 @@ import reference as ref
 from abcde.cli import main
 from abcde.errors import InputError
 from abcde.core.diff import build_diff
+from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.quality import draw_pair_sample, estimate_quality
 from abcde.quality.stratified import (allocate, estimate_stratified, estimate_stratified_slices, pilot_sigmas,
@@ -24,7 +25,7 @@ from test_quality import assert_simulation, dicts, oracle, truth_metrics, world
 @pytest.fixture(scope="module")
 def sim():
     base, exp, items = world()
-    d = build_diff(base, exp, items=items)
+    d = build_diff(Inputs(base, exp, items=items))
     return base, exp, items, d, overall(d)
 
 
@@ -73,7 +74,7 @@ def big():
     and 200 stratified samples of budget 300 drawn in batches (one query per stratum
     for 64 seeds)."""
     base, exp, items = world(15000, seed=3)
-    d = build_diff(base, exp, items=items)
+    d = build_diff(Inputs(base, exp, items=items))
     o = overall(d)
     b, e, w, t = dicts(base, exp, items)
     pairs = ref.all_pairs(b, e, w)

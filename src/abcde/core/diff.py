@@ -142,15 +142,8 @@ class Diff:
 
 
 def build_diff(
-    base,
-    exp=None,
+    inputs: Inputs,
     *,
-    items=None,
-    item_id: str = "item_id",
-    cluster_id: str = "cluster_id",
-    base_cluster_id: str | None = None,
-    exp_cluster_id: str | None = None,
-    weight: str | None = None,
     engine: Engine | str | None = None,
     roles: tuple[str, str] = ("base", "exp"),
 ) -> Diff:
@@ -158,18 +151,9 @@ def build_diff(
 
     Parameters
     ----------
-    base, exp
-        The Baseline and Experiment clusterings: paths (Parquet or CSV) or
-        pandas/polars/Arrow/Ibis tables with an item id and a cluster id column;
-        or ``base`` an :class:`~abcde.core.inputs.Inputs` holding everything (then
-        leave out ``exp`` and the column names).
-    items
-        Optional items table: item id, optional weight, attribute columns.
-    item_id, cluster_id
-        Column names in all inputs (``base_cluster_id``/``exp_cluster_id``
-        override the cluster id column per side).
-    weight
-        Weight column of ``items``; ``None`` uses ``weight`` if present, else 1.
+    inputs
+        The Baseline and Experiment clusterings, the optional items table and their
+        column names (:class:`~abcde.core.inputs.Inputs`).
     engine
         An :class:`~abcde.engine.Engine`, an engine name, or ``None`` (DuckDB).
     roles
@@ -190,8 +174,8 @@ def build_diff(
     duplicate-id check follow (:func:`_restriction`); then the fragments of the
     common items with their clusters' totals (:func:`_fragments`).
     """
-    inputs = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id,
-                       base_cluster_id=base_cluster_id, exp_cluster_id=exp_cluster_id, weight=weight)
+    if not isinstance(inputs, Inputs):
+        raise InputError(f"build_diff takes an Inputs object. Got {type(inputs).__name__} instead.")
     eng = resolve(engine)
     with _progress.step("Reading and validating inputs"):
         loaded, attributes = _load(eng, inputs, roles)

@@ -25,6 +25,7 @@ from abcde.util import progress as _progress
 from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.core.diff import Diff, Restriction, build_diff
+from abcde.core.inputs import Inputs
 from abcde.core.formulas import fragment_metrics
 from abcde.core.names import IMPACT_METRICS
 
@@ -316,17 +317,9 @@ def impact(
     >>> round(r.split_rate, 4), round(r.merge_rate, 4), r.affected_items
     (0.3333, 0.25, 4)
     """
-    diff = build_diff(
-        base,
-        exp,
-        items=items,
-        item_id=item_id,
-        cluster_id=cluster_id,
-        base_cluster_id=base_cluster_id,
-        exp_cluster_id=exp_cluster_id,
-        weight=weight,
-        engine=engine,
-    )
+    given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id,
+                      base_cluster_id=base_cluster_id, exp_cluster_id=exp_cluster_id, weight=weight)
+    diff = build_diff(given, engine=engine)
     slices = normalize_slices(slice_by)
     check_slice_columns(diff, slices)
     with _progress.step("Computing impact metrics"):

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from abcde.engine import Engine
 from abcde.core.diff import Diff, Restriction, build_diff
+from abcde.core.inputs import Inputs
 from abcde.metrics.impact import normalize_slices, check_slice_columns, overall, per_cluster_expr, per_item_expr, slice_table
 
 
@@ -133,17 +134,9 @@ def pointwise(
     >>> round(r.precision, 4), r.recall
     (0.5556, 1.0)
     """
-    diff = build_diff(
-        truth,
-        clustering,
-        items=items,
-        item_id=item_id,
-        cluster_id=cluster_id,
-        base_cluster_id=truth_cluster_id,
-        weight=weight,
-        engine=engine,
-        roles=("truth", "clustering"),
-    )
+    given = Inputs.of(truth, clustering, items=items, item_id=item_id, cluster_id=cluster_id,
+                      base_cluster_id=truth_cluster_id, weight=weight)
+    diff = build_diff(given, engine=engine, roles=("truth", "clustering"))
     slices = normalize_slices(slice_by)
     check_slice_columns(diff, slices)
     o = overall(diff)
