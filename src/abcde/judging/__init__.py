@@ -1,6 +1,7 @@
-"""Collecting judgements: a durable store, a web app for people, and model judges.
+"""Collecting judgements: from people (the session behind the judging web app) and from models.
 
-- :class:`JudgementStore` — ``SAMPLE_DIR/judgements.sqlite``, one transaction per judgement.
+- :class:`JudgementStore` (defined in :mod:`abcde.quality.store`, re-exported here) —
+  ``SAMPLE_DIR/judgements.sqlite``, one transaction per judgement.
 - :class:`JudgingSession` — what the judging web app (:mod:`abcde.web`, ``abcde judge serve``)
   does without HTTP: one pair at a time, blind, several raters, replicated pairs with
   agreement, live estimates.
