@@ -236,7 +236,7 @@ def check_duplicates(engine: Engine, loaded: Loaded, cluster: str | None = None)
     """Raise when an item id appears in more than one row of one input.
 
     For a clustering this means an item in two clusters (or one row repeated).
-    It runs a group-by over the whole input; :func:`abcde.fragments.build_diff`
+    It runs a group-by over the whole input; :func:`abcde.core.diff.build_diff`
     detects duplicates from row counts it has anyway and calls this only to name
     the culprit. Callers that have no such counts (weights) call it directly.
     """

@@ -70,7 +70,7 @@ class JudgingSession:
     adaptive
         Adaptive Neyman allocation (stratified samples only): the next pair comes from the
         stratum whose next judgement most reduces the SE of ΔPrecision
-        (:func:`abcde.stratified.next_stratum`, on the judgements so far); within a stratum,
+        (:func:`abcde.quality.stratified.next_stratum`, on the judgements so far); within a stratum,
         the rater's random order. Judgements then approach ``n_c ∝ U_c·σ_c``; stop at
         ``target_width``. Draw a larger budget than you mean to judge so each stratum has
         pairs to spare.

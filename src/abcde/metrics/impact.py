@@ -8,7 +8,7 @@ Paper, section "ABCDE impact metrics". For an item ``i``::
                          / weight(Base(i) ∪ Exp(i))
 
 and for a set of items ``I`` each metric is the weighted mean over ``I``. All of
-it is computed from the fragment table (:mod:`abcde.fragments`).
+it is computed from the fragment table (:mod:`abcde.core.diff`).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class ImpactResult:
     affected_items, affected_weight, unaffected_items, unaffected_weight
         Items with ``Base(i) != Exp(i)`` and the rest.
     restriction
-        What restricting to common items removed (:class:`~abcde.fragments.Restriction`).
+        What restricting to common items removed (:class:`~abcde.core.diff.Restriction`).
     top_clusters
         ``{"base": [...], "exp": [...], "interleaved": [...]}``: the clusters with
         the largest contribution ``weight(C)·JaccardDistance(C)/weight(T)``.
@@ -158,7 +158,7 @@ class ImpactResult:
 
     def write(self, out_dir: str | os.PathLike) -> list[str]:
         """Write ``items.parquet``, ``base_clusters.parquet``, ``exp_clusters.parquet``
-        and ``impact.json`` into ``out_dir`` (see :meth:`abcde.Engine.write_outputs`:
+        and ``impact.json`` into ``out_dir`` (see :meth:`abcde.engine.base.Engine.write_outputs`:
         with DuckDB a failure leaves no partial output; Spark writes directories of
         part files, to any path or URI it can write)."""
         with _progress.step(f"Writing per-item and per-cluster tables to {out_dir}"):

@@ -32,7 +32,7 @@ from abcde.core.inputs import bad_float_predicates, check_duplicates, describe, 
 
 
 def _any_bad(x):
-    """Null, NaN or infinite (portably, see :func:`abcde.io.bad_float_predicates`)."""
+    """Null, NaN or infinite (portably, see :func:`abcde.core.inputs.bad_float_predicates`)."""
     is_nan, is_null, is_inf = bad_float_predicates(x)
     return is_nan | is_null | is_inf
 

@@ -94,7 +94,7 @@ def allocate(budget: int, totals: dict, *, allocation: str = "proportional", sig
 
 @dataclass(frozen=True)
 class StratifiedSample:
-    """Per-stratum draws (same columns as :class:`abcde.pairs.PairSample` draws)."""
+    """Per-stratum draws (same columns as :class:`abcde.sampling.pairs.PairSample` draws)."""
 
     draws: dict
     totals: dict

@@ -2,7 +2,7 @@
 
 Paper, "Exploring the impact". Affected items are drawn with replacement with
 probability ``q(i) ∝ weight(i) · JaccardDistance(i)`` (with the sampler of
-:mod:`abcde.sampling`, in the engine). Each unique sampled item keeps its draw
+:mod:`abcde.sampling.clocks`, in the engine). Each unique sampled item keeps its draw
 count ``dc(i)`` and its importance weight::
 
     w(i) = dc(i) / Σ_j dc(j) · JaccardDistance(T) / JaccardDistance(i)
@@ -192,7 +192,7 @@ class ExplorationSample:
     def estimate(self, where: str | None = None) -> SliceEstimate:
         """Estimates for the whole sample, or for the slice ``where``: a filter such as
         ``"source = 'wiki' AND width <= 512"``, or a list of ``{"column", "op", "value"}``
-        conditions (see :func:`abcde.filters.structured_filter`)."""
+        conditions (see :func:`abcde.sampling.filters.structured_filter`)."""
         rows = self._aggregate(self._filtered(where), [])
         return rows[0] if rows else self._empty()
 

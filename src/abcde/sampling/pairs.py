@@ -18,7 +18,7 @@ Totals are closed forms over the fragment table (never a pair list)::
 
 Sampling (never materializing the pairs): a vantage item and class ``(i, c)`` is
 drawn with replacement by its total pair weight ``U_ic`` (the exponential-clock
-sampler of :mod:`abcde.sampling`, draws replayed one by one), then for each draw
+sampler of :mod:`abcde.sampling.clocks`, draws replayed one by one), then for each draw
 the partner ``j`` within the class's set with probability ∝ ``w_j``, by inverting
 running weight sums of the clusters involved (an as-of join). The product is
 exactly ``u_ij``; the cost grows with the items of the sampled clusters and the
