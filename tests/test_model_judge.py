@@ -254,8 +254,14 @@ def test_llm_judge_fills_the_store_pays_once_and_quality_source_model_works(llm,
     assert CliRunner().invoke(main, ["judge", str(d), "--oracle-column", "entity_id"]).exit_code == 0
     q_oracle = json.loads(CliRunner().invoke(main, ["quality", str(d), "--source", "oracle", "--json"]).output)
     assert q_oracle["judged_pairs"] == 30
+    # The oracle's judgements are in the store beside the model's (issue 13): an export of every
+    # source has both, an export of the model's has only them.
+    everything = tmp_path / "all.jsonl"
+    ex = json.loads(CliRunner().invoke(main, ["judge", "export", str(d), "--out", str(everything), "--json"]).output)
+    assert ex["by_source"] == {"model": 30, "oracle": 30}
     export = tmp_path / "model.jsonl"
-    ex = json.loads(CliRunner().invoke(main, ["judge", "export", str(d), "--out", str(export), "--json"]).output)
+    ex = json.loads(CliRunner().invoke(main, ["judge", "export", str(d), "--out", str(export), "--source", "model",
+                                              "--json"]).output)
     assert ex["by_source"] == {"model": 30}
     rows = [json.loads(x) for x in export.read_text().splitlines()]
     assert {r["source"] for r in rows} == {"model"} and len(rows) == 30

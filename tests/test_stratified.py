@@ -216,7 +216,7 @@ def test_slice_contributions_add_up_to_delta_precision(tmp_path):
     from abcde.quality.stratified import STRATA, next_stratum, stratum_values
 
     sd = PairSampleDir.read(tmp_path / "p")
-    by = load_judgements([tmp_path / "p" / "judgements.csv"], pair_ids=sd.judgeable_ids(),
+    by = load_judgements([tmp_path / "p" / "judgements.sqlite"], pair_ids=sd.judgeable_ids(),  # the oracle's
                          id_type=sd.metadata["id_type"]).by_pair
     vals = stratum_values(sd.draws, by)
     assert sum(len(v) for v in vals.values()) == sd.draws.num_rows  # the oracle judged every draw

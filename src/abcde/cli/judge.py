@@ -29,7 +29,7 @@ class _JudgeGroup(click.Group):
 def judge():
     """Collect judgements of a pair sample: people (web app), a model or LLM, or an oracle.
 
-    Judgements of every source live in SAMPLE_DIR/judgements.sqlite (oracle: judgements.csv);
+    Judgements of every source live in SAMPLE_DIR/judgements.sqlite, each with its source;
     'abcde quality SAMPLE_DIR --source person|model|oracle' estimates from one source.
     """
 
@@ -39,7 +39,8 @@ def judge():
 @click.option("--oracle-column", required=True,
               help="Items attribute holding the ground truth: equal values ⇒ same; null ⇒ unsure.")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
-              help="Judgement file to write (default SAMPLE_DIR/judgements.csv).")
+              help="Write a judgement file (which must not exist) instead of adding to the store "
+                   "SAMPLE_DIR/judgements.sqlite.")
 @json_option
 @handle_errors
 def judge_oracle(sample_dir, oracle_column, out, as_json):
@@ -47,8 +48,13 @@ def judge_oracle(sample_dir, oracle_column, out, as_json):
     from abcde.quality.judgements import read_table_file  # lazy: start-up time
     from abcde.quality.oracle import oracle_judge  # lazy: start-up time
 
+    from abcde.quality.store import JudgementStore  # lazy: start-up time
+
     path = oracle_judge(sample_dir, oracle_column, out=out)
-    answers = read_table_file(path, "judgements").column("judgement").to_pylist()
+    if out:
+        answers = read_table_file(path, "judgements").column("judgement").to_pylist()
+    else:
+        answers = [j.judgement for j in JudgementStore(sample_dir).live(rater=f"oracle:{oracle_column}")]
     counts = {k: answers.count(k) for k in ("same", "different", "unsure")}
     if as_json:
         emit_json({"written": str(path), "source": "oracle", "rater": f"oracle:{oracle_column}",

@@ -26,11 +26,13 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_quality, t
 @click.option("--pilot", type=click.Path(file_okay=False), default=None,
               help="A judged sample directory whose judgements estimate σ_c for Neyman allocation.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Sample directory to write.")
+@click.option("--force", is_flag=True,
+              help="Replace another sample in --out; it and its judgements are moved to OUT/replaced/ (never deleted).")
 @json_option
 @engine_options
 @handle_errors
 def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, slice_by, estimator, allocation, pilot,
-          out, as_json, engine):
+          out, force, as_json, engine):
     """Sample item pairs ∝ u_ij for same/different judgements (ABCDE quality).
 
     Writes pairs.parquet (every draw, vantage item first), items.parquet, tasks.csv/.parquet/.jsonl
@@ -42,7 +44,7 @@ def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, sl
 
     path = draw_pair_sample(base, exp, out, budget=budget, seed=seed, items=items, item_id=item_id,
                             cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, estimator=estimator,
-                            allocation=allocation, pilot=pilot, engine=engine)
+                            allocation=allocation, pilot=pilot, force=force, engine=engine)
     meta = json.loads((Path(path) / "metadata.json").read_text())
     if as_json:
         emit_json(meta)
@@ -57,6 +59,11 @@ def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, sl
                           f"Pair sample (estimator: {meta.get('estimator', 'paper')}"
                           + (f", allocation: {meta['allocation']})" if meta.get("allocation") else ")")))
     console().print(f"wrote {path}/ (tasks.csv has the pairs to judge)")
+    replaced = meta.get("replaced")
+    if replaced:
+        what = ", ".join(replaced["files"]) if replaced.get("files") else f"the earlier sample {replaced['sample_id']} " \
+            "and its judgements"
+        console().print(f"[yellow]Moved {what} to {replaced['moved_to']}/ (nothing was deleted).[/yellow]")
 
 
 @click.command()

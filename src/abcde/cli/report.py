@@ -15,7 +15,7 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_impact, pr
 @click.option("--quality", "quality_dir", type=click.Path(file_okay=False), default=None,
               help="A judged pair sample directory (from 'abcde pairs'): adds the quality estimates.")
 @click.option("--judgements", multiple=True, type=click.Path(dir_okay=False),
-              help="Judgement file(s) for --quality (default: QUALITY/judgements.csv).")
+              help="Judgement file(s) for --quality (default: QUALITY/judgements.csv and the store QUALITY/judgements.sqlite).")
 @click.option("--judged-by", default=None, help="Who judged, shown beside every quality number (e.g. 'people').")
 @click.option("--quality-slice-by", multiple=True, help="ΔPrecision per value of this vantage-item attribute.")
 @click.option("--sample", "sample_path", type=click.Path(dir_okay=False), default=None,

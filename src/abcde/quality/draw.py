@@ -42,6 +42,7 @@ def draw_pair_sample(
     estimator: str = "stratified",
     allocation: str = "proportional",
     pilot: str | os.PathLike | None = None,
+    force: bool = False,
     engine: Engine | str | None = None,
 ) -> Path:
     """Sample pairs for judgement and write the sample directory (see module docstring).
@@ -51,6 +52,11 @@ def draw_pair_sample(
     (``allocation="proportional"``) or ∝ U_c·σ_c (``"neyman"``, σ_c from the judged
     sample directory ``pilot``): the same confidence from fewer judgements (see
     :mod:`abcde.quality.stratified`). ``"paper"`` samples all pairs ∝ u_ij (the paper's design).
+
+    ``out_dir`` is written once: drawing the same sample again keeps its judgements; a directory
+    holding another sample is refused unless ``force``, and then the earlier sample and its
+    judgements are moved to ``out_dir/replaced/`` (see
+    :func:`abcde.quality.sample_dir.write_sample_dir`).
 
     ``slice_by`` names attribute columns for which the exact slice multipliers
     ``weight(I)`` and ``pairweight(I)`` are stored, so ``quality --slice-by`` can
@@ -116,7 +122,7 @@ def draw_pair_sample(
         "slice_by": list(slice_by),
         "inputs": given.names(),
     }
-    return write_sample_dir(out_dir, draws, items_t, meta, slices=slices)
+    return write_sample_dir(out_dir, draws, items_t, meta, slices=slices, force=force)
 
 
 def _slice_multipliers(diff, slice_by, total_weight: float) -> pa.Table:

@@ -11,12 +11,21 @@ import pyarrow as pa
 
 from abcde.errors import InputError
 from abcde.quality.sample_dir import PairSampleDir, task_table
+from abcde.quality.store import JudgementStore
 from abcde.util.files import write_table_file
 
 
 def oracle_judge(sample_dir: str | os.PathLike, column: str, *, out: str | os.PathLike | None = None) -> Path:
     """Judge every pair from a ground-truth attribute: equal values ⇒ ``same``,
-    different ⇒ ``different``, a null on either side ⇒ ``unsure``."""
+    different ⇒ ``different``, a null on either side ⇒ ``unsure``.
+
+    The judgements go into the sample's judgement store (``judgements.sqlite``) beside
+    people's and models', with source ``oracle`` and rater ``oracle:<column>``; they never
+    replace anyone's judgements (``abcde quality --source`` chooses). Judging again adds
+    nothing (the oracle's earlier answers are kept; a different answer is refused). With
+    ``out`` they are written to that judgement file instead, which must not exist yet.
+    Returns the store's or the file's path.
+    """
     s = PairSampleDir.read(sample_dir)
     if column not in s.items.column_names:
         raise InputError(
@@ -31,7 +40,15 @@ def oracle_judge(sample_dir: str | os.PathLike, column: str, *, out: str | os.Pa
         j = "unsure" if va is None or vb is None else ("same" if va == vb else "different")
         rows.append({"pair_id": r["pair_id"], "item_a": r["item_a"], "item_b": r["item_b"], "judgement": j,
                      "rater": f"oracle:{column}", "source": "oracle", "timestamp": None})
-    path = Path(out) if out else s.path / "judgements.csv"
+    if out is None:
+        store = JudgementStore(s.path)
+        store.record_many([(r["pair_id"], r["judgement"]) for r in rows], rater=f"oracle:{column}",
+                          source="oracle")
+        return store.path
+    path = Path(out)
+    if path.exists():
+        raise InputError(f"The judgement file '{path}' exists; the oracle never overwrites judgements. "
+                         "Give a new path, or leave out --out to add the oracle's judgements to the store.")
     table = pa.Table.from_pylist(rows, schema=pa.schema([
         ("pair_id", pa.string()), ("item_a", tasks.schema.field("item_a").type),
         ("item_b", tasks.schema.field("item_b").type), ("judgement", pa.string()), ("rater", pa.string()),

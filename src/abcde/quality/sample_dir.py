@@ -21,9 +21,11 @@ A pair sample (drawn by :func:`abcde.quality.draw_pair_sample`) lives in a direc
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,14 +41,62 @@ VERSION = 1
 META_KEY = b"abcde"
 
 
+#: The files a pair sample consists of (written by :func:`write_sample_dir`).
+SAMPLE_FILES = ("pairs.parquet", "metadata.json", "items.parquet", "tasks.csv", "tasks.parquet", "tasks.jsonl",
+                "slices.parquet")
+#: The judgements kept with a sample: a judgement file and the judgement store (with SQLite's side files).
+JUDGEMENT_FILES = ("judgements.csv", "judgements.sqlite", "judgements.sqlite-wal", "judgements.sqlite-shm")
+#: The judging server's lock file (held while a server serves the directory).
+LOCK_FILE = ".judging.lock"
+#: Where earlier samples of a directory (and their judgements) are kept when it is drawn again.
+REPLACED_DIR = "replaced"
+
+
 def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Table, meta: dict, *,
-                     slices: pa.Table | None = None) -> Path:
+                     slices: pa.Table | None = None, force: bool = False) -> Path:
     """Write a pair sample directory: ``pairs.parquet`` (draws with ``meta``, plus format, version
     and sample id), ``metadata.json``, ``items.parquet``, ``tasks.*`` and ``slices.parquet``
-    (when given). All files are written aside and moved in together."""
+    (when given). All files are written aside and moved in together.
+
+    No judgement is ever deleted or overwritten:
+
+    - drawing the same sample again (same seed and pairs: the same sample id) rewrites the
+      sample's files and keeps its judgements, which still belong to it; files of the earlier
+      draw that this one does not write (e.g. ``slices.parquet`` for other columns) are moved
+      to ``replaced/``;
+    - a directory holding another sample is refused unless ``force``; with ``force`` the earlier
+      sample's files and its judgements move together to ``replaced/<sample id>-<time>/``
+      (where the judgement store still works with its sample), recorded in the new metadata as
+      ``replaced``;
+    - a directory being served by ``abcde judge serve`` is refused.
+    """
     out = Path(out_dir)
     meta = {"format": FORMAT, "version": VERSION, **meta}
     meta["sample_id"] = _sample_id(draws, meta["seed"])
+    if out.exists() and not out.is_dir():
+        raise InputError(f"The output directory '{out}' is a file; give a directory for the pair sample.")
+    old_id = _existing_sample_id(out)
+    if old_id is not None:
+        holder = served_by(out)
+        if holder is not None:
+            raise InputError(f"The sample directory '{out}' is being served ({holder}); stop that server before "
+                             "drawing pairs into it.")
+        if old_id != meta["sample_id"]:
+            if not force:
+                kept = [f for f in JUDGEMENT_FILES[:2] if (out / f).exists()]
+                raise InputError(
+                    f"'{out}' already holds pair sample {old_id}"
+                    + (f" with judgements ({', '.join(kept)})" if kept else "")
+                    + "; drawing another sample there would orphan them. Draw into a new directory, or pass "
+                    "--force (force=True) to replace it: the earlier sample and its judgements are then moved to "
+                    f"'{out / REPLACED_DIR}/{old_id}-<time>/'.")
+            aside = _move_aside(out, old_id, SAMPLE_FILES + JUDGEMENT_FILES)
+            meta["replaced"] = {"sample_id": old_id, "moved_to": str(aside)}
+        else:
+            stale = [f for f in SAMPLE_FILES if (out / f).exists() and f == "slices.parquet" and slices is None]
+            if stale:
+                aside = _move_aside(out, old_id, stale)
+                meta["replaced"] = {"sample_id": old_id, "moved_to": str(aside), "files": stale}
 
     def write(tmp: Path) -> None:
         pq.write_table(items, tmp / "items.parquet")
@@ -60,10 +110,51 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
         (tmp / "metadata.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     replace_files(out, write)
-    stale = out / "judgements.csv"
-    if stale.exists():  # judgements of an earlier sample in this directory would not match
-        stale.unlink()
     return out
+
+
+def _existing_sample_id(out: Path) -> str | None:
+    """The sample id of the pair sample in ``out`` (``"unknown"`` for a ``pairs.parquet`` that
+    cannot be read), or None when ``out`` holds no sample and no judgements."""
+    f = out / "pairs.parquet"
+    if not f.exists():
+        return "unknown" if any((out / j).exists() for j in JUDGEMENT_FILES[:2]) else None
+    try:
+        raw = (pq.read_schema(f).metadata or {}).get(META_KEY)
+        return str(json.loads(raw)["sample_id"]) if raw else "unknown"
+    except Exception:  # a damaged file: still someone's sample, never overwritten silently
+        return "unknown"
+
+
+def _move_aside(out: Path, sample_id: str, names) -> Path:
+    """Move the named files of ``out`` that exist into a new ``out/replaced/<id>-<UTC time>/``."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = out / REPLACED_DIR / f"{sample_id}-{stamp}"
+    k = 1
+    while aside.exists():
+        k += 1
+        aside = out / REPLACED_DIR / f"{sample_id}-{stamp}-{k}"
+    aside.mkdir(parents=True)
+    for name in names:
+        if (out / name).exists():
+            os.replace(out / name, aside / name)
+    return aside
+
+
+def served_by(sample_dir: str | os.PathLike) -> str | None:
+    """Who serves the sample directory (the judging server's lock line), or None when no server
+    holds its lock."""
+    lock_path = Path(sample_dir) / LOCK_FILE
+    if not lock_path.exists():
+        return None
+    with open(lock_path, "a+") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.seek(0)
+            return fh.read().strip() or "another process"
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    return None
 
 
 def _sample_id(draws: pa.Table, seed: int) -> str:

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from abcde.errors import AbcdeError, InputError, examples_text
 from abcde.core.names import SOURCES, VOCABULARY
-from abcde.quality.sample_dir import PairSampleDir, task_table
+from abcde.quality.sample_dir import LOCK_FILE, PairSampleDir, task_table
 from abcde.util.files import write_table_file
 
 STORE_NAME = "judgements.sqlite"
@@ -241,6 +241,35 @@ class JudgementStore:
             ) from exc
         return Recorded(rid, pair_id, judgement, rater, source, comment, now)
 
+    def record_many(self, judgements, *, rater: str, source: str) -> int:
+        """Store ``(pair_id, judgement)`` pairs of one (non-person) rater in one transaction (all
+        or none). A pair the rater already judged the same way is skipped, so running a judge
+        again adds nothing; a different answer is refused (undo the earlier one first).
+        Returns how many judgements were added."""
+        judgements = list(judgements)
+        for pid, answer in judgements:
+            self.validate(pid, answer, rater=rater, source=source)
+        now = _now()
+        added = 0
+        with self._transaction() as con:
+            earlier = dict(con.execute("SELECT pair_id, judgement FROM judgements WHERE rater = ? AND source = ? "
+                                       "AND withdrawn_at IS NULL", (rater, source)).fetchall())
+            changed = [(pid, earlier[pid], a) for pid, a in judgements if pid in earlier and earlier[pid] != a]
+            if changed:
+                pid, was, now_a = changed[0]
+                raise DuplicateJudgementError(
+                    f"Rater {rater!r} judged {len(changed)} pairs differently before (first: pair {pid!r} was "
+                    f"{was!r}, now {now_a!r}); nothing was recorded. Undo the earlier judgements, or judge "
+                    "under another rater name.")
+            for pid, answer in judgements:
+                if pid in earlier:
+                    continue
+                con.execute("INSERT INTO judgements (pair_id, judgement, rater, source, comment, request_id, "
+                            "created_at) VALUES (?, ?, ?, ?, NULL, NULL, ?)", (pid, answer, rater, source, now))
+                earlier[pid] = answer
+                added += 1
+        return added
+
     def undo(self, rater: str, *, source: str = "person") -> Recorded | None:
         """Withdraw ``rater``'s most recent live judgement (kept in the file, marked withdrawn).
         Returns it, or ``None`` when the rater has nothing to undo."""
@@ -315,7 +344,7 @@ def lock_directory(sample_dir: Path, url: str):
     when the process ends, even by SIGKILL; keep the returned file object open while serving."""
     import fcntl
 
-    lock_path = Path(sample_dir) / ".judging.lock"
+    lock_path = Path(sample_dir) / LOCK_FILE
     fh = open(lock_path, "a+")
     try:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)

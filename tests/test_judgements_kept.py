@@ -1,0 +1,163 @@
+"""No command loses, overwrites or mixes up judgements (issue 13, items 1 and 2): a sample
+directory drawn again keeps the judgements that still belong to it; another sample is refused
+unless --force, and then the earlier sample moves aside with its judgements, still usable;
+the oracle adds its judgements to the store beside people's and never replaces a file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from abcde.cli import main
+from abcde.examples import example_paths
+from abcde.quality.store import JudgementStore, lock_directory
+from content import assert_same_content
+
+P = example_paths("febrl3")
+
+
+def cli(*args) -> tuple[int, str]:
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    return r.exit_code, r.output
+
+
+def draw(out, *extra, base=P["base"], exp=P["exp"]):
+    return cli("pairs", "--base", base, "--exp", exp, "--items", P["items"], "--budget", 40, "--seed", 1,
+               "--out", out, *extra)
+
+
+def files(d: Path) -> dict:
+    """Every file below ``d`` with a digest of its bytes."""
+    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def quality(d, *extra) -> dict:
+    code, out = cli("quality", d, "--json", *extra)
+    assert code == 0, out
+    return json.loads(out)
+
+
+@pytest.fixture
+def judged(tmp_path):
+    """A sample with slices, the oracle's judgements, two of a person's in the store and a
+    person's exported judgement file."""
+    d = tmp_path / "pairs"
+    code, out = draw(d, "--slice-by", "source")
+    assert code == 0, out
+    assert cli("judge", "oracle", d, "--oracle-column", "entity_id")[0] == 0
+    store = JudgementStore(d)
+    for pid in store.pair_ids[:2]:
+        store.record(pid, "same", rater="ann")
+    code, out = cli("judge", "export", d, "--out", d / "judgements.csv", "--source", "person")
+    assert code == 0, out
+    return d
+
+
+def test_drawing_the_same_sample_again_keeps_its_judgements(judged):
+    before = files(judged)
+    q = quality(judged, "--source", "oracle")
+    code, out = draw(judged, "--slice-by", "source")
+    assert code == 0, out
+    after = files(judged)
+    for f in ("judgements.sqlite", "judgements.csv"):
+        assert after[f] == before[f], f
+    assert len(JudgementStore(judged).live(source="person")) == 2
+    assert len(JudgementStore(judged).live(source="oracle")) == q["judged_pairs"] + q["unsure_pairs"]
+    assert_same_content(quality(judged, "--source", "oracle"), q)  # parallel sums: last bits may differ
+    assert not (judged / "replaced").exists()
+
+
+def test_another_sample_is_refused_and_forced_aside_with_its_judgements(judged):
+    before = files(judged)
+    person = {(j.pair_id, j.judgement) for j in JudgementStore(judged).live(source="person")}
+    # Base and Exp swapped, no --slice-by: another sample (the issue's silently wrong ΔPrecision(duplicate)).
+    code, out = draw(judged, base=P["exp"], exp=P["base"])
+    assert code == 1 and "Traceback" not in out
+    assert "already holds pair sample" in out and "--force" in out and "judgements.sqlite" in out
+    assert files(judged) == before  # nothing written, nothing moved
+
+    code, out = draw(judged, "--force", base=P["exp"], exp=P["base"])
+    assert code == 0, out
+    meta = json.loads((judged / "metadata.json").read_text())
+    aside = Path(meta["replaced"]["moved_to"])
+    compact = "".join(out.split())  # the terminal may wrap the path
+    assert str(aside) in compact and "nothingwasdeleted" in compact
+    assert aside.parent == judged / "replaced"
+    # The earlier sample and its judgements moved together, byte for byte, and still work together.
+    for f in ("pairs.parquet", "slices.parquet", "judgements.sqlite", "judgements.csv", "tasks.csv"):
+        assert files(aside)[f] == before[f], f
+    assert {(j.pair_id, j.judgement) for j in JudgementStore(aside).live(source="person")} == person
+    assert quality(aside, "--source", "person")["judged_pairs"] == 2
+    # The new sample has no judgements and no stale slice multipliers of the old one.
+    assert not (judged / "judgements.sqlite").exists() and not (judged / "judgements.csv").exists()
+    assert not (judged / "slices.parquet").exists()
+    code, out = cli("quality", judged, "--slice-by", "source")
+    assert code == 1 and "No exact slice multipliers for 'source'" in out
+
+
+def test_stale_slices_of_the_same_sample_move_aside(judged):
+    code, out = draw(judged)  # the same pairs, now without --slice-by
+    assert code == 0, out
+    meta = json.loads((judged / "metadata.json").read_text())
+    assert meta["replaced"]["files"] == ["slices.parquet"]
+    assert (Path(meta["replaced"]["moved_to"]) / "slices.parquet").exists()
+    code, out = cli("quality", judged, "--slice-by", "source")
+    assert code == 1 and "No exact slice multipliers" in out
+    assert len(JudgementStore(judged).live(source="person")) == 2  # judgements stay
+
+
+def test_the_oracle_adds_to_the_store_and_never_replaces_judgements(judged):
+    person_file = (judged / "judgements.csv").read_bytes()
+    q_person = quality(judged, "--source", "person")
+    n_oracle = len(JudgementStore(judged).live(source="oracle"))
+    assert n_oracle == len(JudgementStore(judged).pair_ids)
+    # Again: nothing added, nothing replaced.
+    code, out = cli("judge", "oracle", judged, "--oracle-column", "entity_id", "--json")
+    assert code == 0, out
+    assert json.loads(out)["written"] == str(judged / "judgements.sqlite")
+    assert len(JudgementStore(judged).live(source="oracle")) == n_oracle
+    assert (judged / "judgements.csv").read_bytes() == person_file
+    assert_same_content(quality(judged, "--source", "person"), q_person)
+    # An oracle on another column answering differently is another rater: refused only if it
+    # claims the same rater name; --out never overwrites a file.
+    code, out = cli("judge", "oracle", judged, "--oracle-column", "entity_id", "--out", judged / "judgements.csv")
+    assert code == 1 and "never overwrites" in out and "Traceback" not in out
+    assert (judged / "judgements.csv").read_bytes() == person_file
+
+
+def test_a_served_directory_is_not_drawn_into(judged):
+    before = files(judged)
+    lock = lock_directory(judged, "http://127.0.0.1:1/")
+    try:
+        code, out = draw(judged, "--force", base=P["exp"], exp=P["base"])
+    finally:
+        lock.close()
+    assert code == 1 and "being served" in out
+    after = files(judged)
+    after.pop(".judging.lock", None)
+    before.pop(".judging.lock", None)
+    assert after == before
+
+
+def test_a_file_in_the_way_and_judgements_without_a_sample(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    code, out = draw(f)
+    assert code == 2 and "is a file" in out and "Traceback" not in out  # click's own check of --out
+    from abcde.errors import InputError
+    from abcde.quality import draw_pair_sample
+
+    with pytest.raises(InputError, match="is a file"):  # the library's
+        draw_pair_sample(P["base"], P["exp"], f, items=P["items"], budget=5, seed=1)
+    assert f.read_text() == "x"
+    d = tmp_path / "only-judgements"
+    d.mkdir()
+    (d / "judgements.csv").write_text("pair_id,judgement\nx,same\n")
+    code, out = draw(d)
+    assert code == 1 and "already holds" in out
+    assert (d / "judgements.csv").read_text() == "pair_id,judgement\nx,same\n"
