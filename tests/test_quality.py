@@ -19,6 +19,7 @@ from abcde.core.diff import build_diff
 from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.sampling.pairs import pair_id, pair_totals, sample_pairs, sample_pairs_many
+from abcde.quality.store import JudgementStore
 from abcde.quality import draw_pair_sample, estimate_from_draws, estimate_quality, oracle_judge, weighted_mean_se
 
 
@@ -243,8 +244,11 @@ def test_sample_directory_files(sample_dir):
                      "tasks.jsonl", "tasks.parquet"]
     tasks = pq.read_table(sample_dir / "tasks.parquet")
     assert tasks.num_rows == 25
-    assert {"pair_id", "item_a", "item_b", "a_kind", "b_kind", "a_entity", "b_entity"} <= set(tasks.column_names)
+    # Blind by default (issue 13): a pair id and the attributes, no item ids, weights, classes or labels.
+    assert set(tasks.column_names) == {"pair_id", "a_kind", "b_kind", "a_entity", "b_entity"}
     assert "class" not in tasks.column_names and "label" not in tasks.column_names  # blind
+    store_tasks = JudgementStore(sample_dir).tasks  # the ids stay with the sample, for judgement files by ids
+    assert [t["pair_id"] for t in store_tasks] == tasks.column("pair_id").to_pylist()
     jsonl = [json.loads(line) for line in (sample_dir / "tasks.jsonl").read_text().splitlines()]
     assert [r["pair_id"] for r in jsonl] == tasks.column("pair_id").to_pylist()
 
@@ -275,7 +279,8 @@ def judgements_file(sample_dir, rows, name="j.csv"):
 
 
 def first_tasks(sample_dir, k=3):
-    return pq.read_table(sample_dir / "tasks.parquet").slice(0, k).to_pylist()
+    """The first pairs to judge with their item ids (the task files are blind; the store has them)."""
+    return JudgementStore(sample_dir).tasks[:k]
 
 
 def test_no_judgements_means_undefined_not_nan(sample_dir):

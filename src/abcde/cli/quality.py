@@ -26,17 +26,22 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_quality, t
 @click.option("--pilot", type=click.Path(file_okay=False), default=None,
               help="A judged sample directory whose judgements estimate σ_c for Neyman allocation.")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Sample directory to write.")
+@click.option("--hide", multiple=True,
+              help="Item attribute not to show to judges, e.g. a ground-truth column (repeatable; kept for "
+                   "'judge serve' and 'judge model').")
+@click.option("--show-ids", is_flag=True, help="Show item ids in the tasks and to judges (they can give the answer away).")
 @click.option("--force", is_flag=True,
               help="Replace another sample in --out; it and its judgements are moved to OUT/replaced/ (never deleted).")
 @json_option
 @engine_options
 @handle_errors
 def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, slice_by, estimator, allocation, pilot,
-          out, force, as_json, engine):
+          out, hide, show_ids, force, as_json, engine):
     """Sample item pairs ∝ u_ij for same/different judgements (ABCDE quality).
 
     Writes pairs.parquet (every draw, vantage item first), items.parquet, tasks.csv/.parquet/.jsonl
-    (one row per pair to judge, attributes side by side, blind) and metadata.json.
+    (one row per pair to judge: a pair id and the attributes side by side, blind: no ids, weights,
+    classes or --hide columns) and metadata.json.
     """
     if allocation == "neyman" and not pilot:
         raise click.UsageError("--allocation neyman needs --pilot DIR (a judged sample to estimate σ_c).")
@@ -44,7 +49,8 @@ def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, sl
 
     path = draw_pair_sample(base, exp, out, budget=budget, seed=seed, items=items, item_id=item_id,
                             cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, estimator=estimator,
-                            allocation=allocation, pilot=pilot, force=force, engine=engine)
+                            allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
+                            engine=engine)
     meta = json.loads((Path(path) / "metadata.json").read_text())
     if as_json:
         emit_json(meta)

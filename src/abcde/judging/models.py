@@ -42,6 +42,7 @@ from typing import Callable
 
 from abcde.errors import AbcdeError, InputError, MissingDependencyError
 from abcde.core.names import VOCABULARY
+from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import DuplicateJudgementError, JudgementStore
 
 Judge = Callable[[dict, dict], str]
@@ -444,12 +445,9 @@ def judge_with_model(sample_dir, judge: Judge, *, name: str | None = None, concu
     name = name or getattr(judge, "name", None) or getattr(judge, "__name__", None) or "callable"
     rater = f"model:{name}"
     items = {r["item_id"]: r for r in store.sample.items.to_pylist()}
-    attrs = [c for c in store.sample.items.column_names if c != "item_id"]
-    unknown = [c for c in hide if c not in attrs]
-    if unknown:
-        raise InputError(f"Column(s) {', '.join(map(repr, unknown))} to hide are not item attributes. "
-                         f"Attributes: {', '.join(map(repr, attrs)) or '(none)'}.")
-    shown = (["item_id"] if show_ids else []) + [c for c in attrs if c not in hide]
+    show_ids = show_ids or store.sample.show_ids
+    shown = (["item_id"] if show_ids else []) + shown_columns(store.sample.items.column_names,
+                                                              store.hidden_columns(hide))
 
     def view(item_id):
         row = items.get(item_id, {"item_id": item_id})

@@ -31,6 +31,7 @@ from abcde.errors import InputError
 from abcde.judging.agreement import agreement
 from abcde.quality.estimate import estimate_quality
 from abcde.quality.judgements import majority
+from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import JudgementStore, check_rater
 from abcde.quality.stratified import next_stratum, stratum_values
 from abcde.util.files import write_table_file
@@ -63,7 +64,9 @@ class JudgingSession:
         Optional target width of ΔPrecision's 95% interval; once reached the page
         says the judging can stop.
     hide
-        Item attributes not to show (e.g. a ground-truth column, or the weight).
+        Item attributes not to show (e.g. a ground-truth column), besides what is never shown:
+        the weight, the columns hidden when the pairs were drawn (``pairs --hide``) and the
+        columns oracles judged by (the blind rule, :func:`abcde.quality.sample_dir.shown_columns`).
     show_ids
         Show the item ids too (they may give the answer away, e.g. FEBRL's
         ``rec-1-org`` / ``rec-1-dup-0``).
@@ -89,12 +92,8 @@ class JudgingSession:
         self.target_width = target_width
         items = self.store.sample.items
         attrs = [c for c in items.column_names if c != "item_id"]
-        unknown = [c for c in hide if c not in attrs]
-        if unknown:
-            raise InputError(f"Column(s) {', '.join(map(repr, unknown))} to hide are not item attributes. "
-                             f"Attributes: {', '.join(map(repr, attrs)) or '(none)'}.")
-        self.columns = [c for c in attrs if c not in hide]
-        self.show_ids = show_ids
+        self.columns = shown_columns(attrs, self.store.hidden_columns(hide))
+        self.show_ids = show_ids or self.store.sample.show_ids
         self.items = {r["item_id"]: r for r in items.to_pylist()}
         self.pair_ids = list(self.store.pair_ids)
         self.replicated = {p for p in self.pair_ids if _unit(self.seed, p) < self.replicate}

@@ -22,7 +22,7 @@ from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import overall
 from abcde.quality.judgements import judgement_files, load_judgements
-from abcde.quality.sample_dir import PairSampleDir, write_sample_dir
+from abcde.quality.sample_dir import PairSampleDir, check_hidden, write_sample_dir
 from abcde.quality.stratified import STRATA, sample_stratified, slice_self_terms, stratum_sigmas
 from abcde.sampling.pairs import PairSample, pair_class_of_draws, pairweight_expr, sample_pairs
 
@@ -43,6 +43,8 @@ def draw_pair_sample(
     allocation: str = "proportional",
     pilot: str | os.PathLike | None = None,
     force: bool = False,
+    hide: Sequence[str] = (),
+    show_ids: bool = False,
     engine: Engine | str | None = None,
 ) -> Path:
     """Sample pairs for judgement and write the sample directory (see module docstring).
@@ -58,6 +60,10 @@ def draw_pair_sample(
     judgements are moved to ``out_dir/replaced/`` (see
     :func:`abcde.quality.sample_dir.write_sample_dir`).
 
+    The task files are blind: a pair id and the items' attributes, without weights, the
+    ``hide`` columns (e.g. a ground-truth id) or, unless ``show_ids``, the item ids; the judging
+    app and model judges hide the same.
+
     ``slice_by`` names attribute columns for which the exact slice multipliers
     ``weight(I)`` and ``pairweight(I)`` are stored, so ``quality --slice-by`` can
     report ΔPrecision(I) later without the inputs.
@@ -72,6 +78,7 @@ def draw_pair_sample(
                 f"Slice column '{c}' not found in the items table. Attribute columns: "
                 f"{', '.join(repr(a) for a in diff.attributes) or '(none)'}."
             )
+    hide = check_hidden(diff.attributes, hide)
     o = overall(diff)
     eng = diff.engine
     if estimator not in ("paper", "stratified"):
@@ -122,7 +129,8 @@ def draw_pair_sample(
         "slice_by": list(slice_by),
         "inputs": given.names(),
     }
-    return write_sample_dir(out_dir, draws, items_t, meta, slices=slices, force=force)
+    return write_sample_dir(out_dir, draws, items_t, meta, slices=slices, force=force, hidden=hide,
+                            show_ids=show_ids)
 
 
 def _slice_multipliers(diff, slice_by, total_weight: float) -> pa.Table:

@@ -50,10 +50,51 @@ JUDGEMENT_FILES = ("judgements.csv", "judgements.sqlite", "judgements.sqlite-wal
 LOCK_FILE = ".judging.lock"
 #: Where earlier samples of a directory (and their judgements) are kept when it is drawn again.
 REPLACED_DIR = "replaced"
+#: Item columns never shown to a judge: sampling data, not evidence about the items.
+NEVER_SHOWN = ("weight",)
+#: Cell starts that a spreadsheet reads as a formula (CSV injection); such text cells get a leading '.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def shown_columns(attributes, hidden=()) -> list[str]:
+    """The blind rule: the item attributes a judge (a person, a model, a task file) sees — all but
+    the item id, :data:`NEVER_SHOWN` and the ``hidden`` ones (e.g. a ground-truth column)."""
+    return [c for c in attributes if c != "item_id" and c not in NEVER_SHOWN and c not in set(hidden)]
+
+
+def check_hidden(attributes, hidden) -> list[str]:
+    """``hidden`` as a list, each an item attribute (else a clear error)."""
+    attrs = [c for c in attributes if c != "item_id"]
+    unknown = [c for c in hidden if c not in attrs]
+    if unknown:
+        raise InputError(f"Column(s) {', '.join(map(repr, unknown))} to hide are not item attributes. "
+                         f"Attributes: {', '.join(map(repr, attrs)) or '(none)'}.")
+    return list(dict.fromkeys(hidden))
+
+
+def blind_tasks(tasks: pa.Table, attributes, *, hidden=(), show_ids: bool = False) -> pa.Table:
+    """The task file's table: ``pair_id`` and the shown attributes side by side (``a_<col>``,
+    ``b_<col>``); the item ids only with ``show_ids``."""
+    cols = ["pair_id", *(["item_a", "item_b"] if show_ids else [])]
+    for c in shown_columns(attributes, hidden):
+        cols += [f"a_{c}", f"b_{c}"]
+    return tasks.select([c for c in cols if c in tasks.column_names])
+
+
+def neutralise_formulas(table: pa.Table) -> pa.Table:
+    """Text cells that a spreadsheet would run as a formula, prefixed with ``'`` (for CSV files
+    that people open in a spreadsheet); other cells unchanged."""
+    for k, field in enumerate(table.schema):
+        if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
+            values = [("'" + v) if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v
+                      for v in table.column(k).to_pylist()]
+            table = table.set_column(k, field, pa.array(values, field.type))
+    return table
 
 
 def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Table, meta: dict, *,
-                     slices: pa.Table | None = None, force: bool = False) -> Path:
+                     slices: pa.Table | None = None, force: bool = False, hidden=(),
+                     show_ids: bool = False) -> Path:
     """Write a pair sample directory: ``pairs.parquet`` (draws with ``meta``, plus format, version
     and sample id), ``metadata.json``, ``items.parquet``, ``tasks.*`` and ``slices.parquet``
     (when given). All files are written aside and moved in together.
@@ -69,9 +110,14 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
       (where the judgement store still works with its sample), recorded in the new metadata as
       ``replaced``;
     - a directory being served by ``abcde judge serve`` is refused.
+
+    The task files are blind (:func:`blind_tasks`): a pair id and the shown attributes; the
+    ``hidden`` columns and ``show_ids`` are recorded (``blind``) so that the judging app and
+    model judges hide the same; ``tasks.csv`` neutralises formula cells.
     """
     out = Path(out_dir)
-    meta = {"format": FORMAT, "version": VERSION, **meta}
+    hidden = check_hidden(items.column_names, hidden)
+    meta = {"format": FORMAT, "version": VERSION, **meta, "blind": {"hidden": hidden, "show_ids": bool(show_ids)}}
     meta["sample_id"] = _sample_id(draws, meta["seed"])
     if out.exists() and not out.is_dir():
         raise InputError(f"The output directory '{out}' is a file; give a directory for the pair sample.")
@@ -104,9 +150,11 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
             pq.write_table(slices, tmp / "slices.parquet")
         pq.write_table(draws.replace_schema_metadata({META_KEY: json.dumps(meta, default=str).encode()}),
                        tmp / "pairs.parquet")
-        tasks = task_table(draws, items)
-        for ext in ("csv", "parquet", "jsonl"):
-            write_table_file(tasks.replace_schema_metadata(None), tmp / f"tasks.{ext}")
+        tasks = blind_tasks(task_table(draws, items), items.column_names, hidden=hidden, show_ids=show_ids)
+        tasks = tasks.replace_schema_metadata(None)
+        write_table_file(neutralise_formulas(tasks), tmp / "tasks.csv")
+        for ext in ("parquet", "jsonl"):
+            write_table_file(tasks, tmp / f"tasks.{ext}")
         (tmp / "metadata.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     replace_files(out, write)
@@ -215,6 +263,16 @@ class PairSampleDir:
             )
         items = pq.read_table(p / "items.parquet")
         return cls(p, t.replace_schema_metadata(None), meta, items)
+
+    @property
+    def hidden(self) -> list[str]:
+        """Attribute columns hidden from judges when the pairs were drawn (``pairs --hide``)."""
+        return list(self.metadata.get("blind", {}).get("hidden", []))
+
+    @property
+    def show_ids(self) -> bool:
+        """Whether judges may see item ids (``pairs --show-ids``)."""
+        return bool(self.metadata.get("blind", {}).get("show_ids", False))
 
     def judgeable_ids(self) -> set:
         if not self.draws.num_rows:

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from abcde.errors import AbcdeError, InputError, examples_text
 from abcde.core.names import SOURCES, VOCABULARY
-from abcde.quality.sample_dir import LOCK_FILE, PairSampleDir, task_table
+from abcde.quality.sample_dir import LOCK_FILE, PairSampleDir, check_hidden, task_table
 from abcde.util.files import write_table_file
 
 STORE_NAME = "judgements.sqlite"
@@ -269,6 +269,20 @@ class JudgementStore:
                 earlier[pid] = answer
                 added += 1
         return added
+
+    def oracle_columns(self) -> list[str]:
+        """The ground-truth columns oracles judged this sample by (their raters ``oracle:<column>``):
+        never shown to a person or a model."""
+        with self._connect() as con:
+            raters = [r[0] for r in con.execute("SELECT DISTINCT rater FROM judgements WHERE source = 'oracle'")]
+        return sorted(r.split(":", 1)[1] for r in raters if r.startswith("oracle:"))
+
+    def hidden_columns(self, hide=()) -> list[str]:
+        """What judges of this sample must not see besides :data:`NEVER_SHOWN`: the columns hidden
+        when the pairs were drawn, the oracles' columns, and ``hide`` (each checked)."""
+        attrs = self.sample.items.column_names
+        given = check_hidden(attrs, hide)
+        return list(dict.fromkeys([*self.sample.hidden, *[c for c in self.oracle_columns() if c in attrs], *given]))
 
     def undo(self, rater: str, *, source: str = "person") -> Recorded | None:
         """Withdraw ``rater``'s most recent live judgement (kept in the file, marked withdrawn).

@@ -108,7 +108,8 @@ def run_demo(out_dir: str | os.PathLike = "abcde-demo", *, engine: Engine | str 
     groups = sample.group(["state"], top=5)
     # Quality: pairs for judgement, judged here by the ORACLE (the example's true entity ids), then estimates.
     pair_dir = draw_pair_sample(paths["base"], paths["exp"], out / "quality", items=paths["items"],
-                                budget=PAIR_BUDGET, seed=SEED, slice_by=["source"], engine=engine)
+                                budget=PAIR_BUDGET, seed=SEED, slice_by=["source"], hide=["entity_id"],
+                                engine=engine)
     judgements = oracle_judge(pair_dir, "entity_id")
     qual = estimate_quality(pair_dir, slice_by=["source"])
     written += [pair_dir / "tasks.csv", judgements]
