@@ -34,10 +34,13 @@ def make_sample(root: Path, *, budget: int = 30, seed: int = 1, estimator: str |
     d = root / "pairs"
     p = example_paths("febrl3")
     kw = {"estimator": estimator} if estimator else {}
-    draw_pair_sample(p["base"], p["exp"], d, items=p["items"], budget=budget, seed=seed, **kw)
-    items = pq.read_table(d / "items.parquet")
+    # The hostile note is an attribute of the inputs (a sample's files are fingerprinted at the
+    # draw: editing them afterwards is refused).
+    items = pq.read_table(p["items"])
     notes = [HOSTILE[k % 2] for k in range(items.num_rows)]
-    pq.write_table(items.append_column("note", pa.array(notes)), d / "items.parquet")
+    hostile_items = root / "items-with-notes.parquet"
+    pq.write_table(items.append_column("note", pa.array(notes)), hostile_items)
+    draw_pair_sample(p["base"], p["exp"], d, items=hostile_items, budget=budget, seed=seed, **kw)
     return d
 
 

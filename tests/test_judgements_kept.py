@@ -9,6 +9,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -161,3 +162,76 @@ def test_a_file_in_the_way_and_judgements_without_a_sample(tmp_path):
     code, out = draw(d)
     assert code == 1 and "already holds" in out
     assert (d / "judgements.csv").read_text() == "pair_id,judgement\nx,same\n"
+
+
+def test_files_that_do_not_belong_together_are_refused(judged, tmp_path):
+    """Every command that reads a sample directory verifies it: edited metadata, changed draws,
+    a file swapped in from another sample, a leftover or missing file are refused by name."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    other = tmp_path / "other"
+    assert draw(other, base=P["exp"], exp=P["base"])[0] == 0
+
+    def refused(d, what):
+        code, out = cli("quality", d, "--source", "person")
+        assert code == 1 and "does not verify" in out and what in out and "Traceback" not in out, out
+
+    def fresh():
+        d = tmp_path / f"copy{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(judged, d)
+        return d
+
+    # the estimator edited in the metadata (the issue's "silently changes the estimate")
+    d = fresh()
+    t = pq.read_table(d / "pairs.parquet")
+    meta = json.loads(t.schema.metadata[b"abcde"])
+    meta["estimator"] = "paper"
+    pq.write_table(t.replace_schema_metadata({b"abcde": json.dumps(meta).encode()}), d / "pairs.parquet")
+    refused(d, "metadata was edited")
+    # the draws changed (a label flipped), metadata untouched
+    d = fresh()
+    t = pq.read_table(d / "pairs.parquet")
+    k = t.column_names.index("label")
+    t2 = t.set_column(k, "label", pa.array([-v for v in t.column("label").to_pylist()], t.schema.field("label").type))
+    pq.write_table(t2.replace_schema_metadata(t.schema.metadata), d / "pairs.parquet")
+    refused(d, "draws were changed")
+    # items.parquet and pairs.parquet swapped in from another sample
+    d = fresh()
+    shutil.copy(other / "items.parquet", d / "items.parquet")
+    refused(d, "items.parquet was changed or replaced")
+    d = fresh()
+    shutil.copy(other / "pairs.parquet", d / "pairs.parquet")
+    refused(d, "was changed or replaced")
+    # a leftover slices.parquet of another draw; a missing task file
+    shutil.copy(judged / "slices.parquet", other / "slices.parquet")
+    refused(other, "slices.parquet is not part of this sample")
+    d = fresh()
+    (d / "tasks.csv").unlink()
+    refused(d, "tasks.csv is missing")
+
+
+def test_a_report_refuses_a_sample_drawn_from_other_inputs(tmp_path):
+    import shutil
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    for role in ("base", "exp", "items"):
+        shutil.copy(P[role], tmp_path / f"{role}.parquet")
+    inputs = {r: tmp_path / f"{r}.parquet" for r in ("base", "exp", "items")}
+    d = tmp_path / "pairs"
+    code, out = cli("pairs", "--base", inputs["base"], "--exp", inputs["exp"], "--items", inputs["items"],
+                    "--budget", 20, "--seed", 1, "--out", d)
+    assert code == 0, out
+    assert cli("judge", "oracle", d, "--oracle-column", "entity_id")[0] == 0
+    args = ["report", "--base", inputs["base"], "--exp", inputs["exp"], "--items", inputs["items"],
+            "--quality", d, "--out", tmp_path / "r.html"]
+    code, out = cli(*args)
+    assert code == 0, out
+    items = pq.read_table(inputs["items"])
+    k = items.column_names.index("weight")
+    pq.write_table(items.set_column(k, "weight", pc.multiply(items.column("weight"), 2.0)), inputs["items"])
+    code, out = cli(*args)
+    assert code == 1 and "drawn from other inputs" in out and "items" in out and "Traceback" not in out

@@ -22,7 +22,7 @@ from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import overall
 from abcde.quality.judgements import judgement_files, load_judgements
-from abcde.quality.sample_dir import PairSampleDir, check_hidden, write_sample_dir
+from abcde.quality.sample_dir import PairSampleDir, check_hidden, input_fingerprint, write_sample_dir
 from abcde.quality.stratified import STRATA, sample_stratified, slice_self_terms, stratum_sigmas
 from abcde.sampling.pairs import PairSample, pair_class_of_draws, pairweight_expr, sample_pairs
 
@@ -128,6 +128,9 @@ def draw_pair_sample(
         "attributes": diff.attributes,
         "slice_by": list(slice_by),
         "inputs": given.names(),
+        "input_fingerprints": {k: fp for k, fp in (("base", input_fingerprint(given.base)),
+                                                   ("exp", input_fingerprint(given.exp)),
+                                                   ("items", input_fingerprint(given.items))) if fp is not None},
     }
     return write_sample_dir(out_dir, draws, items_t, meta, slices=slices, force=force, hidden=hide,
                             show_ids=show_ids)

@@ -37,7 +37,8 @@ from abcde.util.files import replace_files, write_table_file
 
 
 FORMAT = "abcde.pair_sample"
-VERSION = 1
+VERSION = 2  # 2: fingerprints of the files, the draws, the metadata and the inputs (verified on read)
+READABLE_VERSIONS = (1, 2)  # version 1 samples are read as before, without verification
 META_KEY = b"abcde"
 
 
@@ -148,17 +149,68 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
         pq.write_table(items, tmp / "items.parquet")
         if slices is not None:
             pq.write_table(slices, tmp / "slices.parquet")
-        pq.write_table(draws.replace_schema_metadata({META_KEY: json.dumps(meta, default=str).encode()}),
-                       tmp / "pairs.parquet")
         tasks = blind_tasks(task_table(draws, items), items.column_names, hidden=hidden, show_ids=show_ids)
         tasks = tasks.replace_schema_metadata(None)
         write_table_file(neutralise_formulas(tasks), tmp / "tasks.csv")
         for ext in ("parquet", "jsonl"):
             write_table_file(tasks, tmp / f"tasks.{ext}")
+        # Fingerprints: every file of the sample, the draws, and (last) the metadata itself.
+        meta["files"] = {f.name: file_digest(f) for f in sorted(tmp.iterdir())}
+        meta["draws_digest"] = draws_digest(draws)
+        meta["meta_digest"] = meta_digest(meta)
+        pq.write_table(draws.replace_schema_metadata({META_KEY: json.dumps(meta, default=str).encode()}),
+                       tmp / "pairs.parquet")
         (tmp / "metadata.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
     replace_files(out, write)
     return out
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def draws_digest(draws: pa.Table) -> str:
+    """sha256 of the draws' values, column by column (independent of how Parquet chunks them)."""
+    h = hashlib.sha256()
+    for name in sorted(draws.column_names):
+        h.update(json.dumps([name, draws.column(name).to_pylist()], default=str).encode())
+    return h.hexdigest()
+
+
+def meta_digest(meta: dict) -> str:
+    """sha256 of the metadata (its ``meta_digest`` left out), as canonical JSON."""
+    body = {k: v for k, v in meta.items() if k != "meta_digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+#: Local input files up to this size are fingerprinted by their whole content; larger ones by
+#: their size, modification time and the sha256 of their first and last MiB.
+FULL_DIGEST_LIMIT = 1 << 30
+
+
+def input_fingerprint(source) -> dict | None:
+    """A fingerprint of a local input file (None for a table, a directory or a URI): enough to
+    tell that the file changed since a sample was drawn from it."""
+    if not isinstance(source, (str, os.PathLike)) or "://" in str(source):
+        return None
+    p = Path(source)
+    if not p.is_file():
+        return None
+    st = p.stat()
+    if st.st_size <= FULL_DIGEST_LIMIT:
+        return {"size": st.st_size, "sha256": file_digest(p)}
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        h.update(fh.read(1 << 20))
+        fh.seek(-(1 << 20), os.SEEK_END)
+        h.update(fh.read(1 << 20))
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256_ends": h.hexdigest()}
 
 
 def _existing_sample_id(out: Path) -> str | None:
@@ -256,13 +308,39 @@ class PairSampleDir:
         if raw is None:
             raise InputError(f"'{f}' has no abcde metadata; it was not written by 'abcde pairs'.")
         meta = json.loads(raw)
-        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        if meta.get("format") != FORMAT or meta.get("version") not in READABLE_VERSIONS:
             raise InputError(
                 f"'{f}' is a {meta.get('format')!r} of version {meta.get('version')!r}; this abcde reads "
-                f"{FORMAT} version {VERSION}. Draw the pairs again with this version."
+                f"{FORMAT} versions {', '.join(map(str, READABLE_VERSIONS))}. Draw the pairs again with this version."
             )
-        items = pq.read_table(p / "items.parquet")
-        return cls(p, t.replace_schema_metadata(None), meta, items)
+        draws = t.replace_schema_metadata(None)
+        if meta["version"] >= 2:
+            _verify(p, meta, draws)
+        try:
+            items = pq.read_table(p / "items.parquet")
+        except Exception as exc:
+            raise InputError(f"Cannot read '{p / 'items.parquet'}' of the pair sample: "
+                             f"{str(exc).splitlines()[0]}") from exc
+        return cls(p, draws, meta, items)
+
+    def check_inputs(self, **inputs) -> None:
+        """Refuse inputs (``base=``, ``exp=``, ``items=``: paths) that differ from those the sample
+        was drawn from, as far as it recorded them (local files, by content)."""
+        recorded = self.metadata.get("input_fingerprints") or {}
+        changed = []
+        for role, source in inputs.items():
+            was = recorded.get(role)
+            if source is None or was is None:
+                continue
+            now = input_fingerprint(source)
+            if now is not None and now != was:
+                changed.append(f"{role} '{source}'")
+        if changed:
+            raise InputError(
+                f"The pair sample in '{self.path}' was drawn from other inputs: {', '.join(changed)} "
+                f"{'differs' if len(changed) == 1 else 'differ'} from the file{'s' * (len(changed) > 1)} it was drawn "
+                "from (its fingerprint changed). Its estimates would not describe these inputs; draw the pairs "
+                "again from them.")
 
     @property
     def hidden(self) -> list[str]:
@@ -301,3 +379,26 @@ class PairSampleDir:
         return out
 
 
+
+
+def _verify(path: Path, meta: dict, draws: pa.Table) -> None:
+    """Refuse a sample directory whose files don't belong together: metadata edited, draws
+    changed, a file changed, replaced, missing or left over from another sample."""
+    def refuse(what: str) -> None:
+        raise InputError(f"The pair sample in '{path}' does not verify: {what}. Its files don't belong together; "
+                         "draw the pairs again (abcde pairs --force keeps the judgements aside).")
+
+    if meta.get("meta_digest") != meta_digest(meta):
+        refuse("its metadata was edited after the draw")
+    if meta.get("draws_digest") != draws_digest(draws):
+        refuse("pairs.parquet's draws were changed after the draw")
+    files = meta.get("files") or {}
+    for name, digest in files.items():
+        f = path / name
+        if not f.exists():
+            refuse(f"{name} is missing")
+        if file_digest(f) != digest:
+            refuse(f"{name} was changed or replaced after the draw")
+    for name in SAMPLE_FILES:
+        if name not in files and name not in ("pairs.parquet", "metadata.json") and (path / name).exists():
+            refuse(f"{name} is not part of this sample (left from another draw?)")

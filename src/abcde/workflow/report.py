@@ -12,6 +12,7 @@ from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, impact
 from abcde.quality.estimate import estimate_quality
+from abcde.quality.sample_dir import PairSampleDir
 from abcde.quality.result import QualityResult
 from abcde.report.build import Report, build_report
 from abcde.sampling.explore import ExplorationSample
@@ -97,6 +98,7 @@ def run_report(
                  top=top, engine=engine)
     qual = None
     if quality is not None:
+        PairSampleDir.read(quality).check_inputs(base=base, exp=exp, items=items)
         qual = estimate_quality(quality, list(judgements) or None, slice_by=quality_slice_by)
         judged_by = judged_by or f"the judgements in {quality}"
     exploration = ExplorationSample.read(sample) if sample else None
