@@ -314,3 +314,31 @@ def test_the_sample_remembers_its_column_settings(tmp_path, write):
     app = ExploreApp(tmp_path / "s.parquet")
     assert app.whole_clusters_from == "sample" and app._inputs["base"] is None
     assert app.item(2)["source"] == "sample"
+
+
+def test_meta_serves_no_paths_and_text_filters_are_refused(server, sample_path):
+    code, meta = server.get("/api/meta")
+    assert code == 200
+    text = json.dumps(meta)
+    assert str(sample_path.parent) not in text and "/" not in json.dumps(meta["inputs"])
+    assert meta["inputs"] == {"base": "base.parquet", "exp": "exp.parquet", "items": "items.parquet"}
+    assert meta["whole_clusters_from"] == "population"
+    # Only structured filters from the browser: no client text is parsed as a query.
+    for path, body in (("/api/query", {"filters": "source = 'duplicate'"}),
+                       ("/api/examples", {"filters": "1=1; DROP TABLE x"})):
+        code, err = server.post(path, json.dumps(body).encode())
+        assert code == 400 and err["ok"] is False and "list of {column, op, value} conditions" in err["error"]
+    code, ok = server.post("/api/query", json.dumps({"filters": DUP}).encode())
+    assert code == 200 and ok["slice"]["sampled_items"] > 0
+
+
+def test_explore_serve_takes_the_engine_options(sample_path):
+    """The warm-up (the population's per-item table) runs on an engine with the given limits."""
+    app = ExploreApp(sample_path, engine=abcde.connect(memory_limit="512MB", threads=1))
+    assert app._full_items()[0].settings["memory_limit"] == "512MB"
+    s = Server(sample_path, "--memory-limit", "512MB", "--threads", "1")
+    try:
+        code, item = s.get("/api/item?id=rec-0-org")
+        assert code == 200 and item["source"] == "population" and item["found"]
+    finally:
+        s.close()

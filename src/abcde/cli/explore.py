@@ -59,15 +59,16 @@ def explore_sample(base, exp, items, item_id, cluster_id, weight_column, size, s
               help="Interface to bind; the default serves only this machine.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
 @json_option(help="Print the server's address as one JSON line on start.")
+@engine_options
 @handle_errors
-def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, host, port, as_json):
+def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, host, port, as_json, engine):
     """A local web UI to slice, group and drill into an exploration sample."""
     if (base is None) != (exp is None):
         raise click.UsageError("Give both --base and --exp, or neither.")
     from abcde.web.explore_app import ExploreApp, make_server  # lazy: start-up time
 
     app = ExploreApp(sample, base=base, exp=exp, items=items, item_id=item_id, cluster_id=cluster_id,
-                     weight=weight_column)
+                     weight=weight_column, engine=engine)
     app.meta()  # fail fast on a bad sample
     app.warm_up()  # whole clusters for drill-downs, computed while the page loads
     srv = make_server(app, host, port)

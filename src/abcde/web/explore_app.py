@@ -61,7 +61,7 @@ class ExploreApp:
     """
 
     def __init__(self, sample, *, base=None, exp=None, items=None, item_id: str = "item_id",
-                 cluster_id: str = "cluster_id", weight: str | None = None):
+                 cluster_id: str = "cluster_id", weight: str | None = None, engine=None):
         self.sample = sample if isinstance(sample, ExplorationSample) else ExplorationSample.read(sample)
         rec = self.sample.metadata.get("inputs") or {}
         if base is None and exp is None and rec.get("base") and rec.get("exp") and all(
@@ -73,6 +73,7 @@ class ExploreApp:
             cluster_id = rec.get("cluster_id") or cluster_id
             weight = rec.get("weight") or weight
         self._inputs = dict(base=base, exp=exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
+        self._engine = engine  # runs the population's per-item table (memory limit, threads)
         self._full = None
         self._lock = threading.Lock()  # the sample's DuckDB connection: its queries run one at a time
         self._full_lock = threading.Lock()  # the population's (a separate connection)
@@ -113,14 +114,25 @@ class ExploreApp:
                     entry["values"] = [_clean(r["values"]) for r in vc[:VALUE_HINTS]]
                 cols.append(entry)
             overall = s.estimate().to_dict()
+        # Input files by name only: the page has no use for this machine's paths.
+        names = {k: Path(str(v)).name for k, v in self._inputs.items() if k in ("base", "exp", "items") and v}
         return _clean({"sample": {k: v for k, v in s.metadata.items() if k != "inputs"},
-                       "inputs": self._inputs if self._inputs["base"] else None,
+                       "inputs": names or None, "whole_clusters_from": self.whole_clusters_from,
                        "columns": cols, "attributes": s.attributes, "overall": overall})
 
     # -- queries -----------------------------------------------------------
+    @staticmethod
+    def _structured(filters):
+        """Filters from the browser: a list of ``{column, op, value}`` conditions, never text (no
+        text from a client is parsed as a query)."""
+        if filters is not None and not isinstance(filters, list):
+            raise InputError(f"filters must be a list of {{column, op, value}} conditions. Got "
+                             f"{type(filters).__name__} instead.")
+        return filters or None
+
     def query(self, filters=None, group_by=(), metric: str = "jaccard", top: int = 20) -> dict:
         """The slice's estimate and its top groups (``filters``: structured conditions)."""
-        filters = filters or None
+        filters = self._structured(filters)
         if not isinstance(group_by, (list, tuple)) or not all(isinstance(c, str) for c in group_by):
             raise InputError(f"group_by must be a list of column names. Got {group_by!r} instead.")
         group_by = list(group_by)
@@ -135,8 +147,9 @@ class ExploreApp:
 
     def examples(self, filters=None, n: int = 20, seed: int = 0) -> dict:
         n = max(1, min(int(n), MAX_EXAMPLES))
+        filters = self._structured(filters)
         with self._lock:
-            rows = self.sample.examples(n, where=filters or None, seed=int(seed)).to_pylist()
+            rows = self.sample.examples(n, where=filters, seed=int(seed)).to_pylist()
         return _clean({"examples": rows})
 
     # -- drill-down ----------------------------------------------------------
@@ -149,7 +162,7 @@ class ExploreApp:
         if self._full is None and self._inputs["base"]:
             i = self._inputs
             res = impact(i["base"], i["exp"], items=i["items"], item_id=i["item_id"], cluster_id=i["cluster_id"],
-                         weight=i["weight"], top=0)
+                         weight=i["weight"], top=0, engine=self._engine)
             diff = res.diff
             pi = res.per_item_expr()
             if diff.items is not None and diff.attributes:
