@@ -21,10 +21,14 @@ A pair sample (drawn by :func:`abcde.quality.draw_pair_sample`) lives in a direc
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import fcntl
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from abcde.errors import InputError
-from abcde.util.files import replace_files, write_table_file
+from abcde.util.files import write_table_file
 
 
 FORMAT = "abcde.pair_sample"
@@ -123,6 +127,7 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
     if out.exists() and not out.is_dir():
         raise InputError(f"The output directory '{out}' is a file; give a directory for the pair sample.")
     old_id = _existing_sample_id(out)
+    aside: tuple[Path, tuple] | None = None  # (where in out, which of out's files) to keep aside
     if old_id is not None:
         holder = served_by(out)
         if holder is not None:
@@ -137,13 +142,13 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
                     + "; drawing another sample there would orphan them. Draw into a new directory, or pass "
                     "--force (force=True) to replace it: the earlier sample and its judgements are then moved to "
                     f"'{out / REPLACED_DIR}/{old_id}-<time>/'.")
-            aside = _move_aside(out, old_id, SAMPLE_FILES + JUDGEMENT_FILES)
-            meta["replaced"] = {"sample_id": old_id, "moved_to": str(aside)}
+            aside = (_aside_name(out, old_id), SAMPLE_FILES + JUDGEMENT_FILES)
+            meta["replaced"] = {"sample_id": old_id, "moved_to": str(out / aside[0])}
         else:
             stale = [f for f in SAMPLE_FILES if (out / f).exists() and f == "slices.parquet" and slices is None]
             if stale:
-                aside = _move_aside(out, old_id, stale)
-                meta["replaced"] = {"sample_id": old_id, "moved_to": str(aside), "files": stale}
+                aside = (_aside_name(out, old_id), tuple(stale))
+                meta["replaced"] = {"sample_id": old_id, "moved_to": str(out / aside[0]), "files": stale}
 
     def write(tmp: Path) -> None:
         pq.write_table(items, tmp / "items.parquet")
@@ -162,8 +167,78 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
                        tmp / "pairs.parquet")
         (tmp / "metadata.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
-    replace_files(out, write)
+    try:
+        _write_whole(out, write, aside)
+    except OSError as exc:
+        raise InputError(f"Cannot write the pair sample to '{out}': {exc.strerror or exc}.") from exc
     return out
+
+
+def _write_whole(out: Path, write, aside: tuple[Path, tuple] | None = None) -> None:
+    """Write a sample directory as one step: after a crash at any moment ``out`` holds the old
+    directory or the new one, whole.
+
+    The new sample is built in a hidden sibling directory; everything of ``out`` that is not a
+    file of the sample (judgements kept, ``replaced/``, the server lock, a user's files) is
+    hard-linked into it (no copy; the data is not touched); then the two directories are
+    exchanged atomically (Linux ``renameat2(RENAME_EXCHANGE)``; elsewhere two renames, with the
+    old directory kept aside in between), and the old one, whose every kept file is now linked
+    from ``out``, is removed. ``aside``: ``(folder relative to out, names)`` of ``out``'s files to
+    keep in that folder instead (an earlier sample and its judgements, stale files).
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    new = Path(tempfile.mkdtemp(prefix=f".{out.name}.abcde-new-", dir=out.parent))
+    try:
+        write(new)
+        if not out.exists():
+            os.rename(new, out)  # the directory appears whole
+            return
+        keep_aside = set(aside[1]) if aside else set()
+        for entry in out.iterdir():
+            if entry.name not in SAMPLE_FILES and entry.name not in keep_aside:
+                _link_tree(entry, new / entry.name)
+        if keep_aside:
+            folder = new / aside[0]
+            folder.mkdir(parents=True)
+            for name in aside[1]:
+                if (out / name).exists():
+                    _link_tree(out / name, folder / name)
+        _exchange(new, out)
+    finally:
+        shutil.rmtree(new, ignore_errors=True)  # the new files if anything failed; else the old directory
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """Hard-link a file, or a directory's files (recreating its folders), at ``dst``."""
+    if src.is_dir() and not src.is_symlink():
+        dst.mkdir()
+        for child in src.iterdir():
+            _link_tree(child, dst / child.name)
+    else:
+        os.link(src, dst, follow_symlinks=False)
+
+
+RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Swap two directories atomically (Linux), else with two renames."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        renameat2 = None
+    if renameat2 is not None:
+        at_fdcwd = -100
+        if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), RENAME_EXCHANGE) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise OSError(err, os.strerror(err), str(b))
+    aside = b.with_name(f".{b.name}.abcde-old-{os.getpid()}")
+    os.rename(b, aside)
+    os.rename(a, b)
+    os.rename(aside, a)
 
 
 def file_digest(path: str | os.PathLike) -> str:
@@ -226,19 +301,15 @@ def _existing_sample_id(out: Path) -> str | None:
         return "unknown"
 
 
-def _move_aside(out: Path, sample_id: str, names) -> Path:
-    """Move the named files of ``out`` that exist into a new ``out/replaced/<id>-<UTC time>/``."""
+def _aside_name(out: Path, sample_id: str) -> Path:
+    """A new ``replaced/<id>-<UTC time>`` folder name (relative to ``out``) for an earlier sample."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    aside = out / REPLACED_DIR / f"{sample_id}-{stamp}"
+    name = Path(REPLACED_DIR) / f"{sample_id}-{stamp}"
     k = 1
-    while aside.exists():
+    while (out / name).exists():
         k += 1
-        aside = out / REPLACED_DIR / f"{sample_id}-{stamp}-{k}"
-    aside.mkdir(parents=True)
-    for name in names:
-        if (out / name).exists():
-            os.replace(out / name, aside / name)
-    return aside
+        name = Path(REPLACED_DIR) / f"{sample_id}-{stamp}-{k}"
+    return name
 
 
 def served_by(sample_dir: str | os.PathLike) -> str | None:
