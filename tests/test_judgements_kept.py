@@ -235,3 +235,25 @@ def test_a_report_refuses_a_sample_drawn_from_other_inputs(tmp_path):
     pq.write_table(items.set_column(k, "weight", pc.multiply(items.column("weight"), 2.0)), inputs["items"])
     code, out = cli(*args)
     assert code == 1 and "drawn from other inputs" in out and "items" in out and "Traceback" not in out
+
+
+def test_an_export_never_overwrites_a_judgement_file(judged):
+    person_file = (judged / "judgements.csv").read_bytes()
+    code, out = cli("judge", "export", judged, "--out", judged / "judgements.csv", "--source", "oracle")
+    assert code == 1 and "never overwrites" in out and "Traceback" not in out
+    assert (judged / "judgements.csv").read_bytes() == person_file
+    code, out = cli("judge", "export", judged, "--out", judged / "judgements.csv", "--source", "person", "--force")
+    assert code == 0, out
+
+
+def test_a_key_in_the_base_url_is_refused_and_never_printed(tmp_path):
+    from abcde.errors import InputError
+    from abcde.judging import LLMJudge
+
+    with pytest.raises(InputError, match="carries credentials") as e:
+        LLMJudge(model="m", base_url="http://user:SECRETKEY@127.0.0.1:1/v1")
+    assert "SECRETKEY" not in str(e.value)
+    d = tmp_path / "pairs"
+    assert draw(d)[0] == 0
+    code, out = cli("judge", "model", d, "--model", "m", "--llm-base-url", "https://k:SECRETKEY@example.invalid/v1")
+    assert code == 1 and "carries credentials" in out and "SECRETKEY" not in out and "Traceback" not in out

@@ -185,9 +185,10 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, prompt_template,
               help="Judgement file to write (.csv, .parquet or .jsonl), readable by 'abcde quality --judgements'.")
 @click.option("--source", type=click.Choice(["person", "model", "oracle"]), default=None,
               help="Export only this source's judgements.")
+@click.option("--force", is_flag=True, help="Replace an existing file at --out (never done otherwise).")
 @json_option
 @handle_errors
-def judge_export(sample_dir, out, source, as_json):
+def judge_export(sample_dir, out, source, force, as_json):
     """Write the store's judgements (SAMPLE_DIR/judgements.sqlite) as a judgement file, with agreement."""
     from abcde.judging import JudgementStore, agreement  # lazy: start-up time
 
@@ -195,7 +196,7 @@ def judge_export(sample_dir, out, source, as_json):
         raise AbcdeError(f"There is no judgement store (judgements.sqlite) in '{sample_dir}'; "
                          "'abcde judge serve' and 'abcde judge model' make one.")
     store = JudgementStore(sample_dir)
-    path = store.export(out, source=source)
+    path = store.export(out, source=source, force=force)
     live = store.live(source=source)
     d = {"written": str(path), "judgements": len(live), "pairs_judged": len({j.pair_id for j in live}),
          "pairs": len(store.pair_ids), "by_source": dict(Counter(j.source for j in live)),

@@ -34,6 +34,7 @@ import re
 import sqlite3
 import threading
 import time
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -156,6 +157,14 @@ _RETRIED = frozenset({408, 409, 429})
 LLM_INSTALL = "pip install 'abcde[llm]'"
 
 
+def redact_url(url: str) -> str:
+    """``url`` with any user and password replaced by ``***`` (for messages)."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
 def _openai_client(*, base_url: str, api_key: str | None, timeout: float, max_retries: int, backoff: float,
                    on_request: Callable):
     """An ``openai.OpenAI`` client for one judge: its timeouts and retries, our backoff and counters."""
@@ -235,7 +244,11 @@ class LLMJudge:
         self.base_url = (base_url or _env("ABCDE_LLM_BASE_URL", "OPENAI_BASE_URL") or "https://api.openai.com/v1")
         self.base_url = self.base_url.rstrip("/")
         if not self.base_url.startswith(("http://", "https://")):
-            raise InputError(f"The LLM base URL must start with http:// or https://. Got {self.base_url!r} instead.")
+            raise InputError(f"The LLM base URL must start with http:// or https://. Got "
+                             f"{redact_url(self.base_url)!r} instead.")
+        if urllib.parse.urlsplit(self.base_url).password or "@" in urllib.parse.urlsplit(self.base_url).netloc:
+            raise InputError(f"The LLM base URL {redact_url(self.base_url)!r} carries credentials; give the key with "
+                             "--api-key or ABCDE_LLM_API_KEY instead (a key in a URL ends up in logs and messages).")
         self.model = model or _env("ABCDE_LLM_MODEL", "OPENAI_MODEL")
         if not self.model:
             raise InputError("No LLM model given: pass --model (or model=...), or set ABCDE_LLM_MODEL.")

@@ -341,9 +341,14 @@ class JudgementStore:
             "timestamp": pa.array([r.created_at for r in rows], pa.string()),
         })
 
-    def export(self, out: str | os.PathLike, *, source: str | None = None) -> Path:
-        """Write the live judgements to a CSV, Parquet or JSONL judgement file (by extension)."""
-        return write_table_file(self.to_table(source=source), Path(out))
+    def export(self, out: str | os.PathLike, *, source: str | None = None, force: bool = False) -> Path:
+        """Write the live judgements to a new CSV, Parquet or JSONL judgement file (by extension).
+        An existing file is never overwritten (it may be someone's judgements) unless ``force``."""
+        out = Path(out)
+        if out.exists() and not force:
+            raise InputError(f"The file '{out}' exists; an export never overwrites a judgement file. Give a new "
+                             "path, or --force (force=True) to replace it.")
+        return write_table_file(self.to_table(source=source), out)
 
 
 def read_store_table(path: str | os.PathLike) -> pa.Table:
