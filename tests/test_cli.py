@@ -204,3 +204,18 @@ def test_report_workflow_is_a_library_call(small, tmp_path):
     with pytest.raises(InputError, match="need a judged pair sample directory"):
         run_report(small["base"], small["exp"], tmp_path / "x.html", judgements=["j.csv"])
     assert not (tmp_path / "x.html").exists()
+
+
+def test_json_never_crashes_on_undefined_values(tmp_path):
+    """A filter that matches nothing: the estimates are undefined; --json prints valid JSON with
+    null for them and lists where, instead of a traceback (issue 13, item 7)."""
+    p = example_paths("febrl3")
+    s = tmp_path / "s.parquet"
+    r = CliRunner().invoke(main, ["explore", "sample", "--base", str(p["base"]), "--exp", str(p["exp"]), "--items",
+                                  str(p["items"]), "--size", "50", "--seed", "1", "--out", str(s), "-q"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["explore", "query", str(s), "--where", "source = 'nothing'", "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.output)  # strict JSON: no NaN
+    assert d["slice"]["split_rate"] is None and "slice.split_rate" in d["undefined"]["values"]
+    assert "nan" not in r.output.lower()

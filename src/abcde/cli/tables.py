@@ -97,8 +97,26 @@ def table(rows: list[dict], title: str | None = None, columns: list[str] | None 
 
 
 def emit_json(obj) -> None:
-    """Print one JSON object (``--json``); NaN is refused rather than printed as invalid JSON."""
-    click.echo(json.dumps(obj, indent=2, default=str, allow_nan=False))
+    """Print one JSON object (``--json``). A value that is not a finite number (an estimate over
+    nothing, a rate of a zero weight) is ``null``, and the object's ``undefined`` lists where,
+    so the output is always valid JSON."""
+    undefined: list[str] = []
+
+    def clean(v, path: str):
+        if isinstance(v, float) and not math.isfinite(v):
+            undefined.append(path)
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x, f"{path}.{k}" if path else str(k)) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [clean(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        return v
+
+    out = clean(obj, "")
+    if undefined and isinstance(out, dict):
+        out["undefined"] = {"values": undefined, "note": "not a finite number (e.g. nothing matched, or a weight "
+                                                         "of 0): shown as null"}
+    click.echo(json.dumps(out, indent=2, default=str, allow_nan=False))
 
 
 def handle_errors(fn):
