@@ -166,3 +166,23 @@ def test_duplicate_in_base_with_items_table(write, small):
     with pytest.raises(InputError, match=r"1 item ids appear in more than one row of base file .* \(first: 5\); "
                                          r"1 of them are in two or more different clusters"):
         abcde.impact(bad, small["exp"], items=small["items"])
+
+
+@pytest.mark.parametrize("command", [
+    ["impact", "--out", "{f}/x"],
+    ["explore", "sample", "--size", "10", "--seed", "1", "--out", "{f}/s.parquet"],
+    ["pairs", "--budget", "5", "--seed", "1", "--out", "{f}/p"],
+    ["report", "--out", "{tmp}/r.html", "--markdown", "{f}/r.md"],
+])
+def test_a_file_in_the_way_of_an_output_is_one_line_and_nothing_is_half_written(small, tmp_path, command):
+    """Every command that writes: a file where a directory is needed gives exit 1, one line naming
+    the path, no traceback, and nothing written (the report writes its HTML and Markdown together)."""
+    f = tmp_path / "afile"
+    f.write_text("x")
+    args = [a.format(f=f, tmp=tmp_path) for a in command]
+    head = args[:2] if args[0] == "explore" else args[:1]
+    r = CliRunner().invoke(main, [*head, "--base", str(small["base"]), "--exp", str(small["exp"]), *args[len(head):]])
+    assert r.exit_code == 1, r.output
+    assert "Traceback" not in r.output and str(f) in r.output and "a file stands where a directory is needed" in r.output
+    assert f.read_text() == "x"
+    assert not (tmp_path / "r.html").exists()

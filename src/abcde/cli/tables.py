@@ -128,6 +128,10 @@ def handle_errors(fn):
             return fn(*args, **kwargs)
         except AbcdeError as exc:
             raise click.ClickException(str(exc)) from exc
+        except OSError as exc:  # an output path with a file in its way, a read-only place, a full disk
+            from abcde.util.files import describe_os_error  # lazy: start-up time
+
+            raise click.ClickException(describe_os_error(exc)) from exc
 
     return wrapper
 

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from abcde.errors import InputError
-from abcde.util.files import write_table_file
+from abcde.util.files import describe_os_error, write_table_file
 
 
 FORMAT = "abcde.pair_sample"
@@ -170,7 +170,7 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
     try:
         _write_whole(out, write, aside)
     except OSError as exc:
-        raise InputError(f"Cannot write the pair sample to '{out}': {exc.strerror or exc}.") from exc
+        raise InputError(describe_os_error(exc, f"Cannot write the pair sample to '{out}':")) from exc
     return out
 
 

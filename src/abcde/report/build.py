@@ -34,7 +34,7 @@ from abcde.core.names import METRIC_LABELS
 from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, per_item_expr
 from abcde.report.render import render_html, render_markdown
-from abcde.util.files import write_text
+from abcde.util.files import write_texts
 
 REPORT_FORMAT = "abcde-report"
 REPORT_VERSION = 1
@@ -93,15 +93,11 @@ class Report:
     def write(self, path: str | os.PathLike, *, markdown: str | os.PathLike | None = None,
               json_path: str | os.PathLike | None = None) -> list[Path]:
         """Write the HTML page (atomically) and optionally the Markdown and JSON forms."""
-        out = []
-        for target, text in ((path, self.to_html()), (markdown, self.to_markdown()),
-                             (json_path, json.dumps(self.data, indent=2, default=str) + "\n")):
-            if target is None:
-                continue
-            p = Path(target)
-            p.parent.mkdir(parents=True, exist_ok=True)
-            out.append(write_text(p, text))
-        return out
+        targets = {target: text for target, text in (
+            (path, self.to_html()), (markdown, self.to_markdown() if markdown is not None else None),
+            (json_path, json.dumps(self.data, indent=2, default=str) + "\n" if json_path is not None else None))
+            if target is not None}
+        return write_texts(targets)  # all or nothing: a failed Markdown leaves no HTML behind either
 
 
 # --------------------------------------------------------------------------- gathering

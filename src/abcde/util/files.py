@@ -10,6 +10,7 @@ files as they were and no partial file behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -84,3 +85,36 @@ def replace_files(out_dir: str | os.PathLike, write: Callable[[Path], None]) -> 
         return written
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+_HINTS = {
+    errno.ENOTDIR: "a file stands where a directory is needed",
+    errno.EEXIST: "a file stands where a directory is needed",
+    errno.EISDIR: "a directory stands where a file is needed",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EROFS: "the file system is read-only",
+    errno.ENOSPC: "no space left on the device",
+    errno.ENOENT: "no such file or directory",
+}
+
+
+def describe_os_error(exc: OSError, doing: str = "Cannot write or read") -> str:
+    """One line for a failed file operation: what failed, the path and what was in the way."""
+    where = f" '{exc.filename}'" if exc.filename is not None else ""
+    hint = _HINTS.get(exc.errno, exc.strerror or type(exc).__name__)
+    return f"{doing}{where}: {hint}."
+
+
+def write_texts(targets: dict) -> list[Path]:
+    """Write ``{path: text}`` all or nothing: every file is written aside first, and only when all
+    were written are they renamed into place (parent directories are made as needed)."""
+    with contextlib.ExitStack() as stack:
+        done = []
+        for path, text in targets.items():
+            p = Path(path)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            tmp = stack.enter_context(atomic_path(p))
+            tmp.write_text(text, encoding="utf-8")
+            done.append(p)
+    return done
