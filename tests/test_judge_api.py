@@ -29,7 +29,7 @@ def sample(tmp_path_factory):
 
 @pytest.fixture
 def server(sample, tmp_path):
-    srv = serve(fresh_copy(sample, tmp_path), replicate=0.3, seed=7, target_width=0.5).start()
+    srv = serve(fresh_copy(sample, tmp_path), replicate=0.3, seed=7, target_width=0.5, show_raters=True).start()
     yield srv
     srv.shutdown()
 
@@ -287,3 +287,20 @@ def test_sigkill_under_load_loses_no_acknowledged_judgement(sample, tmp_path):
         assert st["judgements"] == len(stored) and st["next"] is not None
     finally:
         stop(proc2)
+
+
+def test_other_raters_names_are_not_served_unless_asked(sample, tmp_path):
+    """A rater sees their own name; the others are "rater N" unless the server shows raters."""
+    d = fresh_copy(sample, tmp_path)
+    s = JudgingSession(d, replicate=1.0, seed=3)
+    pids = s.pair_ids[:4]
+    for who in ("ann", "bob"):
+        for pid in pids:
+            s.store.record(pid, "same", rater=who)
+    st = s.state("ann")
+    text = json.dumps(st)
+    assert "bob" not in text and st["raters"] == ["ann", "rater 2"]
+    assert {tuple(c["raters"]) for c in st["agreement"]["cohen"]} == {("ann", "rater 2")}
+    assert "ann" not in json.dumps(s.state(None)) and "bob" not in json.dumps(s.state(None))
+    shown = JudgingSession(d, show_raters=True).state("ann")
+    assert shown["raters"] == ["ann", "bob"]

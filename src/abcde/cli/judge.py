@@ -77,13 +77,16 @@ def judge_oracle(sample_dir, oracle_column, out, as_json):
               help="Width of ΔPrecision's 95% interval after which the page says you can stop.")
 @click.option("--hide", multiple=True, help="Item attribute not to show, e.g. a ground-truth column (repeatable).")
 @click.option("--show-ids", is_flag=True, help="Show the item ids (they can give the answer away).")
+@click.option("--show-raters", is_flag=True,
+              help="Show every rater's name in the progress and agreement (default: others are 'rater 1', ...).")
 @click.option("--adaptive", is_flag=True,
               help="Stratified samples: serve the next pair from the stratum whose judgement most reduces "
                    "ΔPrecision's SE (adaptive Neyman allocation); pair it with --target-width.")
 @click.option("--verbose", is_flag=True, help="Log every request to stderr.")
 @json_option(help="Print the URL etc. as one JSON line, then serve.")
 @handle_errors
-def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, show_ids, adaptive, verbose, as_json):
+def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, show_ids, show_raters, adaptive, verbose,
+                as_json):
     """A local web app where people judge the sample's pairs (blind, one at a time).
 
     Every judgement is committed to SAMPLE_DIR/judgements.sqlite before the next pair is shown;
@@ -93,7 +96,7 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
     from abcde.web.judging_server import serve  # lazy: start-up time
 
     srv = serve(sample_dir, host=host, port=port, seed=seed, replicate=replicate, target_width=target_width,
-                hide=hide, show_ids=show_ids, verbose=verbose, adaptive=adaptive)
+                hide=hide, show_ids=show_ids, verbose=verbose, adaptive=adaptive, show_raters=show_raters)
     s = srv.session
     info = {"url": srv.url, "pid": os.getpid(), "sample_dir": str(s.sample_dir), "store": str(s.store.path),
             "pairs": len(s.pair_ids), "replicated_pairs": len(s.replicated), "seed": s.seed,

@@ -70,6 +70,9 @@ class JudgingSession:
     show_ids
         Show the item ids too (they may give the answer away, e.g. FEBRL's
         ``rec-1-org`` / ``rec-1-dup-0``).
+    show_raters
+        Show every rater's name in the progress and agreement (default: a rater sees their own
+        name and the others as "rater 1", "rater 2", … in the order they first judged).
     adaptive
         Adaptive Neyman allocation (stratified samples only): the next pair comes from the
         stratum whose next judgement most reduces the SE of ΔPrecision
@@ -80,7 +83,8 @@ class JudgingSession:
     """
 
     def __init__(self, sample_dir, *, seed: int | None = None, replicate: float | None = None,
-                 target_width: float | None = None, hide=(), show_ids: bool = False, adaptive: bool = False):
+                 target_width: float | None = None, hide=(), show_ids: bool = False, adaptive: bool = False,
+                 show_raters: bool = False):
         if replicate is not None and not (0 <= replicate <= 1):
             raise InputError(f"The replicated share must be in [0, 1]. Got {replicate} instead.")
         if target_width is not None and not target_width > 0:
@@ -94,6 +98,7 @@ class JudgingSession:
         attrs = [c for c in items.column_names if c != "item_id"]
         self.columns = shown_columns(attrs, self.store.hidden_columns(hide))
         self.show_ids = show_ids or self.store.sample.show_ids
+        self.show_raters = show_raters
         self.items = {r["item_id"]: r for r in items.to_pylist()}
         self.pair_ids = list(self.store.pair_ids)
         self.replicated = {p for p in self.pair_ids if _unit(self.seed, p) < self.replicate}
@@ -192,9 +197,23 @@ class JudgingSession:
         return result
 
     # ------------------------------------------------------------------ state
+    def aliases(self, live, rater: str | None) -> dict:
+        """How raters are named to ``rater``: themselves by name, the others by name only with
+        ``show_raters``, else as "rater 1", "rater 2", … (in the order they first judged)."""
+        alias: dict = {}
+        for j in live:
+            if j.rater not in alias:
+                alias[j.rater] = j.rater if self.show_raters or j.rater == rater else f"rater {len(alias) + 1}"
+        return alias
+
+    @staticmethod
+    def _aliased(ag: dict, alias: dict) -> dict:
+        return {**ag, "cohen": [{**c, "raters": [alias.get(r, r) for r in c["raters"]]} for c in ag.get("cohen", [])]}
+
     def state(self, rater: str | None) -> dict:
         """Everything the page shows for ``rater`` (``None``: progress and estimates only)."""
         live = self.store.live(source="person")
+        alias = self.aliases(live, rater)
         judged_pairs = len({j.pair_id for j in live})
         est = self.estimates()
         dp = est.get("delta_precision") or {}
@@ -208,13 +227,13 @@ class JudgingSession:
             "needed_judgements": len(self.pair_ids) + len(self.replicated),
             "judgements": len(live),
             "judged_pairs": judged_pairs,
-            "raters": sorted({j.rater for j in live}),
+            "raters": sorted({alias[j.rater] for j in live}),
             "settings": {"seed": self.seed, "replicate": self.replicate, "target_width": self.target_width,
                          "allocation": "adaptive Neyman" if self.adaptive else "as sampled"},
             "estimates": est,
             "ci_width": width,
             "can_stop": bool(self.target_width is not None and width is not None and width <= self.target_width),
-            "agreement": agreement(live),
+            "agreement": self._aliased(agreement(live), alias),
         }
         if rater is not None:
             check_rater(rater)

@@ -119,11 +119,11 @@ class JudgingServer:
 
 def serve(sample_dir, *, host: str = "127.0.0.1", port: int = 0, seed: int | None = None,
           replicate: float | None = None, target_width: float | None = None, hide=(), show_ids: bool = False,
-          verbose: bool = False, adaptive: bool = False) -> JudgingServer:
+          verbose: bool = False, adaptive: bool = False, show_raters: bool = False) -> JudgingServer:
     """Open the store, build the session and bind the server (not yet serving)."""
     t0 = time.perf_counter()
     session = JudgingSession(sample_dir, seed=seed, replicate=replicate, target_width=target_width, hide=hide,
-                             show_ids=show_ids, adaptive=adaptive)
+                             show_ids=show_ids, adaptive=adaptive, show_raters=show_raters)
     session.estimates()  # warm: the first page load is then as fast as the others
     srv = JudgingServer(session, host=host, port=port, verbose=verbose)
     srv.startup_seconds = time.perf_counter() - t0
