@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,20 +36,33 @@ CHILD = textwrap.dedent("""
     from abcde.quality import draw_pair_sample
 
     crash_at, out, swap, force = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1", sys.argv[4] == "1"
-    steps = 0
+    steps, counting = 0, True
 
     def counted(fn):
         def step(*a, **k):
             global steps
-            steps += 1
-            if steps == crash_at:
-                os._exit(9)
+            if counting:
+                steps += 1
+                if steps == crash_at:
+                    os._exit(9)
             return fn(*a, **k)
         return step
+
+    def one_step(fn):  # removing what killed writers left: one step, however many folders
+        def run(*a, **k):
+            global counting
+            counted(lambda: None)()
+            counting = False
+            try:
+                return fn(*a, **k)
+            finally:
+                counting = True
+        return run
 
     os.link, os.rename, os.replace = counted(os.link), counted(os.rename), counted(os.replace)
     shutil.rmtree, pq.write_table = counted(shutil.rmtree), counted(pq.write_table)
     sd._exchange = counted(sd._exchange)
+    sd._remove_leftovers = one_step(sd._remove_leftovers)
     p = example_paths("febrl3")
     b, e = (p["exp"], p["base"]) if swap else (p["base"], p["exp"])
     draw_pair_sample(b, e, out, items=p["items"], budget=30, seed=1, force=force)
@@ -154,3 +168,71 @@ def test_sigkill_at_random_moments(tmp_path):
                 found |= {(j.pair_id, j.judgement) for j in JudgementStore(store_dir).live()}
         assert kept[first_id] <= found
     assert any(c == -signal.SIGKILL for c in outcomes)
+    # The next writer removes what the killed ones left beside the directory.
+    r = subprocess.run([sys.executable, "-m", "abcde", "pairs", "--base", P["base"], "--exp", P["exp"], "--items",
+                        P["items"], "--budget", "30", "--seed", "1", "--out", d, "--force", "-q"], capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert leftovers(d) == []
+
+
+def run_killed(argv, rng, full: float) -> int:
+    """Run ``abcde argv`` and SIGKILL it at a random moment within its usual run time."""
+    proc = subprocess.Popen([sys.executable, "-m", "abcde", *map(str, argv)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    time.sleep(rng.uniform(0.2, 1.1) * full)
+    proc.send_signal(signal.SIGKILL)
+    return proc.wait()
+
+
+def timed(argv) -> float:
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "abcde", *map(str, argv)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return time.monotonic() - t0
+
+
+def test_sigkill_during_extend(tmp_path):
+    """20 runs of 'abcde pairs --extend' killed at random moments: the directory always verifies as
+    one whole sample (the earlier one or a grown one), every earlier pair and judgement still in it."""
+    d = tmp_path / "pairs"
+    _, judgements = judged_sample(d)
+    first = PairSampleDir.read(d).judgeable_ids()
+    full = timed(["pairs", "--base", P["base"], "--exp", P["exp"], "--items", P["items"], "--budget", "60",
+                  "--seed", "1", "--out", tmp_path / "timing", "-q"])
+    rng = random.Random(17)
+    codes = []
+    for k in range(20):
+        budget = PairSampleDir.read(d).metadata["budget"] + 5
+        codes.append(run_killed(["pairs", "--extend", d, "--budget", budget, "-q"], rng, full))
+        s = PairSampleDir.read(d)  # verifies
+        assert first <= s.judgeable_ids()
+        assert s.metadata["judgeable_pairs"] in (budget - 5, budget)
+        assert {(j.pair_id, j.judgement) for j in JudgementStore(d).live()} == judgements
+    assert any(c == -signal.SIGKILL for c in codes) and any(c == 0 for c in codes), codes
+    assert timed(["pairs", "--extend", d, "--budget", PairSampleDir.read(d).metadata["budget"] + 5, "-q"]) > 0
+    assert leftovers(d) == []
+
+
+def test_sigkill_during_the_oracle(tmp_path):
+    """20 runs of 'abcde judge oracle' killed at random moments: people's judgements are all there,
+    the oracle's are whole or absent (one transaction), and a later run completes them."""
+    d = tmp_path / "pairs"
+    judged_sample(d)
+    people = {(j.pair_id, j.judgement, j.rater) for j in JudgementStore(d).live()}
+    runs = [tmp_path / f"run{k}" for k in range(20)]
+    for e in runs:
+        shutil.copytree(d, e)
+    full = timed(["judge", "oracle", d, "--oracle-column", "entity_id"])
+    want = {(j.pair_id, j.judgement, j.rater) for j in JudgementStore(d).live()}
+    assert len(want - people) == len(JudgementStore(d).pair_ids)
+    rng = random.Random(19)
+    codes = []
+    for e in runs:
+        codes.append(run_killed(["judge", "oracle", e, "--oracle-column", "entity_id"], rng, full))
+        PairSampleDir.read(e)  # verifies
+        got = {(j.pair_id, j.judgement, j.rater) for j in JudgementStore(e).live()}
+        assert got in (people, want), len(got)
+    assert any(c == -signal.SIGKILL for c in codes), codes
+    e = runs[0]  # a later run completes what a killed one left
+    timed(["judge", "oracle", e, "--oracle-column", "entity_id"])
+    assert {(j.pair_id, j.judgement, j.rater) for j in JudgementStore(e).live()} == want

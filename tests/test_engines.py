@@ -361,3 +361,23 @@ def test_spark_connect_gives_duckdbs_numbers_and_pairs(connect_url, tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert CliRunner().invoke(main, args + ["--out", str(tmp_path / "local")]).exit_code == 0
     assert pq.read_table(tmp_path / "remote" / "pairs.parquet").equals(pq.read_table(tmp_path / "local" / "pairs.parquet"))
+
+
+@pytest.mark.parametrize("estimator", ["stratified", "paper"])
+def test_extend_equals_a_fresh_draw_on_spark(spark, tmp_path, estimator):
+    """'pairs --extend' on Spark: the grown sample is the fresh draw at the larger budget, and the
+    same as DuckDB's (issue 13: both estimators, both engines)."""
+    from abcde.quality import extend_pair_sample
+
+    def draw(out, budget, eng):
+        return abcde.draw_pair_sample(EXAMPLE / "base.parquet", EXAMPLE / "exp.parquet", out, items=EXAMPLE / "items.parquet",
+                                      budget=budget, seed=11, estimator=estimator, engine=eng)
+
+    draw(tmp_path / "grown", 40, spark)
+    extend_pair_sample(tmp_path / "grown", budget=70, engine=spark)
+    draw(tmp_path / "fresh", 70, spark)
+    draw(tmp_path / "duck", 70, abcde.connect())
+    tables = {k: pq.read_table(tmp_path / k / "pairs.parquet").replace_schema_metadata(None)
+              for k in ("grown", "fresh", "duck")}
+    assert tables["grown"].equals(tables["fresh"]) and tables["grown"].equals(tables["duck"])
+    assert tables["grown"].num_rows >= 70

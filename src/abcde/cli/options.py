@@ -83,17 +83,21 @@ def input_options(fn):
     return wrapper
 
 
-def clustering_options(fn):
-    """--base, --exp and the input options."""
+def clustering_options(fn=None, *, required: bool = True):
+    """--base, --exp and the input options; ``@clustering_options`` or
+    ``@clustering_options(required=False)`` (the command then checks what it needs)."""
 
-    @click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
-    @click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
-    @input_options
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        return fn(*args, **kwargs)
+    def decorate(fn):
+        @click.option("--base", required=required, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
+        @click.option("--exp", required=required, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
+        @input_options
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return fn(*args, **kwargs)
 
-    return wrapper
+        return wrapper
+
+    return decorate(fn) if fn is not None else decorate
 
 
 def json_option(fn=None, *, help: str | None = None):

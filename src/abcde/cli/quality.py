@@ -13,9 +13,9 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_quality, t
 
 
 @click.command()
-@clustering_options
+@clustering_options(required=False)
 @click.option("--budget", required=True, type=int, help="Distinct pairs to get judged.")
-@click.option("--seed", required=True, type=int, help="Random seed; same seed and inputs give the same pairs.")
+@click.option("--seed", type=int, default=None, help="Random seed; same seed and inputs give the same pairs.")
 @click.option("--slice-by", multiple=True,
               help="Attribute column(s) whose exact slice multipliers to store, for 'quality --slice-by'.")
 @click.option("--estimator", type=click.Choice(["stratified", "paper"]), default="stratified", show_default=True,
@@ -25,7 +25,10 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_quality, t
               show_default=True, help="Stratified budgets ∝ U_c, or ∝ U_c·σ_c (needs --pilot).")
 @click.option("--pilot", type=click.Path(file_okay=False), default=None,
               help="A judged sample directory whose judgements estimate σ_c for Neyman allocation.")
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="Sample directory to write.")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Sample directory to write.")
+@click.option("--extend", "extend", type=click.Path(file_okay=False), default=None,
+              help="Grow this sample directory to --budget pairs, continuing its draws (same seed, strata, "
+                   "slices): its judgements stay valid. The inputs default to the ones it was drawn from.")
 @click.option("--hide", multiple=True,
               help="Item attribute not to show to judges, e.g. a ground-truth column (repeatable; kept for "
                    "'judge serve' and 'judge model').")
@@ -36,21 +39,41 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_quality, t
 @engine_options
 @handle_errors
 def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, slice_by, estimator, allocation, pilot,
-          out, hide, show_ids, force, as_json, engine):
+          out, extend, hide, show_ids, force, as_json, engine):
     """Sample item pairs ∝ u_ij for same/different judgements (ABCDE quality).
 
     Writes pairs.parquet (every draw, vantage item first), items.parquet, tasks.csv/.parquet/.jsonl
     (one row per pair to judge: a pair id and the attributes side by side, blind: no ids, weights,
     classes or --hide columns) and metadata.json.
-    """
-    if allocation == "neyman" and not pilot:
-        raise click.UsageError("--allocation neyman needs --pilot DIR (a judged sample to estimate σ_c).")
-    from abcde.quality.draw import draw_pair_sample  # lazy: start-up time
 
-    path = draw_pair_sample(base, exp, out, budget=budget, seed=seed, items=items, item_id=item_id,
-                            cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, estimator=estimator,
-                            allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
-                            engine=engine)
+    With --extend DIR, the sample in DIR grows to --budget pairs: the same draws and more (exactly
+    what a fresh draw at that budget gives), its judgements kept and still valid.
+    """
+    ctx = click.get_current_context()
+    if extend:
+        given = [f"--{p.replace('_', '-')}" for p in ("seed", "out", "slice_by", "pilot", "hide", "force")
+                 if ctx.get_parameter_source(p) == click.core.ParameterSource.COMMANDLINE]
+        given += [o for o, p in (("--estimator", "estimator"), ("--allocation", "allocation"), ("--show-ids", "show_ids"),
+                                 ("--item-id", "item_id"), ("--cluster-id", "cluster_id"),
+                                 ("--weight-column", "weight_column"))
+                  if ctx.get_parameter_source(p) == click.core.ParameterSource.COMMANDLINE]
+        if given:
+            raise click.UsageError(f"--extend continues a sample with its own settings; leave out {', '.join(given)}.")
+        from abcde.quality.draw import extend_pair_sample  # lazy: start-up time
+
+        path = extend_pair_sample(extend, budget=budget, base=base, exp=exp, items=items, engine=engine)
+    else:
+        missing = [o for o, v in (("--base", base), ("--exp", exp), ("--seed", seed), ("--out", out)) if v is None]
+        if missing:
+            raise click.UsageError(f"Missing option(s) {', '.join(missing)} (or --extend DIR to grow a sample).")
+        if allocation == "neyman" and not pilot:
+            raise click.UsageError("--allocation neyman needs --pilot DIR (a judged sample to estimate σ_c).")
+        from abcde.quality.draw import draw_pair_sample  # lazy: start-up time
+
+        path = draw_pair_sample(base, exp, out, budget=budget, seed=seed, items=items, item_id=item_id,
+                                cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, estimator=estimator,
+                                allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
+                                engine=engine)
     meta = json.loads((Path(path) / "metadata.json").read_text())
     if as_json:
         emit_json(meta)
@@ -65,6 +88,10 @@ def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, sl
                           f"Pair sample (estimator: {meta.get('estimator', 'paper')}"
                           + (f", allocation: {meta['allocation']})" if meta.get("allocation") else ")")))
     console().print(f"wrote {path}/ (tasks.csv has the pairs to judge)")
+    if extend:
+        was = meta["extends"][-1]
+        console().print(f"Extended from {was['judgeable_pairs']:,} to {meta['judgeable_pairs']:,} pairs to judge: "
+                        "the earlier draws are kept, and so are their judgements.")
     replaced = meta.get("replaced")
     if replaced:
         what = ", ".join(replaced["files"]) if replaced.get("files") else f"the earlier sample {replaced['sample_id']} " \

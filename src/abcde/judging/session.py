@@ -18,8 +18,10 @@ Live estimates
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import random
+import shlex
 import sys
 import tempfile
 import threading
@@ -91,6 +93,7 @@ class JudgingSession:
             raise InputError(f"The target interval width must be positive. Got {target_width} instead.")
         self.store = JudgementStore(sample_dir)
         self.sample_dir = self.store.sample.path
+        self.given_dir = shlex.quote(os.fspath(sample_dir))  # as the user named it, for commands shown
         settings = self.store.settings(seed=seed, replicate=replicate)
         self.seed, self.replicate = settings["seed"], settings["replicate"]
         self.target_width = target_width
@@ -233,6 +236,7 @@ class JudgingSession:
             "estimates": est,
             "ci_width": width,
             "can_stop": bool(self.target_width is not None and width is not None and width <= self.target_width),
+            "more_pairs": self.more_pairs(width, judged_pairs),
             "agreement": self._aliased(agreement(live), alias),
         }
         if rater is not None:
@@ -243,6 +247,28 @@ class JudgingSession:
             d["can_undo"] = d["rater_judgements"] > 0
             d["next"] = self.pair_view(nxt) if nxt else None
         return d
+
+    def more_pairs(self, width: float | None, judged_pairs: int) -> dict | None:
+        """What to do when every pair is judged but ΔPrecision's 95% interval is still wider than the
+        target: the budget the current interval suggests (a standard error shrinks as 1/√n, so
+        ``budget · (width / target)²``) and the command that grows the sample to it, keeping every
+        judgement. None while pairs remain, without a target, or once the target is reached."""
+        if (self.target_width is None or width is None or width <= self.target_width
+                or judged_pairs < len(self.pair_ids)):
+            return None
+        meta = self.store.meta
+        if meta.get("exhausted"):
+            return {"exhausted": True, "message": f"All {meta['judgeable_pairs']:,} pairs that need a judgement "
+                    "are in this sample and judged: more judgements cannot come from more pairs."}
+        budget = int(meta["budget"])
+        suggested = max(math.ceil(budget * (width / self.target_width) ** 2), budget + 1)
+        command = f"abcde pairs --extend {self.given_dir} --budget {suggested}"
+        return {"exhausted": False, "budget": budget, "suggested_budget": suggested, "more": suggested - budget,
+                "command": command,
+                "message": f"Every pair is judged, and the interval ({width:.4g}) is still wider than the target "
+                           f"({self.target_width:.4g}). The current standard error suggests about "
+                           f"{suggested - budget:,} more pairs ({suggested:,} in all). Stop this server, grow the "
+                           "sample (the judgements stay and still count), and serve it again:"}
 
     def submit(self, rater: str, pair_id: str, judgement: str, *, comment=None, request_id=None) -> dict:
         """Record a person's judgement (on disk on return), then the rater's new state."""

@@ -70,8 +70,90 @@ def draw_pair_sample(
     """
     if out_dir is None:
         raise InputError("draw_pair_sample needs an output directory (out_dir).")
+    if estimator not in ("paper", "stratified"):
+        raise InputError(f"estimator must be 'paper' or 'stratified'. Got {estimator!r} instead.")
     given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
     diff = build_diff(given, engine=engine)
+    sigmas = pilot_sigmas_from_dir(pilot) if estimator == "stratified" and allocation == "neyman" and pilot else None
+    draws, items_t, meta, slices, hide = _draw(diff, given, budget=budget, seed=seed, slice_by=slice_by,
+                                               estimator=estimator, allocation=allocation, sigmas=sigmas, hide=hide)
+    return write_sample_dir(out_dir, draws, items_t, meta, slices=slices, force=force, hidden=hide,
+                            show_ids=show_ids)
+
+
+def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int, base=None, exp=None, items=None,
+                       engine: Engine | str | None = None) -> Path:
+    """Grow the pair sample in ``sample_dir`` to ``budget`` distinct pairs to judge, continuing its
+    successive draws: the same seed, clocks, estimator, allocation (per stratum for the stratified
+    design), slices and blind settings, so the result is exactly the sample a fresh draw at
+    ``budget`` gives, every existing judgement stays valid, and the estimates use all of them.
+
+    The inputs are those the sample was drawn from (their recorded paths; give ``base``, ``exp``,
+    ``items`` for tables, or when the files moved), checked against the recorded fingerprints.
+    The judgements stay in place; the metadata lists the samples it ``extends``.
+    """
+    s = PairSampleDir.read(sample_dir)
+    m = s.metadata
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= int(m["budget"]):
+        raise InputError(f"The pair sample in '{s.path}' has a budget of {m['budget']:,} pairs; give a larger "
+                         f"budget to extend it (got {budget!r}).")
+    if m.get("exhausted"):
+        raise InputError(f"The pair sample in '{s.path}' already holds all {m['judgeable_pairs']:,} pairs that need "
+                         "a judgement; there is nothing to add. Its estimates use the whole population of pairs.")
+    given = _recorded_inputs(s, base=base, exp=exp, items=items)
+    s.check_inputs(base=given.base, exp=given.exp, items=given.items)
+    diff = build_diff(given, engine=engine)
+    estimator = m.get("estimator") or "paper"
+    draws, items_t, meta, slices, hide = _draw(
+        diff, given, budget=budget, seed=int(m["seed"]), slice_by=m.get("slice_by") or (), estimator=estimator,
+        allocation=m.get("allocation") or "proportional", sigmas=m.get("pilot_sigmas"), hide=s.hidden)
+    _check_continues(s, draws)
+    meta["extends"] = [*m.get("extends", []), {"sample_id": m["sample_id"], "budget": m["budget"],
+                                               "judgeable_pairs": m["judgeable_pairs"]}]
+    return write_sample_dir(s.path, draws, items_t, meta, slices=slices, hidden=hide, show_ids=s.show_ids,
+                            extends=m["sample_id"])
+
+
+def _recorded_inputs(s: PairSampleDir, *, base, exp, items) -> Inputs:
+    """The inputs a sample was drawn from: the given ones, else the recorded local paths."""
+    m = s.metadata
+    paths = m.get("input_paths") or {}
+    cols = m.get("columns") or {}
+    given = {"base": base, "exp": exp, "items": items}
+    recorded = m.get("inputs") or {}
+    for role in ("base", "exp", "items"):
+        if given[role] is None and role in paths:
+            given[role] = paths[role]
+        if given[role] is None and role in recorded:
+            raise InputError(f"The pair sample in '{s.path}' was drawn from a {role} {recorded[role]!r} whose path "
+                             f"it did not record; give it again (--{role} / {role}=).")
+    return Inputs(given["base"], given["exp"], items=given["items"], item_id=cols.get("item_id", "item_id"),
+                  cluster_id=cols.get("cluster_id", "cluster_id"), weight=cols.get("weight"))
+
+
+def _check_continues(s: PairSampleDir, draws: pa.Table) -> None:
+    """Refuse to write unless the new draws continue the sample's: per stratum (stratified) or
+    overall (paper), the earlier draws are the first draws of the new sample."""
+    def by_stratum(t: pa.Table) -> dict:
+        strata = t.column("stratum").to_pylist() if "stratum" in t.column_names else [""] * t.num_rows
+        rows = zip(strata, t.column("pair_id").to_pylist(), t.column("item_a").to_pylist(),
+                   t.column("class").to_pylist())
+        out: dict = {}
+        for st, *row in rows:
+            out.setdefault(st, []).append(tuple(row))
+        return out
+
+    old, new = by_stratum(s.draws), by_stratum(draws)
+    for st, rows in old.items():
+        if new.get(st, [])[:len(rows)] != rows:
+            raise InputError(f"The new draws do not continue the sample in '{s.path}'"
+                             + (f" (stratum {st})" if st else "") + "; it was not changed. This is a bug in abcde: "
+                             "please report it with the sample's metadata.json.")
+
+
+def _draw(diff, given: Inputs, *, budget: int, seed: int, slice_by, estimator: str, allocation: str,
+          sigmas: dict | None, hide) -> tuple:
+    """The draws, item attributes, metadata and slice multipliers of a pair sample (not written)."""
     for c in slice_by:
         if c not in diff.attributes:
             raise InputError(
@@ -81,13 +163,10 @@ def draw_pair_sample(
     hide = check_hidden(diff.attributes, hide)
     o = overall(diff)
     eng = diff.engine
-    if estimator not in ("paper", "stratified"):
-        raise InputError(f"estimator must be 'paper' or 'stratified'. Got {estimator!r} instead.")
     if estimator == "paper":
         ps = sample_pairs(diff, budget=budget, seed=seed, total_weight=o["total_weight"])
         extra = {"estimator": "paper", "allocation": None}
     else:
-        sigmas = pilot_sigmas_from_dir(pilot) if allocation == "neyman" and pilot is not None else None
         ss = sample_stratified(diff, budget=budget, seed=seed, total_weight=o["total_weight"],
                                allocation=allocation, sigmas=sigmas)
         parts = [ss.draws[c].append_column("stratum", pa.array([c] * ss.draws[c].num_rows, pa.string()))
@@ -128,12 +207,20 @@ def draw_pair_sample(
         "attributes": diff.attributes,
         "slice_by": list(slice_by),
         "inputs": given.names(),
+        "input_paths": {k: _full_path(v) for k, v in (("base", given.base), ("exp", given.exp),
+                                                     ("items", given.items)) if isinstance(v, (str, os.PathLike))},
+        "columns": {"item_id": given.item_id, "cluster_id": given.cluster_id, "weight": given.weight},
         "input_fingerprints": {k: fp for k, fp in (("base", input_fingerprint(given.base)),
                                                    ("exp", input_fingerprint(given.exp)),
                                                    ("items", input_fingerprint(given.items))) if fp is not None},
     }
-    return write_sample_dir(out_dir, draws, items_t, meta, slices=slices, force=force, hidden=hide,
-                            show_ids=show_ids)
+    return draws, items_t, meta, slices, hide
+
+
+def _full_path(source) -> str:
+    """A local path made absolute (so 'pairs --extend' finds it from anywhere); a URI as given."""
+    s = os.fspath(source)
+    return s if "://" in s else os.path.abspath(s)
 
 
 def _slice_multipliers(diff, slice_by, total_weight: float) -> pa.Table:

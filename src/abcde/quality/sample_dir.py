@@ -99,7 +99,7 @@ def neutralise_formulas(table: pa.Table) -> pa.Table:
 
 def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Table, meta: dict, *,
                      slices: pa.Table | None = None, force: bool = False, hidden=(),
-                     show_ids: bool = False) -> Path:
+                     show_ids: bool = False, extends: str | None = None) -> Path:
     """Write a pair sample directory: ``pairs.parquet`` (draws with ``meta``, plus format, version
     and sample id), ``metadata.json``, ``items.parquet``, ``tasks.*`` and ``slices.parquet``
     (when given). All files are written aside and moved in together.
@@ -114,6 +114,8 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
       sample's files and its judgements move together to ``replaced/<sample id>-<time>/``
       (where the judgement store still works with its sample), recorded in the new metadata as
       ``replaced``;
+    - ``extends``: the sample id of the sample in ``out`` that this one continues (``pairs
+      --extend``: the same draws and more); its judgements stay, as for the same sample;
     - a directory being served by ``abcde judge serve`` is refused.
 
     The task files are blind (:func:`blind_tasks`): a pair id and the shown attributes; the
@@ -133,7 +135,7 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
         if holder is not None:
             raise InputError(f"The sample directory '{out}' is being served ({holder}); stop that server before "
                              "drawing pairs into it.")
-        if old_id != meta["sample_id"]:
+        if old_id not in (meta["sample_id"], extends):
             if not force:
                 kept = [f for f in JUDGEMENT_FILES[:2] if (out / f).exists()]
                 raise InputError(
@@ -187,7 +189,8 @@ def _write_whole(out: Path, write, aside: tuple[Path, tuple] | None = None) -> N
     keep in that folder instead (an earlier sample and its judgements, stale files).
     """
     out.parent.mkdir(parents=True, exist_ok=True)
-    new = Path(tempfile.mkdtemp(prefix=f".{out.name}.abcde-new-", dir=out.parent))
+    _remove_leftovers(out)
+    new = Path(tempfile.mkdtemp(prefix=f".{out.name}.abcde-new-{os.getpid()}-", dir=out.parent))
     try:
         write(new)
         if not out.exists():
@@ -206,6 +209,30 @@ def _write_whole(out: Path, write, aside: tuple[Path, tuple] | None = None) -> N
         _exchange(new, out)
     finally:
         shutil.rmtree(new, ignore_errors=True)  # the new files if anything failed; else the old directory
+
+
+def _remove_leftovers(out: Path) -> None:
+    """Remove the hidden folders that earlier writers of ``out`` left when they were killed (named
+    ``.<out>.abcde-new-<pid>-*``, a new sample never moved in; its files are only copies or links
+    of files still in ``out``), those of processes no longer running."""
+    for p in out.parent.glob(f".{glob_escape(out.name)}.abcde-new-*"):
+        pid = p.name[len(f".{out.name}.abcde-new-"):].split("-", 1)[0]
+        if pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def glob_escape(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -326,6 +353,12 @@ def served_by(sample_dir: str | os.PathLike) -> str | None:
             return fh.read().strip() or "another process"
         fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
     return None
+
+
+def sample_lineage(meta: dict) -> set[str]:
+    """The sample ids whose judgements belong to this sample: its own and those of the samples it
+    extends (``pairs --extend`` keeps every earlier draw, so every earlier pair id is still in it)."""
+    return {meta["sample_id"], *(e["sample_id"] for e in meta.get("extends", []))}
 
 
 def _sample_id(draws: pa.Table, seed: int) -> str:

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from abcde.errors import AbcdeError, InputError, examples_text
 from abcde.core.names import SOURCES, VOCABULARY
-from abcde.quality.sample_dir import LOCK_FILE, PairSampleDir, check_hidden, task_table
+from abcde.quality.sample_dir import LOCK_FILE, PairSampleDir, check_hidden, sample_lineage, task_table
 from abcde.util.files import write_table_file
 
 STORE_NAME = "judgements.sqlite"
@@ -128,7 +128,7 @@ class JudgementStore:
             if row is None:
                 con.execute("INSERT OR IGNORE INTO meta VALUES ('sample_id', ?)", (self.meta["sample_id"],))
                 con.execute("INSERT OR IGNORE INTO meta VALUES ('created_at', ?)", (_now(),))
-            elif row[0] != self.meta["sample_id"]:
+            elif row[0] not in sample_lineage(self.meta):
                 raise InputError(
                     f"The judgement store '{self.path}' belongs to sample {row[0]!r}, but '{self.sample.path}' "
                     f"now holds sample {self.meta['sample_id']!r} (the pairs were drawn again). Move the old "

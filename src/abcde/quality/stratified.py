@@ -73,22 +73,19 @@ def allocate(budget: int, totals: dict, *, allocation: str = "proportional", sig
     for c in STRATA:
         u = totals[c]
         score[c] = u * (max(sigmas.get(c, 0.0), 1e-6) if allocation == "neyman" else 1.0) if u > 0 else 0.0
-    live = [c for c in STRATA if score[c] > 0]
-    if not live:
-        return dict.fromkeys(STRATA, 0)
-    s = sum(score[c] for c in live)
-    raw = {c: budget * score[c] / s for c in live}
+    live = [c for c in STRATA if totals[c] > 0]
     out = dict.fromkeys(STRATA, 0)
-    out.update({c: int(math.floor(raw[c])) for c in live})
-    # largest remainders get the rest, so the budgets add up to the budget exactly
-    for c in sorted(live, key=lambda k: raw[k] - out[k], reverse=True)[: budget - sum(out.values())]:
+    if not live:
+        return out
+    # One judgement at a time (a divisor method, Sainte-Laguë/Webster): first two for each
+    # stratum with weight (largest first), then to the stratum with the largest
+    # score / (n_c + 1/2). Built seat by seat, the budgets for N + 1 are those for N plus one,
+    # so a larger budget only adds draws to each stratum: 'pairs --extend' continues the same
+    # successive draws of every stratum.
+    for _ in range(budget):
+        few = [c for c in live if out[c] < 2]
+        c = max(few, key=lambda k: score[k]) if few else max(live, key=lambda k: score[k] / (out[k] + 0.5))
         out[c] += 1
-    for c in live:  # at least 2 per stratum (a standard error needs two), taken from the largest
-        while out[c] < 2:
-            out[c] += 1
-            big = max(live, key=lambda k: out[k])
-            if out[big] > 2 and sum(out.values()) > budget:
-                out[big] -= 1
     return out
 
 

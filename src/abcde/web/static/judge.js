@@ -44,6 +44,12 @@
     const body = $("estimates-body");
     body.replaceChildren();
     $("stop").hidden = !s.can_stop;
+    $("more").hidden = !s.more_pairs;
+    if (s.more_pairs) {
+      $("more-text").textContent = s.more_pairs.message;
+      $("more-command").textContent = s.more_pairs.command || "";
+      $("more-command").hidden = !s.more_pairs.command;
+    }
     if (s.estimates.unavailable) {
       $("est-note").textContent = "Live estimates are unavailable (" + s.estimates.unavailable +
         "); judgements are still saved. Try 'abcde quality' on the export.";
