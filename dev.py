@@ -47,31 +47,49 @@ def setup(extras: str) -> None:
     stamp.write_text(digest)
 
 
-def apt_install(what: str, package: str, present: bool) -> None:
-    """Install a Debian package the test suite needs when it is missing and apt-get can do it."""
+def apt_install(what: str, package: str, present: bool) -> str | None:
+    """Install a Debian package the test suite needs when it is missing and apt-get can do it.
+    Returns why it could not (None when it is there)."""
     if present:
-        return
+        return None
     apt = shutil.which("apt-get")
     if apt is None:
-        print(f"warning: no {what} found and no apt-get to install it ({package})", flush=True)
-        return
+        return f"no {what} found and no apt-get to install it (Debian package {package})"
     sudo = [] if hasattr(os, "geteuid") and os.geteuid() == 0 else (["sudo"] if shutil.which("sudo") else None)
     if sudo is None:
-        print(f"warning: no {what} found; install it with: sudo apt-get install -y {package}", flush=True)
-        return
+        return f"no {what} found; install it with: sudo apt-get install -y {package}"
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    run([*sudo, apt, "-q", "update"], env=env)
-    run([*sudo, apt, "install", "-y", "-q", "--no-install-recommends", package], env=env)
+    try:
+        run([*sudo, apt, "-q", "update"], env=env)
+        run([*sudo, apt, "install", "-y", "-q", "--no-install-recommends", package], env=env)
+    except subprocess.CalledProcessError as exc:
+        return f"installing {package} with apt-get failed (exit {exc.returncode})"
+    return None
 
 
-def ensure_java() -> None:
-    """The Spark engine (and its tests) need Java 17+."""
-    apt_install("Java", "openjdk-17-jre-headless", bool(os.environ.get("JAVA_HOME") or shutil.which("java")))
+#: What the test suite needs beyond Python packages: (marker, what, Debian package, present?).
+SYSTEM_NEEDS = [
+    ("spark", "Java", "openjdk-17-jre-headless", lambda: bool(os.environ.get("JAVA_HOME") or shutil.which("java"))),
+    ("browser", "Chromium", "chromium", lambda: bool(os.environ.get("ABCDE_CHROMIUM") or shutil.which("chromium"))),
+]
 
 
-def ensure_chromium() -> None:
-    """The browser tests (report, exploration and judging UI) drive Debian's Chromium with Playwright."""
-    apt_install("Chromium", "chromium", bool(os.environ.get("ABCDE_CHROMIUM") or shutil.which("chromium")))
+def deselected(marker: str, args: list[str]) -> bool:
+    """Whether the pytest arguments deselect the tests of ``marker`` (``-m "not spark"``)."""
+    exprs = [b for a, b in zip(args, args[1:]) if a == "-m"] + [a[2:] for a in args if a.startswith("-m") and a != "-m"]
+    return any(f"not {marker}" in e for e in exprs)
+
+
+def ensure_system(args: list[str]) -> None:
+    """Java (the Spark engine's tests) and Chromium (the browser tests): installed when missing;
+    when that fails, stop with what to do, unless those tests are deselected (-m "not spark")."""
+    for marker, what, package, present in SYSTEM_NEEDS:
+        if deselected(marker, args):
+            continue
+        problem = apt_install(what, package, present())
+        if problem:
+            sys.exit(f"dev.py test: {problem}. The {marker} tests need it: install it, or run without them: "
+                     f"python3 dev.py test -m 'not {marker}'")
 
 
 def main(argv: list[str]) -> int:
@@ -84,14 +102,14 @@ def main(argv: list[str]) -> int:
         run([BIN / "abcde", "demo", *rest])
     else:
         setup("test,spark,spark-connect")
-        ensure_java()
-        ensure_chromium()
+        ensure_system(rest)
         env = dict(os.environ)
         # Test files in parallel, one worker per core (files stay whole, so the Spark tests
         # share one session): 8 min instead of 12.5 on 2 cores.
         parallel = [] if any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in rest) else [
             "-n", "auto", "--dist", "loadfile"]
-        result = subprocess.run([str(PY), "-m", "pytest", *parallel, *rest], cwd=ROOT, env=env)
+        result = subprocess.run([str(PY), "-m", "pytest", *parallel, "-p", "no:cacheprovider", *rest], cwd=ROOT,
+                                env=env)
         return result.returncode
     return 0
 

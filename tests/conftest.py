@@ -45,12 +45,12 @@ def chromium_path() -> str | None:
 @pytest.fixture(scope="session")
 def browser():
     """A headless Debian Chromium driven by Playwright (``executable_path``; no Playwright browser
-    download). In CI a missing browser fails; elsewhere it skips."""
+    download). A missing browser fails the test (never a silent skip): install it, or deselect
+    the browser tests with ``-m "not browser"``."""
     exe = chromium_path()
     if exe is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (python3 dev.py test installs it with apt-get)")
-        pytest.skip("chromium is not installed")
+        pytest.fail("chromium is not installed (python3 dev.py test installs it with apt-get); "
+                    "or deselect the browser tests: -m 'not browser'")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -102,3 +102,78 @@ def screenshot(tmp_path):
             page.screenshot(path=str(docs / name), **kw)
 
     return shoot
+
+
+# ----------------------------------------------------------------------------- kinds of tests
+# Tests that need Java/Spark or Chromium are marked by what they use, so a user without them
+# deselects them explicitly (-m "not spark", -m "not browser"); the fixtures fail, never skip,
+# when what they need is missing. The summary counts the tests of each kind.
+SPARK_FIXTURES = {"spark", "connect_url"}
+BROWSER_FIXTURES = {"browser", "page"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if names & SPARK_FIXTURES or params.get("engine") == "spark" or "spark_submit" in item.name:
+            item.add_marker(pytest.mark.spark)
+        if names & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+
+
+_COUNTS: dict = {}
+
+
+def pytest_runtest_logreport(report):
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        for kind in ("spark", "browser", "slow"):
+            if kind in report.keywords:
+                key = (kind, report.outcome)
+                _COUNTS[key] = _COUNTS.get(key, 0) + 1
+        _COUNTS[("all", report.outcome)] = _COUNTS.get(("all", report.outcome), 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if not _COUNTS:
+        return
+    rows = []
+    for kind in ("all", "spark", "browser", "slow"):
+        got = {o: n for (k, o), n in _COUNTS.items() if k == kind}
+        if got:
+            rows.append(f"{kind}: " + ", ".join(f"{n} {o}" for o, n in sorted(got.items())))
+    terminalreporter.write_sep("-", "tests by kind")
+    for r in rows:
+        terminalreporter.write_line(r)
+    if os.environ.get("CI") and any(_COUNTS.get((k, "skipped")) for k in ("spark", "browser")):
+        terminalreporter.write_line("CI runs every Spark and browser test: some were skipped (see above).", red=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if os.environ.get("CI") and any(_COUNTS.get((k, "skipped")) for k in ("spark", "browser")) and exitstatus == 0:
+        session.exitstatus = 1
+
+
+# ----------------------------------------------------------------------------- shared runs
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """``abcde demo --out DIR --json`` run once for the whole test run (the README's main job on
+    the bundled example), shared by every test file and every xdist worker (a lock in the run's
+    common temporary folder): ``(DIR, the JSON it printed)``. Tests read it, never change it."""
+    import fcntl
+    import json
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # shared by the workers of this run
+    out, printed = root / "shared-demo", root / "shared-demo.json"
+    with open(root / "shared-demo.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not printed.exists():
+            r = subprocess.run([sys.executable, "-m", "abcde", "demo", "--out", str(out), "--json"],
+                               capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr[-3000:]
+            printed.write_text(r.stdout)
+    return out, json.loads(printed.read_text())

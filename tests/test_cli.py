@@ -97,12 +97,12 @@ def test_weights_cli_output_is_usable_as_items(write, small, tmp_path):
     assert res["total_weight"] > 0
 
 
-def test_demo_runs_on_bundled_data(tmp_path):
-    out = json.loads(run("demo", "--out", tmp_path / "demo", "--json"))
+def test_demo_runs_on_bundled_data(demo_run):
+    where, out = demo_run
     assert out["impact"]["items"] == 5000
     assert 0 < out["impact"]["jaccard_distance"] < 1
     assert out["explore"]["sample"]["unique_items"] == 1000
-    assert (tmp_path / "demo" / "explore" / "sample.parquet").exists()
+    assert (where / "explore" / "sample.parquet").exists()
     assert out["quality"]["judged_pairs"] == 300 and "oracle" in out["quality"]["judged_by"]
     assert "not people" in out["quality"]["judged_by"]
     truth = out["pointwise_against_truth"]

@@ -34,11 +34,10 @@ def abcde_cli(*args, check=True) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    """The README's main job on the bundled example: impact, sample, pairs, oracle judgements, report."""
-    out = tmp_path_factory.mktemp("demo")
-    r = abcde_cli("demo", "--out", out, "--json")
-    return out, json.loads(r.stdout)
+def demo(demo_run):
+    """The README's main job on the bundled example: impact, sample, pairs, oracle judgements, report
+    (run once per test run, see conftest.demo_run)."""
+    return demo_run
 
 
 def open_report(page, path: Path, charts: int | None = None):
