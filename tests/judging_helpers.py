@@ -279,3 +279,125 @@ def page_under_csp(browser):
         yield pg
     finally:
         ctx.close()
+
+
+SLOW_KINDS = ("nothing", "half a head", "short body")
+
+
+def open_slow_clients(url: str, post_path: str, n: int) -> list[tuple[str, socket.socket]]:
+    """``n`` connections that hang on, a mix of: nothing sent, half a request head, and a whole
+    head with a body shorter than its Content-Length. Returns (kind, socket) pairs."""
+    host, port = split_url(url)
+    clients = []
+    for k in range(n):
+        kind = SLOW_KINDS[k % len(SLOW_KINDS)]
+        c = socket.create_connection((host, port), timeout=30)
+        if kind == "half a head":
+            c.sendall(f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: ".encode())
+        elif kind == "short body":
+            c.sendall(f"POST {post_path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                      f"Content-Length: 100\r\n\r\n{{\"a\"".encode())
+        clients.append((kind, c))
+    return clients
+
+
+def still_open(c: socket.socket) -> bool:
+    """Whether the server has neither closed ``c`` nor answered on it (a non-blocking peek)."""
+    c.setblocking(False)
+    try:
+        c.recv(1, socket.MSG_PEEK)
+        return False  # an answer, or b"": closed
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        c.setblocking(True)
+
+
+def timed(fn, *args, **kwargs):
+    t0 = time.monotonic()
+    out = fn(*args, **kwargs)
+    return out, time.monotonic() - t0
+
+
+def assert_hundreds_of_slow_clients_do_not_hold(url: str, get_path: str, post: tuple[str, dict, int], limits, *,
+                                                clients: int = 200) -> dict:
+    """While ``clients`` slow and half-open connections hang on (:func:`open_slow_clients`), a
+    normal GET of ``get_path`` and a normal JSON POST (``post``: path, body, expected status)
+    each answer within 2 s; afterwards the server closes every slow one (the short bodies with a
+    408 in the one shape) within the timeouts, and answers on. ``limits`` must give the slow
+    ones time to hang on while the normal requests are made (a few seconds). Returns timings."""
+    post_path, post_body, post_status = post
+    t0 = time.monotonic()
+    threads_before = threading.active_count()
+    slow = open_slow_clients(url, post_path, clients)
+    try:
+        opened = time.monotonic() - t0
+        (code, body), get_s = timed(request, url, "GET", get_path)
+        assert code == 200, (code, body)
+        (code, body), post_s = timed(request, url, "POST", post_path, post_body)
+        assert code == post_status, (code, body)
+        assert get_s < 2 and post_s < 2, (get_s, post_s)
+        # the slow ones hung on meanwhile: none was answered or closed, no thread for any of them
+        assert time.monotonic() - t0 < min(limits.header_timeout, limits.body_timeout), "too slow to tell"
+        assert all(still_open(c) for _, c in slow), [k for k, c in slow if not still_open(c)]
+        assert threading.active_count() - threads_before < 5, threading.active_count() - threads_before
+        # then the server closes them all after the timeouts
+        deadline = t0 + max(limits.header_timeout, limits.body_timeout) + 10
+        for kind, c in slow:
+            c.settimeout(max(0.1, deadline - time.monotonic()))
+            if kind == "short body":
+                r = http.client.HTTPResponse(c)
+                r.begin()
+                assert_error((r.status, json.loads(r.read())), 408, "did not arrive")
+                assert r.getheader("Connection") == "close"
+            try:
+                assert c.recv(1) == b"", kind
+            except ConnectionResetError:
+                pass
+        closed = time.monotonic() - t0
+        assert min(limits.header_timeout, limits.body_timeout) * 0.9 <= closed < deadline - t0
+        (code, body), after_s = timed(request, url, "GET", get_path)
+        assert code == 200 and after_s < 2, (code, after_s)
+        return {"opened": opened, "get": get_s, "post": post_s, "all_closed": closed, "after": after_s}
+    finally:
+        for _, c in slow:
+            c.close()
+
+
+def assert_connections_beyond_the_cap_are_refused(url: str, get_path: str, cap: int) -> dict:
+    """With ``cap`` connections open (and idle), one more is answered at once with a 503 in the
+    one error shape and closed (whether it sends a request or nothing); once some close, the
+    server answers again. Returns timings."""
+    host, port = split_url(url)
+    held = [socket.create_connection((host, port), timeout=30) for _ in range(cap)]
+    try:
+        time.sleep(0.3)  # the server has accepted them all (in order: the next one is the one too many)
+        t0 = time.monotonic()
+        code, headers, body = raw_request(url, f"GET {get_path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode(),
+                                          timeout=10)
+        refused_s = time.monotonic() - t0
+        assert_error((code, json.loads(body)), 503, "too many open connections")
+        assert headers["connection"] == "close" and headers["x-content-type-options"] == "nosniff"
+        assert refused_s < 1, refused_s
+        # one that sends nothing: the 503, and then the end, without waiting for the request timeouts
+        t0 = time.monotonic()
+        with socket.create_connection((host, port), timeout=10) as c:
+            r = http.client.HTTPResponse(c)
+            r.begin()
+            assert r.status == 503 and json.loads(r.read())["status"] == 503
+            assert c.recv(1) == b""
+        silent_s = time.monotonic() - t0
+        assert silent_s < 3, silent_s
+        # the connections held are still served, and once some go, newcomers too
+        assert all(still_open(c) for c in held)
+        for c in held[:5]:
+            c.close()
+        time.sleep(0.3)
+        (code, body), after_s = timed(request, url, "GET", get_path)
+        assert code == 200 and after_s < 2, (code, body)
+        return {"refused": refused_s, "silent_refused": silent_s, "after": after_s}
+    finally:
+        for c in held:
+            c.close()

@@ -17,9 +17,14 @@ EXP = {"item_id": [1, 2, 3, 4, 5], "cluster_id": ["a", "a", "c", "c", "b"]}
 
 @pytest.mark.parametrize("make", [pd.DataFrame, pl.DataFrame, pa.table], ids=["pandas", "polars", "arrow"])
 def test_table_types_give_the_same_result(make, small):
-    r = abcde.impact(make(BASE), make(EXP))
-    ref = abcde.impact(small["base"], small["exp"])
-    assert (r.split_rate, r.merge_rate, r.jaccard_distance) == (ref.split_rate, ref.merge_rate, ref.jaccard_distance)
+    """Worked by hand: Base {1,2,3},{4,5}, Exp {1,2},{3,4},{5}, every weight 1. Per item
+    (split, merge, Jaccard distance): 1 and 2 (1/3, 0, 1/3); 3 (2/3, 1/2, 3/4); 4 (1/2, 1/2, 2/3);
+    5 (1/2, 0, 1/2); the means 7/15, 1/5, 31/60 — from every table type and from the files."""
+    for r in (abcde.impact(make(BASE), make(EXP)), abcde.impact(small["base"], small["exp"])):
+        assert r.items == 5 and r.affected_items == 5 and r.total_weight == 5.0
+        assert r.split_rate == pytest.approx(7 / 15, rel=1e-12)
+        assert r.merge_rate == pytest.approx(1 / 5, rel=1e-12)
+        assert r.jaccard_distance == pytest.approx(31 / 60, rel=1e-12)
 
 
 def test_database_file_memory_limit_and_threads(tmp_path, small):
@@ -30,7 +35,7 @@ def test_database_file_memory_limit_and_threads(tmp_path, small):
     assert eng.settings == {"database": str(db), "memory_limit": "512MB", "threads": 1}
     limit = eng.con.raw_sql("SELECT current_setting('memory_limit')").fetchall()[0][0]
     assert limit.replace(" ", "").upper().startswith(("512", "488"))  # DuckDB reports MiB
-    assert r.items == 5
+    assert (r.items, r.split_rate, r.merge_rate) == (5, pytest.approx(7 / 15), pytest.approx(1 / 5))
     eng.release()
 
 

@@ -123,7 +123,9 @@ def test_id_types_cannot_be_matched(write, small):
 def test_integer_widths_are_matched(write, small):
     narrow = write("n.parquet", item_id=pa.array([1, 2, 3, 4, 5], pa.int32()), cluster_id=["a"] * 5)
     r = abcde.impact(small["base"], narrow)
-    assert r.items == 5
+    # Base {1,2,3}, {4,5} against one Exp cluster: merge 2/5 for items 1-3, 3/5 for 4 and 5; no split.
+    assert (r.items, r.split_rate) == (5, 0.0)
+    assert r.merge_rate == pytest.approx(12 / 25) and r.jaccard_distance == pytest.approx(12 / 25)
 
 
 def test_unknown_slice_column(small):

@@ -49,10 +49,19 @@ def test_impact_out_writes_tables(small, tmp_path):
     run("impact", "--base", small["base"], "--exp", small["exp"], "--items", small["items"], "--out", out)
     assert sorted(p.name for p in out.iterdir()) == [
         "base_clusters.parquet", "exp_clusters.parquet", "impact.json", "items.parquet"]
-    items = pq.read_table(out / "items.parquet")
-    assert items.num_rows == 5
-    assert set(items.column_names) >= {"item_id", "split_rate", "merge_rate", "jaccard_distance"}
-    assert json.loads((out / "impact.json").read_text())["items"] == 5
+    items = {r["item_id"]: r for r in pq.read_table(out / "items.parquet").to_pylist()}
+    # Worked by hand (weights 1..5): Base {1,2,3} (W 6), {4,5} (9); Exp {1,2} (3), {3,4} (7), {5} (5).
+    want = {1: (1 / 2, 0, 1 / 2), 2: (1 / 2, 0, 1 / 2), 3: (1 / 2, 4 / 7, 7 / 10), 4: (5 / 9, 3 / 7, 2 / 3),
+            5: (4 / 9, 0, 4 / 9)}
+    assert sorted(items) == [1, 2, 3, 4, 5]
+    for i, (split, merge, jd) in want.items():
+        got = items[i]
+        assert (got["split_rate"], got["merge_rate"], got["jaccard_distance"]) == (
+            pytest.approx(split, rel=1e-12), pytest.approx(merge, abs=1e-15), pytest.approx(jd, rel=1e-12)), i
+    summary = json.loads((out / "impact.json").read_text())
+    assert summary["items"] == 5 and summary["total_weight"] == 15.0
+    for k, m in enumerate(("split_rate", "merge_rate", "jaccard_distance")):
+        assert summary[m] == pytest.approx(sum(i * want[i][k] for i in want) / 15, rel=1e-12), m
 
 
 def test_csv_inputs_and_string_ids(write):
@@ -92,7 +101,12 @@ def test_weights_cli_output_is_usable_as_items(write, small, tmp_path):
     w = tmp_path / "w.parquet"
     out = json.loads(run("weights", "--past", past, "--importance", imp, "--base", small["base"], "--exp",
                          small["exp"], "--out", w, "--json"))
-    assert out["items"] == 5
+    assert out["items"] == 5 and out["floored_items"] == 0
+    # Past p = {1, 2} (importance 10: 5 per item), q = {3, 4} (1 per item), item 5 not in the past;
+    # a present cluster's items get its items' mean, the larger of Base's and Exp's (max), floor 0.5
+    # (the rule: tests/test_weights.py): Base a = {1,2,3}: 11/3, b = {4,5}: 1/2; Exp {1,2}: 5, {3,4}: 1, {5}: 0.
+    got = {r["item_id"]: r["weight"] for r in pq.read_table(w).to_pylist()}
+    assert got == {1: 5.0, 2: 5.0, 3: pytest.approx(11 / 3), 4: 1.0, 5: 0.5}
     res = json.loads(run("impact", "--base", small["base"], "--exp", small["exp"], "--items", w, "--json"))
     assert res["total_weight"] > 0
 

@@ -21,6 +21,7 @@ from abcde.examples import example_paths
 from abcde.sampling.filters import structured_filter
 from abcde.web.explore_app import ExploreApp, make_server
 from abcde.web.server import Limits
+from content import assert_shows
 from judging_helpers import (assert_error, assert_errors_have_one_shape, assert_host_check, assert_page_is_strict,
                              assert_slow_clients_do_not_hold, page_under_csp)
 
@@ -92,6 +93,7 @@ def test_filter_and_group_by_in_the_browser_equal_the_api(server, sample_path, p
     whole = s.estimate()
     shown = float(page.get_attribute('[data-key="jaccard_contribution"] b', "data-value"))
     assert shown == pytest.approx(whole.jaccard_contribution, rel=1e-12)
+    assert_shows(page.inner_text('[data-key="jaccard_contribution"] b'), whole.jaccard_contribution)  # as read
     # Filter source = duplicate, group by state.
     page.click("#add-filter")
     page.select_option(".f-col", "source")
@@ -110,9 +112,11 @@ def test_filter_and_group_by_in_the_browser_equal_the_api(server, sample_path, p
         for key in ("jaccard_contribution", "split_contribution", "merge_contribution"):
             assert float(r.locator(f'[data-col="{key}"]').get_attribute("data-value")) == pytest.approx(
                 getattr(g, key), rel=1e-12)
+            assert_shows(r.locator(f'[data-col="{key}"]').inner_text(), getattr(g, key), key)
     sl = s.estimate(DUP)
     assert float(page.get_attribute('[data-key="jaccard_contribution"] b', "data-value")) == pytest.approx(
         sl.jaccard_contribution, rel=1e-12)
+    assert_shows(page.inner_text('[data-key="jaccard_contribution"] b'), sl.jaccard_contribution)
     # The string filter of the CLI gives the same slice.
     assert s.estimate("source = 'duplicate'").jaccard_contribution == pytest.approx(sl.jaccard_contribution)
     # Clicking a group drills into it: its values become filters.
@@ -342,3 +346,24 @@ def test_explore_serve_takes_the_engine_options(sample_path):
         assert code == 200 and item["source"] == "population" and item["found"]
     finally:
         s.close()
+
+
+def test_explore_serve_takes_a_query_timeout(sample_path):
+    """--query-timeout reaches the app (a positive number of seconds); the sample's queries run on
+    sessions of a DuckDB database with the engine's memory limit and threads."""
+    from abcde.web import explore_app
+
+    app = ExploreApp(sample_path, engine=abcde.connect(memory_limit="512MB", threads=1), query_timeout=7)
+    assert app.query_timeout == 7 and app._queries.settings["memory_limit"] == "512MB"
+    session = app._queries.session()
+    got = session.con.raw_sql("SELECT current_setting('threads'), current_setting('enable_progress_bar')").fetchall()
+    assert got == [(1, False)]
+    assert ExploreApp(sample_path).query_timeout == explore_app.QUERY_TIMEOUT == 30
+    s = Server(sample_path, "--query-timeout", "2.5")
+    try:
+        assert s.post("/api/query", json.dumps({"group_by": ["state"]}).encode())[0] == 200
+    finally:
+        s.close()
+    r = subprocess.run([sys.executable, "-m", "abcde", "explore", "serve", str(sample_path), "--query-timeout", "0",
+                        "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--query-timeout" in r.stderr

@@ -4,6 +4,7 @@ replicated pairs give agreement, and the stop rule."""
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import sqlite3
@@ -88,14 +89,30 @@ def test_concurrent_raters_lose_nothing_and_replicated_pairs_give_agreement(serv
     for j in live:
         raters_per_pair[j.pair_id].add(j.rater)
     replicated = server.session.replicated
-    assert 0 < len(replicated) < 30
+    # The documented rule (judging/session.py): a pair is replicated when md5("seed:replicate:pair id"),
+    # read as a number in [0, 1), is below the share (0.3, seed 7): here 8 of the 30 pairs.
+    def unit(pid):
+        return int(hashlib.md5(f"7:replicate:{pid}".encode()).hexdigest()[:15], 16) / 16 ** 15
+    assert replicated == {p for p in server.session.pair_ids if unit(p) < 0.3}
+    assert len(replicated) == 8
     assert set(per_pair) == set(server.session.pair_ids)  # every pair judged
     assert all(len(raters_per_pair[p]) >= 2 for p in replicated)  # by two different raters
     assert integrity(server.session.store.path) == "ok"
     st = request(server.url, "GET", "/api/state?rater=ann")[1]
     ag = st["agreement"]
     assert ag["replicated_pairs"] >= len(replicated)
-    assert ag["fleiss_kappa"] is not None and ag["fleiss_kappa"] < 1  # cy says unsure on replicated pairs
+    # Fleiss' kappa of the first two answers of every pair judged twice, worked here from the store
+    # (m = 2: P_i = 1 when the two agree, else 0; p_k from all answers): cy says unsure on
+    # replicated pairs, the others the truth.
+    firsts = defaultdict(list)
+    for j in live:
+        firsts[j.pair_id].append(j.judgement)
+    two = [v[:2] for v in firsts.values() if len(v) >= 2]
+    p_bar = sum(a == b for a, b in two) / len(two)
+    shares = Counter(x for v in two for x in v)
+    pe = sum((n / (2 * len(two))) ** 2 for n in shares.values())
+    assert ag["fleiss_kappa"] == pytest.approx((p_bar - pe) / (1 - pe), abs=1e-12)
+    assert ag["replicated_pairs"] == len(two)
     assert {tuple(c["raters"]) for c in ag["cohen"]} <= {("ann", "bob"), ("ann", "cy"), ("bob", "cy")}
     # every pair judged (mostly truthfully): the 95% interval is narrow enough for the target
     assert st["judged_pairs"] == 30 and st["next"] is None

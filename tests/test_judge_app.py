@@ -16,6 +16,7 @@ from abcde.cli import main
 from abcde.core.names import METRIC_LABELS
 from abcde.judging import JudgementStore
 from abcde.web.judging_server import serve
+from content import assert_shows
 from judging_helpers import HOSTILE, fresh_copy, make_sample, page_under_csp, request, start_server, stop
 
 
@@ -96,6 +97,12 @@ def test_keyboard_judging_survives_sigkill_and_matches_quality_json(sample, tmp_
             assert (float(value) if value else None) == e["estimate"], metric
             assert (float(low) if low else None) == e["ci_low"], metric
             assert (float(high) if high else None) == e["ci_high"], metric
+            # what a person reads: the estimate and the interval's ends, to the digits shown
+            assert_shows(page.inner_text(f"{row} td.estimate"), e["estimate"], metric)
+            if e["ci_low"] is not None:
+                lo_text, hi_text = page.inner_text(f"{row} td.interval").strip("[]").split(", ")
+                assert_shows(lo_text, e["ci_low"], metric)
+                assert_shows(hi_text, e["ci_high"], metric)
         assert f"{q['judged_pairs']}, unsure: {q['unsure_pairs']}" in page.inner_text("#est-note")
         assert "10 / 30 pairs judged" in page.inner_text("#progress-text")
 

@@ -203,7 +203,16 @@ def test_files_that_do_not_belong_together_are_refused(judged, tmp_path):
     refused(d, "items.parquet was changed or replaced")
     d = fresh()
     shutil.copy(other / "pairs.parquet", d / "pairs.parquet")
-    refused(d, "was changed or replaced")
+    refused(d, "a pairs.parquet from another sample")
+    # metadata.json edited, missing, or not JSON
+    d = fresh()
+    m = json.loads((d / "metadata.json").read_text())
+    m["budget"] = 10_000
+    (d / "metadata.json").write_text(json.dumps(m))
+    refused(d, "metadata.json was edited after the draw")
+    d = fresh()
+    (d / "metadata.json").unlink()
+    refused(d, "metadata.json is missing")
     # a leftover slices.parquet of another draw; a missing task file
     shutil.copy(judged / "slices.parquet", other / "slices.parquet")
     refused(other, "slices.parquet is not part of this sample")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from content import assert_same_content
+from content import assert_same_content, assert_shows
 import abcde
 from abcde.examples import example_paths
 from abcde.quality import estimate_quality
@@ -66,6 +66,7 @@ def test_demo_report_numbers_equal_json_and_render_offline(demo, page, screensho
     for key in ("split_rate", "merge_rate", "jaccard_distance", "affected_items", "items"):
         shown = page.get_attribute(f'[data-metric="{key}"]', "data-value")
         assert float(shown) == pytest.approx(d["impact"][key], rel=1e-12, abs=1e-15)
+        assert_shows(page.inner_text(f'[data-metric="{key}"]'), d["impact"][key], key)  # what a person reads
     # The charts are real Vega renderings (SVG marks), one per spec.
     assert page.locator(".chart svg").count() == len(specs)
     # Quality: the estimates on the page equal the CLI's, labelled as oracle judgements.
@@ -76,6 +77,7 @@ def test_demo_report_numbers_equal_json_and_render_offline(demo, page, screensho
     for key in ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate"):
         shown = page.get_attribute(f'tr[data-quality="{key}"] td.est', "data-value")
         assert float(shown) == pytest.approx(q[key]["estimate"], rel=1e-12)
+        assert_shows(page.inner_text(f'tr[data-quality="{key}"] td.est'), q[key]["estimate"], key)
     # The most affected clusters: the first row is the JSON's first interleaved cluster, and opening it
     # draws split / stable / merge with the exact counts of the chosen item's fragment.
     top = d["impact"]["top_clusters"]["interleaved"][0]

@@ -58,17 +58,21 @@ def explore_sample(base, exp, items, item_id, cluster_id, weight_column, size, s
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Interface to bind; the default serves only this machine.")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
+@click.option("--query-timeout", default=30.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              metavar="SECONDS", help="Cancel a query running longer than this (the page shows why); other "
+                                      "queries run alongside it meanwhile.")
 @json_option(help="Print the server's address as one JSON line on start.")
 @engine_options
 @handle_errors
-def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, host, port, as_json, engine):
+def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, host, port, query_timeout, as_json,
+                  engine):
     """A local web UI to slice, group and drill into an exploration sample."""
     if (base is None) != (exp is None):
         raise click.UsageError("Give both --base and --exp, or neither.")
     from abcde.web.explore_app import ExploreApp, make_server  # lazy: start-up time
 
     app = ExploreApp(sample, base=base, exp=exp, items=items, item_id=item_id, cluster_id=cluster_id,
-                     weight=weight_column, engine=engine)
+                     weight=weight_column, engine=engine, query_timeout=query_timeout)
     app.meta()  # fail fast on a bad sample
     app.warm_up()  # whole clusters for drill-downs, computed while the page loads
     srv = make_server(app, host, port)

@@ -162,10 +162,18 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, prompt_template,
             raise click.UsageError(f"--callable judges in Python; {', '.join(given)} are LLM options.")
         judge_fn = load_callable(spec)
     else:
-        template = Path(prompt_template).read_text() if prompt_template else None
+        template = None
+        if prompt_template:
+            try:
+                template = Path(prompt_template).read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise AbcdeError(f"The prompt template '{prompt_template}' is not UTF-8 text ({exc.reason} at "
+                                 f"byte {exc.start}).") from exc
         judge_fn = LLMJudge(base_url=llm_base_url, model=model, api_key=api_key, prompt_template=template,
                             cache=cache or Path(sample_dir) / "llm-cache.sqlite", max_retries=max_retries,
-                            backoff=retry_backoff, timeout=timeout, temperature=temperature)
+                            backoff=retry_backoff, timeout=timeout, temperature=temperature,
+                            template_label=f"The prompt template '{prompt_template}'" if prompt_template
+                            else "The prompt template")
     res = judge_with_model(sample_dir, judge_fn, name=name, concurrency=concurrency, hide=hide, show_ids=show_ids,
                            limit=limit)
     d = res.to_dict()

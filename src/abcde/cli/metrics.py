@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import click
 
 from abcde.cli.options import clustering_options, engine_options, input_options, json_option
 from abcde.cli.tables import console, emit_json, handle_errors, new_table, pct, print_impact, print_restriction, table
 from abcde.core.names import WEIGHT_COMBINE_RULES
+from abcde.errors import InputError
 
 
 @click.command()
@@ -116,18 +117,16 @@ def weights(past, importance, importance_column, base, exp, items, item_id, clus
     """
     from abcde.metrics.weights import derive_weights  # lazy: start-up time
 
+    for flag, src in (("--past", past), ("--importance", importance), ("--base", base), ("--exp", exp),
+                      ("--items", items)):
+        if src is not None and os.path.exists(src) and os.path.exists(out) and os.path.samefile(src, out):
+            raise InputError(f"--out '{out}' is the {flag} input; write the weights to a new file.")
     res = derive_weights(past, importance, base, exp, items=items, item_id=item_id, cluster_id=cluster_id,
                          importance_column=importance_column, weight=weight_column, combine=combine, floor=floor,
                          engine=engine)
-    path = Path(out)
-    if path.suffix.lower() == ".csv":
-        import pyarrow.csv as pacsv  # lazy: start-up time
+    from abcde.util.files import write_table_file  # lazy: start-up time
 
-        pacsv.write_csv(res.table, path)
-    else:
-        import pyarrow.parquet as pq  # lazy: start-up time
-
-        pq.write_table(res.table, path)
+    path = write_table_file(res.table, out)  # all or nothing; .parquet, .csv or .jsonl
     d = {**res.to_dict(), "written": str(path)}
     if as_json:
         emit_json(d)

@@ -101,9 +101,13 @@ def _require_columns(t: ibis.Table, label: str, columns: dict[str, str]) -> None
     existing = list(t.columns)
     for what, col in columns.items():
         if col not in existing:
+            hint = ""
+            if len(existing) == 1 and any(sep in existing[0] for sep in ",;\t|"):
+                hint = (" The file was read as one column whose name holds separators: its rows could not be "
+                        "split into columns (check its quoting and delimiter).")
             raise InputError(
                 f"Column '{col}' ({what}) not found in {label}. "
-                f"Existing columns: {', '.join(repr(c) for c in existing)}."
+                f"Existing columns: {', '.join(repr(c) for c in existing)}.{hint}"
             )
 
 

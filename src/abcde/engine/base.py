@@ -51,6 +51,9 @@ class Engine(abc.ABC):
         Write one table; write a directory of tables and texts.
     :meth:`release`
         Drop the temporary tables this engine made.
+    :meth:`session`, :meth:`interrupt`
+        Another engine on the same data whose queries run concurrently with this one's;
+        cancel the query running now (from another thread).
     Capabilities (properties)
         :attr:`prefers_window_sums`, :attr:`writes_part_directories`,
         :attr:`atomic_outputs`.
@@ -142,6 +145,8 @@ class Engine(abc.ABC):
             if is_dir or name.endswith(PARQUET_SUFFIXES):
                 t = self.con.read_parquet(self._parquet_target(path, is_dir=is_dir), table_name=table_name)
             elif name.endswith(CSV_SUFFIXES):
+                if isinstance(path, Path) and name.endswith((".csv", ".tsv")):
+                    _check_csv_header(path, role)
                 t = self.con.read_csv(str(path), table_name=table_name)
             else:
                 raise InputError(
@@ -201,6 +206,20 @@ class Engine(abc.ABC):
         rows = self.rows(expr, step=step)
         return rows[0] if rows else {}
 
+    # -- concurrent callers ------------------------------------------------
+    def session(self) -> Engine:
+        """An engine for one more caller, whose queries run concurrently with this engine's,
+        on the same data (tables read or made here, except temporary ones) and with the same
+        settings (memory limit, threads). Default: this engine itself, whose queries then run
+        one at a time (serialize them)."""
+        return self
+
+    def interrupt(self) -> bool:
+        """Cancel the query this engine is running, if any (call it from another thread; the
+        query then fails with an :class:`~abcde.errors.EngineError`). ``False`` if this engine
+        cannot cancel a query (default)."""
+        return False
+
     # -- writing ---------------------------------------------------------
     def write_parquet(self, expr, path, *, step: str = "write") -> None:
         """Write ``expr`` as Parquet at ``path`` (a directory of part files if
@@ -219,8 +238,56 @@ class Engine(abc.ABC):
         """Write ``{file name: table expression}`` as Parquet and ``{file name: text}``
         into the directory ``out``; returns the written paths.
 
-        All or nothing if :attr:`atomic_outputs`.
+        All or nothing if :attr:`atomic_outputs`. ``out`` must be new, empty or an earlier
+        output of the same files (:meth:`check_output_dir`, called first by every engine).
         """
+
+    def check_output_dir(self, out, tables: dict, texts: dict | None = None) -> None:
+        """Refuse to write :meth:`write_outputs` into ``out`` unless it is new, empty, or an earlier
+        output of the same command (its own files and nothing else).
+
+        ``write_outputs`` replaces its files of the same names in ``out``, so a directory holding
+        anything else (someone's data, another command's output, a sample directory) is refused
+        with :class:`~abcde.errors.InputError` naming the directory and what is in it. An earlier
+        output is recognised by holding exactly the files this call writes (a partial one, left by
+        a crash of a non-atomic engine, is refused too: look at it, then delete it), each of the
+        kind this engine writes (a Parquet file, or a directory of part files when
+        :attr:`writes_part_directories`; a text file). A URI (``s3a://…``) is not checked: the
+        engine's own rules for writing there apply.
+        """
+        out_s = str(out)
+        if "://" in out_s or out_s.startswith("dbfs:/"):
+            return
+        d = Path(out_s)
+        if not d.is_dir():
+            return  # missing (made when writing) or a file in the way (the write names it)
+        entries = {p.name: p for p in d.iterdir() if not p.name.startswith(".abcde-")}  # .abcde-*: an aborted write
+        if not entries:
+            return
+        ours = {**{n: self.writes_part_directories for n in tables}, **{n: False for n in (texts or {})}}
+        foreign = sorted(n for n in entries if n not in ours)
+        if foreign:
+            raise InputError(
+                f"The output directory '{d}' already holds files that are not this command's output "
+                f"(first: {', '.join(repr(n) for n in foreign[:5])}). Give --out a new or empty directory; "
+                "abcde replaces only its own earlier output."
+            )
+        wrong = sorted(n for n, p in entries.items() if p.is_symlink() or p.is_dir() != ours[n])
+        if wrong:
+            p = entries[wrong[0]]
+            kind = "link" if p.is_symlink() else "directory" if p.is_dir() else "file"
+            raise InputError(
+                f"The output directory '{d}' holds '{p}' as a {kind}, "
+                "which this command does not write there; it is not an earlier output of this command. "
+                "Give --out a new or empty directory."
+            )
+        missing = sorted(set(ours) - set(entries))
+        if missing:
+            raise InputError(
+                f"The output directory '{d}' holds some of this command's files but not "
+                f"{', '.join(repr(n) for n in missing)}: not a whole earlier output, so it is left as it is. "
+                "Give --out a new or empty directory."
+            )
 
     def release(self) -> None:
         """Drop the temporary tables this engine made."""
@@ -230,6 +297,22 @@ class Engine(abc.ABC):
                 self._drop_temp(handle)
             except Exception:  # pragma: no cover - best effort cleanup
                 pass
+
+
+def _check_csv_header(path: Path, role: str) -> None:
+    """Refuse a CSV file whose header names a column twice (engines would silently rename one,
+    ``item_id`` and ``item_id_1``, and use whichever they read first)."""
+    import csv  # lazy: only CSV inputs need it
+
+    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+        line = fh.readline(1 << 20)
+    delimiter = "\t" if path.name.lower().endswith(".tsv") else ","
+    header = next(csv.reader([line], delimiter=delimiter), [])
+    seen: set = set()
+    dups = [c for c in header if c in seen or seen.add(c)]
+    if dups:
+        raise InputError(f"The header of the {role} file '{path}' names column {dups[0]!r} more than once; "
+                         "each column needs its own name.")
 
 
 def first_line(exc: Exception) -> str:
@@ -245,7 +328,12 @@ def first_line(exc: Exception) -> str:
         if causes:
             msg = causes[-1].removeprefix("Caused by:").removeprefix(": ").strip()
             return msg.split(": ", 1)[1] if ": " in msg and msg.split(": ", 1)[0].count(".") >= 2 else msg
-    return lines[0]
+    return _printable(lines[0])
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters (a NUL of a binary file quoted by a parser) shown as ``?``."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def connect(

@@ -10,8 +10,8 @@ import ibis.expr.datatypes as dt
 import pyarrow as pa
 from ibis.formats.pyarrow import PyArrowData
 
-from abcde.engine.base import Engine
-from abcde.errors import InputError
+from abcde.engine.base import Engine, first_line
+from abcde.errors import EngineError, InputError
 from abcde.util.files import replace_files
 
 
@@ -50,13 +50,27 @@ class DuckDBEngine(Engine):
             con = ibis.duckdb.connect(database=str(database) if database else ":memory:", **kwargs)
         except Exception as exc:
             raise InputError(f"Cannot open DuckDB with database={database!r}, settings {kwargs}: {exc}") from exc
-        # DuckDB's own progress bar would interleave with abcde's progress display.
-        con.raw_sql("SET enable_progress_bar = false")
-        # abcde orders every result it shows; not preserving insertion order lets DuckDB
-        # materialize intermediate tables in parallel and with less memory.
-        con.raw_sql("SET preserve_insertion_order = false")
+        _configure(con)
         settings = {"database": str(database) if database else None, **kwargs}
         return cls(con, settings)
+
+    def session(self) -> DuckDBEngine:
+        """A new connection (a DuckDB cursor) to the same database: its queries run alongside
+        this engine's, under the same database-wide memory limit and threads. It sees this
+        engine's tables and views, not its temporary tables (nor in-memory tables registered
+        here: Ibis registers those on each connection that uses them)."""
+        try:
+            con = ibis.duckdb.from_connection(self.con.con.cursor())
+        except Exception as exc:
+            raise EngineError(f"Cannot open another connection to DuckDB: {first_line(exc)}") from exc
+        _configure(con, {k: self.settings[k] for k in ("memory_limit", "threads") if self.settings.get(k)})
+        return type(self)(con, dict(self.settings))
+
+    def interrupt(self) -> bool:
+        """Interrupt the query running on this connection (DuckDB's ``interrupt()``; the query
+        fails with "INTERRUPT Error"). Other connections' queries go on."""
+        self.con.con.interrupt()
+        return True
 
     def _fetch(self, expr) -> pa.Table:
         # Ibis 12's DuckDB to_pyarrow() imports its pandas converter, which imports pandas:
@@ -88,9 +102,12 @@ class DuckDBEngine(Engine):
         into the directory ``out``; returns the written paths.
 
         The files are written into a temporary folder first and moved in at the end,
-        so a failure leaves no partial output.
+        so a failure leaves no partial output. ``out`` must be new, empty, or an earlier
+        output of the same files, which is replaced; a directory holding anything else is
+        refused (:meth:`~abcde.engine.base.Engine.check_output_dir`).
         """
         texts = texts or {}
+        self.check_output_dir(out, tables, texts)
 
         def write(tmp: Path) -> None:
             for fname, expr in tables.items():
@@ -99,6 +116,19 @@ class DuckDBEngine(Engine):
                 (tmp / fname).write_text(text)
 
         return replace_files(str(out), write)
+
+
+def _configure(con, settings: dict | None = None) -> None:
+    """abcde's settings, applied to every connection (those of a connection's client; the memory
+    limit and threads are the database's, and given again for a new connection they stay the same)."""
+    for key, value in (settings or {}).items():
+        text = "'" + value.replace("'", "''") + "'" if isinstance(value, str) else str(int(value))
+        con.raw_sql(f"SET {key} = {text}")
+    # DuckDB's own progress bar would interleave with abcde's progress display.
+    con.raw_sql("SET enable_progress_bar = false")
+    # abcde orders every result it shows; not preserving insertion order lets DuckDB
+    # materialize intermediate tables in parallel and with less memory.
+    con.raw_sql("SET preserve_insertion_order = false")
 
 
 class _ArrowData(PyArrowData):

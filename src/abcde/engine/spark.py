@@ -129,9 +129,13 @@ class SparkEngine(Engine):
 
         Each table is a directory of part files written straight to ``out`` (any path or
         URI Spark can write: a shared file system, ``hdfs://``, ``s3a://``, ``dbfs:/``),
-        replacing what was there; the texts go through pyarrow's file systems.
+        replacing what was there; the texts go through pyarrow's file systems. A local
+        ``out`` must be new, empty, or an earlier output of the same files; a directory
+        holding anything else is refused
+        (:meth:`~abcde.engine.base.Engine.check_output_dir`).
         """
         texts = texts or {}
+        self.check_output_dir(out, tables, texts)
         out_s = str(out)
         written = []
         for fname, expr in tables.items():

@@ -108,8 +108,11 @@ def load_callable(spec: str) -> Judge:
             sp.loader.exec_module(module)
         else:
             module = importlib.import_module(mod_name)
-    except ImportError as exc:
-        raise InputError(f"Cannot import the judge module {mod_name!r}: {exc}.") from exc
+    except InputError:
+        raise
+    except Exception as exc:  # ImportError, or whatever the module raised (SyntaxError, ...) as it ran
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise InputError(f"Cannot import the judge module {mod_name!r}: {type(exc).__name__}: {first}.") from exc
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise InputError(f"{attr!r} in module {mod_name!r} is not a callable. Give 'module:function'.")
@@ -122,14 +125,19 @@ class AnswerCache:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        with self._connect() as con:
-            con.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, model TEXT, answer TEXT, "
-                        "created_at REAL)")
+        self._ready = False  # the file is made on first use, so a run refused before any call leaves none
 
     def _connect(self):
-        con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA busy_timeout=30000")
+        try:
+            con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA busy_timeout=30000")
+            if not self._ready:
+                con.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, model TEXT, answer TEXT, "
+                            "created_at REAL)")
+                self._ready = True
+        except sqlite3.Error as exc:
+            raise InputError(f"Cannot open the LLM answer cache '{self.path}': {exc}.") from exc
         return closing(con)
 
     def get(self, key: str) -> str | None:
@@ -157,12 +165,26 @@ _RETRIED = frozenset({408, 409, 429})
 LLM_INSTALL = "pip install 'abcde[llm]'"
 
 
+#: Query parameters of a URL that carry a secret (``?api_key=…``, ``?token=…``, ``?sig=…``).
+_SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session|code", re.IGNORECASE)
+
+
+def _secret_params(url: str) -> list[str]:
+    """Names of the query parameters of ``url`` that look like credentials."""
+    query = urllib.parse.urlsplit(url).query
+    return [k for k, _ in urllib.parse.parse_qsl(query, keep_blank_values=True) if _SECRET_PARAM.search(k)]
+
+
 def redact_url(url: str) -> str:
-    """``url`` with any user and password replaced by ``***`` (for messages)."""
+    """``url`` with any user and password, and the value of any query parameter that looks like a
+    credential, replaced by ``***`` (for messages)."""
     parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+    if "@" in parts.netloc:
+        parts = parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1])
+    if parts.query:
+        query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+        parts = parts._replace(query="&".join(f"{k}={'***' if _SECRET_PARAM.search(k) else v}" for k, v in query))
+    return urllib.parse.urlunsplit(parts)
 
 
 def _openai_client(*, base_url: str, api_key: str | None, timeout: float, max_retries: int, backoff: float,
@@ -232,6 +254,8 @@ class LLMJudge:
         instead when it sends one), and the request timeout in seconds.
     temperature
         Sent with every request (``None``: not sent).
+    template_label
+        How messages name the prompt template (e.g. its file).
 
     ``stats`` counts ``requests`` (HTTP requests sent, retries included), ``retries``,
     ``cache_hits`` and ``unparseable`` answers (recorded as unsure).
@@ -240,13 +264,15 @@ class LLMJudge:
     def __init__(self, *, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  prompt_template: str | None = None, system_prompt: str | None = SYSTEM_PROMPT,
                  cache: str | os.PathLike | None = None, max_retries: int = 5, backoff: float = 1.0,
-                 timeout: float = 60.0, temperature: float | None = 0.0):
+                 timeout: float = 60.0, temperature: float | None = 0.0,
+                 template_label: str = "The prompt template"):
         self.base_url = (base_url or _env("ABCDE_LLM_BASE_URL", "OPENAI_BASE_URL") or "https://api.openai.com/v1")
         self.base_url = self.base_url.rstrip("/")
         if not self.base_url.startswith(("http://", "https://")):
             raise InputError(f"The LLM base URL must start with http:// or https://. Got "
                              f"{redact_url(self.base_url)!r} instead.")
-        if urllib.parse.urlsplit(self.base_url).password or "@" in urllib.parse.urlsplit(self.base_url).netloc:
+        if (urllib.parse.urlsplit(self.base_url).password or "@" in urllib.parse.urlsplit(self.base_url).netloc
+                or _secret_params(self.base_url)):
             raise InputError(f"The LLM base URL {redact_url(self.base_url)!r} carries credentials; give the key with "
                              "--api-key or ABCDE_LLM_API_KEY instead (a key in a URL ends up in logs and messages).")
         self.model = model or _env("ABCDE_LLM_MODEL", "OPENAI_MODEL")
@@ -254,14 +280,14 @@ class LLMJudge:
             raise InputError("No LLM model given: pass --model (or model=...), or set ABCDE_LLM_MODEL.")
         self.api_key = api_key or _env("ABCDE_LLM_API_KEY", "OPENAI_API_KEY")
         self.template = DEFAULT_TEMPLATE if prompt_template is None else prompt_template
-        for field_name in ("{item_a}", "{item_b}"):
-            if field_name not in self.template:
-                raise InputError(f"The prompt template must contain {field_name} (and {{item_a}}, {{item_b}} "
-                                 "both); write literal braces as {{ and }}.")
+        missing = [f for f in ("{item_a}", "{item_b}") if f not in self.template]
+        if missing:
+            raise InputError(f"{template_label} must contain {' and '.join(missing)} (both {{item_a}} and "
+                             "{item_b}; write literal braces as {{ and }}).")
         try:
             self.template.format(item_a="", item_b="")
         except (KeyError, IndexError, ValueError) as exc:
-            raise InputError(f"The prompt template has a placeholder other than {{item_a}} and {{item_b}} "
+            raise InputError(f"{template_label} has a placeholder other than {{item_a}} and {{item_b}} "
                              f"({exc!r}); write literal braces as {{{{ and }}}}.") from exc
         self.system_prompt = system_prompt
         if max_retries < 0 or backoff < 0 or timeout <= 0:

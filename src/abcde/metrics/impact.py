@@ -60,6 +60,13 @@ def check_slice_columns(diff: Diff, slices: list[tuple[str, ...]]) -> None:
                     f"Slice column '{c}' not found in the {diff.labels['items']}. "
                     f"Attribute columns: {', '.join(repr(a) for a in diff.attributes) or '(none)'}."
                 )
+            dtype = diff.items[c].type()
+            if dtype.is_nested():
+                raise InputError(
+                    f"Slice column '{c}' of the {diff.labels['items']} holds {dtype} values; a slice is a "
+                    "column of single values (text, numbers, dates, true/false). Slice by a field of it "
+                    "flattened into its own column."
+                )
 
 
 def _float(x) -> float:

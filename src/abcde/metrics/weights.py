@@ -27,7 +27,7 @@ import pyarrow as pa
 from abcde.util import progress as _progress
 from abcde.engine import Engine, resolve
 from abcde.core.names import WEIGHT_COMBINE_RULES
-from abcde.errors import InputError
+from abcde.errors import InputError, examples_text
 from abcde.core.inputs import bad_float_predicates, check_duplicates, describe, load_clustering, load_items, unify_id_types
 
 
@@ -135,12 +135,19 @@ def derive_weights(
             )
         )
         if bad["bad"]:
+            bad_rows = imp.filter((_any_bad(imp.importance) | (imp.importance < 0).fill_null(False)).fill_null(True))
+            first = eng.rows(bad_rows.select("c", "importance").order_by("c").limit(5))
             raise InputError(
                 f"{bad['bad']} rows of {imp_label} have a null, NaN, infinite or negative importance in "
-                f"column '{importance_column}'. Importance must be a finite number >= 0."
+                f"column '{importance_column}'. Importance must be a finite number >= 0; first: "
+                + ", ".join(f"{r['c']!r}: {r['importance']}" for r in first) + "."
             )
         if bad["dup"]:
-            raise InputError(f"{bad['dup']} past cluster ids appear in more than one row of {imp_label}.")
+            dups = imp.group_by("c").aggregate(n=imp.count()).filter(lambda t: t.n > 1).order_by("c").limit(5)
+            raise InputError(
+                f"{bad['dup']} past cluster ids appear in more than one row of {imp_label} (first: "
+                f"{examples_text(r['c'] for r in eng.rows(dups))}). The importance table needs one row per cluster."
+            )
 
     pt, bt, et = loaded["past"].table, loaded["base"].table, loaded["exp"].table
     it = loaded["items"].table if "items" in loaded else None

@@ -20,7 +20,7 @@ from abcde.core.diff import affected_items, build_diff
 from abcde.core.inputs import Inputs
 from abcde.engine import Engine
 from abcde.errors import InputError
-from abcde.metrics.impact import overall
+from abcde.metrics.impact import check_slice_columns, overall
 from abcde.quality.judgements import judgement_files, load_judgements
 from abcde.quality.sample_dir import PairSampleDir, check_hidden, input_fingerprint, write_sample_dir
 from abcde.quality.stratified import STRATA, sample_stratified, slice_self_terms, stratum_sigmas
@@ -154,12 +154,7 @@ def _check_continues(s: PairSampleDir, draws: pa.Table) -> None:
 def _draw(diff, given: Inputs, *, budget: int, seed: int, slice_by, estimator: str, allocation: str,
           sigmas: dict | None, hide) -> tuple:
     """The draws, item attributes, metadata and slice multipliers of a pair sample (not written)."""
-    for c in slice_by:
-        if c not in diff.attributes:
-            raise InputError(
-                f"Slice column '{c}' not found in the items table. Attribute columns: "
-                f"{', '.join(repr(a) for a in diff.attributes) or '(none)'}."
-            )
+    check_slice_columns(diff, [(c,) for c in slice_by])
     hide = check_hidden(diff.attributes, hide)
     o = overall(diff)
     eng = diff.engine

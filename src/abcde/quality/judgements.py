@@ -64,21 +64,31 @@ def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
     name = p.name.lower()
     # Ids stay text: a pair id such as '12e4…' or an item id such as '007' must not become a number.
     types = {c: pa.string() for c in ("pair_id", "item_a", "item_b", "rater", "source")} if role == "judgements" else {}
+    t = None
     try:
         if name.endswith((".sqlite", ".sqlite3", ".db")) and role == "judgements":
             return read_store_table(p)
         if name.endswith((".parquet", ".pq")):
-            return pq.read_table(p)
-        if name.endswith(".csv"):
-            return pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(strings_can_be_null=True,
-                                                                          column_types=types))
-        if name.endswith((".jsonl", ".ndjson", ".json")):
+            t = pq.read_table(p)
+        elif name.endswith(".csv"):
+            t = pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(strings_can_be_null=True,
+                                                                       column_types=types))
+        elif name.endswith((".jsonl", ".ndjson", ".json")):
             rows = [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
-            return pa.Table.from_pylist(rows)
+            t = pa.Table.from_pylist(rows)
     except InputError:
         raise
     except Exception as exc:
-        raise InputError(f"Cannot read the {role} file '{p}': {str(exc).splitlines()[0]}") from exc
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = "".join(c if c.isprintable() else "?" for c in first)  # a NUL of a binary file, quoted
+        raise InputError(f"Cannot read the {role} file '{p}': {first}") from exc
+    if t is not None:
+        seen: set = set()
+        dups = [c for c in t.column_names if c in seen or seen.add(c)]
+        if dups:
+            raise InputError(f"The {role} file '{p}' has more than one column named {dups[0]!r}; "
+                             "each column needs its own name.")
+        return t
     raise InputError(f"Cannot tell the format of the {role} file '{p}'. Use .csv, .parquet or .jsonl.")
 
 

@@ -407,7 +407,11 @@ class PairSampleDir:
         f = p / "pairs.parquet"
         if not f.exists():
             raise InputError(f"'{p}' is not a pair sample directory (no pairs.parquet); make one with 'abcde pairs'.")
-        t = pq.read_table(f)
+        try:
+            t = pq.read_table(f)
+        except Exception as exc:
+            raise InputError(f"Cannot read '{f}' of the pair sample: {str(exc).splitlines()[0] if str(exc) else exc!r}. "
+                             "Draw the pairs again (abcde pairs --force keeps the judgements aside).") from exc
         raw = (t.schema.metadata or {}).get(META_KEY)
         if raw is None:
             raise InputError(f"'{f}' has no abcde metadata; it was not written by 'abcde pairs'.")
@@ -494,6 +498,19 @@ def _verify(path: Path, meta: dict, draws: pa.Table) -> None:
 
     if meta.get("meta_digest") != meta_digest(meta):
         refuse("its metadata was edited after the draw")
+    readable = path / "metadata.json"
+    if not readable.exists():
+        refuse("metadata.json is missing")
+    try:
+        shown = json.loads(readable.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        refuse("metadata.json is not the sample's metadata (not readable JSON)")
+    if not isinstance(shown, dict) or shown.get("sample_id") != meta.get("sample_id"):
+        refuse(f"pairs.parquet holds sample {meta.get('sample_id')!r}, but metadata.json describes "
+               f"{shown.get('sample_id') if isinstance(shown, dict) else None!r} (a pairs.parquet from another sample?)")
+    if json.dumps(shown, sort_keys=True, default=str) != json.dumps(json.loads(json.dumps(meta, default=str)),
+                                                                   sort_keys=True, default=str):
+        refuse("metadata.json was edited after the draw (it differs from the metadata in pairs.parquet)")
     if meta.get("draws_digest") != draws_digest(draws):
         refuse("pairs.parquet's draws were changed after the draw")
     files = meta.get("files") or {}

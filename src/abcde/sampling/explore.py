@@ -104,6 +104,15 @@ class SliceEstimate:
         }
 
 
+def _is_sample_file(path: Path) -> bool:
+    """Whether ``path`` is a Parquet file with exploration-sample metadata (read from its footer)."""
+    try:
+        raw = (pq.read_schema(path).metadata or {}).get(METADATA_KEY)
+        return raw is not None and json.loads(raw).get("format") == SAMPLE_FORMAT
+    except Exception:  # not Parquet, unreadable, bad JSON: not a sample
+        return False
+
+
 @dataclass(frozen=True)
 class ExplorationSample:
     """An importance sample of affected items (see the module docstring).
@@ -123,10 +132,16 @@ class ExplorationSample:
 
     # -- persistence -------------------------------------------------------
     def write(self, path: str | os.PathLike) -> Path:
-        """Write the sample as Parquet with its metadata in the file's key-value metadata."""
+        """Write the sample as Parquet with its metadata in the file's key-value metadata.
+
+        An existing file at ``path`` is replaced only if it is an exploration sample (an earlier
+        one); any other file (an input, someone's data) is refused with :class:`InputError`."""
         path = Path(path)
         if path.suffix.lower() not in (".parquet", ".pq"):
             raise InputError(f"The sample is written as Parquet; use a .parquet path. Got '{path}'.")
+        if path.is_file() and not _is_sample_file(path):
+            raise InputError(f"'{path}' exists and is not an exploration sample; it is left as it is. "
+                             "Give --out a new file (or an earlier sample to replace).")
         path.parent.mkdir(parents=True, exist_ok=True)
         meta = dict(self.table.schema.metadata or {})
         meta[METADATA_KEY] = json.dumps(self.metadata, default=str).encode()

@@ -36,27 +36,66 @@ def parse_filter(text: str, table: ibis.Table) -> ibis.BooleanValue:
     """
     if not text or not text.strip():
         raise InputError("The filter is empty.")
+    if len(text) > MAX_FILTER_CHARS:
+        raise InputError(f"The filter {shown(text, 60)} is too long: at most {MAX_FILTER_CHARS:,} characters are "
+                         "accepted (a long list of values fits in IN (...)).")
+    shown_text = shown(text)
     try:
         tree = sqlglot.parse_one(text, read="duckdb")
+        return _bool(_tr(tree, table, shown_text), shown_text)
     except sqlglot.errors.ParseError as exc:
         first = str(exc).splitlines()[0]
-        raise InputError(f"Cannot parse the filter {text!r}: {first}") from exc
-    return _bool(_tr(tree, table, text), text)
+        raise InputError(f"Cannot parse the filter {shown_text}: {first}") from exc
+    except RecursionError as exc:
+        raise InputError(f"The filter {shown_text} is nested too deeply (parentheses or NOTs within each other); "
+                         "write it with fewer levels.") from exc
+
+
+#: The longest filter text accepted (a bound on the work a hostile filter can ask for).
+MAX_FILTER_CHARS = 100_000
+
+
+def shown(text: str, limit: int = 120) -> str:
+    """The filter as an error message quotes it: ``repr``, cut to ``limit`` characters."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"… ({len(text):,} characters)"
+
+
+def _chain(node, cls) -> list:
+    """The operands of a chain of ``cls`` (AND or OR) without recursion: ``a OR b OR c`` is
+    parsed as ``(a OR b) OR c``, thousands deep for a long generated filter."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        while isinstance(n, sx.Paren) and isinstance(n.this, cls):
+            n = n.this
+        if isinstance(n, cls):
+            stack.extend([n.right, n.left])
+        else:
+            out.append(n)
+    return out
+
+
+def _balanced(values: list, op):
+    """``op`` over ``values`` as a balanced tree (depth log2 n, not n)."""
+    while len(values) > 1:
+        values = [op(values[i], values[i + 1]) if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]
+    return values[0]
 
 
 def _bool(v, text):
     if not isinstance(v, ibis.expr.types.BooleanValue):
-        raise InputError(f"The filter {text!r} is not a condition (true or false for each item).")
+        raise InputError(f"The filter {text} is not a condition (true or false for each item).")
     return v
 
 
 def _tr(node, t: ibis.Table, text: str):
-    if isinstance(node, sx.Paren):
-        return _tr(node.this, t, text)
-    if isinstance(node, sx.And):
-        return _bool(_tr(node.left, t, text), text) & _bool(_tr(node.right, t, text), text)
-    if isinstance(node, sx.Or):
-        return _bool(_tr(node.left, t, text), text) | _bool(_tr(node.right, t, text), text)
+    """``node`` as an Ibis expression; ``text`` is the filter as messages quote it."""
+    while isinstance(node, sx.Paren):
+        node = node.this
+    if isinstance(node, (sx.And, sx.Or)):
+        parts = [_bool(_tr(n, t, text), text) for n in _chain(node, type(node))]
+        return _balanced(parts, (lambda a, b: a & b) if isinstance(node, sx.And) else (lambda a, b: a | b))
     if isinstance(node, sx.Not):
         return ~_bool(_tr(node.this, t, text), text)
     for cls, fn in _COMPARE.items():
@@ -64,7 +103,7 @@ def _tr(node, t: ibis.Table, text: str):
             return fn(_tr(node.left, t, text), _tr(node.right, t, text))
     if isinstance(node, sx.In):
         if node.args.get("query") is not None:
-            raise InputError(f"Sub-queries are not allowed in a filter: {text!r}.")
+            raise InputError(f"Sub-queries are not allowed in a filter: {text}.")
         return _tr(node.this, t, text).isin([_literal(e, text) for e in node.expressions])
     if isinstance(node, sx.Between):
         return _tr(node.this, t, text).between(_tr(node.args["low"], t, text), _tr(node.args["high"], t, text))
@@ -75,19 +114,19 @@ def _tr(node, t: ibis.Table, text: str):
     if isinstance(node, sx.Is):
         if isinstance(node.expression, sx.Null):
             return _tr(node.this, t, text).isnull()
-        raise InputError(f"Only IS NULL / IS NOT NULL are supported in a filter: {text!r}.")
+        raise InputError(f"Only IS NULL / IS NOT NULL are supported in a filter: {text}.")
     if isinstance(node, sx.Column):
         name = node.name
         if node.table or name not in t.columns:
             raise InputError(
-                f"Unknown column {node.sql()!r} in the filter {text!r}. "
+                f"Unknown column {shown(node.sql())} in the filter {text}. "
                 f"Columns: {', '.join(repr(c) for c in t.columns)}."
             )
         return t[name]
     if isinstance(node, (sx.Literal, sx.Boolean, sx.Null, sx.Neg)):
         return ibis.literal(_literal(node, text))
     raise InputError(
-        f"Unsupported construct {node.sql()!r} in the filter {text!r}. Use column comparisons "
+        f"Unsupported construct {shown(node.sql())} in the filter {text}. Use column comparisons "
         "(=, !=, <, <=, >, >=), IN (...), BETWEEN, LIKE, IS [NOT] NULL, AND, OR, NOT and literals."
     )
 
@@ -109,7 +148,7 @@ def _literal(node, text: str):
             return int(s)
         except ValueError:
             return float(s)
-    raise InputError(f"Expected a literal value, got {node.sql()!r} in the filter {text!r}.")
+    raise InputError(f"Expected a literal value, got {shown(node.sql())} in the filter {text}.")
 
 
 STRUCTURED_OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "not in", "contains", "is null", "is not null")

@@ -28,7 +28,12 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it replaces ``path``, on failure
     it is removed and ``path`` is left as it was."""
     dest = Path(path)
-    fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    except FileNotFoundError as exc:
+        raise InputError(f"Cannot write '{dest}': the directory '{dest.parent}' does not exist.") from exc
+    except OSError as exc:  # name the destination's directory, not the temporary file
+        raise OSError(exc.errno, exc.strerror, str(dest.parent)) from exc
     os.close(fd)
     tmp = Path(name)
     try:
@@ -58,12 +63,22 @@ def write_table_file(table: pa.Table, path: str | os.PathLike) -> Path:
         if name.endswith((".parquet", ".pq")):
             pq.write_table(table, tmp)
         elif name.endswith(".csv"):
-            pacsv.write_csv(table, tmp)
+            pacsv.write_csv(_flat_for_csv(table), tmp)
         else:
             with open(tmp, "w") as fh:
                 for row in table.to_pylist():
                     fh.write(json.dumps(row, default=str) + "\n")
     return path
+
+
+def _flat_for_csv(table: pa.Table) -> pa.Table:
+    """``table`` with every nested column (struct, list, map) as JSON text: a CSV cell holds one value."""
+    for k, f in enumerate(table.schema):
+        if pa.types.is_nested(f.type):
+            text = [None if v is None else json.dumps(v, default=str, ensure_ascii=False)
+                    for v in table.column(k).to_pylist()]
+            table = table.set_column(k, pa.field(f.name, pa.string()), pa.array(text, pa.string()))
+    return table
 
 
 def replace_files(out_dir: str | os.PathLike, write: Callable[[Path], None]) -> list[str]:

@@ -11,10 +11,18 @@ number comes from the same library calls as ``abcde explore query``
 
 Cluster members come from the full clusterings when the sample records its inputs
 (``abcde explore sample`` does) or when they are given; otherwise from the sample.
+
+A heavy query cannot stall light ones: each request's queries on the sample run on a DuckDB
+connection of their own (a session of one in-memory database, under one memory limit), so
+they run side by side; a query still running after ``query_timeout`` seconds is interrupted and
+answered with a 504, and a grouping that gives more than :data:`MAX_GROUPS` groups is refused
+(ranking them is Python work that an interrupt could not stop).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import threading
 import time
@@ -26,7 +34,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.routing import Route
 
-from abcde.errors import AbcdeError, InputError
+from abcde.engine import Engine, connect
+from abcde.errors import AbcdeError, EngineError, InputError
 from abcde.metrics.impact import impact
 from abcde.sampling.explore import CORE_COLUMNS, ExplorationSample
 from abcde.web.server import Assets, Limits, Server, create_app, json_response, page_response, read_json
@@ -34,6 +43,38 @@ from abcde.web.server import Assets, Limits, Server, create_app, json_response, 
 MAX_MEMBERS = 200
 MAX_EXAMPLES = 200
 VALUE_HINTS = 50
+MAX_GROUPS = 100_000  #: groups a query may give (ranked in Python: more would hold a thread and the GIL)
+QUERY_TIMEOUT = 30.0  #: seconds a query may run before it is interrupted (``explore serve --query-timeout``)
+
+
+class QueryTimeout(AbcdeError):
+    """A query ran longer than the app's ``query_timeout`` and was interrupted (HTTP 504)."""
+
+
+class _Bounded:
+    """An engine for one request's queries on the sample: results turned into Python rows are
+    at most :data:`MAX_GROUPS` (a grouping by a column of millions of values is refused after its
+    query, which the deadline bounds, rather than ranked for minutes)."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def to_arrow(self, expr, *, step: str = "query"):
+        return self.engine.to_arrow(expr, step=step)
+
+    def rows(self, expr, *, step: str = "query") -> list[dict]:
+        t = self.engine.to_arrow(expr, step=step)
+        if t.num_rows > MAX_GROUPS:
+            raise InputError(f"The query gives {t.num_rows:,} groups, more than the {MAX_GROUPS:,} that can be "
+                             "ranked; group by fewer or coarser columns, or narrow the filter.")
+        return t.to_pylist()
+
+    def one(self, expr, *, step: str = "query") -> dict:
+        rows = self.rows(expr, step=step)
+        return rows[0] if rows else {}
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
 
 
 def _clean(v):
@@ -58,10 +99,17 @@ class ExploreApp:
     base, exp, items, item_id, cluster_id, weight
         The full inputs, for drilling into whole clusters. Default: the inputs the
         sample recorded, when those files still exist.
+    engine
+        The engine of the population's per-item table; its memory limit, threads and spill
+        directory (if it has them) also apply to the sample's queries.
+    query_timeout
+        Seconds a query may run; a longer one is interrupted (:class:`QueryTimeout`, a 504).
+        ``None``: no limit.
     """
 
     def __init__(self, sample, *, base=None, exp=None, items=None, item_id: str = "item_id",
-                 cluster_id: str = "cluster_id", weight: str | None = None, engine=None):
+                 cluster_id: str = "cluster_id", weight: str | None = None, engine=None,
+                 query_timeout: float | None = QUERY_TIMEOUT):
         self.sample = sample if isinstance(sample, ExplorationSample) else ExplorationSample.read(sample)
         rec = self.sample.metadata.get("inputs") or {}
         if base is None and exp is None and rec.get("base") and rec.get("exp") and all(
@@ -74,9 +122,21 @@ class ExploreApp:
             weight = rec.get("weight") or weight
         self._inputs = dict(base=base, exp=exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
         self._engine = engine  # runs the population's per-item table (memory limit, threads)
+        if query_timeout is not None and not query_timeout > 0:
+            raise InputError(f"query_timeout must be a positive number of seconds. Got {query_timeout!r} instead.")
+        self.query_timeout = query_timeout
+        # The sample's queries: sessions (connections) of one in-memory DuckDB database, one per
+        # request in flight, reused; the memory limit and threads are the database's, shared.
+        given = getattr(engine, "settings", None) or {}
+        limits = {k: v for k, v in given.items() if k in ("memory_limit", "threads", "temp_directory") and v}
+        self._queries = connect(**limits)
+        self._idle: list[Engine] = []
+        self._idle_lock = threading.Lock()
+        self.sample.expr  # noqa: B018 - made once, here, rather than by two requests at once
+        self._meta = None
+        self._meta_lock = threading.Lock()
         self._full = None
-        self._lock = threading.Lock()  # the sample's DuckDB connection: its queries run one at a time
-        self._full_lock = threading.Lock()  # the population's (a separate connection)
+        self._full_lock = threading.Lock()  # the population's table is a temporary table of one connection
 
     @property
     def whole_clusters_from(self) -> str:
@@ -96,24 +156,84 @@ class ExploreApp:
         th.start()
         return th
 
+    # -- running queries -------------------------------------------------------
+    @contextlib.contextmanager
+    def _deadline(self, engine):
+        """Interrupt what ``engine`` runs once it has run ``query_timeout`` seconds; the query's
+        EngineError becomes a :class:`QueryTimeout`. Yields a dict whose ``"fired"`` tells."""
+        state = {"done": False, "fired": False}
+        if self.query_timeout is None:
+            yield state
+            return
+        lock = threading.Lock()
+
+        def fire():
+            with lock:  # never after the block has ended: the interrupt would hit the engine's next query
+                if not state["done"]:
+                    state["fired"] = engine.interrupt()
+
+        timer = threading.Timer(self.query_timeout, fire)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield state
+        except EngineError as exc:
+            if state["fired"]:
+                raise QueryTimeout(f"The query took longer than {self.query_timeout:g} s and was cancelled; narrow "
+                                   "the filter or group by fewer columns.") from exc
+            raise
+        finally:
+            with lock:
+                state["done"] = True
+            timer.cancel()
+
+    @contextlib.contextmanager
+    def _on_sample(self):
+        """The sample, answered on a session of its own (concurrent with other requests') under
+        the deadline."""
+        with self._idle_lock:
+            engine = self._idle.pop() if self._idle else None
+        if engine is None:
+            engine = self._queries.session()
+        # ExplorationSample makes its engine and expression once (cached properties): a view of
+        # the same table whose engine is this request's.
+        view = dataclasses.replace(self.sample)
+        view.__dict__.update(engine=_Bounded(engine), expr=self.sample.expr)
+        state = {"fired": False}
+        try:
+            with self._deadline(engine) as state:
+                yield view
+        finally:
+            if not state["fired"]:  # (an interrupted session is dropped, in case its interrupt is pending)
+                with self._idle_lock:
+                    self._idle.append(engine)
+
     # -- metadata ----------------------------------------------------------
     def meta(self) -> dict:
+        """The sample's columns, value hints and overall estimate (computed once: the sample does
+        not change)."""
+        with self._meta_lock:
+            if self._meta is None:
+                self._meta = self._compute_meta()
+            return self._meta
+
+    def _compute_meta(self) -> dict:
         s = self.sample
         t = s.table
         cols = []
-        with self._lock:
-            for name in t.column_names:
-                typ = t.schema.field(name).type
-                kind = "number" if (pa.types.is_integer(typ) or pa.types.is_floating(typ)
-                                    or pa.types.is_decimal(typ)) else "text"
-                entry = {"name": name, "type": str(typ), "kind": kind, "attribute": name not in CORE_COLUMNS}
-                if kind == "text" and name not in ("item_id",):
-                    vc = t.column(name).value_counts().to_pylist()
-                    vc.sort(key=lambda r: -r["counts"])
-                    entry["distinct"] = len(vc)
-                    entry["values"] = [_clean(r["values"]) for r in vc[:VALUE_HINTS]]
-                cols.append(entry)
-            overall = s.estimate().to_dict()
+        for name in t.column_names:
+            typ = t.schema.field(name).type
+            kind = "number" if (pa.types.is_integer(typ) or pa.types.is_floating(typ)
+                                or pa.types.is_decimal(typ)) else "text"
+            entry = {"name": name, "type": str(typ), "kind": kind, "attribute": name not in CORE_COLUMNS}
+            if kind == "text" and name not in ("item_id",):
+                vc = t.column(name).value_counts().to_pylist()
+                vc.sort(key=lambda r: -r["counts"])
+                entry["distinct"] = len(vc)
+                entry["values"] = [_clean(r["values"]) for r in vc[:VALUE_HINTS]]
+            cols.append(entry)
+        with self._on_sample() as view:
+            overall = view.estimate().to_dict()
         # Input files by name only: the page has no use for this machine's paths.
         names = {k: Path(str(v)).name for k, v in self._inputs.items() if k in ("base", "exp", "items") and v}
         return _clean({"sample": {k: v for k, v in s.metadata.items() if k != "inputs"},
@@ -138,9 +258,9 @@ class ExploreApp:
         group_by = list(group_by)
         top = max(1, min(int(top), 500))
         t0 = time.perf_counter()
-        with self._lock:
-            sl = self.sample.estimate(filters)
-            groups = self.sample.group(group_by, where=filters, metric=metric, top=top) if group_by else []
+        with self._on_sample() as s:
+            sl = s.estimate(filters)
+            groups = s.group(group_by, where=filters, metric=metric, top=top) if group_by else []
         return _clean({"filters": filters or [], "group_by": group_by, "metric": metric,
                        "slice": sl.to_dict(), "groups": [g.to_dict() for g in groups],
                        "seconds": time.perf_counter() - t0})
@@ -148,8 +268,8 @@ class ExploreApp:
     def examples(self, filters=None, n: int = 20, seed: int = 0) -> dict:
         n = max(1, min(int(n), MAX_EXAMPLES))
         filters = self._structured(filters)
-        with self._lock:
-            rows = self.sample.examples(n, where=filters, seed=int(seed)).to_pylist()
+        with self._on_sample() as s:
+            rows = s.examples(n, where=filters, seed=int(seed)).to_pylist()
         return _clean({"examples": rows})
 
     # -- drill-down ----------------------------------------------------------
@@ -171,11 +291,17 @@ class ExploreApp:
             self._full = (diff.engine, diff.engine.materialize(pi, "explore_items"))
         return self._full
 
+    @contextlib.contextmanager
     def _source(self):
+        """(engine, table, where) of whole clusters: the population's table (one connection: its
+        queries run one at a time), else the sample; under the deadline."""
         full = self._full_items()
         if full is not None:
-            return full[0], full[1], "population"
-        return self.sample.engine, self.sample.expr, "sample"
+            with self._full_lock, self._deadline(full[0]):
+                yield full[0], full[1], "population"
+        else:
+            with self._on_sample() as s:
+                yield s.engine, s.expr, "sample"
 
     @staticmethod
     def _typed_id(t: ibis.Table, col: str, value):
@@ -191,14 +317,13 @@ class ExploreApp:
 
     def item(self, item_id) -> dict:
         """An item's metrics (from the population, or the sample) and whether it was sampled."""
-        eng, t, where = self._source()
-        with self._full_lock if where == "population" else self._lock:
+        with self._source() as (eng, t, where):
             v = self._typed_id(t, "item_id", item_id)
             rows = eng.rows(t.filter(t.item_id == v).limit(1), step="item lookup")
-        with self._lock:
-            st = self.sample.expr
+        with self._on_sample() as s:
+            st = s.expr
             sv = self._typed_id(st, "item_id", item_id)
-            sampled = self.sample.engine.rows(st.filter(st.item_id == sv).limit(1), step="item lookup")
+            sampled = s.engine.rows(st.filter(st.item_id == sv).limit(1), step="item lookup")
         return _clean({"item_id": item_id, "found": bool(rows or sampled), "source": where,
                        "item": (rows or sampled or [None])[0], "sampled": sampled[0] if sampled else None})
 
@@ -207,8 +332,7 @@ class ExploreApp:
         if side not in ("base", "exp"):
             raise InputError(f"side must be 'base' or 'exp'. Got {side!r} instead.")
         col = f"{side}_cluster"
-        eng, t, where = self._source()
-        with self._full_lock if where == "population" else self._lock:
+        with self._source() as (eng, t, where):
             v = self._typed_id(t, col, cluster_id)
             c = t.filter(t[col] == v)
             agg = eng.one(c.aggregate(n=c.count(), w=c.weight.sum()), step="cluster size")
@@ -219,7 +343,8 @@ class ExploreApp:
 
 # --------------------------------------------------------------------------- HTTP
 # Errors of a query (a bad filter, column, metric or number) are the client's: 400.
-ERRORS = {AbcdeError: 400, TypeError: 400, ValueError: 400, OverflowError: 400}
+# A query cut off by the deadline: 504 (not 503, the answer to a client beyond the connection cap).
+ERRORS = {AbcdeError: 400, TypeError: 400, ValueError: 400, OverflowError: 400, QueryTimeout: 504}
 
 
 def create_explore_app(app: ExploreApp):

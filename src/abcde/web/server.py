@@ -18,7 +18,8 @@ Every answer that is not a page or a static file is JSON; every error has one sh
   ``application/json`` (415) holding a JSON object (400 for anything else: bad UTF-8, bad or
   deep JSON, NaN, huge integers, lone surrogates).
 - **Slow clients** hold no thread (uvicorn serves connections on one event loop; only the
-  apps' blocking work runs in Starlette's thread pool) and only a bounded time; see :class:`Limits`.
+  apps' blocking work runs in Starlette's thread pool) and only a bounded time; open connections
+  are capped (a connection beyond the cap gets a 503 at once); see :class:`Limits`.
 - **Static files** are a fixed set read once at start-up and served by name: no path from a
   request reaches the file system.
 """
@@ -71,7 +72,7 @@ SECURITY_HEADERS = [
 
 @dataclass(frozen=True)
 class Limits:
-    """How much a client may send and for how long.
+    """How much a client may send and for how long, and how many may be connected.
 
     What protects against slow clients: uvicorn serves every connection on one asyncio event
     loop, so a connection that sends nothing holds a socket, not a thread (the old
@@ -79,8 +80,23 @@ class Limits:
     *idle* keep-alive connections (``keep_alive``); a connection that never completes its
     request head is closed after ``header_timeout`` by our protocol class, and a request whose
     body does not arrive (say, a Content-Length larger than what is sent) gets a 408 after
-    ``body_timeout``, and its connection is closed. ``max_connections`` (uvicorn's
-    ``limit_concurrency``) caps open connections and requests; beyond it uvicorn answers 503.
+    ``body_timeout``, and its connection is closed.
+
+    How many: ``max_connections`` open connections (requests in flight included: one per
+    connection). A connection beyond it is answered at once with a 503 in the one error shape
+    and closed (after a short linger that reads and drops its request, so that the client sees
+    the 503 rather than a reset) -- it never waits. The cap is high because an idle connection
+    is cheap here: a socket and a few kilobytes on the event loop, no thread. Hundreds of slow
+    or half-open clients (each gone after the timeouts above) then leave room for the real
+    ones; a cap of 100, uvicorn's style, would let 100 idle sockets lock everyone out for
+    ``header_timeout``. What bounds it is the process's file descriptors: every connection is
+    one, and refused ones linger for up to a second (at most as many again), so the server
+    needs ``2 * max_connections`` descriptors plus :data:`FD_RESERVE` for its own files
+    (DuckDB, SQLite, Python). :class:`Server` raises the soft ``RLIMIT_NOFILE`` towards the
+    hard one when it is lower (often 1024 by default, the hard limit far higher), and if the
+    hard limit is too low lowers the cap to fit (with a warning), so that the server never
+    runs out of descriptors (``accept()`` failing with EMFILE, the DuckDB spill or SQLite
+    journal unable to open).
     """
 
     max_body: int = 64 * 1024  #: bytes in a request body (413 beyond)
@@ -88,9 +104,43 @@ class Limits:
     header_timeout: float = 10.0  #: seconds to send a complete request head, from connect or the last response
     body_timeout: float = 10.0  #: seconds to send the whole body, from the request head
     keep_alive: float = 5.0  #: seconds an idle keep-alive connection stays open (uvicorn)
-    max_connections: int = 100  #: open connections and requests in flight (uvicorn's limit_concurrency)
-    backlog: int = 128  #: pending connections the kernel queues
+    max_connections: int = 1000  #: open connections (503 beyond); see above
+    backlog: int = 1024  #: pending connections the kernel queues (a burst of clients is not dropped; capped by somaxconn)
     shutdown_timeout: float = 5.0  #: seconds shutdown() waits for requests in flight
+
+
+#: File descriptors kept for the server's own files beyond its connections (see :class:`Limits`).
+FD_RESERVE = 256
+#: Seconds a connection refused beyond the cap lingers, reading and dropping its request.
+REFUSED_LINGER = 1.0
+
+
+def connection_cap(max_connections: int) -> int:
+    """The connections a server may hold: ``max_connections`` if the process may open ``2 *
+    max_connections + FD_RESERVE`` files (the soft ``RLIMIT_NOFILE`` is raised towards the hard
+    limit when lower), else as many as it may (with a warning)."""
+    if max_connections < 1:
+        raise ValueError(f"max_connections must be at least 1. Got {max_connections!r} instead.")
+    try:
+        import resource
+    except ImportError:  # not a Unix: no such limit to check
+        return max_connections
+    need = 2 * max_connections + FD_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            pass
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return max_connections
+    cap = max(1, (soft - FD_RESERVE) // 2)
+    logging.getLogger("abcde.web").warning(
+        "This process may open only %d files (ulimit -n); serving at most %d connections instead of %d.",
+        soft, cap, max_connections)
+    return cap
 
 
 # ----------------------------------------------------------------------------- errors and JSON
@@ -355,15 +405,53 @@ class Guard:
 # ----------------------------------------------------------------------------- the HTTP protocol
 class _Protocol(H11Protocol):
     """uvicorn's h11 protocol, plus a deadline for the request head (uvicorn has none: a client
-    that connects and sends nothing, or half a header, would hold its connection for ever), and
-    its 400 for a malformed request in the one error shape."""
+    that connects and sends nothing, or half a header, would hold its connection for ever), the
+    cap on open connections (a 503 at once beyond it), and its 400 for a malformed request in
+    the one error shape. :class:`Server` makes a subclass per server with its limits."""
 
     header_timeout = Limits.header_timeout
+    max_connections = Limits.max_connections
+    _lingering: set = set()  # refused connections not yet closed (a set per server: see Server)
     _head_timer = None
+    _refused = False
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            self._refuse()
+            return
         self._arm_head_timer()
+
+    def _refuse(self) -> None:
+        """Beyond the cap: a 503 in the one shape, at once, and the connection closed. It lingers
+        (up to :data:`REFUSED_LINGER` s, reading and dropping the request) so that the client
+        reads the 503: closing a socket with its request unread would reset the connection, and
+        the reset can destroy the 503 before the client reads it. No more than ``max_connections``
+        linger at a time; beyond that a connection is closed at once."""
+        self._refused = True
+        self.connections.discard(self)  # not one of the connections served (uvicorn's count)
+        if len(self._lingering) >= self.max_connections:
+            self.transport.abort()
+            return
+        body = error_body(503, f"The server has too many open connections ({self.max_connections}); "
+                               "try again in a moment.")
+        head = [b"HTTP/1.1 503 Service Unavailable", b"content-type: application/json",
+                b"content-length: " + str(len(body)).encode(), b"connection: close", b"retry-after: 1",
+                b"cache-control: no-store", *(k + b": " + v for k, v in SECURITY_HEADERS)]
+        self.transport.write(b"\r\n".join(head) + b"\r\n\r\n" + body)
+        self._lingering.add(self)
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self._head_timer = self.loop.call_later(REFUSED_LINGER, self.transport.close)
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return  # the request of a refused connection: read and dropped
+        super().data_received(data)
+
+    def eof_received(self) -> None:
+        if self._refused:
+            self.transport.close()  # the client has sent all it will: close now
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -373,6 +461,7 @@ class _Protocol(H11Protocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+        self._lingering.discard(self)
         super().connection_lost(exc)
 
     def _arm_head_timer(self) -> None:
@@ -432,6 +521,8 @@ class Server:
     def __init__(self, app, *, host: str = "127.0.0.1", port: int = 0, limits: Limits = Limits(),
                  verbose: bool = False):
         self.limits = limits
+        #: the cap on open connections in force (``limits.max_connections``, unless the file limit is lower)
+        self.max_connections = connection_cap(limits.max_connections)
         self._socket = _bind(host, port, limits.backlog)
         self.server_address: tuple[str, int] = tuple(self._socket.getsockname()[:2])
         self.host = host
@@ -439,13 +530,17 @@ class Server:
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{self.port}/"
         self.app = Guard(app, hosts=allowed_hosts(host, self.port), limits=limits)
-        protocol = type("Protocol", (_Protocol,), {"header_timeout": limits.header_timeout})
+        protocol = type("Protocol", (_Protocol,), {"header_timeout": limits.header_timeout,
+                                                   "max_connections": self.max_connections, "_lingering": set()})
         if verbose:
             _log_to_stderr()
         config = uvicorn.Config(
             self.app, http=protocol, interface="asgi3", lifespan="off", log_config=None, access_log=verbose,
             proxy_headers=False, server_header=False, timeout_keep_alive=limits.keep_alive,
-            limit_concurrency=limits.max_connections, h11_max_incomplete_event_size=limits.max_head,
+            # the protocol caps connections (and so requests: one in flight per connection), and answers
+            # beyond the cap at once, in the one shape; uvicorn's limit_concurrency would answer only once a
+            # request head has arrived, in plain text
+            limit_concurrency=None, h11_max_incomplete_event_size=limits.max_head,
             backlog=limits.backlog, timeout_graceful_shutdown=limits.shutdown_timeout)
         self._uvicorn = uvicorn.Server(config)
         self._thread: threading.Thread | None = None

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from abcde.engine import Engine
+from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.metrics.impact import ImpactResult, impact
 from abcde.metrics.pointwise import PointwiseResult, pointwise
@@ -87,6 +88,28 @@ class DemoResult:
                 "written": [str(p) for p in self.written]}
 
 
+#: What the demo writes in its directory.
+DEMO_ENTRIES = frozenset({"impact", "explore", "quality", "report.html", "report.md"})
+
+
+def check_demo_dir(out: Path) -> None:
+    """Refuse an ``out`` that is neither new, nor empty, nor an earlier demo's directory (which holds
+    only what the demo writes, ``impact/`` first of all): the demo replaces its report files there,
+    so a directory of someone else's files is left alone. Each step checks its own part again
+    (``impact/``, ``explore/sample.parquet``, the pair sample in ``quality/``)."""
+    if not out.is_dir():
+        return  # new (made as the demo writes) or a file in the way (the first write names it)
+    entries = sorted(p.name for p in out.iterdir() if not p.name.startswith(".abcde-"))
+    if not entries:
+        return
+    foreign = [n for n in entries if n not in DEMO_ENTRIES]
+    if foreign or "impact" not in entries:
+        what = f"files that are not the demo's (first: {', '.join(repr(n) for n in foreign[:5])})" if foreign \
+            else "no impact/ of an earlier demo"
+        raise InputError(f"The demo's output directory '{out}' is not empty and holds {what}. "
+                         "Give --out a new or empty directory (or an earlier demo's).")
+
+
 def run_demo(out_dir: str | os.PathLike = "abcde-demo", *, engine: Engine | str | None = None) -> DemoResult:
     """Run the main job on the bundled example data (FEBRL 3 people records) and write it to ``out_dir``.
 
@@ -96,6 +119,7 @@ def run_demo(out_dir: str | os.PathLike = "abcde-demo", *, engine: Engine | str 
     ``report.html`` and ``report.md``.
     """
     out = Path(out_dir)
+    check_demo_dir(out)
     paths = example_paths(EXAMPLE)
     res = impact(paths["base"], paths["exp"], items=paths["items"], slice_by=["state", "source"], top=10,
                  engine=engine)
