@@ -177,3 +177,41 @@ def demo_run(tmp_path_factory):
             assert r.returncode == 0, r.stderr[-3000:]
             printed.write_text(r.stdout)
     return out, json.loads(printed.read_text())
+
+
+@pytest.fixture(scope="session")
+def big_world():
+    """The ~52k-item simulation world (``test_quality.world(15000, seed=3)``), built once per
+    session for test_quality and test_stratified: its inputs, diff, overall metrics, the
+    brute-force truths (``reference.all_pairs``) overall and per ``kind`` slice, and abcde's
+    stored slice multipliers."""
+    import json
+
+    import reference as ref
+    from test_quality import dicts, truth_metrics, world
+
+    from abcde.core.diff import build_diff
+    from abcde.core.inputs import Inputs
+    from abcde.metrics.impact import overall
+    from abcde.quality.draw import _slice_multipliers
+
+    base, exp, items = world(15000, seed=3)
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    b, e, w, t = dicts(base, exp, items)
+    pairs = ref.all_pairs(b, e, w)
+    kind = dict(zip(items.column("item_id").to_pylist(), items.column("kind").to_pylist()))
+    W = sum(w.values())
+    slices = {}
+    for v in ("a", "b"):
+        inside = [p for p in pairs if kind[p["i"]] == v]
+        w_i = sum(w[i] for i in w if kind[i] == v)
+        contrib = sum(p["u"] * p["l"] for p in inside if t[p["i"]] == t[p["j"]])
+        slices[json.dumps(v)] = {
+            "weight": w_i, "pairweight": sum(p["u"] for p in inside), "contribution": contrib,
+            "delta_precision": contrib * W / w_i,
+            "self": (sum(p["u"] * p["l"] for p in inside if p["i"] == p["j"]),
+                     sum(p["u"] for p in inside if p["i"] == p["j"]))}
+    stored = {r["value"]: r for r in _slice_multipliers(d, ["kind"], o["total_weight"]).to_pylist()}
+    return {"base": base, "exp": exp, "items": items, "d": d, "o": o, "t": t, "kind": kind,
+            "truth": truth_metrics(b, e, w, t, pairs), "slices": slices, "stored": stored}

@@ -469,8 +469,9 @@ def all_pairs(base: dict, exp: dict, weight: dict) -> list[dict]:
     """Every (i, j) with j in Base(i) ∪ Exp(i), with class, u_ij and l_ij.
 
     Straight from the paper; the self pair (i, i) is a stable pair.
+    W = weight(T) sums over the items of the clusterings only (``weight`` may hold more).
     """
-    W = sum(weight.values())
+    W = math.fsum(float(weight[i]) for i in base)
     bmem, emem = {}, {}
     for i, c in base.items():
         bmem.setdefault(c, set()).add(i)
@@ -503,3 +504,155 @@ def overall_precision(clustering: dict, truth: dict, weight: dict) -> float:
     """Pointwise Precision(T) of a clustering against a truth clustering."""
     W = sum(weight.values())
     return sum(weight[i] / W * precision(truth, clustering, weight, i) for i in clustering)
+
+
+
+# ---------------------------------------------------------------------------
+# Exact quantities a pair sample stores (paper, "Summary of the estimation of
+# quality metrics", "Practical considerations" and Appendix "Estimating
+# ΔPrecision for slices of items"), by summing the listed pairs.
+# ---------------------------------------------------------------------------
+
+
+def pair_totals(base: dict, exp: dict, weight: dict) -> dict:
+    """Σ u_ij per class over AllPairs: split, merge, stable (self pairs included), self
+    (the pairs (i, i)), intersection (stable without self) and all."""
+    pairs = all_pairs(base, exp, weight)
+
+    def total(pred):
+        return math.fsum(p["u"] for p in pairs if pred(p))
+
+    return {
+        "split": total(lambda p: p["class"] == "split"),
+        "merge": total(lambda p: p["class"] == "merge"),
+        "stable": total(lambda p: p["class"] == "stable"),
+        "self": total(lambda p: p["i"] == p["j"]),
+        "intersection": total(lambda p: p["class"] == "stable" and p["i"] != p["j"]),
+        "all": total(lambda p: True),
+    }
+
+
+def self_term(base: dict, exp: dict, weight: dict, items=None) -> float:
+    """Σ_{i ∈ I} u_ii · l_ii: the self pairs' part of ΔPrecision (they are always i ≡ i);
+    I = T unless ``items`` is given."""
+    keep = set(base) if items is None else set(items)
+    return math.fsum(p["u"] * p["l"] for p in all_pairs(base, exp, weight) if p["i"] == p["j"] and p["i"] in keep)
+
+
+def slice_multipliers(base: dict, exp: dict, weight: dict, attribute: Mapping) -> dict:
+    """value -> weight(I), pairweight(I) = Σ_{i∈I} Σ_j u_ij, self_term(I) = Σ_{i∈I} u_ii·l_ii and
+    self_pairweight(I) = Σ_{i∈I} u_ii, for I = the items of T whose attribute is ``value``."""
+    pairs = all_pairs(base, exp, weight)
+    out = {}
+    for value, members in _groups(base, attribute).items():
+        I = set(members)
+        mine = [p for p in pairs if p["i"] in I]
+        selfs = [p for p in mine if p["i"] == p["j"]]
+        out[value] = {
+            "weight": weight_of(I, weight),
+            "pairweight": math.fsum(p["u"] for p in mine),
+            "self_term": math.fsum(p["u"] * p["l"] for p in selfs),
+            "self_pairweight": math.fsum(p["u"] for p in selfs),
+        }
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The exploration sample (paper, "Exploring the impact" and Appendix "Sampling at
+# scale"). Cluster sets are built once here, so worlds of a few thousand items work.
+# ---------------------------------------------------------------------------
+
+
+def exploration_items(base: dict, exp: dict, weight: dict) -> dict:
+    """Affected item -> {weight, split_rate, merge_rate, jaccard_distance, q}, with
+    q(i) = weight(i)·JaccardDistance(i) / Σ_{j affected} weight(j)·JaccardDistance(j)."""
+    _check_same_items(base, exp)
+    bcl, ecl = clusters(base), clusters(exp)
+    rows = {}
+    for i in base:
+        B, E = bcl[base[i]], ecl[exp[i]]
+        if B == E:
+            continue
+        s = weight_of(B - E, weight)
+        m = weight_of(E - B, weight)
+        rows[i] = {
+            "weight": float(weight[i]),
+            "split_rate": s / weight_of(B, weight),
+            "merge_rate": m / weight_of(E, weight),
+            "jaccard_distance": (s + m) / weight_of(B | E, weight),
+        }
+    Q = math.fsum(r["weight"] * r["jaccard_distance"] for r in rows.values())
+    for r in rows.values():
+        r["q"] = r["weight"] * r["jaccard_distance"] / Q
+    return rows
+
+
+def exploration_draw_values(base: dict, exp: dict, weight: dict, metric: str | None, items=None) -> dict:
+    """Affected item i -> (q(i), y(i)) where one draw of i contributes
+    y(i) = m(i) · JaccardDistance(T) / JaccardDistance(i) · 1(i ∈ I) to the estimate of the
+    contribution Σ_{i∈I} weight(i)·m(i)/weight(T) (``metric`` None: m = 1, the weight share
+    weight(I ∩ Affected)/weight(T)). I = T unless ``items`` is given."""
+    rows = exploration_items(base, exp, weight)
+    W = weight_of(base, weight)
+    jd_t = math.fsum(r["weight"] * r["jaccard_distance"] for r in rows.values()) / W
+    keep = set(base) if items is None else set(items)
+    out = {}
+    for i, r in rows.items():
+        m = 1.0 if metric is None else r[metric]
+        out[i] = (r["q"], m * jd_t / r["jaccard_distance"] if i in keep else 0.0)
+    return out
+
+
+def draw_moments(values: dict) -> tuple[float, float, float]:
+    """Mean, variance and fourth central moment of y over one draw ~ q."""
+    mean = math.fsum(q * y for q, y in values.values())
+    var = math.fsum(q * (y - mean) ** 2 for q, y in values.values())
+    m4 = math.fsum(q * (y - mean) ** 4 for q, y in values.values())
+    return mean, var, m4
+
+
+def contribution(base: dict, exp: dict, weight: dict, metric: str | None, items=None) -> float:
+    """Σ_{i ∈ I ∩ Affected} weight(i)·m(i) / weight(T) straight from the per-item metrics
+    (m = 1 when ``metric`` is None: the affected weight share)."""
+    W = weight_of(base, weight)
+    keep = set(base) if items is None else set(items)
+    aff = affected_items(base, exp)
+    fn = None if metric is None else _METRICS[metric]
+    return math.fsum(float(weight[i]) * (1.0 if fn is None else fn(base, exp, weight, i))
+                     for i in base if i in keep and i in aff) / W
+
+
+def inclusion_probabilities(rates: Mapping, n: int) -> dict:
+    """P(e is among the n elements with the smallest initial draw times), dt0(e) ~ Exp(rate_e)
+    independent (Appendix "Sampling at scale", step 1)::
+
+        P(e ∈ S) = ∫_0^∞ rate_e·exp(-rate_e·t) · P(#{f ≠ e : dt0(f) < t} ≤ n - 1) dt
+
+    with the count a Poisson-binomial of P(dt0(f) < t) = 1 - exp(-rate_f·t), by dynamic
+    programming, integrated numerically (scipy.integrate.quad, ~1e-12 absolute).
+    """
+    from scipy import integrate
+
+    keys = list(rates)
+    r = [float(rates[k]) for k in keys]
+    if n >= len(keys):
+        return dict.fromkeys(keys, 1.0)
+    out = {}
+    for e, k in enumerate(keys):
+        others = [x for f, x in enumerate(r) if f != e]
+
+        def integrand(t, re=r[e], others=others):
+            dist = [1.0] + [0.0] * (n - 1)  # P(count = c) for c < n; the rest is dropped
+            for x in others:
+                p = -math.expm1(-x * t)
+                for c in range(n - 1, 0, -1):
+                    dist[c] = dist[c] * (1 - p) + dist[c - 1] * p
+                dist[0] *= 1 - p
+            return re * math.exp(-re * t) * math.fsum(dist)
+
+        # split the range at a few multiples of the typical scale so quad sees the mass
+        scales = [1.0 / sum(r), 1.0 / r[e], 1.0 / min(r)]
+        edges = sorted({0.0, *(s * x for s in scales for x in (0.3, 1, 3, 10, 30, 100))}) + [math.inf]
+        out[k] = math.fsum(integrate.quad(integrand, a, b, epsabs=1e-13, epsrel=1e-12, limit=200)[0]
+                           for a, b in zip(edges, edges[1:]))
+    return out

@@ -163,3 +163,40 @@ def partial_clusterings(draw):
     exp = draw(clustering_on(exp_items))
     weights = draw(weights_for(ids))
     return base, exp, weights
+
+
+@st.composite
+def sample_inputs(draw):
+    """(base, exp, weights, attrs, use_items) for drawing samples through the public API.
+
+    The clusterings may hold items the other lacks, and ``weights`` may hold items in
+    neither (rows of an items table only), as in :func:`partial_clusterings`; Exp is often a
+    small change of Base on the common items. ``attrs`` gives every id a string ``src`` and an
+    integer ``n`` (slice columns). ``use_items`` False (only with unit weights): no items table,
+    so every item weighs 1 and there are no slices.
+    """
+    ids = draw(item_ids(min_size=2, max_size=24))
+    roles = [0] + [draw(st.sampled_from([0, 0, 0, 0, 1, 2, 3])) for _ in range(len(ids) - 1)]
+    roles = draw(st.permutations(roles))
+    common = [i for i, r in zip(ids, roles) if r == 0]
+    base_items = common + [i for i, r in zip(ids, roles) if r == 1]
+    exp_items = common + [i for i, r in zip(ids, roles) if r == 2]
+    base = draw(clustering_on(base_items))
+    exp_common = draw(clustering_on(common, like={i: base[i] for i in common}))
+    if len(exp_items) > len(common):
+        extra = draw(clustering_on(exp_items))
+        exp = {i: exp_common[i] if i in exp_common else ("x", extra[i]) for i in exp_items}
+        # keep one id type per clustering: tuples are not ids; relabel every cluster of exp
+        relabel = {c: k for k, c in enumerate(dict.fromkeys(exp.values()))}
+        exp = {i: relabel[c] for i, c in exp.items()}
+    else:
+        exp = exp_common
+    weights = draw(weights_for(ids))
+    use_items = draw(st.booleans()) or not all(v == 1.0 for v in weights.values())
+    attrs = {
+        "src": {i: draw(st.sampled_from(ATTRIBUTE_VALUES[:3])) for i in ids},
+        "n": {i: draw(st.integers(min_value=0, max_value=2)) for i in ids},
+    }
+    if not use_items:
+        weights = {i: 1.0 for i in set(base_items) | set(exp_items)}
+    return base, exp, weights, attrs, use_items

@@ -1,0 +1,387 @@
+"""The fixed list of mutants for ``tests/mutation/run.py`` (issue 17, item 2).
+
+Each mutant is one small, plausible bug in ``src/abcde/``: an exact source snippet that
+must occur exactly once in its file (``run.py`` refuses to run a mutant whose snippet is
+missing or ambiguous, so this list cannot rot silently), its replacement, a one-line
+description, and the tests that should kill it.
+
+``tests`` name test *files* (run in the order given, with ``-x``: put the file most likely
+to kill the mutant first), so new tests added to those files are used automatically.
+Files that do not exist yet (``test_stored_exact.py``, ``test_estimator_power.py``,
+being written for issue 17) are skipped with a note until they appear. ``k`` is an
+optional ``pytest -k`` expression (none is used today: a ``-k`` would leave out the
+tests written later).
+
+Most mutants scale one quantity by 1.05 (a 5% bias, which issue 17 asks the suite to
+catch), a few drop a step (the unsure reweighting) or perturb a sampler's probabilities.
+No mutant is meant to be equivalent: each changes an estimate, a stored exact quantity or
+a sampling distribution the tests could observe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Test files (paths relative to the repository root).
+QUALITY = "tests/test_quality.py"
+STRATIFIED = "tests/test_stratified.py"
+EXPLORE = "tests/test_explore.py"
+SAMPLING = "tests/test_sampling.py"
+REFERENCE = "tests/test_impact_reference.py"
+# Being written for issue 17 (skipped with a note while they do not exist):
+EXACT = "tests/test_stored_exact.py"  # every stored exact quantity against tests/reference.py
+POWER = "tests/test_estimator_power.py"  # simulations with the power to catch a 5% bias
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    file: str  # relative to src/abcde/
+    find: str  # exact snippet; must occur exactly once in the file
+    replace: str
+    description: str
+    tests: tuple[str, ...]  # test files, in the order they run (-x stops at the first failure)
+    k: str | None = None  # optional pytest -k expression
+
+
+M = Mutant
+
+MUTANTS: list[Mutant] = [
+    # ------------------------------------------------------------------ sampling/pairs.py: pair totals
+    M("totals-split", "sampling/pairs.py",
+      '"split": float(r["split"] or 0.0) / W,',
+      '"split": float(r["split"] or 0.0) / W * 1.05,',
+      "pair_totals: the split total U_split x1.05",
+      (EXACT, QUALITY, STRATIFIED)),
+    M("totals-merge", "sampling/pairs.py",
+      '"merge": float(r["merge"] or 0.0) / W,',
+      '"merge": float(r["merge"] or 0.0) / W * 1.05,',
+      "pair_totals: the merge total U_merge x1.05",
+      (EXACT, QUALITY, STRATIFIED)),
+    M("totals-stable", "sampling/pairs.py",
+      '"stable": float(r["stable"] or 0.0) / W,',
+      '"stable": float(r["stable"] or 0.0) / W * 1.05,',
+      "pair_totals: the stable total (self pairs included) x1.05",
+      (EXACT, QUALITY, STRATIFIED)),
+    M("totals-self", "sampling/pairs.py",
+      '"self": float(r["self_"] or 0.0) / W,',
+      '"self": float(r["self_"] or 0.0) / W * 1.05,',
+      "pair_totals: the self pairs' total x1.05 (so U_intersection shrinks)",
+      (EXACT, QUALITY, STRATIFIED)),
+    M("totals-intersection", "sampling/pairs.py",
+      'out["intersection"] = max(out["stable"] - out["self"], 0.0)',
+      'out["intersection"] = max(out["stable"] - out["self"], 0.0) * 1.05',
+      "pair_totals: the intersection total U_intersection x1.05",
+      (EXACT, STRATIFIED, QUALITY)),
+
+    # ------------------------------------------------------------------ core/formulas.py: pair weights
+    # The per-item metrics call the same functions without w_i; these mutants change only
+    # the pair weights (w_i given), not SplitRate/MergeRate.
+    M("formula-split-pair-weight", "core/formulas.py",
+      "return ibis.ifelse(f.n == f.nb, 0.0, _times(w_i, f.wb - f.w) / f.wb)",
+      "return ibis.ifelse(f.n == f.nb, 0.0, _times(w_i, f.wb - f.w) / f.wb * (1.0 if w_i is None else 1.05))",
+      "split_pair_weight: u_ij of split pairs x1.05 (SplitRate unchanged)",
+      (EXACT, QUALITY, STRATIFIED)),
+    M("formula-merge-pair-weight", "core/formulas.py",
+      "return ibis.ifelse(f.n == f.ne, 0.0, _times(w_i, f.we - f.w) / f.we)",
+      "return ibis.ifelse(f.n == f.ne, 0.0, _times(w_i, f.we - f.w) / f.we * (1.0 if w_i is None else 1.05))",
+      "merge_pair_weight: u_ij of merge pairs x1.05 (MergeRate unchanged)",
+      (EXACT, QUALITY, STRATIFIED)),
+    M("formula-stable-pair-weight", "core/formulas.py",
+      "return _times(w_i, d if signed else d.abs()) * w_j / (f.wb * f.we)",
+      "return _times(w_i, d if signed else d.abs()) * w_j / (f.wb * f.we) * 1.05",
+      "stable_pair_weight: u_ij of stable pairs (and the self term) x1.05",
+      (EXACT, QUALITY, STRATIFIED)),
+
+    # ------------------------------------------------------------------ core/formulas.py: the SE formula
+    M("se-factor", "core/formulas.py",
+      "return mean, math.sqrt(var * sw2 / denom)",
+      "return mean, math.sqrt(var * sw2 / denom) * 1.05",
+      "weighted_mean_se: the standard error x1.05",
+      (QUALITY, POWER)),
+    M("se-no-correction", "core/formulas.py",
+      "denom = sw * sw - sw2",
+      "denom = sw * sw",
+      "weighted_mean_se: (Σw)² instead of (Σw)² − Σw² (the n−1 correction dropped)",
+      (QUALITY, POWER)),
+
+    # ------------------------------------------------------------------ impact metrics (core/formulas.py, metrics/)
+    M("metric-split-rate", "core/formulas.py",
+      "split_rate=split_pair_weight(f),",
+      "split_rate=split_pair_weight(f) * 1.05,",
+      "SplitRate(i) per item x1.05",
+      (EXACT, REFERENCE)),
+    M("metric-merge-rate", "core/formulas.py",
+      "merge_rate=merge_pair_weight(f),",
+      "merge_rate=merge_pair_weight(f) * 1.05,",
+      "MergeRate(i) per item x1.05",
+      (EXACT, REFERENCE)),
+    M("metric-jaccard", "core/formulas.py",
+      "jd = ibis.ifelse(aff, (f.wb - f.w + f.we - f.w) / (f.wb + f.we - f.w), 0.0)",
+      "jd = ibis.ifelse(aff, (f.wb - f.w + f.we - f.w) / (f.wb + f.we - f.w) * 1.05, 0.0)",
+      "JaccardDistance(i) per item x1.05",
+      (EXACT, REFERENCE)),
+    M("metric-overall", "metrics/impact.py",
+      '**{m: _float(r[f"_{m}"]) / W for m in METRICS},',
+      '**{m: _float(r[f"_{m}"]) / W * 1.05 for m in METRICS},',
+      "overall(): SplitRate(T), MergeRate(T), JaccardDistance(T) x1.05",
+      (EXACT, REFERENCE)),
+    M("metric-slice-means", "metrics/impact.py",
+      'return {**{m: g[f"_{m}"] / g.weight for m in METRICS}, "contribution": g._jaccard_distance / total_weight}',
+      'return {**{m: g[f"_{m}"] / g.weight * 1.05 for m in METRICS}, "contribution": g._jaccard_distance / total_weight}',
+      "per-slice and per-cluster metrics (weighted means) x1.05",
+      (EXACT, REFERENCE)),
+
+    # ------------------------------------------------------------------ quality/paper.py: the paper's estimator
+    M("paper-delta-precision", "quality/paper.py",
+      'dp = _dp(cls, valid, same, label, all_mask, totals["all"], "delta_precision")',
+      'dp = _dp(cls, valid, same, label, all_mask, totals["all"] * 1.05, "delta_precision")',
+      "paper estimator: ΔPrecision(T) x1.05",
+      (POWER, QUALITY)),
+    M("paper-good-split", "quality/paper.py",
+      'good_split_rate=_rate(cls, valid, same, "split", False, sr, "good_split_rate"),',
+      'good_split_rate=_rate(cls, valid, same, "split", False, sr * 1.05, "good_split_rate"),',
+      "paper estimator: GoodSplitRate x1.05",
+      (POWER, QUALITY)),
+    M("paper-bad-split", "quality/paper.py",
+      'bad_split_rate=_rate(cls, valid, same, "split", True, sr, "bad_split_rate"),',
+      'bad_split_rate=_rate(cls, valid, same, "split", True, sr * 1.05, "bad_split_rate"),',
+      "paper estimator: BadSplitRate x1.05",
+      (POWER, QUALITY)),
+    M("paper-good-merge", "quality/paper.py",
+      'good_merge_rate=_rate(cls, valid, same, "merge", True, mr, "good_merge_rate"),',
+      'good_merge_rate=_rate(cls, valid, same, "merge", True, mr * 1.05, "good_merge_rate"),',
+      "paper estimator: GoodMergeRate x1.05",
+      (POWER, QUALITY)),
+    M("paper-bad-merge", "quality/paper.py",
+      'bad_merge_rate=_rate(cls, valid, same, "merge", False, mr, "bad_merge_rate"),',
+      'bad_merge_rate=_rate(cls, valid, same, "merge", False, mr * 1.05, "bad_merge_rate"),',
+      "paper estimator: BadMergeRate x1.05",
+      (POWER, QUALITY)),
+    M("paper-no-unsure-reweighting", "quality/paper.py",
+      "w[in_c & valid] = n_all / n_ok",
+      "w[in_c & valid] = 1.0",
+      "paper estimator: per-class reweighting of usable judgements dropped",
+      (POWER, QUALITY)),
+    M("paper-unsure-as-different", "quality/paper.py",
+      """        j = "same" if c == "self" else by_pair.get(pid)
+        if j in ("same", "different"):""",
+      """        j = "same" if c == "self" else by_pair.get(pid)
+        if j in ("same", "different", "unsure"):""",
+      "paper estimator: 'unsure' counted as 'different' instead of dropped",
+      (POWER, QUALITY)),
+    M("paper-se", "quality/paper.py",
+      "multiplier * se if math.isfinite(se) else math.nan, n_judged)",
+      "multiplier * se * 1.05 if math.isfinite(se) else math.nan, n_judged)",
+      "paper estimator: SE of ΔPrecision (and slices) x1.05",
+      (POWER, QUALITY)),
+    M("paper-slice-pairweight", "quality/paper.py",
+      'contrib = _dp(cls, valid, same, label, mask, pw, "delta_precision_contribution")',
+      'contrib = _dp(cls, valid, same, label, mask, pw * 1.5, "delta_precision_contribution")',
+      "paper estimator, slices: pairweight(I) x1.5 as read",
+      (POWER, QUALITY)),
+    M("paper-slice-weight", "quality/paper.py",
+      "scale = W / w_i",
+      "scale = W / (w_i * 1.05)",
+      "paper estimator, slices: weight(I) x1.05 as read (ΔPrecision(I) /1.05)",
+      (POWER, QUALITY)),
+
+    # ------------------------------------------------------------------ quality/stratified.py
+    M("strat-u-split", "quality/stratified.py",
+      """        U = sample.totals[c]
+        if U == 0:
+            continue
+        m, v, n = _mean_var(x)""",
+      """        U = sample.totals[c] * (1.05 if c == "split" else 1.0)
+        if U == 0:
+            continue
+        m, v, n = _mean_var(x)""",
+      "stratified estimator: U_split x1.05",
+      (POWER, STRATIFIED)),
+    M("strat-u-merge", "quality/stratified.py",
+      """        U = sample.totals[c]
+        if U == 0:
+            continue
+        m, v, n = _mean_var(x)""",
+      """        U = sample.totals[c] * (1.05 if c == "merge" else 1.0)
+        if U == 0:
+            continue
+        m, v, n = _mean_var(x)""",
+      "stratified estimator: U_merge x1.05",
+      (POWER, STRATIFIED)),
+    M("strat-u-intersection", "quality/stratified.py",
+      """        U = sample.totals[c]
+        if U == 0:
+            continue
+        m, v, n = _mean_var(x)""",
+      """        U = sample.totals[c] * (1.05 if c == "intersection" else 1.0)
+        if U == 0:
+            continue
+        m, v, n = _mean_var(x)""",
+      "stratified estimator: U_intersection x1.05",
+      (POWER, STRATIFIED)),
+    M("strat-self-term-estimate", "quality/stratified.py",
+      'dp, var, n_j, note = sample.self_term, 0.0, 0, ""',
+      'dp, var, n_j, note = sample.self_term * 1.05, 0.0, 0, ""',
+      "stratified estimator: the self term x1.05 where it is added",
+      (POWER, STRATIFIED)),
+    M("strat-self-term-stored", "quality/stratified.py",
+      'diff.cache.self_terms[key] = float(r["s"] or 0.0) / float(total_weight)',
+      'diff.cache.self_terms[key] = float(r["s"] or 0.0) / float(total_weight) * 1.05',
+      "self_term(): the stored exact self term x1.05",
+      (EXACT, STRATIFIED)),
+    M("strat-slice-self-terms", "quality/stratified.py",
+      '(float(r["s"] or 0.0) / W, float(r["u"] or 0.0) / W)',
+      '(float(r["s"] or 0.0) / W * 1.05, float(r["u"] or 0.0) / W)',
+      "slice_self_terms(): each slice's exact self term x1.05",
+      (EXACT, STRATIFIED)),
+    M("strat-slice-self-term-estimate", "quality/stratified.py",
+      'est, var, n_in, note = st, 0.0, 0, ""',
+      'est, var, n_in, note = st * 1.05, 0.0, 0, ""',
+      "stratified slices: the slice's self term x1.05 where it is added",
+      (POWER, STRATIFIED)),
+    M("strat-slice-u", "quality/stratified.py",
+      """                U = sample.totals[c]
+                if U == 0:
+                    continue
+                x = stats[c][0]""",
+      """                U = sample.totals[c] * 1.05
+                if U == 0:
+                    continue
+                x = stats[c][0]""",
+      "stratified slices: every U_c x1.05 in ΔPrecisionContribution(I)",
+      (POWER, STRATIFIED)),
+    M("strat-slice-weight", "quality/stratified.py",
+      "scale = float(total_weight) / w_i if w_i else math.nan",
+      "scale = float(total_weight) / (w_i * 1.05) if w_i else math.nan",
+      "stratified slices: weight(I) x1.05 as read (ΔPrecision(I) /1.05)",
+      (POWER, STRATIFIED)),
+    M("strat-se", "quality/stratified.py",
+      'delta = Estimate("delta_precision", dp, math.sqrt(var) if',
+      'delta = Estimate("delta_precision", dp, 1.05 * math.sqrt(var) if',
+      "stratified estimator: SE of ΔPrecision x1.05",
+      (POWER, STRATIFIED)),
+    M("strat-var-ddof0", "quality/stratified.py",
+      "return float(v.mean()), float(v.var(ddof=1)) if n > 1 else math.nan, n",
+      "return float(v.mean()), float(v.var(ddof=0)) if n > 1 else math.nan, n",
+      "stratified estimator: stratum variance with ddof=0 (SE too small)",
+      (POWER, STRATIFIED)),
+    M("strat-rates", "quality/stratified.py",
+      "return Estimate(name, rate_value * m, se, n, method=method)",
+      "return Estimate(name, rate_value * m * 1.05, se, n, method=method)",
+      "stratified estimator: every Good/Bad Split/Merge rate x1.05",
+      (POWER, STRATIFIED)),
+    M("strat-unsure-as-different", "quality/stratified.py",
+      """            j = by_pair.get(pid)
+            if j in ("same", "different"):
+                s = 1.0 if j == "same" else 0.0""",
+      """            j = by_pair.get(pid)
+            if j in ("same", "different", "unsure"):
+                s = 1.0 if j == "same" else 0.0""",
+      "stratified estimator: 'unsure' counted as 'different' instead of dropped",
+      (POWER, STRATIFIED)),
+    M("strat-intersection-keeps-self", "quality/stratified.py",
+      'drop_self=(c == "intersection")',
+      "drop_self=False",
+      "stratified sampler: self draws kept in the intersection stratum",
+      (POWER, STRATIFIED)),
+
+    # ------------------------------------------------------------------ quality/draw.py: stored slice multipliers
+    M("draw-slice-weight", "quality/draw.py",
+      'rows.append({"column": c, "value": key, "weight": r["weight"],',
+      'rows.append({"column": c, "value": key, "weight": r["weight"] * 1.05,',
+      "_slice_multipliers: the stored weight(I) x1.05",
+      (EXACT, POWER, QUALITY, STRATIFIED)),
+    M("draw-slice-pairweight", "quality/draw.py",
+      '"pairweight": pws.get(key, 0.0) / total_weight,',
+      '"pairweight": pws.get(key, 0.0) / total_weight * 1.05,',
+      "_slice_multipliers: the stored pairweight(I) x1.05",
+      (EXACT, POWER, QUALITY, STRATIFIED)),
+    M("draw-slice-self-term", "quality/draw.py",
+      '"self_term": selfs.get(key, (0.0, 0.0))[0],',
+      '"self_term": selfs.get(key, (0.0, 0.0))[0] * 1.05,',
+      "_slice_multipliers: the stored slice self term x1.05",
+      (EXACT, POWER, STRATIFIED)),
+
+    # ------------------------------------------------------------------ sampling/explore.py
+    M("explore-inclusion", "sampling/explore.py",
+      "pop.mutate(q=pop.weight * pop.jaccard_distance)",
+      "pop.mutate(q=pop.weight * pop.jaccard_distance ** 1.05)",
+      "exploration sampler: q(i) ∝ weight·JaccardDistance^1.05 (estimator unchanged)",
+      (POWER, EXPLORE)),
+    M("explore-importance-weight", "sampling/explore.py",
+      'iw = dc / dc.sum() * o["jaccard_distance"] / jd',
+      'iw = dc / dc.sum() * o["jaccard_distance"] / jd * 1.05',
+      "exploration sample: the stored importance weight w(i) x1.05",
+      (EXACT, EXPLORE)),
+    M("explore-estimator-weight", "sampling/explore.py",
+      "g = t.mutate(_y0=jd_t / t.jaccard_distance)",
+      "g = t.mutate(_y0=jd_t / t.jaccard_distance * 1.05)",
+      "exploration estimates: JD(T)/JD(i) x1.05 (shares and contributions)",
+      (POWER, EXPLORE)),
+    M("explore-weight-share", "sampling/explore.py",
+      'aggs["s_share"] = (g.draw_count * g._y0).sum()',
+      'aggs["s_share"] = (g.draw_count * g._y0).sum() * 1.05',
+      "exploration estimates: the weight share x1.05",
+      (POWER, EXPLORE)),
+    M("explore-split-contribution", "sampling/explore.py",
+      "y = g._y0 * g[col]",
+      'y = g._y0 * g[col] * (1.05 if short == "split" else 1.0)',
+      "exploration estimates: the SplitRate contribution x1.05",
+      (POWER, EXPLORE)),
+    M("explore-merge-contribution", "sampling/explore.py",
+      "y = g._y0 * g[col]",
+      'y = g._y0 * g[col] * (1.05 if short == "merge" else 1.0)',
+      "exploration estimates: the MergeRate contribution x1.05",
+      (POWER, EXPLORE)),
+    M("explore-jaccard-contribution", "sampling/explore.py",
+      "y = g._y0 * g[col]",
+      'y = g._y0 * g[col] * (1.05 if short == "jaccard" else 1.0)',
+      "exploration estimates: the JaccardDistance contribution x1.05",
+      (POWER, EXPLORE)),
+    M("explore-se", "sampling/explore.py",
+      "return mean, math.sqrt(max(var, 0.0) / D) if D > 1 else math.nan",
+      "return mean, 1.05 * math.sqrt(max(var, 0.0) / D) if D > 1 else math.nan",
+      "exploration estimates: every standard error x1.05",
+      (POWER, EXPLORE)),
+
+    # ------------------------------------------------------------------ sampling/clocks.py: the samplers' probabilities
+    M("clock-rate", "sampling/clocks.py",
+      "return t.mutate(dt0=-(u.ln()) / t[weight])",
+      "return t.mutate(dt0=-(u.ln()) / t[weight] ** 1.05)",
+      "clocks, one seed: first draw times at rate weight^1.05",
+      (SAMPLING, QUALITY, EXPLORE)),
+    M("clock-rate-many", "sampling/clocks.py",
+      '.ln()) / x[weight])',
+      '.ln()) / x[weight] ** 1.05)',
+      "clocks, many seeds: first draw times at rate weight^1.05",
+      (SAMPLING, STRATIFIED, QUALITY)),
+    M("clock-replay-rate", "sampling/clocks.py",
+      "rng.exponential(1.0 / w[i])",
+      "rng.exponential(1.0 / w[i] ** 1.05)",
+      "clocks, successive draws: later draws at rate weight^1.05",
+      (SAMPLING, QUALITY, STRATIFIED)),
+    M("clock-poisson-counts", "sampling/clocks.py",
+      "dc = 1 + rng.poisson(w * (horizon - dt0))",
+      "dc = 1 + rng.poisson(w ** 1.05 * (horizon - dt0))",
+      "clocks, draw counts: Poisson means weight^1.05 · (M − dt0)",
+      (SAMPLING, EXPLORE)),
+
+    # ------------------------------------------------------------------ sampling/pairs.py: the pair sampler's probabilities
+    M("pairs-merge-oversampled", "sampling/pairs.py",
+      "\"item_id\", \"base_cluster\", \"exp_cluster\", u=t[col], label=label.cast(\"int8\"),",
+      "\"item_id\", \"base_cluster\", \"exp_cluster\", u=t[col] * (1.05 if c == \"merge\" else 1.0), "
+      "label=label.cast(\"int8\"),",
+      "paper sampler: (vantage, merge) drawn ∝ 1.05·U_im (merge pairs oversampled 5%)",
+      (POWER, QUALITY)),
+    M("pairs-partner-outside", "sampling/pairs.py",
+      "p_out = x.u * (x.total - width)",
+      "p_out = x.u * (x.total - width) * 0.95",
+      "partner sampler, split/merge: the last 5% of the partner weight never drawn",
+      (EXACT, QUALITY, STRATIFIED)),
+    M("pairs-partner-own", "sampling/pairs.py",
+      "pos = ibis.ifelse(own, x.lo + x.u * width,",
+      "pos = ibis.ifelse(own, x.lo + x.u * width * 0.95,",
+      "partner sampler, stable: the last 5% of the fragment's weight never drawn",
+      (EXACT, QUALITY, STRATIFIED)),
+]
