@@ -112,7 +112,24 @@ SPARK_FIXTURES = {"spark", "connect_url"}
 BROWSER_FIXTURES = {"browser", "page"}
 
 
+def pytest_addoption(parser):
+    parser.addoption("--shuffle", type=int, default=None, metavar="SEED",
+                     help="Run the test files, and the tests within each file, in an order shuffled by SEED "
+                          "(the same on every xdist worker): a test that depends on another's order fails.")
+
+
 def pytest_collection_modifyitems(config, items):
+    seed = config.getoption("--shuffle")
+    if seed is not None:
+        import random
+
+        rng = random.Random(seed)
+        by_file: dict = {}
+        for item in items:
+            by_file.setdefault(item.nodeid.split("::")[0], []).append(item)
+        files = sorted(by_file)
+        rng.shuffle(files)
+        items[:] = [it for f in files for it in rng.sample(by_file[f], len(by_file[f]))]
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         params = getattr(getattr(item, "callspec", None), "params", {})
