@@ -108,6 +108,10 @@ def main(argv: list[str]) -> int:
         # share one session): 8 min instead of 12.5 on 2 cores.
         parallel = [] if any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in rest) else [
             "-n", "auto", "--dist", "loadfile"]
+        print(f"dev.py test: the whole suite ({'in parallel, one worker per core' if parallel else 'as asked'}): "
+              "exact metrics against the paper's reference, the estimators' statistics, both engines (a local "
+              "Spark session), the three pages in headless Chromium. About 10-15 min on 2 cores; the summary "
+              "counts the tests by kind.", flush=True)
         result = subprocess.run([str(PY), "-m", "pytest", *parallel, "-p", "no:cacheprovider", *rest], cwd=ROOT,
                                 env=env)
         return result.returncode

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+from pathlib import Path
+
 import click
 
 from abcde.cli.options import engine_options, json_option
@@ -45,5 +50,20 @@ def demo(out, as_json, engine):
     console().print(t)
     for p in res.written:
         console().print(f"wrote {p}")
+    cmd = abcde_command()
     console().print(f"\n[bold]Open {res.report_path} in a browser[/bold] (works offline). Explore the sample "
-                    f"interactively with: abcde explore serve {res.sample_path}")
+                    f"interactively with: {cmd} explore serve {res.sample_path}")
+    if cmd != "abcde":
+        console().print(f"(abcde is not on your PATH: call it as {cmd}, or first run: "
+                        f"source {Path(cmd).parent / 'activate'})")
+
+
+def abcde_command() -> str:
+    """How to call abcde from this shell: ``abcde`` when it is on the PATH, else the path of the
+    one running now (e.g. ``.venv/bin/abcde``, relative when shorter)."""
+    here = Path(sys.argv[0]) if Path(sys.argv[0]).name == "abcde" else Path(sys.executable).parent / "abcde"
+    found = shutil.which("abcde")
+    if found and Path(found).resolve() == here.resolve():
+        return "abcde"
+    rel = os.path.relpath(here)
+    return rel if len(rel) < len(str(here)) else str(here)

@@ -43,6 +43,9 @@ def explore_sample(base, exp, items, item_id, cluster_id, weight_column, size, s
         console().print("[yellow]No item is affected: Base and Exp agree on every common item. "
                         f"Wrote an empty sample to {path}.[/yellow]")
         return
+    if m["unique_items"] < size:
+        console().print(f"[yellow]Only {m['affected_items']:,} items are affected (asked for {size:,}): all of "
+                        "them are in the sample, each with its exact weight, so its estimates are exact.[/yellow]")
     console().print(table([{"unique items": m["unique_items"], "draws": m["total_draws"],
                             "affected items": m["affected_items"], "JaccardDistance(T)": m["jaccard_distance_T"],
                             "seed": m["seed"]}], "Exploration sample"))

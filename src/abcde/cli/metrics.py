@@ -97,7 +97,8 @@ def pointwise(truth, clustering, items, item_id, cluster_id, weight_column, slic
 @click.command()
 @click.option("--past", required=True, type=click.Path(), help="Past clustering (item id, cluster id).")
 @click.option("--importance", required=True, type=click.Path(), help="Past cluster importance (cluster id, importance).")
-@click.option("--importance-column", default="importance", show_default=True)
+@click.option("--importance-column", default="importance", show_default=True,
+              help="Column of --importance holding each past cluster's importance.")
 @click.option("--base", required=True, type=click.Path(), help="Baseline clustering.")
 @click.option("--exp", required=True, type=click.Path(), help="Experiment clustering.")
 @input_options

@@ -102,5 +102,7 @@ def clustering_options(fn=None, *, required: bool = True):
 
 def json_option(fn=None, *, help: str | None = None):
     """``--json`` (the parameter ``as_json``); ``@json_option`` or ``@json_option(help="...")``."""
-    decorator = click.option("--json", "as_json", is_flag=True, help=help)
+    decorator = click.option("--json", "as_json", is_flag=True,
+                             help=help or "Print one JSON object instead of tables (values that are undefined "
+                                          "are null, listed under 'undefined').")
     return decorator(fn) if fn is not None else decorator

@@ -83,7 +83,7 @@ def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, sl
                         f"(budget {budget:,}): all of them are in the sample.[/yellow]")
     t = meta["pair_totals"]
     console().print(table([{"pairs to judge": meta["judgeable_pairs"], "draws": meta["draws"],
-                            "Σu split": t["split"], "Σu merge": t["merge"], "Σu stable": t["stable"],
+                            "Σu split": t["split"], "Σu merge": t["merge"], "Σu intersection": t["intersection"],
                             "Σu self": t["self"]}],
                           f"Pair sample (estimator: {meta.get('estimator', 'paper')}"
                           + (f", allocation: {meta['allocation']})" if meta.get("allocation") else ")")))

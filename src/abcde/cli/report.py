@@ -21,7 +21,7 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_impact, pr
 @click.option("--sample", "sample_path", type=click.Path(dir_okay=False), default=None,
               help="An exploration sample (from 'abcde explore sample'): adds its top groups.")
 @click.option("--explore-by", multiple=True, help="Attributes to group the exploration sample by.")
-@click.option("--title", default="ABCDE report", show_default=True)
+@click.option("--title", default="ABCDE report", show_default=True, help="Title of the report (HTML and Markdown).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="The HTML report to write.")
 @click.option("--markdown", type=click.Path(dir_okay=False), default=None,
               help="Also write a Markdown summary (for a code review comment) here.")

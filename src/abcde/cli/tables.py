@@ -18,6 +18,7 @@ import click
 
 from abcde.core.names import METRIC_LABELS, QUALITY_METRICS
 from abcde.errors import AbcdeError
+from abcde.util.display import NULL_TEXT, four, pct
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -39,19 +40,16 @@ def console() -> Console:
 
 
 def fmt(v) -> str:
-    """A cell: floats to 6 significant digits, NaN as n/a, anything else as ``str``."""
-    if isinstance(v, bool) or v is None:
+    """A cell: floats to 6 significant digits, NaN as n/a, null as (null), anything else as ``str``."""
+    if v is None:
+        return NULL_TEXT
+    if isinstance(v, bool):
         return str(v)
     if isinstance(v, float):
         if math.isnan(v):
             return "n/a"
         return f"{v:.6g}"
     return str(v)
-
-
-def pct(v: float) -> str:
-    """A rate as a percentage with 3 decimals."""
-    return f"{100 * v:.3f}%"
 
 
 #: Column headers of the row tables (key -> header); other keys are shown as they are.
@@ -168,7 +166,7 @@ def print_impact(res: ImpactResult, *, top: int) -> None:
         return
     cols = ["side", "cluster_id", "size", "weight", "split_rate", "merge_rate", "jaccard_distance", "contribution"]
     console().print(table(res.top_clusters["interleaved"],
-                          f"Top {top} most affected clusters (Base and Exp interleaved)", cols))
+                          f"Top {top} most affected clusters of each side (Base and Exp interleaved)", cols))
     for name, rows in res.slices.items():
         console().print(table(rows, f"Slices by {name}"))
 
@@ -186,9 +184,8 @@ def print_quality(d: dict) -> None:
         if e["estimate"] is None:
             t.add_row(label, "undefined", "", e.get("note", ""), str(e["n_judgements"]))
             continue
-        ci = "n/a" if e["ci_low"] is None else f"[{e['ci_low']:.4f}, {e['ci_high']:.4f}]"
-        se = "n/a" if e["std_err"] is None else f"{e['std_err']:.4f}"
-        t.add_row(label, f"{e['estimate']:.4f}", se, ci, str(e["n_judgements"]))
+        ci = "n/a" if e["ci_low"] is None else f"[{four(e['ci_low'])}, {four(e['ci_high'])}]"
+        t.add_row(label, four(e["estimate"]), four(e["std_err"]), ci, str(e["n_judgements"]))
     console().print(t)
     console().print(f"SplitRate {d['split_rate']:.4f} = Good + Bad; MergeRate {d['merge_rate']:.4f} = Good + Bad. "
                     f"Pairs judged: {d['judged_pairs']}, unsure: {d['unsure_pairs']}, "
@@ -196,8 +193,8 @@ def print_quality(d: dict) -> None:
                     f"(ties ⇒ unsure: {d['rater_ties']}).")
     for col, rows in d.get("slices", {}).items():
         flat = [{col: r["value"], "weight": r["weight"], "draws": r["sampled_draws"],
-                 "ΔPrecision": r["delta_precision"]["estimate"], "± s.e.": r["delta_precision"]["std_err"],
-                 "contribution": r["delta_precision_contribution"]["estimate"]} for r in rows]
+                 "ΔPrecision": four(r["delta_precision"]["estimate"]), "± s.e.": four(r["delta_precision"]["std_err"]),
+                 "contribution": four(r["delta_precision_contribution"]["estimate"])} for r in rows]
         console().print(table(flat, f"ΔPrecision by {col} (vantage items)"))
 
 

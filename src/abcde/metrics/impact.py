@@ -27,7 +27,8 @@ from abcde.errors import InputError
 from abcde.core.diff import Diff, Restriction, build_diff
 from abcde.core.inputs import Inputs
 from abcde.core.formulas import fragment_metrics
-from abcde.core.names import IMPACT_METRICS
+from abcde.core.names import IMPACT_METRICS, METRIC_LABELS
+from abcde.util import display
 
 METRICS = IMPACT_METRICS
 SIDES = ("base", "exp")
@@ -162,6 +163,24 @@ class ImpactResult:
             "slices": self.slices,
             "engine": self.engine,
         }
+
+    def _repr_html_(self) -> str:
+        """The headline numbers in a notebook, in the report's names and number style."""
+        aff = self.affected_weight / self.total_weight if self.total_weight else 0.0
+        rows = [("items", display.count(self.items)), ("total weight", display.weight(self.total_weight)),
+                (METRIC_LABELS["split_rate"], display.pct(self.split_rate)),
+                (METRIC_LABELS["merge_rate"], display.pct(self.merge_rate)),
+                (METRIC_LABELS["jaccard_distance"], display.pct(self.jaccard_distance)),
+                ("affected items", f"{display.count(self.affected_items)} ({display.pct(aff)} of weight)")]
+        top = [[c["side"], str(c["cluster_id"]), display.count(c["size"]), display.weight(c["weight"]),
+                display.pct(c["jaccard_distance"]), display.pct(c["contribution"])]
+               for c in self.top_clusters.get("interleaved", [])[:10]]
+        out = display.html_table("Impact of Exp relative to Base", rows,
+                                 note=f"engine: {self.engine}; .to_dict() has every number")
+        if top:
+            out += display.html_table("Most affected clusters", top,
+                                      ["side", "cluster", "size", "weight", "Jaccard", "contribution"])
+        return out
 
     def write(self, out_dir: str | os.PathLike) -> list[str]:
         """Write ``items.parquet``, ``base_clusters.parquet``, ``exp_clusters.parquet``

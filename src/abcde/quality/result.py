@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from abcde.core.names import QUALITY_METRICS
+from abcde.core.names import METRIC_LABELS, QUALITY_METRICS
 from abcde.errors import InputError
+from abcde.util import display
 
 Z95 = 1.959963984540054
 ESTIMATION_CLASSES = ("self", "split", "merge", "intersection")
@@ -111,6 +112,21 @@ class QualityResult:
     slices: dict = field(default_factory=dict)
     estimator: str = "paper"
     allocation: str | None = None
+
+    def _repr_html_(self) -> str:
+        """The estimates in a notebook, with 95% intervals, as the report shows them."""
+        rows = []
+        for name in QUALITY_METRICS:
+            e = getattr(self, name).to_dict()
+            ci = "n/a" if e["ci_low"] is None else f"[{display.four(e['ci_low'])}, {display.four(e['ci_high'])}]"
+            rows.append([METRIC_LABELS[name], display.four(e["estimate"]) if e["estimate"] is not None
+                         else "undefined", display.four(e["std_err"]), ci, display.count(e["n_judgements"])])
+        how = self.estimator + (f", {self.allocation}" if self.allocation else "")
+        return display.html_table(
+            f"Quality of Exp relative to Base (estimator: {how})", rows,
+            ["metric", "estimate", "± s.e.", "95% interval", "judged"],
+            note=f"pairs judged: {display.count(self.judged_pairs)}, unsure: {display.count(self.unsure_pairs)}, "
+                 f"not judged: {display.count(self.missing_pairs)}")
 
     def to_dict(self) -> dict:
         d = {name: getattr(self, name).to_dict() for name in QUALITY_METRICS}

@@ -35,10 +35,12 @@ import pyarrow.parquet as pq
 from abcde.util import progress as _progress
 from abcde.engine import Engine, connect
 from abcde.errors import InputError
+from abcde.util import display
 from abcde.util.files import atomic_path
 from abcde.sampling.filters import parse_filter, structured_filter
 from abcde.core.diff import Diff, affected_items, build_diff
 from abcde.core.inputs import Inputs
+from abcde.core.names import METRIC_LABELS
 from abcde.metrics.impact import METRICS, ImpactResult, overall, per_item_expr
 from abcde.sampling.clocks import check_seed, check_size, sample_with_replacement, weighted_subsample
 
@@ -88,6 +90,19 @@ class SliceEstimate:
     std_err: dict = field(default_factory=dict)
     group: dict = field(default_factory=dict)
 
+    def _repr_html_(self) -> str:
+        """The slice's estimates in a notebook (contributions to the overall rates, ± s.e.)."""
+        se = self.std_err
+        rows = [["weight share", display.pct(self.weight_share), display.pct(se.get("weight_share"))]]
+        for key in ("split", "merge", "jaccard"):
+            name = f"{key}_contribution"
+            rows.append([f"{METRIC_LABELS[key + ('_distance' if key == 'jaccard' else '_rate')]} contribution",
+                         display.pct(getattr(self, name)), display.pct(se.get(name))])
+        title = "Slice estimate" + (" " + ", ".join(f"{k} = {v}" for k, v in self.group.items()) if self.group else "")
+        return display.html_table(title, rows, ["", "estimate", "± s.e."],
+                                  note=f"{display.count(self.sampled_items)} sampled items, "
+                                       f"{display.count(self.draws)} draws")
+
     def to_dict(self) -> dict:
         return {
             **self.group,
@@ -129,6 +144,17 @@ class ExplorationSample:
 
     table: pa.Table
     metadata: dict
+
+    def _repr_html_(self) -> str:
+        """What the sample holds, and its estimate of the whole population, in a notebook."""
+        m = self.metadata
+        rows = [("unique items", display.count(m.get("unique_items", self.table.num_rows))),
+                ("draws", display.count(m.get("total_draws", 0))),
+                ("affected items", display.count(m.get("affected_items", 0))),
+                (METRIC_LABELS["jaccard_distance"] + "(T), exact", display.pct(m.get("jaccard_distance_T"))),
+                ("seed", str(m.get("seed")))]
+        return display.html_table("Exploration sample (affected items drawn ∝ weight·JaccardDistance)", rows,
+                                  note=".estimate(filter) and .group([...]) estimate slices and groups")
 
     # -- persistence -------------------------------------------------------
     def write(self, path: str | os.PathLike) -> Path:

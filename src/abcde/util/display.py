@@ -1,0 +1,58 @@
+"""One number style for everything a person reads: the terminal, the notebook (``_repr_html_``)
+and, through the same rules, the pages.
+
+- a rate (SplitRate, MergeRate, JaccardDistance, a weight share) as a percentage with 3 decimals;
+- an estimate or a standard error (ΔPrecision, Good/Bad rates) with 4 decimals (``n/a`` when
+  undefined; a rounding residue such as 3e-11 reads 0.0000);
+- a count with thousands separators; a weight by its magnitude (integers as counts, otherwise
+  6 significant digits);
+- a missing value as ``(null)``.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+#: How a missing value (a null attribute) is shown.
+NULL_TEXT = "(null)"
+
+
+def pct(v) -> str:
+    """A rate as a percentage with 3 decimals (``n/a`` when undefined)."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    return f"{100 * v:.3f}%"
+
+
+def four(v) -> str:
+    """An estimate or a standard error: 4 decimals; ``n/a`` when undefined."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    return f"{v:.4f}".replace("-0.0000", "0.0000")
+
+
+def count(v) -> str:
+    return f"{v:,}"
+
+
+def weight(v) -> str:
+    """A weight by its magnitude: a whole number as a count, otherwise 6 significant digits."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "n/a"
+    if float(v).is_integer() and abs(v) < 1e15:
+        return f"{int(v):,}"
+    return f"{v:,.6g}" if abs(v) >= 1e-4 else f"{v:.6g}"
+
+
+def html_table(title: str, rows: list[tuple[str, str]] | list[list[str]], header: list[str] | None = None,
+               note: str | None = None) -> str:
+    """A small HTML table for a notebook: a caption, an optional header row, text cells (escaped)."""
+    e = html.escape
+    head = "".join(f"<th style='text-align:right'>{e(h)}</th>" for h in header) if header else ""
+    body = "".join("<tr>" + "".join(
+        f"<td style='text-align:{'left' if k == 0 else 'right'}'>{e(str(c))}</td>" for k, c in enumerate(r))
+        + "</tr>" for r in rows)
+    foot = f"<p style='color:#666;margin:.3em 0 0'>{e(note)}</p>" if note else ""
+    return (f"<div class='abcde'><table><caption style='text-align:left;font-weight:600'>{e(title)}</caption>"
+            f"{'<thead><tr>' + head + '</tr></thead>' if head else ''}<tbody>{body}</tbody></table>{foot}</div>")

@@ -1,0 +1,60 @@
+"""What a person reads, in one style everywhere (issue 14): the notebook's rich display of the three
+results shows the numbers of their JSON, with the paper's names, in the terminal's number style."""
+
+from __future__ import annotations
+
+import re
+
+from click.testing import CliRunner
+
+import abcde
+from abcde.cli import main
+from abcde.core.names import METRIC_LABELS
+from abcde.examples import example_paths
+from abcde.util import display
+
+P = example_paths("febrl3")
+
+
+def cells(html: str) -> list[str]:
+    return re.findall(r"<td[^>]*>(.*?)</td>", html)
+
+
+def test_number_style():
+    assert display.pct(0.123456) == "12.346%" and display.pct(None) == "n/a"
+    assert display.four(2.96702e-11) == "0.0000" and display.four(-1e-12) == "0.0000"
+    assert display.four(float("nan")) == "n/a" and display.four(-0.01234) == "-0.0123"
+    assert display.weight(9834.8) == "9,834.8" and display.weight(5000.0) == "5,000"
+    assert display.count(1234567) == "1,234,567"
+
+
+def test_the_notebook_shows_the_json_numbers(tmp_path):
+    imp = abcde.impact(P["base"], P["exp"], items=P["items"])
+    h = imp._repr_html_()
+    d = imp.to_dict()
+    for key in ("split_rate", "merge_rate", "jaccard_distance"):
+        assert METRIC_LABELS[key] in h and display.pct(d[key]) in cells(h)
+    assert display.count(d["items"]) in cells(h)
+    # the terminal shows the same numbers in the same style
+    r = CliRunner().invoke(main, ["impact", "--base", P["base"], "--exp", P["exp"], "--items", P["items"], "-q"])
+    assert r.exit_code == 0, r.output
+    for key in ("split_rate", "merge_rate", "jaccard_distance"):
+        assert display.pct(d[key]) in r.output
+
+    d_dir = tmp_path / "s"
+    abcde.draw_pair_sample(P["base"], P["exp"], d_dir, items=P["items"], budget=40, seed=1, hide=["entity_id"])
+    abcde.oracle_judge(d_dir, "entity_id")
+    q = abcde.estimate_quality(d_dir)
+    h = q._repr_html_()
+    qd = q.to_dict()
+    for key in ("delta_precision", "good_split_rate", "bad_merge_rate"):
+        assert METRIC_LABELS[key] in h and display.four(qd[key]["estimate"]) in cells(h)
+    r = CliRunner().invoke(main, ["quality", str(d_dir)])
+    assert r.exit_code == 0, r.output
+    for key in ("delta_precision", "good_split_rate", "bad_merge_rate"):
+        assert display.four(qd[key]["estimate"]) in r.output
+
+    s = abcde.sample_items(P["base"], P["exp"], items=P["items"], size=50, seed=1)
+    assert display.pct(s.metadata["jaccard_distance_T"]) in cells(s._repr_html_())
+    est = s.estimate()
+    assert display.pct(est.jaccard_contribution) in cells(est._repr_html_())
