@@ -33,6 +33,7 @@ from markupsafe import Markup
 from abcde.core.diff import describe_restriction
 from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS
 from abcde.report.charts import chart_specs
+from abcde.util import display
 from abcde.util.files import write_text
 
 STATIC = files("abcde.report") / "static"
@@ -42,26 +43,30 @@ COMMON_JS = files("abcde") / "assets" / "common.js"
 
 # --------------------------------------------------------------------------- formats
 def pct(x) -> str:
-    """A fraction as a percentage with two decimals.
+    """A rate as a percentage with 3 decimals, as everywhere (:mod:`abcde.util.display`).
 
     >>> pct(0.12345), pct(None)
-    ('12.35%', 'n/a')
+    ('12.345%', 'n/a')
     """
-    return "n/a" if x is None else f"{100 * x:.2f}%"
+    return display.pct(x)
 
 
-def num(x, digits: int = 4) -> str:
-    """A count or weight: integers with thousands separators, other numbers rounded to ``digits``
-    decimals, whole from a million on.
+def num(x) -> str:
+    """A count or weight by its magnitude (:func:`abcde.util.display.weight`).
 
-    >>> num(1234), num(0.123456), num(2345678.9), num(None)
-    ('1,234', '0.1235', '2,345,679', 'n/a')
+    >>> num(1234), num(9834.8), num(2345678.9), num(None)
+    ('1,234', '9,834.8', '2,345,679', 'n/a')
     """
-    if x is None:
-        return "n/a"
-    if isinstance(x, int):
-        return f"{x:,}"
-    return f"{x:,.{digits}f}" if abs(x) < 1e6 else f"{x:,.0f}"
+    return display.count(x) if isinstance(x, int) else display.weight(x)
+
+
+def four(x) -> str:
+    """An estimate or a standard error with 4 decimals.
+
+    >>> four(0.012345), four(None), four(2.9e-11)
+    ('0.0123', 'n/a', '0.0000')
+    """
+    return display.four(x)
 
 
 def count(x: int) -> str:
@@ -70,7 +75,7 @@ def count(x: int) -> str:
     >>> count(1234567)
     '1,234,567'
     """
-    return f"{x:,}"
+    return display.count(x)
 
 
 def interval(e: dict) -> str:
@@ -90,6 +95,8 @@ class Column(NamedTuple):
     fmt: Callable[[Any], str] | None = None
 
     def show(self, value):
+        if value is None:
+            return display.NULL_TEXT if self.fmt is None else self.fmt(value)
         return self.fmt(value) if self.fmt else value
 
 
@@ -172,8 +179,8 @@ def _quality_view(q: dict | None) -> dict | None:
              "dp": r["delta_precision"]["estimate"], "se": r["delta_precision"]["std_err"],
              "contribution": r["delta_precision_contribution"]["estimate"]} for r in rows],
             "columns": [Column("value", col), Column("weight", "weight", num), Column("draws", "draws"),
-                        Column("dp", dp, num), Column("se", "± s.e.", num),
-                        Column("contribution", "contribution", num)]}
+                        Column("dp", dp, four), Column("se", "± s.e.", four),
+                        Column("contribution", "contribution", four)]}
             for col, rows in (q.get("slices") or {}).items()],
     }
 
@@ -189,7 +196,7 @@ def _env() -> jinja2.Environment:
         # A missing value (None) shows as nothing, never as "None".
         finalize=lambda value: "" if value is None else value,
     )
-    env.filters.update(pct=pct, num=num, count=count)
+    env.filters.update(pct=pct, num=num, four=four, count=count)
     return env
 
 
@@ -336,7 +343,7 @@ def render_markdown(data: dict) -> str:
                   f"{q['judged_pairs']:,} pairs judged, {q['unsure_pairs']:,} unsure):", "",
                   "| metric | estimate | 95% interval |", "|---|---:|---:|"]
         for k in QUALITY_METRICS:
-            lines.append(f"| {L[k]} | {num(q[k]['estimate'])} | {interval(q[k])} |")
+            lines.append(f"| {L[k]} | {four(q[k]['estimate'])} | {interval(q[k])} |")
         lines.append("")
     return "\n".join(lines) + "\n"
 

@@ -5,7 +5,7 @@ and, through the same rules, the pages.
 - an estimate or a standard error (ΔPrecision, Good/Bad rates) with 4 decimals (``n/a`` when
   undefined; a rounding residue such as 3e-11 reads 0.0000);
 - a count with thousands separators; a weight by its magnitude (integers as counts, otherwise
-  6 significant digits);
+  6 significant digits, no exponent);
 - a missing value as ``(null)``.
 """
 
@@ -42,7 +42,10 @@ def weight(v) -> str:
         return "n/a"
     if float(v).is_integer() and abs(v) < 1e15:
         return f"{int(v):,}"
-    return f"{v:,.6g}" if abs(v) >= 1e-4 else f"{v:.6g}"
+    if abs(v) >= 1e6:
+        return f"{v:,.0f}"
+    digits = min(12, max(0, 5 - math.floor(math.log10(abs(v)))))
+    return f"{v:,.{digits}f}".rstrip("0").rstrip(".")
 
 
 def html_table(title: str, rows: list[tuple[str, str]] | list[list[str]], header: list[str] | None = None,

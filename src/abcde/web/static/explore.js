@@ -8,7 +8,12 @@
   let META = null;
   const state = {filters: [], group_by: [], metric: "jaccard", top: 20};
 
-  function showError(e) { byId("error").textContent = e ? String(e.message || e) : ""; }
+  // An error replaces nothing silently: the results on screen are marked as those of the last query
+  // that ran, until the next one succeeds.
+  function showError(e) {
+    byId("error").textContent = e ? String(e.message || e) + " (the results below are from the last query that ran)" : "";
+    byId("results").classList.toggle("stale", !!e);
+  }
 
   function filterRow(f) {
     const colSel = el("select", {class: "f-col"});
@@ -55,7 +60,8 @@
     const key = res.metric + "_contribution";
     const total = META.overall[key] || 1;
     t.append(el("tr", null, ...res.group_by.map((c) => el("th", null, c)), el("th", null, "sampled items"),
-      el("th", null, "weight share"), el("th", null, "split"), el("th", null, "merge"), el("th", null, "Jaccard"),
+      el("th", null, "weight share"), el("th", null, abcde.label("split_rate") + " contrib."),
+      el("th", null, abcde.label("merge_rate") + " contrib."), el("th", null, abcde.label("jaccard_distance") + " contrib."),
       el("th", null, "± s.e."), el("th", null, "share of total")));
     res.groups.forEach((g) => {
       const share = g[key] / total;

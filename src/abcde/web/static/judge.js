@@ -93,8 +93,8 @@
 
   function render(s) {
     state = s;
-    $("progress").max = s.needed_judgements || 1;
-    $("progress").value = s.judgements;
+    $("progress").max = s.pairs || 1;  // the bar says what the text says first: pairs judged
+    $("progress").value = s.judged_pairs;
     $("progress-text").textContent = s.judged_pairs + " / " + s.pairs + " pairs judged (" + s.judgements + " of " +
       s.needed_judgements + " judgements incl. replicated; budget " + s.budget + ")" +
       (s.rater !== undefined ? "; you: " + s.rater_judgements : "");
