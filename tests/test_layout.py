@@ -27,16 +27,17 @@ def overflowing(page) -> list[str]:
     return page.evaluate(OVERFLOWING)
 
 
-@pytest.fixture(scope="module")
-def judged_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("layout") / "pairs"
+@pytest.fixture
+def judged_dir(tmp_path):
+    """A fresh sample for each test (the test judges it)."""
+    d = tmp_path / "pairs"
     abcde.draw_pair_sample(P["base"], P["exp"], d, items=P["items"], budget=12, seed=3, hide=["entity_id"])
     return d
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_judging_page_holds_its_content(judged_dir, browser, width, screenshot):
-    ctx = browser.new_context(viewport={"width": width, "height": 900})
+    ctx = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
     page = ctx.new_page()
     srv = serve(judged_dir, target_width=0.01).start()
     try:
@@ -70,7 +71,7 @@ def sample_path(tmp_path_factory):
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_exploration_page_holds_its_content_and_marks_stale_results(sample_path, browser, width, screenshot):
     srv = make_server(ExploreApp(sample_path)).start()
-    ctx = browser.new_context(viewport={"width": width, "height": 900})
+    ctx = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
     page = ctx.new_page()
     try:
         page.goto(srv.url)
@@ -100,7 +101,7 @@ def test_the_exploration_page_holds_its_content_and_marks_stale_results(sample_p
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_report_holds_its_content(demo_run, browser, width, screenshot):
     out, _ = demo_run
-    ctx = browser.new_context(viewport={"width": width, "height": 900})
+    ctx = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
     page = ctx.new_page()
     try:
         page.goto((out / "report.html").resolve().as_uri())

@@ -94,7 +94,7 @@ def test_demo_report_numbers_equal_json_and_render_offline(demo, page, screensho
     screenshot(page, "report.png")
     # The Markdown summary has the same headline.
     md = md_path.read_text()
-    assert f"{100 * d['impact']['split_rate']:.2f}%" in md and "oracle" in md
+    assert f"{100 * d['impact']['split_rate']:.3f}%" in md and "oracle" in md  # the one style: rates with 3 decimals
 
 
 def test_report_json_equals_library(tmp_path):
