@@ -87,7 +87,10 @@ def _errorbars(alt, rows: list[dict], key: str, title: str) -> dict:
     base = alt.Chart(alt.Data(values=rows))
     order = [r[key] for r in rows]
     bars = base.mark_rule(strokeWidth=2).encode(
-        y=alt.Y(f"{key}:N", sort=order, title=None), x=alt.X("low:Q", title="estimate (95% interval)"), x2="high:Q")
+        y=alt.Y(f"{key}:N", sort=order, title=None),
+        # padding: a point or interval end at the domain's edge is not drawn on the axis line
+        x=alt.X("low:Q", title="estimate (95% interval)", scale=alt.Scale(zero=True, nice=True, padding=14)),
+        x2="high:Q")
     pts = base.mark_point(filled=True, size=60, color="black").encode(
         y=alt.Y(f"{key}:N", sort=order), x="estimate:Q",
         tooltip=[alt.Tooltip(f"{key}:N"), alt.Tooltip("estimate:Q", format=".4f"),

@@ -40,6 +40,8 @@ function figure(side, cid, nb, pov){
   const fig = el('div', {class:'fig'});
   fig.append(el('div', {class:'bbox'}), el('div', {class:'ebox'}));
   const povItem = nb.members.find(m=>String(m.base_cluster)===String(B)&&String(m.exp_cluster)===String(E));
+  // An empty group (e.g. no split part) keeps its place in the picture but takes little room.
+  fig.style.gridTemplateColumns = ['split','stable','merge'].map(g => exact[g][0] ? 'minmax(0,3fr)' : 'minmax(7em,1fr)').join(' ');
   for (const g of ['split','stable','merge']) {
     const col = el('div', {class:'col '+g, 'data-group':g});
     col.append(el('h4', {}, g[0].toUpperCase()+g.slice(1)), el('div', {class:'lab', 'data-count':exact[g][0]}, exact[g][0].toLocaleString()+' items, weight '+num(exact[g][1])));
