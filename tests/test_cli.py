@@ -233,3 +233,17 @@ def test_json_never_crashes_on_undefined_values(tmp_path):
     d = json.loads(r.output)  # strict JSON: no NaN
     assert d["slice"]["split_rate"] is None and "slice.split_rate" in d["undefined"]["values"]
     assert "nan" not in r.output.lower()
+
+
+def test_report_truth_adds_pointwise_metrics(small, tmp_path):
+    """report --truth: Base's and Exp's Precision, Recall and F1 against the truth, in the JSON,
+    the HTML and the Markdown (here the truth is Base itself: Base is perfect)."""
+    out = tmp_path / "r.html"
+    d = json.loads(run("report", "--base", small["base"], "--exp", small["exp"], "--truth", small["base"],
+                       "--out", out, "--markdown", tmp_path / "r.md", "--json", "-q"))
+    t = d["truth"]
+    assert t["base"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+    imp = abcde.impact(small["base"], small["exp"])
+    assert t["exp"]["precision"] == pytest.approx(1 - imp.merge_rate) and t["exp"]["recall"] == pytest.approx(
+        1 - imp.split_rate)
+    assert 'id="truth"' in out.read_text() and "Against the ground truth" in (tmp_path / "r.md").read_text()

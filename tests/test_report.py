@@ -67,6 +67,14 @@ def test_demo_report_numbers_equal_json_and_render_offline(demo, page, screensho
         shown = page.get_attribute(f'[data-metric="{key}"]', "data-value")
         assert float(shown) == pytest.approx(d["impact"][key], rel=1e-12, abs=1e-15)
         assert_shows(page.inner_text(f'[data-metric="{key}"]'), d["impact"][key], key)  # what a person reads
+    # Against the example's true entities: the demo's pointwise numbers, as a person reads them.
+    for side in ("base", "exp"):
+        for k in ("precision", "recall", "f1"):
+            want = d["pointwise_against_truth"][side][k]
+            cell = f'#truth tr[data-side="{side}"] td[data-col="{k}"]'
+            assert float(page.get_attribute(cell, "data-value")) == pytest.approx(want, rel=1e-12)
+            assert_shows(page.inner_text(cell), want, f"{side} {k}")
+    assert f"{100 * d['pointwise_against_truth']['exp']['f1']:.3f}%" in md_path.read_text()
     # The charts are real Vega renderings (SVG marks), one per spec.
     assert page.locator(".chart svg").count() == len(specs)
     # Quality: the estimates on the page equal the CLI's, labelled as oracle judgements.

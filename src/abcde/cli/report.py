@@ -21,6 +21,9 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_impact, pr
 @click.option("--sample", "sample_path", type=click.Path(dir_okay=False), default=None,
               help="An exploration sample (from 'abcde explore sample'): adds its top groups.")
 @click.option("--explore-by", multiple=True, help="Attributes to group the exploration sample by.")
+@click.option("--truth", type=click.Path(), default=None,
+              help="A ground-truth clustering (Parquet/CSV, same id and cluster columns): adds Base's and Exp's "
+                   "pointwise Precision, Recall and F1 against it.")
 @click.option("--title", default="ABCDE report", show_default=True, help="Title of the report (HTML and Markdown).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="The HTML report to write.")
 @click.option("--markdown", type=click.Path(dir_okay=False), default=None,
@@ -29,7 +32,7 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_impact, pr
 @engine_options
 @handle_errors
 def report(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, quality_dir, judgements, judged_by,
-           quality_slice_by, sample_path, explore_by, title, out, markdown, as_json, engine):
+           quality_slice_by, sample_path, explore_by, truth, title, out, markdown, as_json, engine):
     """One self-contained HTML report: impact, most affected clusters, charts, slices, quality."""
     if not quality_dir and (judgements or quality_slice_by):
         raise click.UsageError("--judgements and --quality-slice-by need --quality DIR.")
@@ -38,7 +41,7 @@ def report(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, 
     res = run_report(base, exp, out, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
                      slice_by=slice_by, top=top, quality=quality_dir or None, judgements=judgements,
                      quality_slice_by=quality_slice_by, judged_by=judged_by, sample=sample_path,
-                     explore_by=explore_by, title=title, markdown=markdown, engine=engine)
+                     explore_by=explore_by, title=title, markdown=markdown, truth=truth, engine=engine)
     if as_json:
         emit_json(res.to_dict())
         return

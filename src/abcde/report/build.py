@@ -120,6 +120,7 @@ def build_report(
     members_per_fragment: int = 20,
     title: str = "ABCDE report",
     names: tuple[str, str] = ("Base", "Exp"),
+    truth: dict | None = None,
 ) -> Report:
     """Gather the report's content.
 
@@ -136,6 +137,10 @@ def build_report(
         shown next to every quality number.
     exploration, explore_by
         Optional :class:`~abcde.ExplorationSample` and attributes to group it by.
+    truth
+        Optional pointwise metrics of each side against a ground truth: ``{"base": r, "exp": r}``
+        with ``r`` a :class:`~abcde.metrics.pointwise.PointwiseResult` or its ``to_dict()``
+        (Precision, Recall and F1 are shown side by side).
     max_fragments, members_per_fragment
         Truncation of each cluster's neighbourhood in the page (counts and weights stay
         exact; only the listed members are cut).
@@ -177,6 +182,10 @@ def build_report(
             ids = [r["cluster_id"] for r in imp["top_clusters"][side]]
             data["neighbourhoods"][side] = _neighbourhoods(result, side, ids, data["attributes"], max_fragments,
                                                            members_per_fragment)
+    if truth:
+        data["truth"] = {side: {k: float((r if isinstance(r, dict) else r.to_dict())[k])
+                                for k in ("precision", "recall", "f1")}
+                         for side, r in truth.items() if side in ("base", "exp")}
     if quality is not None:
         q = quality if isinstance(quality, dict) else quality.to_dict()
         data["quality"] = {**q, "judged_by": judged_by or "unknown"}

@@ -144,6 +144,8 @@ def _view(data: dict) -> dict:
                         Column("contribution", "contribution", pct)]}
                    for name, rows in data["slices"].items()],
         "quality": _quality_view(data.get("quality")),
+        "truth": [{"side": names.get(side, side), "key": side, **{k: pct(v) for k, v in r.items()}, "raw": r}
+                  for side, r in (data.get("truth") or {}).items()],
         "exploration": None,
     }
     x = data.get("exploration")
@@ -324,6 +326,11 @@ def render_markdown(data: dict) -> str:
               "|---:|---:|---:|---:|---:|",
               "| " + " | ".join(pct(h[k]) for k in IMPACT_METRICS) + " | "
               f"{h['affected_items']:,} ({pct(h['affected_weight_share'])} of weight) | {h['items']:,} |", ""]
+    if data.get("truth"):
+        lines += ["Against the ground truth:", "", "| clustering | Precision | Recall | F1 |", "|---|---:|---:|---:|"]
+        lines += [f"| {_md(n.get(side, side))} | {pct(t['precision'])} | {pct(t['recall'])} | {pct(t['f1'])} |"
+                  for side, t in data["truth"].items()]
+        lines.append("")
     r = data["restriction"]
     if r["base_only_items"] or r["exp_only_items"]:
         lines += [f"Restricted to {r['common_items']:,} common items: {r['base_only_items']:,} only in "

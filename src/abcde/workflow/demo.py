@@ -142,7 +142,7 @@ def run_demo(out_dir: str | os.PathLike = "abcde-demo", *, engine: Engine | str 
              for side in ("base", "exp")}
     # The report: one self-contained HTML page (and a Markdown summary) of all of the above.
     rep = build_report(res, quality=qual.to_dict(), judged_by=ORACLE_LABEL, exploration=sample,
-                       explore_by=["state", "source"], title=TITLE)
+                       explore_by=["state", "source"], title=TITLE, truth=truth)
     report_path = out / "report.html"
     written += rep.write(report_path, markdown=out / "report.md")
     return DemoResult(out_dir=out, example_dir=paths["base"].parent, impact=res, exploration=sample,

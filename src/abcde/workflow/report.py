@@ -11,6 +11,7 @@ from pathlib import Path
 from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, impact
+from abcde.metrics.pointwise import pointwise
 from abcde.quality.estimate import estimate_quality
 from abcde.quality.sample_dir import PairSampleDir
 from abcde.quality.result import QualityResult
@@ -66,6 +67,7 @@ def run_report(
     explore_by: Sequence[str] = (),
     title: str = "ABCDE report",
     markdown: str | os.PathLike | None = None,
+    truth=None,
     engine: Engine | str | None = None,
 ) -> ReportResult:
     """Compute the impact of Exp relative to Base, add what else is given, and write the report.
@@ -91,6 +93,9 @@ def run_report(
         The report's title.
     markdown
         Also write a Markdown summary (e.g. for a code review comment) here.
+    truth
+        A ground-truth clustering (same ids and cluster column): the report adds the pointwise
+        Precision, Recall and F1 of Base and Exp against it.
     """
     if quality is None and (judgements or quality_slice_by):
         raise InputError("judgements and quality_slice_by need a judged pair sample directory (quality=...).")
@@ -102,7 +107,12 @@ def run_report(
         qual = estimate_quality(quality, list(judgements) or None, slice_by=quality_slice_by)
         judged_by = judged_by or f"the judgements in {quality}"
     exploration = ExplorationSample.read(sample) if sample else None
+    against = None
+    if truth is not None:
+        against = {side: pointwise(truth, source, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight,
+                                   engine=engine)
+                   for side, source in (("base", base), ("exp", exp))}
     rep = build_report(res, quality=qual, judged_by=judged_by, exploration=exploration, explore_by=explore_by,
-                       title=title)
+                       title=title, truth=against)
     written = rep.write(out, markdown=markdown)
     return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written)
