@@ -18,7 +18,7 @@ import click
 
 from abcde.core.names import METRIC_LABELS, QUALITY_METRICS
 from abcde.errors import AbcdeError
-from abcde.util.display import NULL_TEXT, four, pct
+from abcde.util.display import NULL_TEXT, four, interval, pct
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -184,8 +184,7 @@ def print_quality(d: dict) -> None:
         if e["estimate"] is None:
             t.add_row(label, "undefined", "", e.get("note", ""), str(e["n_judgements"]))
             continue
-        ci = "n/a" if e["ci_low"] is None else f"[{four(e['ci_low'])}, {four(e['ci_high'])}]"
-        t.add_row(label, four(e["estimate"]), four(e["std_err"]), ci, str(e["n_judgements"]))
+        t.add_row(label, four(e["estimate"]), four(e["std_err"]), interval(e), str(e["n_judgements"]))
     console().print(t)
     console().print(f"SplitRate {d['split_rate']:.4f} = Good + Bad; MergeRate {d['merge_rate']:.4f} = Good + Bad. "
                     f"Pairs judged: {d['judged_pairs']}, unsure: {d['unsure_pairs']}, "

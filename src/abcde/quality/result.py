@@ -118,9 +118,9 @@ class QualityResult:
         rows = []
         for name in QUALITY_METRICS:
             e = getattr(self, name).to_dict()
-            ci = "n/a" if e["ci_low"] is None else f"[{display.four(e['ci_low'])}, {display.four(e['ci_high'])}]"
-            rows.append([METRIC_LABELS[name], display.four(e["estimate"]) if e["estimate"] is not None
-                         else "undefined", display.four(e["std_err"]), ci, display.count(e["n_judgements"])])
+            shown = "undefined" if e["estimate"] is None else display.four(e["estimate"])
+            rows.append([METRIC_LABELS[name], shown, display.four(e["std_err"]), display.interval(e),
+                         display.count(e["n_judgements"])])
         how = self.estimator + (f", {self.allocation}" if self.allocation else "")
         return display.html_table(
             f"Quality of Exp relative to Base (estimator: {how})", rows,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -215,14 +216,10 @@ def _remove_leftovers(out: Path) -> None:
     """Remove the hidden folders that earlier writers of ``out`` left when they were killed (named
     ``.<out>.abcde-new-<pid>-*``, a new sample never moved in; its files are only copies or links
     of files still in ``out``), those of processes no longer running."""
-    for p in out.parent.glob(f".{glob_escape(out.name)}.abcde-new-*"):
+    for p in out.parent.glob(f".{glob.escape(out.name)}.abcde-new-*"):
         pid = p.name[len(f".{out.name}.abcde-new-"):].split("-", 1)[0]
         if pid.isdigit() and not _running(int(pid)):
             shutil.rmtree(p, ignore_errors=True)
-
-
-def glob_escape(name: str) -> str:
-    return "".join(f"[{c}]" if c in "*?[" else c for c in name)
 
 
 def _running(pid: int) -> bool:

@@ -34,6 +34,7 @@ from abcde.core.diff import describe_restriction
 from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS
 from abcde.report.charts import chart_specs
 from abcde.util import display
+from abcde.util.display import interval
 from abcde.util.files import write_text
 
 STATIC = files("abcde.report") / "static"
@@ -76,15 +77,6 @@ def count(x: int) -> str:
     '1,234,567'
     """
     return display.count(x)
-
-
-def interval(e: dict) -> str:
-    """An estimate's 95% interval.
-
-    >>> interval({"ci_low": -0.01, "ci_high": 0.02}), interval({"ci_low": None, "ci_high": None})
-    ('[-0.0100, 0.0200]', 'n/a')
-    """
-    return "n/a" if e["ci_low"] is None else f"[{e['ci_low']:.4f}, {e['ci_high']:.4f}]"
 
 
 class Column(NamedTuple):

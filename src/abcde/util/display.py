@@ -32,6 +32,15 @@ def four(v) -> str:
     return f"{v:.4f}".replace("-0.0000", "0.0000")
 
 
+def interval(e: dict) -> str:
+    """An estimate's 95% interval (``ci_low``, ``ci_high`` of ``Estimate.to_dict()``), ends as :func:`four`.
+
+    >>> interval({"ci_low": -0.01, "ci_high": 0.02}), interval({"ci_low": None, "ci_high": None})
+    ('[-0.0100, 0.0200]', 'n/a')
+    """
+    return "n/a" if e["ci_low"] is None else f"[{four(e['ci_low'])}, {four(e['ci_high'])}]"
+
+
 def count(v) -> str:
     return f"{v:,}"
 
