@@ -58,3 +58,31 @@ def test_the_notebook_shows_the_json_numbers(tmp_path):
     assert display.pct(s.metadata["jaccard_distance_T"]) in cells(s._repr_html_())
     est = s.estimate()
     assert display.pct(est.jaccard_contribution) in cells(est._repr_html_())
+
+
+# Values that exercise every rule: zero, tiny residues of either sign, rates, negatives, whole and
+# fractional weights of every magnitude, and missing values. (Exact binary ties such as 0.125 at
+# 2 decimals are left out: Python rounds them to even, JavaScript's toFixed up.)
+STYLE_VALUES = [0.0, 2.96702e-11, -1e-12, -0.01234, 0.123456, 1.0, 0.5, -0.98765, 0.00049, 7.1e-5,
+                9834.8, 5000.0, 1234567.0, 1234567.89, 3.14159265, 0.000123456, 12.0, 999999.4, 42.42,
+                -250.75, 1e-9, None, float("nan")]
+
+
+def test_the_pages_format_numbers_as_the_terminal_does(page):
+    """assets/common.js, given the style of abcde.util.display as every page is (PAGE_NAMES), formats
+    every value exactly as the Python side does: a rate, an estimate, a weight, a count, a null."""
+    import json
+    from importlib.resources import files
+
+    from abcde.core.names import PAGE_NAMES
+
+    page.set_content(f"<html><body data-names='{json.dumps(PAGE_NAMES)}'></body></html>")
+    page.add_script_tag(content=(files("abcde") / "assets" / "common.js").read_text())
+    values = [None if v is not None and v != v else v for v in STYLE_VALUES]  # NaN has no JSON; null does
+    js = page.evaluate("""vs => vs.map(v => [abcde.pct(v), abcde.four(v), abcde.weight(v), abcde.num(v)])""", values)
+    py = [[display.pct(v), display.four(v), display.weight(v), display.weight(v)] for v in values]
+    assert js == py
+    counts = [0, 7, 1234, 1234567, 10**12]
+    assert page.evaluate("vs => vs.map(abcde.count)", counts) == [display.count(c) for c in counts]
+    assert page.evaluate("abcde.NULL_TEXT") == display.NULL_TEXT
+    assert page.evaluate("abcde.style()") == display.STYLE

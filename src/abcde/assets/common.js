@@ -8,9 +8,19 @@
  *   abcde.el(tag, attrs, ...kids)   a new element; kids are nodes or text (never parsed as HTML)
  *   abcde.text(value, empty)        a value as display text ("" or `empty` for null/undefined)
  *   abcde.escapeHtml(value)         & < > " ' escaped, for the rare place that builds markup
- *   abcde.fmt(x, digits)            x.toFixed(digits) (default 4), "n/a" for null/undefined
- *   abcde.pct(x, digits)            100·x with a % sign (default 3 digits), "n/a" for null
- *   abcde.num(x)                    a number rounded to 4 decimals with thousands separators
+ *   Numbers follow abcde.util.display (the terminal's and the notebook's style), whose rules the
+ *   page is given in <body data-names="..."> (abcde.style()); tests/test_display.py runs the
+ *   Python and these functions on the same values in Chromium:
+ *   abcde.pct(x)                    a rate: 100·x with 3 decimals and a % sign; "n/a" for null
+ *   abcde.four(x)                   an estimate or a standard error: 4 decimals ("0.0000", never
+ *                                   "-0.0000"); "n/a" for null
+ *   abcde.weight(x)                 a weight by its magnitude: whole numbers with separators,
+ *                                   otherwise 6 significant digits, no exponent
+ *   abcde.count(x)                  a count with thousands separators
+ *   abcde.num(x)                    = abcde.weight for numbers; other values as text
+ *   abcde.fmt(x, digits)            x.toFixed(digits) (default: the estimate digits), "n/a" for null
+ *   abcde.style()                   {pct_digits, estimate_digits, null}; abcde.NULL_TEXT: how a
+ *                                   missing value is shown, "(null)"
  *   abcde.newId()                   a random request id (crypto.randomUUID when available)
  *   abcde.api(method, path, body)   fetch JSON; throws abcde.ApiError with the server's message
  *   abcde.ApiError                  Error with .status (HTTP status, 0: the server is unreachable)
@@ -56,20 +66,44 @@
   const ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"};
   function escapeHtml(value) { return text(value).replace(/[&<>"']/g, (c) => ESCAPES[c]); }
 
+  const isNull = (x) => x === null || x === undefined || (typeof x === "number" && !isFinite(x));
+
+  /* Thousands separators on the integer part of a fixed-point text (as Python's "{:,}"). */
+  function group(fixed) {
+    const neg = fixed.startsWith("-"), body = neg ? fixed.slice(1) : fixed;
+    const [whole, frac] = body.split(".");
+    const g = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    return (neg ? "-" : "") + g + (frac === undefined ? "" : "." + frac);
+  }
+
   function fmt(x, digits) {
-    if (x === null || x === undefined) return "n/a";
-    return Number(x).toFixed(digits === undefined ? 4 : digits);
+    if (isNull(x)) return "n/a";
+    return Number(x).toFixed(digits === undefined ? style().estimate_digits : digits);
   }
 
-  function pct(x, digits) {
-    if (x === null || x === undefined) return "n/a";
-    return (100 * Number(x)).toFixed(digits === undefined ? 3 : digits) + "%";
+  function four(x) {
+    if (isNull(x)) return "n/a";
+    const t = Number(x).toFixed(style().estimate_digits);
+    return /^-0\.0+$/.test(t) ? t.slice(1) : t;
   }
 
-  function num(x) {
-    if (x === null || x === undefined) return "n/a";
-    return typeof x === "number" ? (+x.toFixed(4)).toLocaleString() : String(x);
+  function pct(x) {
+    if (isNull(x)) return "n/a";
+    return (100 * Number(x)).toFixed(style().pct_digits) + "%";
   }
+
+  function count(x) { return isNull(x) ? "n/a" : group(Number(x).toFixed(0)); }
+
+  function weight(x) {
+    if (isNull(x)) return "n/a";
+    const v = Number(x);
+    if (Number.isInteger(v) && Math.abs(v) < 1e15) return group(v.toFixed(0));
+    if (Math.abs(v) >= 1e6) return group(v.toFixed(0));
+    const digits = Math.min(12, Math.max(0, 5 - Math.floor(Math.log10(Math.abs(v)))));
+    return group(v.toFixed(digits).replace(/0+$/, "").replace(/\.$/, ""));
+  }
+
+  function num(x) { return typeof x === "number" ? weight(x) : (isNull(x) ? "n/a" : String(x)); }
 
   function newId() {
     if (root.crypto && root.crypto.randomUUID) return root.crypto.randomUUID();
@@ -101,6 +135,9 @@
     return d;
   }
 
+  const DEFAULT_STYLE = {pct_digits: 3, estimate_digits: 4, null: "(null)"};
+  function style() { return Object.assign({}, DEFAULT_STYLE, names().style || {}); }
+
   let pageNames = null;
   function names() {
     if (pageNames === null) {
@@ -115,6 +152,6 @@
     return l === undefined ? key : l;
   }
 
-  root.abcde = Object.freeze({byId, el, text, escapeHtml, fmt, pct, num, newId, api, ApiError, UNREACHABLE,
-                              names, label});
+  root.abcde = Object.freeze({byId, el, text, escapeHtml, fmt, four, pct, count, weight, num, newId, api, ApiError,
+                              UNREACHABLE, names, label, style, get NULL_TEXT() { return style().null; }});
 })(globalThis);

@@ -5,6 +5,8 @@ pages get them in their JSON), so a name is defined once.
 
 from __future__ import annotations
 
+from abcde.util.display import STYLE
+
 #: Exact impact metrics (per item, cluster, slice and overall), as Python/JSON names.
 IMPACT_METRICS = ("split_rate", "merge_rate", "jaccard_distance")
 
@@ -31,3 +33,9 @@ SOURCES = ("person", "model", "oracle")
 
 #: How ``derive_weights`` combines the past importance of Base and Exp clusters into a weight.
 WEIGHT_COMBINE_RULES = ("max", "min", "mean", "base", "exp")
+
+#: What every page is given as ``<body data-names=...>`` (assets/common.js reads it as
+#: ``abcde.names()`` and ``abcde.style()``): the metric names and labels, and the number style of
+#: abcde.util.display, so the pages name and format as the terminal and the notebook do.
+PAGE_NAMES = {"labels": METRIC_LABELS, "impact_metrics": list(IMPACT_METRICS), "quality_metrics": list(QUALITY_METRICS),
+              "style": STYLE}

@@ -31,7 +31,7 @@ import jinja2
 from markupsafe import Markup
 
 from abcde.core.diff import describe_restriction
-from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS
+from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, PAGE_NAMES, QUALITY_METRICS
 from abcde.report.charts import chart_specs
 from abcde.util import display
 from abcde.util.display import interval
@@ -106,6 +106,7 @@ def render_html(data: dict) -> str:
         "body_scripts": body_scripts,
         "report_json": json_for_script(data),
         "specs_json": json_for_script(specs),
+        "names_json": json.dumps(PAGE_NAMES),
     }
     return _env().get_template("report.html").render(d=data, v=_view(data), page=page)
 

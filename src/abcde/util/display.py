@@ -17,19 +17,29 @@ import math
 #: How a missing value (a null attribute) is shown.
 NULL_TEXT = "(null)"
 
+#: Decimals of a rate shown as a percentage, and of an estimate or a standard error.
+PCT_DIGITS = 3
+ESTIMATE_DIGITS = 4
+
+#: The rules above as data, for the pages: ``assets/common.js`` reads them (``abcde.style()``) and
+#: formats with the same rules (``abcde.pct``, ``abcde.four``, ``abcde.weight``, ``abcde.count``);
+#: tests/test_display.py runs both on the same values in Chromium.
+STYLE = {"pct_digits": PCT_DIGITS, "estimate_digits": ESTIMATE_DIGITS, "null": NULL_TEXT}
+
 
 def pct(v) -> str:
     """A rate as a percentage with 3 decimals (``n/a`` when undefined)."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "n/a"
-    return f"{100 * v:.3f}%"
+    return f"{100 * v:.{PCT_DIGITS}f}%"
 
 
 def four(v) -> str:
     """An estimate or a standard error: 4 decimals; ``n/a`` when undefined."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "n/a"
-    return f"{v:.4f}".replace("-0.0000", "0.0000")
+    text = f"{v:.{ESTIMATE_DIGITS}f}"
+    return text[1:] if text == "-" + "0." + "0" * ESTIMATE_DIGITS else text
 
 
 def interval(e: dict) -> str:

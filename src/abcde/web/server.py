@@ -50,11 +50,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS
+from abcde.core.names import METRIC_LABELS, PAGE_NAMES
 
-#: The metric names and labels the pages show (``<body data-names=...>``; assets/common.js reads
-#: them as ``abcde.names``): defined once, in abcde.core.names.
-PAGE_NAMES = {"labels": METRIC_LABELS, "impact_metrics": list(IMPACT_METRICS), "quality_metrics": list(QUALITY_METRICS)}
 
 # Scripts and styles only from this server's own files; JSON only from itself; nothing else.
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'none'; "

@@ -11,8 +11,8 @@
 const {el, byId} = abcde;
 const data = JSON.parse(byId('report-data').textContent);
 const specs = JSON.parse(byId('chart-specs').textContent);
-// abcde.num, except that from a million on the report shows whole numbers (as its Python side does).
-const num = x => (typeof x === 'number' && Math.abs(x) >= 1e6) ? Math.round(x).toLocaleString() : abcde.num(x);
+// A weight in the number style of the Python side (abcde.util.display.weight).
+const num = abcde.weight;
 // Charts (Vega-Lite via the inlined vega-embed). ast + the bundled interpreter: no eval, so the CSP
 // needs no 'unsafe-eval'; vega's default styles come with the page (vega.css), not injected.
 window.__charts = 0;

@@ -60,10 +60,10 @@
       body.append(el("tr", {"data-metric": key},
         el("th", null, abcde.label(key)),
         el("td", {class: "num estimate", "data-value": e.estimate === null ? "" : String(e.estimate)},
-           e.estimate === null ? "undefined" : fmt(e.estimate)),
+           e.estimate === null ? "undefined" : abcde.four(e.estimate)),
         el("td", {class: "num interval", "data-low": e.ci_low === null ? "" : String(e.ci_low),
                   "data-high": e.ci_high === null ? "" : String(e.ci_high)},
-           e.ci_low === null ? (e.note || "n/a") : "[" + fmt(e.ci_low) + ", " + fmt(e.ci_high) + "]"),
+           e.ci_low === null ? (e.note || "n/a") : "[" + abcde.four(e.ci_low) + ", " + abcde.four(e.ci_high) + "]"),
         el("td", {class: "num"}, e.n_judgements)));
     }
     $("est-note").textContent = "From the person judgements in the store, by the estimator behind 'abcde quality' (" +
@@ -72,8 +72,8 @@
       "). Judged pairs: " + s.estimates.judged_pairs + ", unsure: " + s.estimates.unsure_pairs +
       ", not judged: " + s.estimates.missing_pairs + ".";
     if (s.settings.target_width !== null) {
-      $("target").textContent = "Target width of " + abcde.label("delta_precision") + "'s 95% interval: " + fmt(s.settings.target_width) +
-        "; now " + fmt(s.ci_width) + ".";
+      $("target").textContent = "Target width of " + abcde.label("delta_precision") + "'s 95% interval: " + abcde.four(s.settings.target_width) +
+        "; now " + abcde.four(s.ci_width) + ".";
     }
   }
 
