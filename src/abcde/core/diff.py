@@ -180,11 +180,12 @@ def build_diff(
     with _progress.step("Reading and validating inputs"):
         loaded, attributes = _load(eng, inputs, roles)
     labels = {k: v.label for k, v in loaded.items()}
-    with _progress.step("Joining clusterings and computing fragments"):
+    with _progress.step("Joining clusterings and computing fragments") as shown:
         fw = _join(loaded)
         frag_all = eng.materialize(_membership_fragments(fw), "fragments_all")
         restriction = _restriction(eng, loaded, fw, frag_all, labels, roles)
         fragments = eng.materialize(_fragments(eng, frag_all), "fragments")
+        shown.rows = restriction.common_items
     joined = fw.filter(fw.in_b & fw.in_e).select("item_id", "base_cluster", "exp_cluster", "weight")
     return Diff(
         engine=eng,

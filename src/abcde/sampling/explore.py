@@ -336,8 +336,9 @@ def sample_affected(
     o = overall(diff) if not isinstance(result, ImpactResult) else result.to_dict()
     eng = diff.engine
     pop = affected_population(diff)
-    with _progress.step(f"Drawing {size:,} affected items ∝ weight·JaccardDistance"):
+    with _progress.step(f"Drawing {size:,} affected items ∝ weight·JaccardDistance") as shown:
         s = sample_with_replacement(eng, pop, key="item_id", weight="q", n=size, seed=seed, step="exploration sample")
+        shown.rows = s.table.num_rows
     t = s.table
     if t.num_rows:
         dc = np.asarray(t.column("draw_count").to_numpy(), dtype=float)

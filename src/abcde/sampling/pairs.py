@@ -302,8 +302,9 @@ def fill_budgets(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seeds,
             }))
             offset += len(seq)
         draws = pa.concat_tables(parts)
-        with _progress.step(f"Drawing partners for {draws.num_rows:,} draws"):
+        with _progress.step(f"Drawing partners for {draws.num_rows:,} draws") as shown:
             partners = _partners(diff, draws)
+            shown.rows = partners.num_rows
         if partners.num_rows != draws.num_rows:  # pragma: no cover - guarded by construction
             raise RuntimeError("partner selection lost draws")
         order = np.argsort(partners.column("draw").to_numpy())

@@ -1,7 +1,14 @@
-"""Progress display for long steps.
+"""Progress display for long steps, always on stderr (never stdout, so ``--json`` stays clean).
 
-Shown on stderr when it is a terminal (or when ``ABCDE_PROGRESS=1``), never on
-stdout, so ``--json`` output stays clean. ``ABCDE_PROGRESS=0`` turns it off.
+- **On a terminal:** a spinner with the step's name and its elapsed time, updated while it runs,
+  then ``✓ step (12.3 s, 1,234 rows)``.
+- **Not a terminal** (a log file, CI, a pipe): plain lines, and only for steps that take a while,
+  so short commands stay quiet: ``abcde: step … 10 s`` every ``ABCDE_PROGRESS_INTERVAL``
+  seconds (default 10) while it runs, then ``abcde: ✓ step (12.3 s, 1,234 rows)``.
+- ``-q`` (``set_enabled(False)``) or ``ABCDE_PROGRESS=0`` turns it off; ``ABCDE_PROGRESS=1``
+  forces the terminal display.
+
+A step reports its rows by setting ``.rows`` on the object :func:`step` yields.
 """
 
 from __future__ import annotations
@@ -9,36 +16,105 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 
 _enabled: bool | None = None
 
+#: Seconds between two status lines when stderr is not a terminal (``ABCDE_PROGRESS_INTERVAL``).
+DEFAULT_INTERVAL = 10.0
+
 
 def set_enabled(value: bool | None) -> None:
-    """Force progress display on/off (``None``: decide from the terminal)."""
+    """Force progress display on/off (``None``: decide from the environment and the terminal)."""
     global _enabled
     _enabled = value
 
 
-def enabled() -> bool:
-    if _enabled is not None:
-        return _enabled
+def mode() -> str:
+    """``"off"``, ``"terminal"`` (a live spinner) or ``"lines"`` (periodic status lines)."""
+    if _enabled is False:
+        return "off"
     env = os.environ.get("ABCDE_PROGRESS")
-    if env is not None:
-        return env not in ("0", "", "false", "no")
-    return sys.stderr.isatty()
+    if env is not None and env.strip().lower() in ("0", "", "false", "no", "off"):
+        return "off"
+    if _enabled is True or env is not None or sys.stderr.isatty():
+        return "terminal"
+    return "lines"
+
+
+def enabled() -> bool:
+    return mode() != "off"
+
+
+def interval() -> float:
+    try:
+        return max(0.05, float(os.environ.get("ABCDE_PROGRESS_INTERVAL", DEFAULT_INTERVAL)))
+    except ValueError:
+        return DEFAULT_INTERVAL
+
+
+class Step:
+    """A running step: set ``rows`` to have the closing line say how many rows it produced."""
+
+    def __init__(self, description: str):
+        self.description = description
+        self.rows: int | None = None
+        self.start = time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def summary(self) -> str:
+        rows = "" if self.rows is None else f", {self.rows:,} rows"
+        return f"{self.description} ({_seconds(self.elapsed())}{rows})"
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.1f} s" if s < 60 else f"{int(s // 60)} min {s % 60:02.0f} s"
 
 
 @contextlib.contextmanager
 def step(description: str):
-    """Show a spinner with elapsed time while the block runs."""
-    if not enabled():
-        yield
+    """Show the step while the block runs (see the module's docstring); yields a :class:`Step`."""
+    m = mode()
+    s = Step(description)
+    if m == "off":
+        yield s
         return
-    from rich.console import Console
+    stop = threading.Event()
+    if m == "terminal":
+        from rich.console import Console
 
-    console = Console(stderr=True)
-    start = time.perf_counter()
-    with console.status(f"[bold]{description}[/bold] …"):
-        yield
-    console.print(f"[green]✓[/green] {description} [dim]({time.perf_counter() - start:.1f}s)[/dim]")
+        console = Console(stderr=True)
+        with console.status(f"[bold]{description}[/bold] …") as status:
+            ticker = threading.Thread(target=_tick, daemon=True, args=(stop, 0.5, lambda: status.update(
+                f"[bold]{description}[/bold] … {_seconds(s.elapsed())}")))
+            ticker.start()
+            try:
+                yield s
+            finally:
+                stop.set()
+                ticker.join()
+        console.print(f"[green]✓[/green] {s.summary()}", highlight=False)
+        return
+    every = interval()
+    ticker = threading.Thread(target=_tick, daemon=True, args=(stop, every, lambda: _line(
+        f"{description} … {_seconds(s.elapsed())}")))
+    ticker.start()
+    try:
+        yield s
+    finally:
+        stop.set()
+        ticker.join()
+    if s.elapsed() >= every:
+        _line(f"✓ {s.summary()}")
+
+
+def _tick(stop: threading.Event, every: float, show) -> None:
+    while not stop.wait(every):
+        show()
+
+
+def _line(text: str) -> None:
+    print(f"abcde: {text}", file=sys.stderr, flush=True)
