@@ -4,7 +4,8 @@
   then ``✓ step (12.3 s, 1,234 rows)``.
 - **Not a terminal** (a log file, CI, a pipe): plain lines, and only for steps that take a while,
   so short commands stay quiet: ``abcde: step … 10 s`` every ``ABCDE_PROGRESS_INTERVAL``
-  seconds (default 10) while it runs, then ``abcde: ✓ step (12.3 s, 1,234 rows)``.
+  seconds (default 10) while it runs, then ``abcde: ✓ step (12.3 s, 1,234 rows)``
+  (``ABCDE_PROGRESS_INTERVAL=0``: every step's closing line).
 - ``-q`` (``set_enabled(False)``) or ``ABCDE_PROGRESS=0`` turns it off; ``ABCDE_PROGRESS=1``
   forces the terminal display.
 
@@ -49,7 +50,7 @@ def enabled() -> bool:
 
 def interval() -> float:
     try:
-        return max(0.05, float(os.environ.get("ABCDE_PROGRESS_INTERVAL", DEFAULT_INTERVAL)))
+        return max(0.0, float(os.environ.get("ABCDE_PROGRESS_INTERVAL", DEFAULT_INTERVAL)))
     except ValueError:
         return DEFAULT_INTERVAL
 
@@ -99,7 +100,7 @@ def step(description: str):
         console.print(f"[green]✓[/green] {s.summary()}", highlight=False)
         return
     every = interval()
-    ticker = threading.Thread(target=_tick, daemon=True, args=(stop, every, lambda: _line(
+    ticker = threading.Thread(target=_tick, daemon=True, args=(stop, max(every, 0.05), lambda: _line(
         f"{description} … {_seconds(s.elapsed())}")))
     ticker.start()
     try:
