@@ -62,7 +62,8 @@ def test_the_judging_page_holds_its_content(judged_dir, browser, width, screensh
         page.goto(srv.url + "?rater=ann")
         page.wait_for_selector("#estimates-body tr")
         assert overflowing(page) == []  # nothing judged: every estimate undefined, with its reason
-        assert "undefined" in page.inner_text("#estimates-body")
+        assert "n/a" in page.inner_text("#estimates-body")  # as the terminal, the report and the notebook
+        assert "no usable judgement" in page.inner_text("#est-why")  # and why, under the table
         screenshot(page, f"judge-empty-{width}.png", full_page=True)
         for key in "sdsds":  # partly judged: live estimates, progress
             judge_one(page, key)

@@ -251,7 +251,8 @@ def test_no_judgements_means_undefined_not_nan(sample_dir):
     assert d["missing_pairs"] == 25
     json.dumps(d, allow_nan=False)
     out = CliRunner().invoke(main, ["quality", str(sample_dir)])
-    assert "undefined" in out.output and "nan" not in out.output.lower()
+    # undefined reads n/a (as in the report, the notebook and the pages), with the reason beside it
+    assert "n/a" in out.output and "no usable judgement" in out.output and "nan" not in out.output.lower()
 
 
 def test_judgement_by_item_ids_in_either_order(sample_dir):

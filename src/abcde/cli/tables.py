@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from abcde.core.names import METRIC_LABELS, QUALITY_METRICS
+from abcde.core.names import METRIC_LABELS, QUALITY_COLUMNS, QUALITY_METRICS
 from abcde.errors import AbcdeError
-from abcde.util.display import NULL_TEXT, four, interval, pct
+from abcde.util.display import NULL_TEXT, count, four, interval, pct, weight
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -54,24 +54,42 @@ def fmt(v) -> str:
 
 #: Column headers of the row tables (key -> header); other keys are shown as they are.
 HEADERS = {
-    "split_rate": "Split",
-    "merge_rate": "Merge",
-    "jaccard_distance": "Jaccard",
-    "contribution": "contrib.",
+    "split_rate": METRIC_LABELS["split_rate"],
+    "merge_rate": METRIC_LABELS["merge_rate"],
+    "jaccard_distance": METRIC_LABELS["jaccard_distance"],
     "cluster_id": "cluster",
     "precision": "Precision",
     "recall": "Recall",
     "f1": "F1",
-    "sampled_items": "sampled",
+    "sampled_items": "sampled items",
     "weight_share": "weight share",
-    "split_contribution": "Split contrib.",
-    "merge_contribution": "Merge contrib.",
-    "jaccard_contribution": "Jaccard contrib.",
+    "split_contribution": f"{METRIC_LABELS['split_rate']} contribution",
+    "merge_contribution": f"{METRIC_LABELS['merge_rate']} contribution",
+    "jaccard_contribution": f"{METRIC_LABELS['jaccard_distance']} contribution",
     "jaccard_contribution_se": "± s.e.",
     "importance_weight": "w(i)",
 }
 #: Left-aligned columns (ids and names); the rest are numbers, right-aligned.
 LEFT = {"side", "cluster_id", "item_id", "base_cluster", "exp_cluster"}
+#: Columns holding a rate or a share, shown as percentages (util.display.pct), and a weight
+#: (util.display.weight); a whole number elsewhere is a count.
+RATES = {"split_rate", "merge_rate", "jaccard_distance", "contribution", "precision", "recall", "f1", "weight_share",
+         "split_contribution", "merge_contribution", "jaccard_contribution", "jaccard_contribution_se"}
+WEIGHTS = {"weight", "total_weight", "importance_weight"}
+
+
+def cell(key: str, v) -> str:
+    """A value of column ``key`` in the one number style: rates as percentages, weights by
+    magnitude, counts with separators, null as (null); other values as :func:`fmt`."""
+    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)):
+        return fmt(v)
+    if key in RATES:
+        return pct(v)
+    if key in WEIGHTS:
+        return weight(v)
+    if isinstance(v, int):
+        return count(v)
+    return fmt(v)
 
 
 def new_table(**kwargs) -> Table:
@@ -90,7 +108,7 @@ def table(rows: list[dict], title: str | None = None, columns: list[str] | None 
     for c in cols:
         t.add_column(HEADERS.get(c, c), justify="left" if c in LEFT else "right", overflow="fold")
     for r in shown:
-        t.add_row(*[fmt(r.get(c)) for c in cols])
+        t.add_row(*[cell(c, r.get(c)) for c in cols])
     return t
 
 
@@ -138,7 +156,7 @@ def print_restriction(r: dict, names: tuple[str, str]) -> None:
     """Say which items were left out because only one side has them."""
     from abcde.core.diff import describe_restriction  # lazy: start-up time
 
-    lines = describe_restriction(r, names, fmt)
+    lines = describe_restriction(r, names, weight)
     if lines:
         console().print("[yellow]Restricted to the common items:[/yellow]")
         for line in lines:
@@ -152,7 +170,7 @@ def print_impact(res: ImpactResult, *, top: int) -> None:
     summary.add_column("metric", style="bold")
     summary.add_column("value", justify="right")
     summary.add_row("items", f"{res.items:,}")
-    summary.add_row("total weight", fmt(res.total_weight))
+    summary.add_row("total weight", weight(res.total_weight))
     summary.add_row(METRIC_LABELS["split_rate"], pct(res.split_rate))
     summary.add_row(METRIC_LABELS["merge_rate"], pct(res.merge_rate))
     summary.add_row(METRIC_LABELS["jaccard_distance"], pct(res.jaccard_distance))
@@ -175,26 +193,46 @@ def print_quality(d: dict) -> None:
     """Quality estimates (a ``QualityResult.to_dict()``) with intervals, and ΔPrecision per slice."""
 
     how = f"estimator: {d['estimator']}" + (f", allocation: {d['allocation']}" if d.get("allocation") else "")
-    t = new_table(title=f"Quality of Exp relative to Base (estimates, 95% intervals; {how})", title_justify="left")
-    for c in ("metric", "estimate", "± s.e.", "95% interval", "judged"):
-        t.add_column(c, justify="left" if c == "metric" else "right")
-    for key in QUALITY_METRICS:
-        label = METRIC_LABELS[key]
+    t = new_table(title="Quality of Exp relative to Base", title_justify="left")
+    metrics = (("precision",) if "precision" in d else ()) + QUALITY_METRICS
+    notes = [e.get("note", "") for e in (d[k] for k in metrics)]
+    for c in [*QUALITY_COLUMNS, *([""] if any(notes) else [])]:
+        t.add_column(c, justify="left" if c in ("metric", "") else "right")
+    for key, note in zip(metrics, notes):
         e = d[key]
-        if e["estimate"] is None:
-            t.add_row(label, "undefined", "", e.get("note", ""), str(e["n_judgements"]))
-            continue
-        t.add_row(label, four(e["estimate"]), four(e["std_err"]), interval(e), str(e["n_judgements"]))
+        t.add_row(METRIC_LABELS[key], four(e["estimate"]), four(e["std_err"]), interval(e), count(e["n_judgements"]),
+                  *([note] if any(notes) else []))
     console().print(t)
-    console().print(f"SplitRate {d['split_rate']:.4f} = Good + Bad; MergeRate {d['merge_rate']:.4f} = Good + Bad. "
-                    f"Pairs judged: {d['judged_pairs']}, unsure: {d['unsure_pairs']}, "
-                    f"not judged: {d['missing_pairs']}; rater disagreements: {d['rater_disagreements']} "
+    console().print(f"Estimates with 95% intervals ({how}).", soft_wrap=True)
+    console().print(describe_quality_sample(d))
+    console().print(f"{METRIC_LABELS['split_rate']} {pct(d['split_rate'])} = Good + Bad; "
+                    f"{METRIC_LABELS['merge_rate']} {pct(d['merge_rate'])} = Good + Bad. "
+                    f"Pairs judged: {count(d['judged_pairs'])}, unsure: {count(d['unsure_pairs'])}, "
+                    f"not judged: {count(d['missing_pairs'])}; rater disagreements: {d['rater_disagreements']} "
                     f"(ties ⇒ unsure: {d['rater_ties']}).")
+    if "precision" in d:
+        console().print("Precision of the clustering = 1 + ΔPrecision (pairs inside its clusters, against every "
+                        "item alone, whose Precision is 1).")
     for col, rows in d.get("slices", {}).items():
         flat = [{col: r["value"], "weight": r["weight"], "draws": r["sampled_draws"],
+                 **({"Precision": four(r["precision"]["estimate"])} if "precision" in r else {}),
                  "ΔPrecision": four(r["delta_precision"]["estimate"]), "± s.e.": four(r["delta_precision"]["std_err"]),
                  "contribution": four(r["delta_precision_contribution"]["estimate"])} for r in rows]
         console().print(table(flat, f"ΔPrecision by {col} (vantage items)"))
+
+
+def describe_quality_sample(d: dict) -> str:
+    """One line on the design behind quality estimates: its strata, which were judged whole (a
+    census), and whether the result is exact."""
+    if d.get("estimator") != "stratified" or not d.get("strata"):
+        return f"Design: {d.get('estimator', 'paper')} (every pair ∝ u_ij, the paper's)."
+    census = d.get("census") or []
+    text = f"Design: stratified over {', '.join(d['strata'])}"
+    if census:
+        text += f"; judged whole (a census): {', '.join(census)}"
+    if d.get("exact"):
+        text += ". Every pair that needs a judgement is judged: the estimates are exact (s.e. 0)"
+    return text + "."
 
 
 def estimate_row(e) -> dict:

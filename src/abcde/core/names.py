@@ -23,7 +23,12 @@ METRIC_LABELS = {
     "bad_split_rate": "BadSplitRate",
     "good_merge_rate": "GoodMergeRate",
     "bad_merge_rate": "BadMergeRate",
+    "precision": "Precision",  # of one clustering (abcde precision): 1 + ΔPrecision against every item alone
 }
+
+#: The columns of a quality table, the same in the terminal, the report, the notebook and the judging
+#: page ("draws used": the judged draws an estimate rests on; a pair drawn twice counts twice).
+QUALITY_COLUMNS = ("metric", "estimate", "± s.e.", "95% interval", "draws used")
 
 #: The answers a judgement can have.
 VOCABULARY = ("same", "different", "unsure")
@@ -38,4 +43,4 @@ WEIGHT_COMBINE_RULES = ("max", "min", "mean", "base", "exp")
 #: ``abcde.names()`` and ``abcde.style()``): the metric names and labels, and the number style of
 #: abcde.util.display, so the pages name and format as the terminal and the notebook do.
 PAGE_NAMES = {"labels": METRIC_LABELS, "impact_metrics": list(IMPACT_METRICS), "quality_metrics": list(QUALITY_METRICS),
-              "style": STYLE}
+              "quality_columns": list(QUALITY_COLUMNS), "style": STYLE}

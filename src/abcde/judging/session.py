@@ -36,6 +36,7 @@ from abcde.quality.judgements import majority
 from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import JudgementStore, check_rater
 from abcde.quality.stratified import next_stratum, stratum_values
+from abcde.util import display
 from abcde.util.files import write_table_file
 
 
@@ -265,8 +266,8 @@ class JudgingSession:
         command = f"abcde pairs --extend {self.given_dir} --budget {suggested}"
         return {"exhausted": False, "budget": budget, "suggested_budget": suggested, "more": suggested - budget,
                 "command": command,
-                "message": f"Every pair is judged, and the interval ({width:.4g}) is still wider than the target "
-                           f"({self.target_width:.4g}). The current standard error suggests about "
+                "message": f"Every pair is judged, and the interval ({display.four(width)} wide) is still wider than the "
+                           f"target ({display.four(self.target_width)}). The current standard error suggests about "
                            f"{suggested - budget:,} more pairs ({suggested:,} in all). Stop this server, grow the "
                            "sample (the judgements stay and still count), and serve it again:"}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from abcde.core.names import METRIC_LABELS, QUALITY_METRICS
+from abcde.core.names import METRIC_LABELS, QUALITY_COLUMNS, QUALITY_METRICS
 from abcde.errors import InputError
 from abcde.util import display
 
@@ -30,6 +30,10 @@ class Estimate:
         How it was estimated.
     note
         Why it is undefined, when it is.
+    centre, interval_se
+        Where the interval is centred and its half-width per quantile, when they are not ``value``
+        and ``standard_error``: the stratified design's intervals for proportions near 0 or 1
+        (Agresti–Coull, see :mod:`abcde.quality.stratified`). None: ``value ± q·standard_error``.
     """
 
     metric: str
@@ -38,6 +42,8 @@ class Estimate:
     n_judgements: int
     method: str = "paper"
     note: str = ""
+    centre: float | None = None
+    interval_se: float | None = None
 
     @property
     def defined(self) -> bool:
@@ -48,7 +54,8 @@ class Estimate:
         degrees of freedom (the normal quantile when fewer than two judgements).
 
         The t quantile matters when a class has few judged pairs: with 8 judged split pairs
-        a normal interval for GoodSplitRate covers about 90%, not 95%.
+        a normal interval for GoodSplitRate covers about 90%, not 95%. With ``centre`` and
+        ``interval_se`` set, the interval is ``centre ± q·interval_se`` instead.
         """
         if not 0 < confidence_level < 1:
             raise InputError(
@@ -61,6 +68,8 @@ class Estimate:
         z = float(t.ppf(p, self.n_judgements - 1)) if self.n_judgements >= 2 else float(norm.ppf(p))
         if not (self.defined and math.isfinite(self.standard_error)):
             return (math.nan, math.nan)
+        if self.centre is not None and self.interval_se is not None and math.isfinite(self.interval_se):
+            return (self.centre - z * self.interval_se, self.centre + z * self.interval_se)
         return (self.value - z * self.standard_error, self.value + z * self.standard_error)
 
     def to_dict(self) -> dict:
@@ -94,6 +103,15 @@ class QualityResult:
         Which estimator produced the numbers (``paper`` or ``stratified``) and, for
         ``stratified``, how its budget was allocated (``proportional`` or ``neyman``;
         None for ``paper``).
+    strata, census
+        The stratified design's strata, and those judged whole (every pair in the sample: their
+        part is exact once all their pairs are judged).
+    exact
+        Every pair that needs a judgement was judged (a census of every stratum): the estimates are
+        the exact values, with standard error 0.
+    precision
+        For a sample of one clustering's pairs (``abcde precision``): its absolute Precision,
+        ``1 + ΔPrecision`` (Base = every item alone, whose Precision is 1); None otherwise.
     """
 
     delta_precision: Estimate
@@ -112,21 +130,30 @@ class QualityResult:
     slices: dict = field(default_factory=dict)
     estimator: str = "paper"
     allocation: str | None = None
+    strata: tuple = ()
+    census: tuple = ()
+    exact: bool = False
+    precision: Estimate | None = None
 
     def _repr_html_(self) -> str:
         """The estimates in a notebook, with 95% intervals, as the report shows them."""
-        rows = []
-        for name in QUALITY_METRICS:
+        rows, notes = [], []
+        for name in (("precision",) if self.precision else ()) + QUALITY_METRICS:
             e = getattr(self, name).to_dict()
-            shown = "undefined" if e["estimate"] is None else display.four(e["estimate"])
-            rows.append([METRIC_LABELS[name], shown, display.four(e["std_err"]), display.interval(e),
-                         display.count(e["n_judgements"])])
+            rows.append([METRIC_LABELS[name], display.four(e["estimate"]), display.four(e["std_err"]),
+                         display.interval(e), display.count(e["n_judgements"])])
+            if e.get("note"):
+                notes.append(f"{METRIC_LABELS[name]}: {e['note']}")
         how = self.estimator + (f", {self.allocation}" if self.allocation else "")
+        design = ""
+        if self.census:
+            design = f"; judged whole (a census): {', '.join(self.census)}"
+        if self.exact:
+            design += "; every pair judged: exact"
         return display.html_table(
-            f"Quality of Exp relative to Base (estimator: {how})", rows,
-            ["metric", "estimate", "± s.e.", "95% interval", "judged"],
+            f"Quality of Exp relative to Base (estimator: {how})", rows, list(QUALITY_COLUMNS),
             note=f"pairs judged: {display.count(self.judged_pairs)}, unsure: {display.count(self.unsure_pairs)}, "
-                 f"not judged: {display.count(self.missing_pairs)}")
+                 f"not judged: {display.count(self.missing_pairs)}{design}" + "".join(f". {n}" for n in notes))
 
     def to_dict(self) -> dict:
         d = {name: getattr(self, name).to_dict() for name in QUALITY_METRICS}
@@ -147,6 +174,10 @@ class QualityResult:
             "rater_ties": self.ties,
             "estimator": self.estimator,
             "allocation": self.allocation,
+            **({"precision": self.precision.to_dict(), "target": "precision"} if self.precision else {}),
+            "strata": list(self.strata),
+            "census": list(self.census),
+            "exact": self.exact,
         })
         if self.slices:
             d["slices"] = self.slices

@@ -31,7 +31,7 @@ import jinja2
 from markupsafe import Markup
 
 from abcde.core.diff import describe_restriction
-from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, PAGE_NAMES, QUALITY_METRICS
+from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, PAGE_NAMES, QUALITY_COLUMNS, QUALITY_METRICS
 from abcde.report.charts import chart_specs
 from abcde.util import display
 from abcde.util.display import interval
@@ -121,10 +121,11 @@ def _view(data: dict) -> dict:
     view: dict[str, Any] = {
         "h": h,
         "labels": L,
+        "quality_columns": QUALITY_COLUMNS,
         "cards": [{"key": k, "label": L[k], "value": h[k], "shown": pct(h[k])} for k in IMPACT_METRICS] + [
             {"key": "affected_items", "label": "affected items", "value": h["affected_items"],
              "shown": count(h["affected_items"])},
-            {"key": "items", "label": "items compared", "value": h["items"], "shown": count(h["items"])}],
+            {"key": "items", "label": "items", "value": h["items"], "shown": count(h["items"])}],
         "restriction": describe_restriction(data["restriction"], (names["base"], names["exp"]), num),
         "tabs": [{"key": "interleaved", "label": "Base and Exp interleaved"}, {"key": "base", "label": "Base"},
                  {"key": "exp", "label": "Exp"}],
@@ -148,9 +149,9 @@ def _view(data: dict) -> dict:
             "groups": [{"name": col, "rows": rows, "columns": [
                 Column(col, col), Column("sampled_items", "sampled items"),
                 Column("weight_share", "weight share", pct),
-                Column("split_contribution", "split contribution", pct),
-                Column("merge_contribution", "merge contribution", pct),
-                Column("jaccard_contribution", "Jaccard contribution", pct)]}
+                Column("split_contribution", f"{L['split_rate']} contribution", pct),
+                Column("merge_contribution", f"{L['merge_rate']} contribution", pct),
+                Column("jaccard_contribution", f"{L['jaccard_distance']} contribution", pct)]}
                 for col, rows in x["groups"].items()]}
     return view
 
@@ -162,7 +163,9 @@ def _quality_view(q: dict | None) -> dict | None:
     alloc = q.get("allocation")
     return {
         "judged_by": q["judged_by"],
-        "method": f"estimator: {q.get('estimator', 'paper')}" + (f", allocation: {alloc}" if alloc else ""),
+        "method": f"estimator: {q.get('estimator', 'paper')}" + (f", allocation: {alloc}" if alloc else "")
+                  + (f"; judged whole (a census): {', '.join(q['census'])}" if q.get("census") else ""),
+        "exact": bool(q.get("exact")),
         "judged_pairs": q["judged_pairs"], "unsure_pairs": q["unsure_pairs"], "missing_pairs": q["missing_pairs"],
         "rater_disagreements": q.get("rater_disagreements"),
         "split_rate": q["split_rate"], "merge_rate": q["merge_rate"],

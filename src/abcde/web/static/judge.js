@@ -55,22 +55,30 @@
         "); judgements are still saved. Try 'abcde quality' on the export.";
       return;
     }
-    for (const key of abcde.names().quality_metrics) {
+    // A sample of one clustering's pairs (abcde precision) shows its Precision first.
+    const keys = (s.estimates.precision ? ["precision"] : []).concat(abcde.names().quality_metrics);
+    for (const key of keys) {
       const e = s.estimates[key];
       body.append(el("tr", {"data-metric": key},
         el("th", null, abcde.label(key)),
         el("td", {class: "num estimate", "data-value": e.estimate === null ? "" : String(e.estimate)},
-           e.estimate === null ? "undefined" : abcde.four(e.estimate)),
+           abcde.four(e.estimate)),
         el("td", {class: "num interval", "data-low": e.ci_low === null ? "" : String(e.ci_low),
                   "data-high": e.ci_high === null ? "" : String(e.ci_high)},
-           e.ci_low === null ? (e.note || "n/a") : "[" + abcde.four(e.ci_low) + ", " + abcde.four(e.ci_high) + "]"),
-        el("td", {class: "num"}, e.n_judgements)));
+           e.ci_low === null ? "n/a" : "[" + abcde.four(e.ci_low) + ", " + abcde.four(e.ci_high) + "]"),
+        el("td", {class: "num"}, abcde.count(e.n_judgements))));
     }
+    // Why an estimate is undefined, under the table (as the report and the terminal give it).
+    $("est-why").replaceChildren(...keys.filter((k) => s.estimates[k].note).map(
+      (k) => el("li", null, abcde.label(k) + ": " + s.estimates[k].note)));
+    const design = [];
+    if (s.estimates.census && s.estimates.census.length) design.push("judged whole (a census): " + s.estimates.census.join(", "));
+    if (s.estimates.exact) design.push("every pair judged: the estimates are exact");
     $("est-note").textContent = "From the person judgements in the store, by the estimator behind 'abcde quality' (" +
       s.estimates.estimator + (s.estimates.allocation ? ", allocation " + s.estimates.allocation : "") +
       (s.settings.allocation === "adaptive Neyman" ? "; pairs served by adaptive Neyman allocation" : "") +
       "). Judged pairs: " + s.estimates.judged_pairs + ", unsure: " + s.estimates.unsure_pairs +
-      ", not judged: " + s.estimates.missing_pairs + ".";
+      ", not judged: " + s.estimates.missing_pairs + (design.length ? "; " + design.join("; ") : "") + ".";
     if (s.settings.target_width !== null) {
       $("target").textContent = "Target width of " + abcde.label("delta_precision") + "'s 95% interval: " + abcde.four(s.settings.target_width) +
         "; now " + abcde.four(s.ci_width) + ".";
