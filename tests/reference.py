@@ -528,6 +528,9 @@ def pair_totals(base: dict, exp: dict, weight: dict) -> dict:
         "stable": total(lambda p: p["class"] == "stable"),
         "self": total(lambda p: p["i"] == p["j"]),
         "intersection": total(lambda p: p["class"] == "stable" and p["i"] != p["j"]),
+        # the intersection by the sign of its term l_ij = sgn(W(B) − W(E))
+        "intersection+": total(lambda p: p["class"] == "stable" and p["i"] != p["j"] and p["l"] > 0),
+        "intersection-": total(lambda p: p["class"] == "stable" and p["i"] != p["j"] and p["l"] < 0),
         "all": total(lambda p: True),
     }
 

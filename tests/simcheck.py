@@ -32,19 +32,31 @@ def new_results(metrics) -> dict:
     return {m: [] for m in metrics}
 
 
-def add(res: dict, metric: str, value: float, se: float, half_width: float) -> None:
-    """One seed's estimate, its SE and its 95% interval half-width (in the estimate's units)."""
-    res[metric].append((float(value), float(se), float(half_width) / float(se) if se else math.nan))
+def add(res: dict, metric: str, value: float, se: float, half_width: float, low: float | None = None,
+        high: float | None = None) -> None:
+    """One seed's estimate, its SE and its 95% interval: its half-width (in the estimate's units),
+    and its ends when it is not centred on the estimate (e.g. Agresti–Coull's)."""
+    lo = float(value) - float(half_width) if low is None else float(low)
+    hi = float(value) + float(half_width) if high is None else float(high)
+    res[metric].append((float(value), float(se), float(half_width) / float(se) if se else math.nan, lo, hi))
 
 
 def add_estimate(res: dict, metric: str, est: dict) -> None:
     """From an ``Estimate.to_dict()`` (estimate, std_err, ci_low, ci_high)."""
-    add(res, metric, est["estimate"], est["std_err"], (est["ci_high"] - est["ci_low"]) / 2)
+    add(res, metric, est["estimate"], est["std_err"], (est["ci_high"] - est["ci_low"]) / 2, est["ci_low"],
+        est["ci_high"])
 
 
 def arrays(res: dict, metric: str):
+    """Per seed: estimates, SEs and interval half-widths in SEs."""
     a = np.asarray(res[metric], dtype=float)
     return a[:, 0], a[:, 1], a[:, 2]
+
+
+def bounds(res: dict, metric: str):
+    """Per seed: the interval's ends."""
+    a = np.asarray(res[metric], dtype=float)
+    return a[:, 3], a[:, 4]
 
 
 def limits(n_metrics: int, seeds: int, alpha: float = ALPHA) -> tuple[float, float]:
@@ -69,7 +81,8 @@ def table(res: dict, truth: dict, alpha: float = ALPHA) -> list[dict]:
         var_log = (kurt + 2) / (4 * (s - 1)) + float(se.var(ddof=1)) / (s * float(se.mean()) ** 2)
         se_ratio = float(se.mean()) / sd if sd > 0 else math.nan
         z_se = math.log(se_ratio) / math.sqrt(var_log) if sd > 0 else math.nan
-        cover = float(np.mean(np.abs(v - true) <= q * se))
+        lo, hi = bounds(res, m)
+        cover = float(np.mean((lo <= true) & (true <= hi)))
         z_cov = (cover - COVERAGE) / math.sqrt(COVERAGE * (1 - COVERAGE) / s)
         shift = 0.05 * abs(true) / sem if sem > 0 else math.inf
         rows.append({
@@ -109,5 +122,5 @@ def assert_bands(res: dict, truth: dict, alpha: float = ALPHA) -> list[dict]:
 def scaled(res: dict, metric: str, factor: float) -> dict:
     """The results with one metric's estimates and SEs multiplied by ``factor`` (a 5% bias)."""
     out = dict(res)
-    out[metric] = [(v * factor, se * factor, q) for v, se, q in res[metric]]
+    out[metric] = [(v * factor, se * factor, q, lo * factor, hi * factor) for v, se, q, lo, hi in res[metric]]
     return out

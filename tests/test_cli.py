@@ -128,7 +128,7 @@ def test_demo_runs_on_bundled_data(demo_run):
 
 
 COMMANDS = [["impact"], ["pointwise"], ["weights"], ["demo"], ["explore", "sample"], ["explore", "query"],
-            ["explore", "serve"], ["pairs"], ["quality"], ["judge", "oracle"], ["judge", "serve"], ["judge", "model"],
+            ["explore", "serve"], ["pairs"], ["precision"], ["quality"], ["judge", "oracle"], ["judge", "serve"], ["judge", "model"],
             ["judge", "export"], ["report"]]
 
 

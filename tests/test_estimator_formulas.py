@@ -24,7 +24,8 @@ import pyarrow as pa
 import pytest
 
 from abcde.quality import estimate_from_draws
-from abcde.quality.stratified import STRATA, StratifiedSample, estimate_stratified, estimate_stratified_slices
+from abcde.quality.stratified import (LEGACY_STRATA, STRATA, StratifiedSample, estimate_stratified,
+                                      estimate_stratified_slices)
 
 REL = 1e-12
 
@@ -201,17 +202,25 @@ def test_a_case_worked_by_hand():
 
 
 # ----------------------------------------------------------------------------- stratified design
+@pytest.mark.parametrize("layout", ["signed", "legacy"])
 @pytest.mark.parametrize("seed", range(12))
-def test_the_stratified_estimator_is_its_formulas(seed):
+def test_the_stratified_estimator_is_its_formulas(seed, layout):
+    """Both layouts: the intersection split by the sign of its term (new samples), or one
+    intersection stratum of either sign (samples drawn before the split)."""
     rng = random.Random(100 + seed)
+    STRATA = globals()["STRATA"] if layout == "signed" else LEGACY_STRATA  # noqa: N806
     strata = {}
     for c, klass in (("split", "split"), ("merge", "merge"), ("intersection", "intersection")):
         rows = random_draws(rng, rng.randrange(20, 80), classes=(klass,))
         strata[c] = rows
+    if layout == "signed":
+        inter = strata.pop("intersection")
+        strata["intersection+"] = [r for r in inter if r["label"] > 0]
+        strata["intersection-"] = [r for r in inter if r["label"] < 0]
     by_pair = {}
     for c, rows in strata.items():
         by_pair.update(answers_for(rng, rows, {"split": 0.1, "merge": 0.45, "stable": 0.25}))
-    totals = {"split": rng.uniform(0.05, 0.4), "merge": rng.uniform(0.05, 0.4), "intersection": rng.uniform(0, 0.2)}
+    totals = {c: rng.uniform(0.05, 0.4) if c in ("split", "merge") else rng.uniform(0, 0.2) for c in STRATA}
     self_term = rng.uniform(-0.05, 0.05)
     sample = StratifiedSample({c: table(strata[c]) for c in STRATA}, totals, self_term,
                               {c: len(strata[c]) for c in STRATA}, "proportional")
@@ -252,3 +261,60 @@ def test_the_stratified_estimator_is_its_formulas(seed):
         assert close(got["delta_precision_contribution"]["std_err"], math.sqrt(c_var)), k
         assert close(got["delta_precision"]["estimate"], W / mult[k][0] * c_est), k
         assert close(got["delta_precision"]["std_err"], W / mult[k][0] * math.sqrt(c_var)), k
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_census_stratum_is_its_exact_total(seed):
+    """A stratum listed whole (each pair once, with its pair weight): every pair judged, its part
+    of ΔPrecision is Σ pair_weight · l · 1(same) with SE 0 (and of a slice, each end in the slice
+    adds half); with pairs left unjudged, the judged part is exact and the rest (weight R) is
+    R·ȳ (ȳ the weighted mean of the judged) with variance R²·SE(ȳ)² + s²·Σ_unjudged pair_weight²."""
+    rng = random.Random(500 + seed)
+    rows, k = [], 0
+    for a in range(10):
+        for b in range(a + 1, 10):
+            if rng.random() < 0.5:
+                rows.append({"draw": k, "item_a": a, "item_b": b, "class": "merge", "is_self": False, "label": 1,
+                             "pair_id": f"p{a}-{b}", "needs_judgement": True, "pair_weight": rng.uniform(0.001, 0.02)})
+                k += 1
+    t = pa.Table.from_pylist(rows)
+    U = math.fsum(r["pair_weight"] for r in rows)
+    empty = table([])
+    totals = {"split": 0.0, "merge": U, "intersection+": 0.0, "intersection-": 0.0}
+    sample = StratifiedSample({"split": empty, "merge": t, "intersection+": empty, "intersection-": empty}, totals,
+                              -0.01, {"split": 0, "merge": len(rows), "intersection+": 0, "intersection-": 0},
+                              "proportional", frozenset({"merge"}))
+    full = {r["pair_id"]: rng.choice(["same", "different"]) for r in rows}
+    q = estimate_stratified(sample, full, split_rate=0.0, merge_rate=U)
+    exact = -0.01 + math.fsum(r["pair_weight"] * (full[r["pair_id"]] == "same") for r in rows)
+    assert close(q.delta_precision.value, exact) and q.delta_precision.standard_error == 0.0
+    assert q.exact and q.census == ("merge",) and "census of merge" in q.delta_precision.method
+    good = math.fsum(r["pair_weight"] * (full[r["pair_id"]] == "same") for r in rows)
+    assert close(q.good_merge_rate.value, good) and q.good_merge_rate.standard_error == 0.0
+    colour = {i: rng.choice(["red", "blue"]) for i in range(10)}
+    sl = {json.dumps(r["value"]): r for r in estimate_stratified_slices(
+        sample, full, {i: json.dumps(v) for i, v in colour.items()}, {json.dumps(c): (5.0, 0.1) for c in
+                                                                     ("red", "blue")},
+        {json.dumps(c): (0.0, 0.0) for c in ("red", "blue")}, total_weight=10.0)}
+    for c in ("red", "blue"):
+        want = math.fsum(r["pair_weight"] * (full[r["pair_id"]] == "same") *
+                         ((colour[r["item_a"]] == c) + (colour[r["item_b"]] == c)) / 2 for r in rows)
+        got = sl[json.dumps(c)]["delta_precision_contribution"]
+        assert close(got["estimate"], want) and got["std_err"] == 0.0
+    # some pairs unsure or missing: exact judged part plus the estimated rest
+    part = {p: j for p, j in full.items() if rng.random() < 0.7}
+    part.update({p: "unsure" for p in list(full)[:2]})
+    q = estimate_stratified(sample, part, split_rate=0.0, merge_rate=U)
+    judged = [r for r in rows if part.get(r["pair_id"]) in ("same", "different")]
+    rest = [r for r in rows if part.get(r["pair_id"]) not in ("same", "different")]
+    w = [r["pair_weight"] for r in judged]
+    y = [float(part[r["pair_id"]] == "same") for r in judged]
+    ybar = math.fsum(a * b for a, b in zip(w, y)) / math.fsum(w)
+    R = math.fsum(r["pair_weight"] for r in rest)
+    sw, sw2 = math.fsum(w), math.fsum(a * a for a in w)
+    s2 = math.fsum(a * (b - ybar) ** 2 for a, b in zip(w, y)) / sw
+    se2 = s2 * sw2 / (sw * sw - sw2)  # Case I weighted-mean SE²
+    want = -0.01 + math.fsum(a * b for a, b in zip(w, y)) + R * ybar
+    assert close(q.delta_precision.value, want) and not q.exact
+    assert close(q.delta_precision.standard_error, math.sqrt(R * R * se2 + s2 * math.fsum(
+        r["pair_weight"] ** 2 for r in rest)))

@@ -125,20 +125,25 @@ class Listing:
             p["same"] = self.entity[p["i"]] == self.entity[p["j"]]
             p["unsure"] = unsure_pair(p["i"], p["j"], p["c"])
 
-    def truth(self, *, sure_only: bool = False) -> dict:
+    def truth(self, *, sure_only: bool = False, signed: bool = False) -> dict:
         """ΔPrecision and the Good/Bad rates (paper, "Summary of the estimation"). With
         ``sure_only``, what the estimators target when the unsure pairs are dropped and each class
-        keeps its exact weight: per class, the u-weighted mean over its sure pairs times ``U_c``."""
+        keeps its exact weight: per class, the u-weighted mean over its sure pairs times ``U_c``;
+        ``signed``: the intersection's classes by the sign of l_ij, as the stratified design's
+        strata (each keeps its own weight)."""
+        def cls(p):
+            return p["c"] + ("+" if p["l"] > 0 else "-") if signed and p["c"] == "intersection" else p["c"]
+
         by = {}
         for p in self.pairs:
             if sure_only and p["unsure"]:
                 continue
-            s = by.setdefault(p["c"], {"u": 0.0, "ux": 0.0, "same": 0.0})
+            s = by.setdefault(cls(p), {"u": 0.0, "ux": 0.0, "same": 0.0})
             s["u"] += p["u"]
             s["ux"] += p["u"] * p["l"] * p["same"]
             s["same"] += p["u"] * p["same"]
-        U = {c: math.fsum(p["u"] for p in self.pairs if p["c"] == c) for c in ("self", "split", "merge",
-                                                                              "intersection")}
+        names = ("self", "split", "merge", *(("intersection+", "intersection-") if signed else ("intersection",)))
+        U = {c: math.fsum(p["u"] for p in self.pairs if cls(p) == c) for c in names}
         dp = math.fsum(U[c] * by[c]["ux"] / by[c]["u"] for c in U if U[c] > 0)
         q = {c: by[c]["same"] / by[c]["u"] for c in ("split", "merge")}
         return {"delta_precision": dp, "good_split_rate": U["split"] * (1 - q["split"]),
@@ -184,6 +189,7 @@ def pw():
     o = overall(d)
     stored = {r["value"]: r for r in _slice_multipliers(d, ["kind"], o["total_weight"]).to_pylist()}
     return {"L": L, "d": d, "o": o, "items": items, "truth": L.truth(), "truth_unsure": L.truth(sure_only=True),
+            "truth_unsure_signed": L.truth(sure_only=True, signed=True),
             "slices": L.slice_truth(), "stored": stored}
 
 
@@ -232,7 +238,7 @@ def _stratified_run(pw, samples, *, with_unsure: bool):
     mult = {v: (r["weight"], r["pairweight"]) for v, r in pw["stored"].items()}
     selfs = {v: (r["self_term"], r["self_pairweight"]) for v, r in pw["stored"].items()}
     value = {i: json.dumps(k) for i, k in L.kind.items()}
-    truth = dict(pw["truth_unsure"] if with_unsure else pw["truth"])
+    truth = dict(pw["truth_unsure_signed"] if with_unsure else pw["truth"])
     if not with_unsure:
         truth.update(slice_truths(pw))
     res = sc.new_results(truth)
@@ -465,23 +471,31 @@ def test_paper_sampler_frequencies_match_u():
 
 def test_stratified_sampler_frequencies_match_u():
     """sample_stratified_many: within each stratum, every draw of 400 seeds against
-    ``u_ij / U_c`` — split and merge pairs, and for the intersection stratum the non-self stable
-    pairs (the sampler draws vantage items by their whole stable weight and rejects self pairs).
-    Two light items (weights 0.01, 0.02) make each stratum draw long before its last vantage item
-    appears (~720 split, ~200 merge, ~52 intersection draws a seed).
+    ``u_ij / U_c`` — split and merge pairs, and for the intersection strata (by the sign of l_ij)
+    the non-self stable pairs (the sampler draws vantage items by their whole stable weight and
+    rejects self pairs). Eight items: Base {1..5} {6,7,8}, Exp {1,2,3} {4..8}, so each sign has a
+    fragment of three items (six cells); two light items (0.01, 0.02) make each stratum draw long
+    before its last vantage item appears. ``census=False``: the strata are sampled, not listed.
 
-    Power (1/3000 per stratum, Bonferroni over its 8, 6 and 4 cells: z = 4.10, 4.03, 3.93): the
-    largest cell of each stratum, p = 0.27 (split), 0.33 (merge), 0.48 (intersection), has a 5%
-    error at 17.3, 9.6 and 7.0 SEs: caught with probability ≥ 0.999.
+    Power (1/4000 per stratum, Bonferroni over its cells): the largest cell of each stratum has a
+    5% error caught with probability ≥ 0.9 (asserted below, from the measured spread).
     """
-    base, exp, items, listing = freq_world([0.01, 2.0, 2.0, 1.5, 3.0, 1.0, 0.02])
+    ids = [1, 2, 3, 4, 5, 6, 7, 8]
+    weights = [0.01, 1.0, 2.0, 1.5, 3.0, 0.02, 1.2, 2.5]  # two light items: long draws (see above)
+    base = pa.table({"item_id": ids, "cluster_id": [1, 1, 1, 1, 1, 2, 2, 2]})
+    exp = pa.table({"item_id": ids, "cluster_id": [1, 1, 1, 2, 2, 2, 2, 2]})
+    items = pa.table({"item_id": ids, "weight": weights})
+    listing = ref.all_pairs(dict(zip(ids, base.column("cluster_id").to_pylist())),
+                            dict(zip(ids, exp.column("cluster_id").to_pylist())), dict(zip(ids, weights)))
     d = build_diff(Inputs(base, exp, items=items))
     o = overall(d)
-    samples = sample_stratified_many(d, budget=1000, seeds=range(400), total_weight=o["total_weight"], batch=400)
-    want = {"split": "split", "merge": "merge", "intersection": "stable"}
-    for c, klass in want.items():
+    samples = sample_stratified_many(d, budget=1000, seeds=range(400), total_weight=o["total_weight"], batch=400,
+                                     census=False)
+    want = {"split": ("split", 0), "merge": ("merge", 0), "intersection+": ("stable", 1), "intersection-": ("stable", -1)}
+    for c, (klass, sign) in want.items():
         cells = {(p["i"], p["j"], p["class"]): p["u"] for p in listing
-                 if p["u"] > 0 and p["class"] == klass and p["i"] != p["j"]}
-        rows, z_lim, n = _cell_test(cells, [s.draws[c] for s in samples], f"stratum {c}", alpha=sc.ALPHA / 3)
+                 if p["u"] > 0 and p["class"] == klass and p["i"] != p["j"] and (sign == 0 or p["l"] == sign)}
+        assert len(cells) >= 6, (c, cells)
+        rows, z_lim, n = _cell_test(cells, [s.draws[c] for s in samples], f"stratum {c}", alpha=sc.ALPHA / 4)
         top = max(rows, key=lambda r: r["p"])
         assert stats.norm.cdf(top["shift5"] - z_lim) >= 0.9, (c, top)

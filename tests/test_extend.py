@@ -165,20 +165,33 @@ def test_an_exhausted_sample_says_there_is_nothing_to_add(tmp_path, write):
     exp = write("e.parquet", item_id=[1, 2, 3, 4], cluster_id=[1, 1, 1, 1])
     d = tmp_path / "s"
     abcde.draw_pair_sample(base, exp, d, budget=50, seed=1)
-    with pytest.raises(InputError, match="already holds all 4 pairs that need a judgement"):
+    # 4 merge pairs and the 2 intersection pairs {1, 2} and {3, 4} (W(B) = 2 ≠ W(E) = 4): each stratum
+    # is listed whole (before census strata, the sampler stopped at 4 and missed the intersection)
+    with pytest.raises(InputError, match="already holds all 6 pairs that need a judgement"):
         extend_pair_sample(d, budget=60)
+    m = PairSampleDir.read(d).metadata
+    assert m["census"] == ["merge", "intersection-"] and m["pair_counts"] == {
+        "split": 0, "merge": 4, "intersection+": 0, "intersection-": 2}
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(0.0, 1.0), min_size=3, max_size=3), st.integers(0, 120),
-       st.sampled_from(["proportional", "neyman"]))
-def test_allocation_only_grows_with_the_budget(u, budget, allocation):
+@given(st.lists(st.floats(0.0, 1.0), min_size=4, max_size=4), st.integers(0, 120),
+       st.sampled_from(["proportional", "neyman"]),
+       st.none() | st.lists(st.integers(0, 60), min_size=4, max_size=4))
+def test_allocation_only_grows_with_the_budget(u, budget, allocation, caps):
     """House monotone: the budgets for N + 1 are those for N plus one judgement (so the draws of
-    every stratum of a larger sample continue those of the smaller one)."""
+    every stratum of a larger sample continue those of the smaller one); with caps (a stratum's
+    pairs), no stratum beyond its cap, and the budget is spent while any stratum has room."""
     totals = dict(zip(STRATA, u))
-    sig = {"split": 0.3, "merge": 0.9, "intersection": 0.5}
-    a = allocate(budget, totals, allocation=allocation, sigmas=sig)
-    b = allocate(budget + 1, totals, allocation=allocation, sigmas=sig)
+    sig = {"split": 0.3, "merge": 0.9, "intersection+": 0.5, "intersection-": 0.2}
+    cap = dict(zip(STRATA, caps)) if caps else None
+    a = allocate(budget, totals, allocation=allocation, sigmas=sig, caps=cap)
+    b = allocate(budget + 1, totals, allocation=allocation, sigmas=sig, caps=cap)
+    if cap:
+        room = sum(cap[c] for c in STRATA if totals[c] > 0)
+        assert all(a[c] <= cap[c] for c in STRATA) and sum(a.values()) == min(budget, room)
+        assert all(b[c] >= a[c] for c in STRATA) and sum(b.values()) == min(budget + 1, room)
+        return
     live = [c for c in STRATA if totals[c] > 0]
     assert sum(a.values()) == (budget if live else 0)
     assert all(b[c] >= a[c] for c in STRATA)
@@ -205,9 +218,13 @@ def test_when_the_pairs_run_out_the_page_gives_the_budget_and_the_command(tmp_pa
     entity = {r["item_id"]: r["entity_id"] for r in pq.read_table(d / "items.parquet").to_pylist()}
     session = JudgingSession(d, target_width=1e-6)
     assert session.state("ann")["more_pairs"] is None  # pairs remain
+    k = 0
     while (nxt := session.state("ann")["next"]) is not None:
         task = session.store.task_by_pair[nxt["pair_id"]]
-        session.submit("ann", nxt["pair_id"], "same" if entity[task["item_a"]] == entity[task["item_b"]] else "different")
+        # the truth, but every third answer the other way: a stratum whose answers all agree has SE 0
+        right = entity[task["item_a"]] == entity[task["item_b"]]
+        session.submit("ann", nxt["pair_id"], "same" if right != (k % 3 == 0) else "different")
+        k += 1
     width = session.state("ann")["ci_width"]
     assert width > 0
     target = width / 2.0  # half the width: four times the pairs

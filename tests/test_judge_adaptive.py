@@ -48,7 +48,7 @@ def test_adaptive_session_serves_the_greedy_neyman_stratum(febrl, tmp_path):
         s.submit("ann", pid, "same" if truth[t["item_a"]] == truth[t["item_b"]] else "different")
     counts = Counter(served)
     # Every stratum with weight got its two judgements first.
-    live_strata = [c for c in ("split", "merge", "intersection") if s.store.sample.metadata["pair_totals"][c] > 0]
+    live_strata = [c for c in s.store.sample.metadata["budgets"] if s.store.sample.metadata["pair_totals"][c] > 0]
     assert set(served[:2 * len(live_strata)]) == set(live_strata)
     assert all(counts[c] >= 2 for c in live_strata)
     # The live estimate is still the one `abcde quality` computes for these judgements.

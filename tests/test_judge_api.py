@@ -237,8 +237,13 @@ def test_a_stratified_sample_is_served_with_its_own_estimator(tmp_path):
                          estimator="stratified")
     s = JudgingSession(d)
     answers = truth(d)
+    flip = {"same": "different", "different": "same"}
+    k = 0
     while (n := s.state("ann")["next"]) is not None:
-        s.submit("ann", n["pair_id"], answers[n["pair_id"]])
+        # every third answer the wrong way: judged by the truth, each stratum of this example is
+        # constant (SE 0), and the stop rule below needs an interval of some width
+        s.submit("ann", n["pair_id"], flip[answers[n["pair_id"]]] if k % 3 == 0 else answers[n["pair_id"]])
+        k += 1
     est = s.state(None)["estimates"]
     s.store.export(tmp_path / "e.csv")
     assert est == estimate_quality(d, tmp_path / "e.csv").to_dict()

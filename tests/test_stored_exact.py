@@ -103,10 +103,26 @@ def test_pair_sample_directory_stores_exact_quantities(tmp_path_factory, data, e
     if estimator == "stratified":
         # U_c per stratum are the pair totals above; the self term is exact
         assert m["self_term"] == close(ref.self_term(b, e, w))
-        assert set(m["budgets"]) == {"split", "merge", "intersection"}
+        assert set(m["budgets"]) == {"split", "merge", "intersection+", "intersection-"}
+        # the distinct pairs {i, j} (i ≠ j, u_ij > 0) of each stratum, counted from AllPairs
+        strat = {"split": lambda p: p["class"] == "split", "merge": lambda p: p["class"] == "merge",
+                 "intersection+": lambda p: p["class"] == "stable" and p["l"] > 0,
+                 "intersection-": lambda p: p["class"] == "stable" and p["l"] < 0}
+        listed = {c: {frozenset((p["i"], p["j"])) for p in ref.all_pairs(b, e, w)
+                      if p["i"] != p["j"] and p["u"] > 0 and f(p)} for c, f in strat.items()}
+        assert m["pair_counts"] == {c: len(v) for c, v in listed.items()}
         for c, n in m["budgets"].items():
-            assert n >= 0 and (want[c] > 0 or n == 0), c
-        assert sum(m["budgets"].values()) == (budget if any(want[c] > 0 for c in m["budgets"]) else 0)
+            assert 0 <= n <= len(listed[c]) and (want[c] > 0 or n == 0), c
+        room = sum(len(listed[c]) for c in m["budgets"])
+        assert sum(m["budgets"].values()) == min(budget, room)
+        # a stratum whose budget covers its pairs is listed whole, each pair once with u_ij + u_ji
+        assert m["census"] == [c for c in m["budgets"] if 0 < len(listed[c]) == m["budgets"][c]]
+        u = {(p["i"], p["j"]): p["u"] for p in ref.all_pairs(b, e, w)}
+        for c in m["census"]:
+            rows = [r for r in s.draws.to_pylist() if r["stratum"] == c]
+            assert {frozenset((r["item_a"], r["item_b"])) for r in rows} == listed[c] and len(rows) == len(listed[c])
+            for r in rows:
+                assert r["pair_weight"] == close(u[(r["item_a"], r["item_b"])] + u[(r["item_b"], r["item_a"])])
 
     # each stored draw is a pair of AllPairs with its class and label
     pairs = {(p["i"], p["j"]): p for p in ref.all_pairs(b, e, w)}
@@ -118,7 +134,8 @@ def test_pair_sample_directory_stores_exact_quantities(tmp_path_factory, data, e
         assert r["is_self"] == (r["item_a"] == r["item_b"])
         assert r["needs_judgement"] == (not r["is_self"])
         if "stratum" in r:
-            assert r["stratum"] == ("intersection" if p["class"] == "stable" else p["class"])
+            assert r["stratum"] == (("intersection+" if p["l"] > 0 else "intersection-") if p["class"] == "stable"
+                                    else p["class"])
             assert not r["is_self"]
     # items.parquet: every item of the drawn pairs with its weight
     drawn = {r["item_a"] for r in s.draws.to_pylist()} | {r["item_b"] for r in s.draws.to_pylist()}

@@ -18,7 +18,7 @@ from abcde.core.diff import build_diff
 from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.quality import draw_pair_sample, estimate_quality
-from abcde.quality.stratified import (allocate, estimate_stratified, estimate_stratified_slices,
+from abcde.quality.stratified import (LEGACY_STRATA, STRATA, allocate, estimate_stratified, estimate_stratified_slices,
                               sample_stratified, sample_stratified_many, self_term, slice_self_terms)
 from test_quality import dicts, oracle, world
 
@@ -38,22 +38,32 @@ def test_self_term_is_exact(sim):
 
 
 def test_allocation():
-    totals = {"split": 0.2, "merge": 0.1, "intersection": 0.1}
-    assert allocate(100, totals) == {"split": 50, "merge": 25, "intersection": 25}
-    ney = allocate(100, totals, allocation="neyman", sigmas={"split": 0.1, "merge": 1.0, "intersection": 1.0})
+    totals = {"split": 0.2, "merge": 0.1, "intersection+": 0.06, "intersection-": 0.04}
+    assert allocate(100, totals) == {"split": 50, "merge": 25, "intersection+": 15, "intersection-": 10}
+    ney = allocate(100, totals, allocation="neyman", sigmas={"split": 0.1, "merge": 1.0, "intersection+": 1.0,
+                                                             "intersection-": 1.0})
     assert ney["merge"] > ney["split"] and sum(ney.values()) == 100
-    assert allocate(10, {"split": 0.0, "merge": 0.1, "intersection": 0.0}) == {
-        "split": 0, "merge": 10, "intersection": 0}
+    assert allocate(10, {"split": 0.0, "merge": 0.1, "intersection+": 0.0, "intersection-": 0.0}) == {
+        "split": 0, "merge": 10, "intersection+": 0, "intersection-": 0}
     with pytest.raises(InputError, match="Neyman allocation needs"):
         allocate(10, totals, allocation="neyman")
+    # a stratum takes no more than its pairs (a census); what it leaves goes to the others
+    capped = allocate(100, totals, caps={"split": 7, "merge": 1000, "intersection+": 3, "intersection-": 1000})
+    assert capped["split"] == 7 and capped["intersection+"] == 3 and sum(capped.values()) == 100
+    assert allocate(100, totals, caps=dict.fromkeys(totals, 5)) == dict.fromkeys(totals, 5)  # all listed: 20
+    # samples drawn before the sign split keep their three strata
+    legacy = {"split": 0.2, "merge": 0.1, "intersection": 0.1}
+    assert allocate(100, legacy, strata=LEGACY_STRATA) == {"split": 50, "merge": 25, "intersection": 25}
 
 
 def test_strata_hold_only_their_pairs_and_fill_their_budgets(sim):
     _, _, _, d, o = sim
     ss = sample_stratified(d, budget=60, seed=3, total_weight=o["total_weight"])
     for c, dr in ss.draws.items():
-        want = {"split": {"split"}, "merge": {"merge"}, "intersection": {"stable"}}[c]
+        want = {"split": {"split"}, "merge": {"merge"}, "intersection+": {"stable"}, "intersection-": {"stable"}}[c]
         assert set(dr.column("class").to_pylist()) <= want
+        sign = {"split": {-1}, "merge": {1}, "intersection+": {1}, "intersection-": {-1}}[c]
+        assert set(dr.column("label").to_pylist()) <= sign, c
         assert not any(dr.column("is_self").to_pylist())
         assert len(set(dr.column("pair_id").to_pylist())) == ss.budgets[c]
 
@@ -224,7 +234,7 @@ def test_cli_stratified_and_neyman(tmp_path):
                          "--pilot", str(tmp_path / "p"), "--out", str(tmp_path / "n"), "--json"])
     assert ok.exit_code == 0, ok.output
     meta = json.loads(ok.output)
-    assert meta["allocation"] == "neyman" and set(meta["pilot_sigmas"]) == {"split", "merge", "intersection"}
+    assert meta["allocation"] == "neyman" and set(meta["pilot_sigmas"]) == set(STRATA)
     text = r.invoke(main, ["quality", str(tmp_path / "p")])
     assert "estimator: stratified, allocation: proportional" in text.output
     assert "Pair sample (estimator: stratified, allocation: neyman)" in r.invoke(
@@ -299,6 +309,6 @@ def test_next_stratum_is_greedy_neyman():
     for _ in range(600):
         c = next_stratum(totals, seen)
         seen[c].append(next(pool[c]))
-    want = allocate(600, totals, allocation="neyman", sigmas=sigma)
+    want = allocate(600, totals, allocation="neyman", sigmas=sigma, strata=LEGACY_STRATA)
     for c in totals:
         assert abs(len(seen[c]) - want[c]) <= 0.05 * 600, (c, len(seen[c]), want)

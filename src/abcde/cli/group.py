@@ -13,7 +13,7 @@ from abcde.cli.demo import demo
 from abcde.cli.explore import explore
 from abcde.cli.judge import judge
 from abcde.cli.metrics import impact, pointwise, weights
-from abcde.cli.quality import pairs, quality
+from abcde.cli.quality import pairs, precision, quality
 from abcde.cli.report import report
 
 
@@ -27,6 +27,6 @@ def main():
     """
 
 
-for _command in (impact, pointwise, weights, explore, pairs, judge, quality, report, demo):
+for _command in (impact, pointwise, weights, explore, pairs, precision, judge, quality, report, demo):
     main.add_command(_command)
 del _command

@@ -8,33 +8,46 @@ from pathlib import Path
 
 import click
 
-from abcde.cli.options import clustering_options, engine_options, json_option
+from abcde.cli.options import clustering_options, engine_options, input_options, json_option
 from abcde.cli.tables import console, emit_json, handle_errors, print_quality, table
+
+
+def draw_options(fn):
+    """The options of a pair sample's draw, shared by ``pairs`` and ``precision``."""
+    for option in reversed([
+        click.option("--budget", required=True, type=int, help="Distinct pairs to get judged."),
+        click.option("--seed", type=int, default=None, help="Random seed; same seed and inputs give the same pairs."),
+        click.option("--slice-by", multiple=True,
+                     help="Attribute column(s) whose exact slice multipliers to store, for 'quality --slice-by'."),
+        click.option("--estimator", type=click.Choice(["stratified", "paper"]), default="stratified",
+                     show_default=True,
+                     help="stratified: exact self term; split, merge and the intersection by the sign of its term "
+                          "as strata, a stratum whose budget covers its pairs judged whole (fewer judgements for "
+                          "the same SE); paper: all pairs ∝ u_ij, the paper's design."),
+        click.option("--allocation", type=click.Choice(["proportional", "neyman"]), default="proportional",
+                     show_default=True, help="Stratified budgets ∝ U_c, or ∝ U_c·σ_c (needs --pilot)."),
+        click.option("--pilot", type=click.Path(file_okay=False), default=None,
+                     help="A judged sample directory whose judgements estimate σ_c for Neyman allocation."),
+        click.option("--out", type=click.Path(file_okay=False), default=None, help="Sample directory to write."),
+        click.option("--hide", multiple=True,
+                     help="Item attribute not to show to judges, e.g. a ground-truth column (repeatable; kept for "
+                          "'judge serve' and 'judge model')."),
+        click.option("--show-ids", is_flag=True,
+                     help="Show item ids in the tasks and to judges (they can give the answer away)."),
+        click.option("--force", is_flag=True,
+                     help="Replace another sample in --out; it and its judgements are moved to OUT/replaced/ "
+                          "(never deleted)."),
+    ]):
+        fn = option(fn)
+    return fn
 
 
 @click.command()
 @clustering_options(required=False)
-@click.option("--budget", required=True, type=int, help="Distinct pairs to get judged.")
-@click.option("--seed", type=int, default=None, help="Random seed; same seed and inputs give the same pairs.")
-@click.option("--slice-by", multiple=True,
-              help="Attribute column(s) whose exact slice multipliers to store, for 'quality --slice-by'.")
-@click.option("--estimator", type=click.Choice(["stratified", "paper"]), default="stratified", show_default=True,
-              help="stratified: exact self term, split/merge/intersection strata (fewer judgements for the same "
-                   "SE); paper: all pairs ∝ u_ij, the paper's design.")
-@click.option("--allocation", type=click.Choice(["proportional", "neyman"]), default="proportional",
-              show_default=True, help="Stratified budgets ∝ U_c, or ∝ U_c·σ_c (needs --pilot).")
-@click.option("--pilot", type=click.Path(file_okay=False), default=None,
-              help="A judged sample directory whose judgements estimate σ_c for Neyman allocation.")
-@click.option("--out", type=click.Path(file_okay=False), default=None, help="Sample directory to write.")
+@draw_options
 @click.option("--extend", "extend", type=click.Path(file_okay=False), default=None,
               help="Grow this sample directory to --budget pairs, continuing its draws (same seed, strata, "
                    "slices): its judgements stay valid. The inputs default to the ones it was drawn from.")
-@click.option("--hide", multiple=True,
-              help="Item attribute not to show to judges, e.g. a ground-truth column (repeatable; kept for "
-                   "'judge serve' and 'judge model').")
-@click.option("--show-ids", is_flag=True, help="Show item ids in the tasks and to judges (they can give the answer away).")
-@click.option("--force", is_flag=True,
-              help="Replace another sample in --out; it and its judgements are moved to OUT/replaced/ (never deleted).")
 @json_option
 @engine_options
 @handle_errors
@@ -74,21 +87,39 @@ def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, sl
                                 cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, estimator=estimator,
                                 allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
                                 engine=engine)
+    print_sample(path, as_json=as_json, extended=bool(extend))
+
+
+def print_sample(path, *, as_json: bool, extended: bool = False) -> None:
+    """What a drawn pair sample holds (its metadata with ``--json``)."""
     meta = json.loads((Path(path) / "metadata.json").read_text())
     if as_json:
         emit_json(meta)
         return
     if meta["exhausted"]:
         console().print(f"[yellow]Only {meta['judgeable_pairs']:,} distinct pairs need a judgement "
-                        f"(budget {budget:,}): all of them are in the sample.[/yellow]")
+                        f"(budget {meta['budget']:,}): all of them are in the sample.[/yellow]")
     t = meta["pair_totals"]
-    console().print(table([{"pairs to judge": meta["judgeable_pairs"], "draws": meta["draws"],
-                            "Σu split": t["split"], "Σu merge": t["merge"], "Σu intersection": t["intersection"],
-                            "Σu self": t["self"]}],
-                          f"Pair sample (estimator: {meta.get('estimator', 'paper')}"
+    row = {"pairs to judge": meta["judgeable_pairs"], "draws": meta["draws"], "Σu split": t["split"],
+           "Σu merge": t["merge"]}
+    strata = list(meta.get("budgets") or ())
+    inter = [c for c in strata if c.startswith("intersection")] or ["intersection"]
+    row.update({f"Σu {c}": t[c] for c in inter})
+    row["Σu self"] = t["self"]
+    console().print(table([row], f"Pair sample (estimator: {meta.get('estimator', 'paper')}"
                           + (f", allocation: {meta['allocation']})" if meta.get("allocation") else ")")))
+    if meta.get("budgets"):
+        counts = meta.get("pair_counts") or {}
+        census = set(meta.get("census") or ())
+        console().print(table([{"stratum": c, "pairs to judge": meta["budgets"][c],
+                                "pairs in the stratum": counts.get(c), "Σu": t[c],
+                                "judged whole": "yes (census)" if c in census else ""} for c in strata],
+                              "Strata (pairs to judge per stratum; a stratum judged whole is exact once judged)"))
     console().print(f"wrote {path}/ (tasks.csv has the pairs to judge)")
-    if extend:
+    if meta.get("target") == "precision":
+        console().print("Judge the pairs (abcde judge serve / model / oracle), then 'abcde quality "
+                        f"{path}' gives the clustering's Precision with its 95% interval.")
+    if extended:
         was = meta["extends"][-1]
         console().print(f"Extended from {was['judgeable_pairs']:,} to {meta['judgeable_pairs']:,} pairs to judge: "
                         "the earlier draws are kept, and so are their judgements.")
@@ -97,6 +128,37 @@ def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, sl
         what = ", ".join(replaced["files"]) if replaced.get("files") else f"the earlier sample {replaced['sample_id']} " \
             "and its judgements"
         console().print(f"[yellow]Moved {what} to {replaced['moved_to']}/ (nothing was deleted).[/yellow]")
+
+
+@click.command()
+@click.option("--clustering", required=True, type=click.Path(), help="The clustering whose Precision to estimate "
+              "(Parquet/CSV: item id and cluster id).")
+@input_options
+@draw_options
+@json_option
+@engine_options
+@handle_errors
+def precision(clustering, items, item_id, cluster_id, weight_column, budget, seed, slice_by, estimator, allocation,
+              pilot, out, hide, show_ids, force, as_json, engine):
+    """Sample pairs inside one clustering's clusters to estimate its absolute Precision.
+
+    ABCDE with Base = every item alone (Precision 1) and Exp = --clustering: each pair to judge is
+    two items of one cluster, and Precision = 1 + ΔPrecision. Judge the sample like any other
+    ('abcde judge serve DIR', a model, the oracle); 'abcde quality DIR' then gives the Precision
+    with its 95% interval (per slice with --slice-by). Writes the files of 'abcde pairs'.
+    """
+    missing = [o for o, v in (("--seed", seed), ("--out", out)) if v is None]
+    if missing:
+        raise click.UsageError(f"Missing option(s) {', '.join(missing)}.")
+    if allocation == "neyman" and not pilot:
+        raise click.UsageError("--allocation neyman needs --pilot DIR (a judged sample to estimate σ_c).")
+    from abcde.quality.draw import draw_precision_sample  # lazy: start-up time
+
+    path = draw_precision_sample(clustering, out, budget=budget, seed=seed, items=items, item_id=item_id,
+                                 cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, estimator=estimator,
+                                 allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
+                                 engine=engine)
+    print_sample(path, as_json=as_json)
 
 
 @click.command()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import abc
 import itertools
 import os
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -172,7 +173,9 @@ class Engine(abc.ABC):
     # -- running ---------------------------------------------------------
     def materialize(self, expr: "ibis.Table", stem: str) -> "ibis.Table":
         """Compute ``expr`` once into a temporary engine table ``__abcde_<stem>_N``."""
-        name = f"__abcde_{stem}_{next(_counter)}"
+        # Only letters, digits and '_' in the name (Spark refuses e.g. 'intersection+'); the stem as
+        # given names the step in messages.
+        name = f"__abcde_{re.sub(r'[^0-9A-Za-z_]', '_', stem)}_{next(_counter)}"
         try:
             return self._create_temp(name, expr)
         except Exception as exc:

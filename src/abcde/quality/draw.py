@@ -23,8 +23,8 @@ from abcde.errors import InputError
 from abcde.metrics.impact import check_slice_columns, overall
 from abcde.quality.judgements import judgement_files, load_judgements
 from abcde.quality.sample_dir import PairSampleDir, check_hidden, input_fingerprint, write_sample_dir
-from abcde.quality.stratified import STRATA, sample_stratified, slice_self_terms, stratum_sigmas
-from abcde.sampling.pairs import PairSample, pair_class_of_draws, pairweight_expr, sample_pairs
+from abcde.quality.stratified import LEGACY_STRATA, STRATA, sample_stratified, slice_self_terms, stratum_sigmas
+from abcde.sampling.pairs import PairSample, pair_class_of_draws, pair_counts, pairweight_expr, sample_pairs
 
 
 def draw_pair_sample(
@@ -68,15 +68,61 @@ def draw_pair_sample(
     ``weight(I)`` and ``pairweight(I)`` are stored, so ``quality --slice-by`` can
     report ΔPrecision(I) later without the inputs.
     """
+    given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
+    return _draw_and_write(given, out_dir, budget=budget, seed=seed, slice_by=slice_by, estimator=estimator,
+                           allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
+                           engine=engine, what="draw_pair_sample")
+
+
+def draw_precision_sample(
+    clustering,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    budget: int,
+    seed: int,
+    items=None,
+    item_id: str = "item_id",
+    cluster_id: str = "cluster_id",
+    weight: str | None = None,
+    slice_by: Sequence[str] = (),
+    estimator: str = "stratified",
+    allocation: str = "proportional",
+    pilot: str | os.PathLike | None = None,
+    force: bool = False,
+    hide: Sequence[str] = (),
+    show_ids: bool = False,
+    engine: Engine | str | None = None,
+) -> Path:
+    """Sample pairs inside the clusters of one ``clustering`` to estimate its absolute Precision
+    (``abcde precision``), and write the sample directory.
+
+    This is ABCDE with Base = every item alone, whose Precision is 1, and Exp = ``clustering``:
+    every pair to judge is a merge pair (two items of one cluster of ``clustering``), and
+    ``Precision(clustering) = 1 + ΔPrecision`` (also per slice: ``Precision(I) = 1 + ΔPrecision(I)``).
+    The sample is judged like any other (``abcde judge serve``, a model, the oracle) and
+    ``abcde quality`` / :func:`estimate_quality` report the Precision with its 95% interval.
+    The parameters are those of :func:`draw_pair_sample`; ``cluster_id`` names the clustering's
+    cluster column.
+    """
+    given = Inputs(clustering, clustering, items=items, item_id=item_id, cluster_id=cluster_id,
+                   base_cluster_id=item_id, weight=weight)
+    return _draw_and_write(given, out_dir, budget=budget, seed=seed, slice_by=slice_by, estimator=estimator,
+                           allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
+                           engine=engine, what="draw_precision_sample", target="precision")
+
+
+def _draw_and_write(given: Inputs, out_dir, *, budget, seed, slice_by, estimator, allocation, pilot, force, hide,
+                    show_ids, engine, what: str, target: str = "delta_precision") -> Path:
     if out_dir is None:
-        raise InputError("draw_pair_sample needs an output directory (out_dir).")
+        raise InputError(f"{what} needs an output directory (out_dir).")
     if estimator not in ("paper", "stratified"):
         raise InputError(f"estimator must be 'paper' or 'stratified'. Got {estimator!r} instead.")
-    given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
-    diff = build_diff(given, engine=engine)
+    diff = build_diff(given, engine=engine, roles=("clustering", "clustering") if target == "precision"
+                      else ("base", "exp"))
     sigmas = pilot_sigmas_from_dir(pilot) if estimator == "stratified" and allocation == "neyman" and pilot else None
     draws, items_t, meta, slices, hide = _draw(diff, given, budget=budget, seed=seed, slice_by=slice_by,
                                                estimator=estimator, allocation=allocation, sigmas=sigmas, hide=hide)
+    meta["target"] = target
     return write_sample_dir(out_dir, draws, items_t, meta, slices=slices, force=force, hidden=hide,
                             show_ids=show_ids)
 
@@ -102,12 +148,15 @@ def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int, base=None,
                          "a judgement; there is nothing to add. Its estimates use the whole population of pairs.")
     given = _recorded_inputs(s, base=base, exp=exp, items=items)
     s.check_inputs(base=given.base, exp=given.exp, items=given.items)
-    diff = build_diff(given, engine=engine)
+    diff = build_diff(given, engine=engine, roles=("clustering", "clustering") if m.get("target") == "precision"
+                      else ("base", "exp"))
     estimator = m.get("estimator") or "paper"
     draws, items_t, meta, slices, hide = _draw(
         diff, given, budget=budget, seed=int(m["seed"]), slice_by=m.get("slice_by") or (), estimator=estimator,
-        allocation=m.get("allocation") or "proportional", sigmas=m.get("pilot_sigmas"), hide=s.hidden)
+        allocation=m.get("allocation") or "proportional", sigmas=m.get("pilot_sigmas"), hide=s.hidden,
+        strata=tuple(m["budgets"]) if estimator == "stratified" else STRATA)
     _check_continues(s, draws)
+    meta["target"] = m.get("target", "delta_precision")
     meta["extends"] = [*m.get("extends", []), {"sample_id": m["sample_id"], "budget": m["budget"],
                                                "judgeable_pairs": m["judgeable_pairs"]}]
     return write_sample_dir(s.path, draws, items_t, meta, slices=slices, hidden=hide, show_ids=s.show_ids,
@@ -128,12 +177,14 @@ def _recorded_inputs(s: PairSampleDir, *, base, exp, items) -> Inputs:
             raise InputError(f"The pair sample in '{s.path}' was drawn from a {role} {recorded[role]!r} whose path "
                              f"it did not record; give it again (--{role} / {role}=).")
     return Inputs(given["base"], given["exp"], items=given["items"], item_id=cols.get("item_id", "item_id"),
-                  cluster_id=cols.get("cluster_id", "cluster_id"), weight=cols.get("weight"))
+                  cluster_id=cols.get("cluster_id", "cluster_id"), base_cluster_id=cols.get("base_cluster_id"),
+                  exp_cluster_id=cols.get("exp_cluster_id"), weight=cols.get("weight"))
 
 
 def _check_continues(s: PairSampleDir, draws: pa.Table) -> None:
     """Refuse to write unless the new draws continue the sample's: per stratum (stratified) or
-    overall (paper), the earlier draws are the first draws of the new sample."""
+    overall (paper), the earlier draws are the first draws of the new sample; a stratum the new
+    budget covers whole (a census) must hold every earlier pair of that stratum."""
     def by_stratum(t: pa.Table) -> dict:
         strata = t.column("stratum").to_pylist() if "stratum" in t.column_names else [""] * t.num_rows
         rows = zip(strata, t.column("pair_id").to_pylist(), t.column("item_a").to_pylist(),
@@ -143,16 +194,24 @@ def _check_continues(s: PairSampleDir, draws: pa.Table) -> None:
             out.setdefault(st, []).append(tuple(row))
         return out
 
+    census: set = set()
+    if "pair_weight" in draws.column_names and "stratum" in draws.column_names:
+        census = {st for st, w in zip(draws.column("stratum").to_pylist(), draws.column("pair_weight").to_pylist())
+                  if w is not None}
     old, new = by_stratum(s.draws), by_stratum(draws)
     for st, rows in old.items():
-        if new.get(st, [])[:len(rows)] != rows:
+        if st in census:
+            ok = {r[0] for r in rows} <= {r[0] for r in new.get(st, [])}
+        else:
+            ok = new.get(st, [])[:len(rows)] == rows
+        if not ok:
             raise InputError(f"The new draws do not continue the sample in '{s.path}'"
                              + (f" (stratum {st})" if st else "") + "; it was not changed. This is a bug in abcde: "
                              "please report it with the sample's metadata.json.")
 
 
 def _draw(diff, given: Inputs, *, budget: int, seed: int, slice_by, estimator: str, allocation: str,
-          sigmas: dict | None, hide) -> tuple:
+          sigmas: dict | None, hide, strata: tuple = STRATA) -> tuple:
     """The draws, item attributes, metadata and slice multipliers of a pair sample (not written)."""
     check_slice_columns(diff, [(c,) for c in slice_by])
     hide = check_hidden(diff.attributes, hide)
@@ -163,16 +222,17 @@ def _draw(diff, given: Inputs, *, budget: int, seed: int, slice_by, estimator: s
         extra = {"estimator": "paper", "allocation": None}
     else:
         ss = sample_stratified(diff, budget=budget, seed=seed, total_weight=o["total_weight"],
-                               allocation=allocation, sigmas=sigmas)
-        parts = [ss.draws[c].append_column("stratum", pa.array([c] * ss.draws[c].num_rows, pa.string()))
-                 for c in STRATA]
+                               allocation=allocation, sigmas=sigmas, strata=strata)
+        parts = [_with_stratum(ss.draws[c], c, pair_weights=strata == STRATA) for c in ss.strata]
         draws = pa.concat_tables(parts)
         draws = draws.set_column(0, "draw", pa.array(range(draws.num_rows), pa.int64()))
         judgeable = len({p for p, n in zip(draws.column("pair_id").to_pylist(),
                                            draws.column("needs_judgement").to_pylist()) if n})
         ps = PairSample(draws, ss.totals, judgeable, judgeable < budget)
         extra = {"estimator": "stratified", "allocation": allocation, "budgets": ss.budgets,
-                 "self_term": ss.self_term, "pilot_sigmas": sigmas}
+                 "census": sorted(ss.census, key=ss.strata.index), "self_term": ss.self_term, "pilot_sigmas": sigmas}
+        if strata == STRATA:
+            extra["pair_counts"] = {c: pair_counts(diff)[c] for c in ss.strata}
     draws = ps.draws
     id_type = "integer" if diff.joined.item_id.type().is_integer() else "string"
     # Attributes of every item in the sample.
@@ -204,12 +264,22 @@ def _draw(diff, given: Inputs, *, budget: int, seed: int, slice_by, estimator: s
         "inputs": given.names(),
         "input_paths": {k: _full_path(v) for k, v in (("base", given.base), ("exp", given.exp),
                                                      ("items", given.items)) if isinstance(v, (str, os.PathLike))},
-        "columns": {"item_id": given.item_id, "cluster_id": given.cluster_id, "weight": given.weight},
+        "columns": {"item_id": given.item_id, "cluster_id": given.cluster_id, "weight": given.weight,
+                    **({"base_cluster_id": given.base_cluster_id} if given.base_cluster_id else {}),
+                    **({"exp_cluster_id": given.exp_cluster_id} if given.exp_cluster_id else {})},
         "input_fingerprints": {k: fp for k, fp in (("base", input_fingerprint(given.base)),
                                                    ("exp", input_fingerprint(given.exp)),
                                                    ("items", input_fingerprint(given.items))) if fp is not None},
     }
     return draws, items_t, meta, slices, hide
+
+
+def _with_stratum(draws: pa.Table, stratum: str, *, pair_weights: bool) -> pa.Table:
+    """A stratum's draws with their ``stratum`` and (sign-split samples) ``pair_weight``: a census
+    stratum's pairs carry theirs, a sampled stratum's draws none (null)."""
+    if pair_weights and "pair_weight" not in draws.column_names:
+        draws = draws.append_column("pair_weight", pa.nulls(draws.num_rows, pa.float64()))
+    return draws.append_column("stratum", pa.array([stratum] * draws.num_rows, pa.string()))
 
 
 def _full_path(source) -> str:
@@ -252,5 +322,8 @@ def pilot_sigmas_from_dir(path) -> dict:
                          f"judge it first.")
     by_pair = load_judgements(files, pair_ids=s.judgeable_ids(), id_type=s.metadata["id_type"]).by_pair
     cls = pair_class_of_draws(s.draws) if s.draws.num_rows else []
+    labels = s.draws.column("label").to_pylist() if s.draws.num_rows else []
+    # The strata of a new sample: the intersection by the sign of its term (its label).
+    cls = [c + ("+" if lab > 0 else "-") if c == "intersection" else c for c, lab in zip(cls, labels)]
     by_stratum = {c: s.draws.filter(pa.array([k == c for k in cls], pa.bool_())) for c in STRATA}
     return stratum_sigmas(by_stratum, by_pair)

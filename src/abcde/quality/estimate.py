@@ -15,9 +15,30 @@ import pyarrow as pa
 from abcde.errors import InputError
 from abcde.quality.judgements import judgement_files, load_judgements
 from abcde.quality.paper import estimate_from_draws
-from abcde.quality.result import QualityResult
+from abcde.quality.result import Estimate, QualityResult
 from abcde.quality.sample_dir import PairSampleDir
-from abcde.quality.stratified import STRATA, StratifiedSample, estimate_stratified, estimate_stratified_slices
+from abcde.quality.stratified import StratifiedSample, estimate_stratified, estimate_stratified_slices
+
+
+def _with_precision(r: QualityResult, meta: dict) -> QualityResult:
+    """For a sample of one clustering's pairs (``abcde precision``), its Precision ``1 + ΔPrecision``
+    (Base = every item alone has Precision 1), overall and per slice."""
+    if meta.get("target") != "precision":
+        return r
+    dp = r.delta_precision
+    slices = {}
+    for col, rows in r.slices.items():
+        out = []
+        for row in rows:
+            e = dict(row["delta_precision"])
+            for k in ("estimate", "ci_low", "ci_high"):
+                e[k] = None if e[k] is None else 1.0 + e[k]
+            out.append({**row, "precision": e})
+        slices[col] = out
+    return replace(r, precision=Estimate("precision", 1.0 + dp.value, dp.standard_error, dp.n_judgements,
+                                         method=dp.method, note=dp.note,
+                                         centre=None if dp.centre is None else 1.0 + dp.centre,
+                                         interval_se=dp.interval_se), slices=slices)
 
 
 def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (),
@@ -54,8 +75,9 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
             )
     if meta.get("estimator") == "stratified":
         strata = s.draws.column("stratum").to_pylist()
-        draws = {c: s.draws.filter(pa.array([x == c for x in strata], pa.bool_())) for c in STRATA}
-        ss = StratifiedSample(draws, meta["pair_totals"], meta["self_term"], meta["budgets"], meta["allocation"])
+        draws = {c: s.draws.filter(pa.array([x == c for x in strata], pa.bool_())) for c in meta["budgets"]}
+        ss = StratifiedSample(draws, meta["pair_totals"], meta["self_term"], meta["budgets"], meta["allocation"],
+                              frozenset(meta.get("census") or ()))
         by_pair = res.by_pair if res else {}
         r = estimate_stratified(ss, by_pair, split_rate=meta["split_rate_T"], merge_rate=meta["merge_rate_T"])
         slices = {}
@@ -69,12 +91,12 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
                 value = {i: json.dumps(a.get(col), default=str) for i, a in attrs.items()}
                 slices[col] = estimate_stratified_slices(ss, by_pair, value, stored[col], selfs[col],
                                                          total_weight=meta["total_weight"])
-        return replace(r, disagreements=res.disagreements if res else 0, ties=res.ties if res else 0,
-                       slices=slices)
-    return estimate_from_draws(
+        return _with_precision(replace(r, disagreements=res.disagreements if res else 0,
+                                       ties=res.ties if res else 0, slices=slices), meta)
+    return _with_precision(estimate_from_draws(
         s.draws, res.by_pair if res else {}, meta["pair_totals"], meta["split_rate_T"], meta["merge_rate_T"],
         items=s.items, slice_multipliers={c: stored[c] for c in slice_by}, total_weight=meta["total_weight"],
         disagreements=res.disagreements if res else 0, ties=res.ties if res else 0,
-    )
+    ), meta)
 
 

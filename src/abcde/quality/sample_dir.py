@@ -42,8 +42,9 @@ from abcde.util.files import describe_os_error, write_table_file
 
 
 FORMAT = "abcde.pair_sample"
-VERSION = 2  # 2: fingerprints of the files, the draws, the metadata and the inputs (verified on read)
-READABLE_VERSIONS = (1, 2)  # version 1 samples are read as before, without verification
+VERSION = 3  # 2: fingerprints of the files, the draws, the metadata and the inputs (verified on read);
+# 3: the stratified design's intersection split by sign, census strata (listed whole, with pair weights)
+READABLE_VERSIONS = (1, 2, 3)  # version 1 samples are read as before, without verification
 META_KEY = b"abcde"
 
 

@@ -33,6 +33,7 @@ judgement, the stratum that most reduces the SE (adaptive Neyman, for a judging 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -42,14 +43,21 @@ import numpy as np
 import pyarrow as pa
 
 from abcde.core.diff import Diff
-from abcde.core.formulas import stable_pair_weight
+from abcde.core.formulas import stable_pair_weight, weighted_mean_se
 from abcde.errors import InputError
 from abcde.quality.result import Estimate, QualityResult
 from abcde.sampling.clocks import check_seed, check_size
-from abcde.sampling.pairs import fill_budgets, item_pair_weights, pair_totals
+from abcde.sampling.pairs import (fill_budgets, item_pair_weights, pair_counts, pair_id, pair_totals,
+                                  stratum_pairs)
 
-STRATA = ("split", "merge", "intersection")
+#: The strata of a new sample: split, merge, and the intersection (stable pairs without self)
+#: by the sign of its term, known from the cluster weights before anyone judges: ``intersection+``
+#: (``W(B) > W(E)``, ``l_ij = +1``) and ``intersection-`` (``l_ij = −1``).
+STRATA = ("split", "merge", "intersection+", "intersection-")
+#: The strata of samples drawn before the sign split (still read, estimated and extended as drawn).
+LEGACY_STRATA = ("split", "merge", "intersection")
 ALLOCATIONS = ("proportional", "neyman")
+_LABEL = {"split": -1, "merge": 1, "intersection+": 1, "intersection-": -1}
 
 
 def self_term(diff: Diff, total_weight: float) -> float:
@@ -62,50 +70,66 @@ def self_term(diff: Diff, total_weight: float) -> float:
     return diff.cache.self_terms[key]
 
 
-def allocate(budget: int, totals: dict, *, allocation: str = "proportional", sigmas: dict | None = None) -> dict:
+def allocate(budget: int, totals: dict, *, allocation: str = "proportional", sigmas: dict | None = None,
+             caps: dict | None = None, strata: tuple = STRATA) -> dict:
     """Split ``budget`` over the strata: ∝ U_c, or ∝ U_c·σ_c (Neyman). Every stratum
-    with weight gets at least 2 judgements (a standard error needs two)."""
+    with weight gets at least 2 judgements (a standard error needs two), and none more than its
+    ``caps[c]`` distinct pairs (then the stratum is judged whole, a census; its budget left over goes
+    to the other strata)."""
     if allocation not in ALLOCATIONS:
         raise InputError(f"allocation must be one of {', '.join(ALLOCATIONS)}. Got {allocation!r} instead.")
     if allocation == "neyman" and not sigmas:
         raise InputError("Neyman allocation needs per-stratum standard deviations from a judged pilot sample.")
     score = {}
-    for c in STRATA:
-        u = totals[c]
+    for c in strata:
+        u = totals.get(c, 0.0)
         score[c] = u * (max(sigmas.get(c, 0.0), 1e-6) if allocation == "neyman" else 1.0) if u > 0 else 0.0
-    live = [c for c in STRATA if totals[c] > 0]
-    out = dict.fromkeys(STRATA, 0)
-    if not live:
-        return out
+    cap = {c: (caps or {}).get(c, budget) for c in strata}
+    live = [c for c in strata if totals.get(c, 0.0) > 0 and cap[c] > 0]
+    out = dict.fromkeys(strata, 0)
     # One judgement at a time (a divisor method, Sainte-Laguë/Webster): first two for each
     # stratum with weight (largest first), then to the stratum with the largest
     # score / (n_c + 1/2). Built seat by seat, the budgets for N + 1 are those for N plus one,
     # so a larger budget only adds draws to each stratum: 'pairs --extend' continues the same
-    # successive draws of every stratum.
+    # successive draws of every stratum. A stratum at its cap takes no more.
     for _ in range(budget):
-        few = [c for c in live if out[c] < 2]
-        c = max(few, key=lambda k: score[k]) if few else max(live, key=lambda k: score[k] / (out[k] + 0.5))
+        open_ = [c for c in live if out[c] < cap[c]]
+        if not open_:
+            break
+        few = [c for c in open_ if out[c] < 2]
+        c = max(few, key=lambda k: score[k]) if few else max(open_, key=lambda k: score[k] / (out[k] + 0.5))
         out[c] += 1
     return out
 
 
 @dataclass(frozen=True)
 class StratifiedSample:
-    """Per-stratum draws (same columns as :class:`abcde.sampling.pairs.PairSample` draws)."""
+    """Per-stratum draws (same columns as :class:`abcde.sampling.pairs.PairSample` draws).
+
+    ``budgets`` names the strata (:data:`STRATA`, or :data:`LEGACY_STRATA` for a sample drawn
+    before the sign split); ``census`` the strata whose every pair is in the sample (their draws
+    list each pair once with its ``pair_weight``)."""
 
     draws: dict
     totals: dict
     self_term: float
     budgets: dict
     allocation: str
+    census: frozenset = frozenset()
+
+    @property
+    def strata(self) -> tuple:
+        return tuple(self.budgets)
 
 
 def _stratum_population(diff: Diff, stratum: str) -> ibis.Table:
     t = item_pair_weights(diff)
-    if stratum == "intersection":
+    if stratum.startswith("intersection"):
         # Vantage ∝ its whole stable weight (self share included) and self draws rejected:
         # what remains is ∝ u_ij over the non-self stable pairs, exactly.
         t = t.filter((t.u_stable > 0) & (t.fragment_items > 1))
+        if stratum != "intersection":  # by the sign of the term
+            t = t.filter(t.stable_label == _LABEL[stratum])
         u, label, cls = t.u_stable, t.stable_label, "stable"
     else:
         col = f"u_{stratum}"
@@ -116,25 +140,41 @@ def _stratum_population(diff: Diff, stratum: str) -> ibis.Table:
 
 
 def sample_stratified(diff: Diff, *, budget: int, seed: int, total_weight: float,
-                      allocation: str = "proportional", sigmas: dict | None = None) -> StratifiedSample:
-    """Sample each stratum ∝ u_ij with its share of ``budget`` judgements."""
+                      allocation: str = "proportional", sigmas: dict | None = None,
+                      strata: tuple = STRATA) -> StratifiedSample:
+    """Sample each stratum ∝ u_ij with its share of ``budget`` judgements; a stratum whose share
+    covers all its pairs is listed whole (a census)."""
     return sample_stratified_many(diff, budget=budget, seeds=[check_seed(seed)], total_weight=total_weight,
-                                  allocation=allocation, sigmas=sigmas)[0]
+                                  allocation=allocation, sigmas=sigmas, strata=strata)[0]
 
 
 def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: float,
                            allocation: str = "proportional", sigmas: dict | None = None,
-                           batch: int = 64) -> list[StratifiedSample]:
+                           batch: int = 64, strata: tuple = STRATA, census: bool = True) -> list[StratifiedSample]:
     """:func:`sample_stratified` for each of ``seeds`` (the same samples, in order),
-    with a few queries per stratum for a whole ``batch`` of seeds: for simulations."""
+    with a few queries per stratum for a whole ``batch`` of seeds: for simulations.
+
+    ``strata``: :data:`STRATA` (new samples), or :data:`LEGACY_STRATA` to continue a sample drawn
+    before the sign split, as it was drawn (no census: its strata were sampled, never listed).
+    ``census=False`` samples every stratum, even one its budget covers (to test the sampler)."""
     budget = check_size(budget, "budget")
     seeds = [check_seed(s) for s in seeds]
+    strata = tuple(strata)
+    if strata not in (STRATA, LEGACY_STRATA):
+        raise InputError(f"strata must be {STRATA} or {LEGACY_STRATA}. Got {strata!r} instead.")
     totals = pair_totals(diff, total_weight)
-    budgets = allocate(budget, totals, allocation=allocation, sigmas=sigmas)
+    caps = pair_counts(diff) if strata == STRATA and census else None
+    budgets = allocate(budget, totals, allocation=allocation, sigmas=sigmas, caps=caps, strata=strata)
+    whole = frozenset(c for c in strata if caps and budgets[c] > 0 and budgets[c] >= caps[c])
     st = self_term(diff, total_weight)
     id_type = diff.joined.item_id.type().to_pyarrow()
     draws: dict = {s: {} for s in seeds}
-    for c in STRATA:
+    for c in strata:
+        if c in whole:
+            listed = stratum_pairs(diff, c, total_weight)
+            for s in seeds:
+                draws[s][c] = _census_draws(listed, c, s, id_type)
+            continue
         if c not in diff.cache.stratum_populations:
             pop = diff.engine.materialize(_stratum_population(diff, c), f"stratum_{c}")
             diff.cache.stratum_populations[c] = (pop, int(diff.engine.one(pop.aggregate(n=pop.count()))["n"]))
@@ -145,10 +185,31 @@ def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: floa
                 got = fill_budgets(diff, pop, 0, budget=1, seeds=chunk, salt="", id_type=id_type)
             else:
                 got = fill_budgets(diff, pop, n_pop, budget=budgets[c], seeds=chunk, salt=f"stratum-{c}:",
-                                   id_type=id_type, drop_self=(c == "intersection"))
+                                   id_type=id_type, drop_self=c.startswith("intersection"))
             for s in chunk:
                 draws[s][c] = got[s][0]
-    return [StratifiedSample(draws[s], totals, st, budgets, allocation) for s in seeds]
+    return [StratifiedSample(draws[s], totals, st, budgets, allocation, whole) for s in seeds]
+
+
+def _census_draws(listed: pa.Table, stratum: str, seed: int, id_type) -> pa.Table:
+    """A census stratum's pairs as draws, each pair once, in an order fixed by the seed (a hash of
+    the seed and the pair id), with ``pair_weight`` (``u_ab + u_ba``)."""
+    a, b = listed.column("item_a").to_pylist(), listed.column("item_b").to_pylist()
+    ids = [pair_id(x, y) for x, y in zip(a, b)]
+    order = sorted(range(len(ids)), key=lambda k: hashlib.sha256(f"{seed}|{stratum}|{ids[k]}".encode()).digest())
+    take = pa.array(order, pa.int64())
+    n = len(order)
+    return pa.table({
+        "draw": pa.array(range(n), pa.int64()),
+        "item_a": listed.column("item_a").take(take).cast(id_type),
+        "item_b": listed.column("item_b").take(take).cast(id_type),
+        "class": pa.array(["stable" if stratum.startswith("intersection") else stratum] * n, pa.string()),
+        "is_self": pa.array([False] * n, pa.bool_()),
+        "label": pa.array([_LABEL[stratum]] * n, pa.int8()),
+        "pair_id": pa.array([ids[k] for k in order], pa.string()),
+        "needs_judgement": pa.array([True] * n, pa.bool_()),
+        "pair_weight": listed.column("pair_weight").take(take),
+    })
 
 
 def _stratum_stats(draws: pa.Table, by_pair: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -180,17 +241,74 @@ def _mean_var(v: np.ndarray) -> tuple[float, float, int]:
     return float(v.mean()), float(v.var(ddof=1)) if n > 1 else math.nan, n
 
 
+def _census_total(draws: pa.Table, by_pair: dict, y) -> tuple[float, float, int]:
+    """``Σ_k pair_weight_k · y_k`` over a census stratum's pairs (each listed once), its variance
+    and the judged pairs it rests on, ``y(label, same, item_a, item_b)``.
+
+    Every pair judged: the exact total, variance 0. Pairs left unsure or not judged (weight ``R``)
+    are taken to be like the judged ones, as in a sampled stratum: their part is ``R·ȳ`` (``ȳ`` the
+    weighted mean of the judged), with variance ``R²·SE(ȳ)² + s²·Σ_unjudged pair_weight²``."""
+    if not draws.num_rows:
+        return 0.0, 0.0, 0
+    pw = np.asarray(draws.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float)
+    ys, ws, rest, rest2 = [], [], 0.0, 0.0
+    for k, (pid, lab, a, b) in enumerate(zip(draws.column("pair_id").to_pylist(), draws.column("label").to_pylist(),
+                                             draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist())):
+        j = by_pair.get(pid)
+        if j in ("same", "different"):
+            ys.append(y(lab, 1.0 if j == "same" else 0.0, a, b))
+            ws.append(pw[k])
+        else:
+            rest += pw[k]
+            rest2 += pw[k] * pw[k]
+    y_, w_ = np.asarray(ys, dtype=float), np.asarray(ws, dtype=float)
+    n = len(y_)
+    known = float((w_ * y_).sum())
+    if rest == 0.0:
+        return known, 0.0, n
+    if n == 0:
+        return math.nan, math.nan, 0
+    mean, se = weighted_mean_se(y_, w_)
+    s2 = float((w_ * (y_ - mean) ** 2).sum() / w_.sum())
+    return known + rest * mean, rest * rest * se * se + s2 * rest2, n
+
+
+def _adjusted(ones: np.ndarray) -> tuple[float, float]:
+    """Agresti–Coull's centre and standard error of a proportion from ``n`` 0/1 values with ``k``
+    ones: ``p̃ = (k + 2)/(n + 4)``, ``√(p̃(1 − p̃)/(n + 4))`` (two pseudo-successes and two
+    pseudo-failures, ≈ z²/2 each at 95%)."""
+    n, k = len(ones), float(np.sum(ones))
+    pt = (k + 2.0) / (n + 4.0)
+    return pt, math.sqrt(pt * (1.0 - pt) / (n + 4.0))
+
+
 def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: float,
                         merge_rate: float) -> QualityResult:
-    """ΔPrecision and the Good/Bad rates under the stratified design."""
-    method = f"stratified ({sample.allocation})"
+    """ΔPrecision and the Good/Bad rates under the stratified design (a census stratum adds its
+    exact total, see :func:`_census_total`)."""
+    census = sorted(sample.census, key=sample.strata.index)
+    method = f"stratified ({sample.allocation})" + (f"; census of {', '.join(census)}" if census else "")
+    # Intervals: in a stratum of one sign every judged draw is l·1(same), a proportion; near 0 or 1
+    # its Wald interval undercovers (a stratum whose few draws all agree has SE 0), so the interval
+    # is Agresti–Coull's: centred on p̃ = (k + 2)/(n + 4), half-width q·√(p̃(1 − p̃)/(n + 4)) (the
+    # estimate stays the unbiased p̂). Samples drawn before the sign split keep Wald intervals.
+    signed = all(c in _LABEL for c in sample.strata)
     dp, var, n_j, note = sample.self_term, 0.0, 0, ""
-    stats = {c: _stratum_stats(sample.draws[c], by_pair) for c in STRATA}
-    for c in STRATA:
-        x, same = stats[c]
+    centre, ivar = sample.self_term, 0.0
+    stats = {c: _stratum_stats(sample.draws[c], by_pair) for c in sample.strata}
+    for c in sample.strata:
         U = sample.totals[c]
         if U == 0:
             continue
+        if c in sample.census:
+            t, v, n = _census_total(sample.draws[c], by_pair, lambda lab, same, a, b: lab * same)
+            if not math.isfinite(t):
+                dp, note = math.nan, f"no usable judgement in the {c} stratum"
+                break
+            dp, var, n_j = dp + t, var + v, n_j + n
+            centre, ivar = centre + t, ivar + v
+            continue
+        x, same = stats[c]
         m, v, n = _mean_var(x)
         if n == 0:
             dp, note = math.nan, f"no usable judgement in the {c} stratum"
@@ -198,22 +316,35 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
         dp += U * m
         var += U * U * (v / n if math.isfinite(v) else math.nan)
         n_j += n
-    delta = Estimate("delta_precision", dp, math.sqrt(var) if math.isfinite(var) and math.isfinite(dp) else math.nan,
-                     n_j, method=method, note=note)
+        if signed:
+            pt, ps = _adjusted(same)
+            centre, ivar = centre + U * _LABEL[c] * pt, ivar + U * U * ps * ps
+    se = math.sqrt(var) if math.isfinite(var) and math.isfinite(dp) else math.nan
+    delta = Estimate("delta_precision", dp, se, n_j, method=method, note=note,
+                     **({"centre": centre, "interval_se": math.sqrt(ivar)} if signed and math.isfinite(dp) else {}))
 
     def rate(c, rate_value, want_same, name):
         _, same = stats[c]
         if rate_value == 0:
             return Estimate(name, 0.0, 0.0, len(same), method=method, note=f"no {c}s: the {c} rate is 0")
+        if c in sample.census:
+            d = sample.draws[c]
+            total = float(np.asarray(d.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float).sum())
+            t, v, n = _census_total(d, by_pair, lambda lab, s, a, b: s if want_same else 1.0 - s)
+            if n == 0:
+                return Estimate(name, math.nan, math.nan, 0, method=method, note=f"no judged {c} pairs")
+            return Estimate(name, rate_value * t / total, rate_value * math.sqrt(v) / total, n, method=method)
         v = same if want_same else 1.0 - same
         m, var_c, n = _mean_var(v)
         if n == 0:
             return Estimate(name, math.nan, math.nan, 0, method=method, note=f"no judged {c} pairs")
         se = rate_value * math.sqrt(var_c / n) if math.isfinite(var_c) else math.nan
-        return Estimate(name, rate_value * m, se, n, method=method)
+        pt, ps = _adjusted(v)
+        return Estimate(name, rate_value * m, se, n, method=method,
+                        **({"centre": rate_value * pt, "interval_se": rate_value * ps} if signed else {}))
 
     judgeable, judged, unsure = set(), 0, 0
-    for c in STRATA:
+    for c in sample.strata:
         d = sample.draws[c]
         if d.num_rows:
             judgeable |= set(d.column("pair_id").to_pylist())
@@ -221,6 +352,8 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
         j = by_pair.get(p)
         judged += j in ("same", "different")
         unsure += j == "unsure"
+    live = [c for c in sample.strata if sample.totals[c] > 0]
+    exact = bool(live) and all(c in sample.census for c in live) and judged == len(judgeable)
     return QualityResult(
         delta_precision=delta,
         good_split_rate=rate("split", split_rate, False, "good_split_rate"),
@@ -232,9 +365,12 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
         judged_pairs=judged,
         unsure_pairs=unsure,
         missing_pairs=len(judgeable) - judged - unsure,
-        draws={c: sample.draws[c].num_rows for c in STRATA},
+        draws={c: sample.draws[c].num_rows for c in sample.strata},
         estimator="stratified",
         allocation=sample.allocation,
+        strata=sample.strata,
+        census=tuple(census),
+        exact=exact,
     )
 
 
@@ -265,15 +401,16 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
     The means run over every valid draw of stratum c (a draw whose vantage item is not in
     I contributes 0), so the contributions of a partition of T add up to ΔPrecision(T).
     """
-    stats = {c: _valid_draws(sample.draws[c], by_pair) for c in STRATA}
-    vals = {c: np.array([vantage_value.get(v) for v in stats[c][2]], dtype=object) for c in STRATA}
+    stats = {c: _valid_draws(sample.draws[c], by_pair) for c in sample.strata}
+    vals = {c: np.array([vantage_value.get(v) for v in stats[c][2]], dtype=object) for c in sample.strata}
     drawn = {}  # all draws (unsure and missing included) per value
-    for c in STRATA:
+    for c in sample.strata:
         d = sample.draws[c]
         for v in d.column("item_a").to_pylist() if d.num_rows else []:
             k = vantage_value.get(v)
             drawn[k] = drawn.get(k, 0) + 1
-    method = f"stratified ({sample.allocation})"
+    census = sorted(sample.census, key=sample.strata.index)
+    method = f"stratified ({sample.allocation})" + (f"; census of {', '.join(census)}" if census else "")
     rows = []
     for value, (w_i, pw) in sorted(multipliers.items(), key=lambda kv: -kv[1][1]):
         st, st_u = self_terms.get(value, (0.0, 0.0))
@@ -281,17 +418,31 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
         if pw - st_u <= 1e-12 * max(pw, 1e-300):  # only self pairs (or none): exact
             pass
         else:
-            for c in STRATA:
+            for c in sample.strata:
                 U = sample.totals[c]
                 if U == 0:
+                    continue
+                if c in sample.census:
+                    # A pair {a, b} is the ordered pairs (a, b) and (b, a), each of half its weight:
+                    # each end in I adds its half.
+                    def inside(lab, same, a, b, value=value):
+                        return lab * same * ((vantage_value.get(a) == value) + (vantage_value.get(b) == value)) / 2
+                    t, v, n = _census_total(sample.draws[c], by_pair, inside)
+                    if not math.isfinite(t):
+                        est, note = math.nan, f"no usable judgement in the {c} stratum"
+                        break
+                    d = sample.draws[c]
+                    n_in += sum(vantage_value.get(a) == value or vantage_value.get(b) == value
+                                for a, b in zip(d.column("item_a").to_pylist(), d.column("item_b").to_pylist()))
+                    est, var = est + t, var + v
                     continue
                 x = stats[c][0]
                 if len(x) == 0:
                     est, note = math.nan, f"no usable judgement in the {c} stratum"
                     break
-                inside = vals[c] == value
-                y = x * inside
-                n_in += int(inside.sum())
+                inside_ = vals[c] == value
+                y = x * inside_
+                n_in += int(inside_.sum())
                 est += U * float(y.mean())
                 var += U * U * (float(y.var(ddof=1)) / len(y) if len(y) > 1 else math.nan)
             if math.isfinite(est) and n_in == 0:
@@ -311,7 +462,7 @@ def stratum_values(draws: pa.Table, by_pair: dict) -> dict:
     their ``stratum`` column), unsure and missing left out: the input of :func:`next_stratum`."""
     strata = draws.column("stratum").to_pylist() if draws.num_rows else []
     return {c: _stratum_stats(draws.filter(pa.array([x == c for x in strata], pa.bool_())), by_pair)[0]
-            for c in STRATA}
+            for c in dict.fromkeys(strata)}
 
 
 def next_stratum(sample_meta: dict, judgements_by_stratum: dict) -> str | None:
@@ -338,19 +489,27 @@ def next_stratum(sample_meta: dict, judgements_by_stratum: dict) -> str | None:
     chosen stratum; the estimator is unchanged (each stratum's judged draws stay ∝ u_ij).
     """
     totals = sample_meta.get("pair_totals", sample_meta)
+    strata = tuple(sample_meta["budgets"]) if "budgets" in sample_meta else _strata_of(totals)
     best, best_gain = None, -1.0
-    live = [c for c in STRATA if totals.get(c, 0.0) > 0]
+    live = [c for c in dict.fromkeys(strata) if totals.get(c, 0.0) > 0]
     few = [c for c in live if len(judgements_by_stratum.get(c, ())) < 2]
     if few:
         return max(few, key=lambda c: totals[c])
     for c in live:
-        x = np.asarray(judgements_by_stratum[c], dtype=float)
+        x = np.asarray(judgements_by_stratum.get(c, ()), dtype=float)
         n = len(x)
         var = max(float(x.var(ddof=1)), 1.0 / (n + 1))
         gain = totals[c] ** 2 * var / (n * (n + 1))
         if gain > best_gain:
             best, best_gain = c, gain
     return best
+
+
+def _strata_of(totals: dict) -> tuple:
+    """The strata named in a dict of totals: the sign-split ones when present (a whole
+    ``pair_totals`` also holds their union ``intersection``), else the legacy ones."""
+    names = STRATA if any(c in totals for c in ("intersection+", "intersection-")) else LEGACY_STRATA
+    return tuple(c for c in names if c in totals)
 
 
 def _sigma(x: np.ndarray) -> float:
@@ -369,4 +528,4 @@ def pilot_sigmas(sample: StratifiedSample, by_pair: dict) -> dict:
 
 def stratum_sigmas(draws_by_stratum: dict, by_pair: dict) -> dict:
     """σ_c of ``{stratum: draws}`` (floored, see :func:`_sigma`)."""
-    return {c: _sigma(_stratum_stats(draws_by_stratum[c], by_pair)[0]) for c in STRATA}
+    return {c: _sigma(_stratum_stats(d, by_pair)[0]) for c, d in draws_by_stratum.items()}

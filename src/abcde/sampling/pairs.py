@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from abcde.util import progress as _progress
 from abcde.core.diff import Diff, affected_items
-from abcde.core.formulas import merge_pair_weight, split_pair_weight, stable_label, stable_pair_weight
+from abcde.core.formulas import affected, merge_pair_weight, split_pair_weight, stable_label, stable_pair_weight
 from abcde.sampling.clocks import check_seed, check_size, hash_uniform_py, replay, smallest_draw_times_many
 
 CLASSES = ("split", "merge", "stable")
@@ -69,18 +69,23 @@ def item_pair_weights(diff: Diff) -> ibis.Table:
 
 def pair_totals(diff: Diff, total_weight: float) -> dict:
     """Exact ``Σ u_ij`` overall and per class (split, merge, stable, self,
-    intersection = stable without self), from the fragments in closed form.
-    Computed once per diff and weight total."""
+    intersection = stable without self), from the fragments in closed form; the intersection
+    also by the sign of its term, ``intersection+`` (``W(B) > W(E)``, ``l_ij = +1``) and
+    ``intersection-`` (``l_ij = −1``). Computed once per diff and weight total."""
     key = float(total_weight)
     if key in diff.cache.pair_totals:
         return dict(diff.cache.pair_totals[key])
     f = diff.fragments
+    up, down = affected(f) & (f.wb > f.we), affected(f) & (f.wb < f.we)
+    stable, self_ = stable_pair_weight(f, f.w, f.w), stable_pair_weight(f, None, f.w2)
     r = diff.engine.one(
         f.aggregate(
             split=split_pair_weight(f, f.w).sum(),
             merge=merge_pair_weight(f, f.w).sum(),
-            stable=stable_pair_weight(f, f.w, f.w).sum(),
-            self_=stable_pair_weight(f, None, f.w2).sum(),
+            stable=stable.sum(),
+            self_=self_.sum(),
+            stable_up=stable.sum(where=up), self_up=self_.sum(where=up),
+            stable_down=stable.sum(where=down), self_down=self_.sum(where=down),
         ),
         step="pair weight totals",
     )
@@ -92,9 +97,68 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
         "self": float(r["self_"] or 0.0) / W,
     }
     out["intersection"] = max(out["stable"] - out["self"], 0.0)
+    for sign, k in (("+", "up"), ("-", "down")):
+        out[f"intersection{sign}"] = max(float(r[f"stable_{k}"] or 0.0) - float(r[f"self_{k}"] or 0.0), 0.0) / W
     out["all"] = out["split"] + out["merge"] + out["stable"]
     diff.cache.pair_totals[key] = dict(out)
     return out
+
+
+def pair_counts(diff: Diff) -> dict:
+    """Exact number of distinct pairs ``{i, j}`` (``i ≠ j``, weight > 0) per stratum: ``split``,
+    ``merge``, ``intersection`` and its ``intersection+`` / ``intersection-`` parts, from the
+    fragments (``Σ_F n·(n_B − n)/2`` and so on), so a stratum whose budget covers all its pairs can
+    be judged whole (a census). Every weight is positive, so every such pair has ``u_ij > 0``."""
+    if diff.cache.pair_counts is not None:
+        return dict(diff.cache.pair_counts)
+    f = diff.fragments
+    aff = affected(f)
+    n = f.n.cast("int64")
+    within = n * (n - 1)
+    r = diff.engine.one(f.aggregate(
+        split=(n * (f.nb.cast("int64") - n)).sum(),
+        merge=(n * (f.ne.cast("int64") - n)).sum(),
+        up=within.sum(where=aff & (f.wb > f.we)),
+        down=within.sum(where=aff & (f.wb < f.we)),
+    ), step="pair counts")
+    out = {"split": int(r["split"] or 0) // 2, "merge": int(r["merge"] or 0) // 2,
+           "intersection+": int(r["up"] or 0) // 2, "intersection-": int(r["down"] or 0) // 2}
+    out["intersection"] = out["intersection+"] + out["intersection-"]
+    diff.cache.pair_counts = dict(out)
+    return out
+
+
+def stratum_pairs(diff: Diff, stratum: str, total_weight: float) -> pa.Table:
+    """Every distinct pair of a stratum, for a census: ``item_a, item_b`` (``item_a`` from the
+    fragment listed first) and ``pair_weight = u_ab + u_ba`` (``= 2·u_ab``: a pair's weight is the
+    same from both ends). Cost ∝ the pairs listed: fragments are paired first, then their items."""
+    f = diff.fragments
+    it = affected_items(diff)
+    W = float(total_weight)
+    if stratum in ("split", "merge"):
+        same, other = ("base_cluster", "exp_cluster") if stratum == "split" else ("exp_cluster", "base_cluster")
+        fr = f.filter(affected(f)).select(same, other, tot=f.wb if stratum == "split" else f.we)
+        f1, f2 = fr.view(), fr.view()
+        fp = f1.join(f2, [f1[same] == f2[same], f1[other] < f2[other]]).select(
+            k=f1[same], o1=f1[other], o2=f2[other], tot=f1.tot)
+        a = it.view()
+        xa = fp.join(a, [fp.k == a[same], fp.o1 == a[other]]).select(
+            fp.k, fp.o2, fp.tot, item_a=a.item_id, w_a=a.weight)
+        b = it.view()
+        x = xa.join(b, [xa.k == b[same], xa.o2 == b[other]]).select(
+            xa.item_a, item_b=b.item_id, pair_weight=2.0 * xa.w_a * b.weight / xa.tot / W)
+    else:
+        sign = f.wb > f.we if stratum == "intersection+" else f.wb < f.we
+        fr = f.filter(affected(f) & sign & (f.n > 1)).select("base_cluster", "exp_cluster", "wb", "we")
+        a = it.view()
+        xa = fr.join(a, [fr.base_cluster == a.base_cluster, fr.exp_cluster == a.exp_cluster]).select(
+            fr.base_cluster, fr.exp_cluster, fr.wb, fr.we, item_a=a.item_id, w_a=a.weight)
+        b = it.view()
+        x = xa.join(b, [xa.base_cluster == b.base_cluster, xa.exp_cluster == b.exp_cluster,
+                        xa.item_a < b.item_id])
+        x = x.select(xa.item_a, item_b=b.item_id, pair_weight=2.0 * stable_pair_weight(xa, xa.w_a, b.weight) / W)
+    return diff.engine.to_arrow(x.order_by(["item_a", "item_b"]),
+                                step=f"census of the {stratum} stratum")
 
 
 def pairweight_expr(diff: Diff) -> ibis.Table:
