@@ -38,7 +38,7 @@ from abcde.sampling.explore import sample_affected
 from abcde.core.diff import build_diff
 from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
-from abcde.sampling.pairs import sample_pairs
+from abcde.sampling.pairs import pair_counts, sample_pairs
 from abcde.quality.stratified import STRATA, sample_stratified, sample_stratified_many, slice_self_terms
 
 EXAMPLE = Path(abcde.__file__).parent / "examples" / "febrl3"
@@ -195,6 +195,27 @@ def test_same_pair_samples_on_both_engines(spark):
     assert st_s.self_term == pytest.approx(st_d.self_term, abs=1e-12)
     for k, v in pa_d.totals.items():
         assert pa_s.totals[k] == pytest.approx(v, rel=1e-9, abs=1e-12), k
+
+
+def test_same_strata_counts_and_census_on_both_engines(spark):
+    """The exact pair counts per stratum, and a census (a budget beyond every stratum's pairs: each
+    listed whole with its pair weights), are the same on both engines."""
+    base, exp, w, kind = world(2, 120)
+    b_t, e_t, i_t = tables(base, exp, w, kind)
+    got = []
+    for eng in (abcde.connect(), spark):
+        d = build_diff(Inputs(b_t, e_t, items=i_t), engine=eng)
+        W = overall(d)["total_weight"]
+        got.append((pair_counts(d), sample_stratified(d, budget=100_000, seed=3, total_weight=W)))
+    (c_d, s_d), (c_s, s_s) = got
+    assert c_d == c_s and sum(c_d[c] for c in STRATA) > 0
+    assert s_d.census == s_s.census == {c for c in STRATA if c_d[c] > 0}
+    cols = ["item_a", "item_b", "class", "label", "pair_id"]
+    for c in STRATA:
+        assert s_d.draws[c].select(cols).equals(s_s.draws[c].select(cols)), c
+        assert s_d.draws[c].num_rows == c_d[c]
+        assert s_s.draws[c].column("pair_weight").to_pylist() == pytest.approx(
+            s_d.draws[c].column("pair_weight").to_pylist(), rel=1e-12), c
 
 
 def test_spark_reads_part_directories_globs_and_csv(spark, tmp_path):

@@ -499,3 +499,83 @@ def test_stratified_sampler_frequencies_match_u():
         rows, z_lim, n = _cell_test(cells, [s.draws[c] for s in samples], f"stratum {c}", alpha=sc.ALPHA / 4)
         top = max(rows, key=lambda r: r["p"])
         assert stats.norm.cdf(top["shift5"] - z_lim) >= 0.9, (c, top)
+
+# ------------------------------------------------------------------ census and near-census
+def _small_world():
+    base, exp, items = power_world({"bm": 6, "gs": 25, "gm": 6, "bs": 8}, seed=3)
+    L = Listing(base, exp, items)
+    d = build_diff(Inputs(base, exp, items=items))
+    return L, d, overall(d)
+
+
+def _run_stratified(L, d, o, *, budget, seeds, with_unsure=False):
+    out = []
+    for ss in sample_stratified_many(d, budget=budget, seeds=seeds, total_weight=o["total_weight"], batch=256):
+        by = {}
+        for dr in ss.draws.values():
+            by.update(L.judge(dr, with_unsure=with_unsure))
+        out.append((ss, estimate_stratified(ss, by, split_rate=o["split_rate"], merge_rate=o["merge_rate"])))
+    return out
+
+
+def test_a_census_of_every_stratum_is_exact():
+    """A budget that covers every pair: each stratum is listed whole, and once judged every estimate
+    equals its brute-force truth to rounding with SE 0, in every seed, and says it is exact. With
+    30% of the intersection pairs (and 10% / 50% of the split / merge pairs) unsure, the estimates
+    equal what the estimator targets when those pairs are dropped (each stratum keeps its weight)."""
+    L, d, o = _small_world()
+    from abcde.sampling.pairs import pair_counts
+
+    n = sum(v for k, v in pair_counts(d).items() if k != "intersection")
+    truth = L.truth()
+    for ss, q in _run_stratified(L, d, o, budget=n + 50, seeds=range(3)):
+        live = {c for c in ss.strata if ss.totals[c] > 0}
+        assert ss.census == live and q.exact and q.census
+        for m in OVERALL:
+            e = getattr(q, m)
+            assert e.value == pytest.approx(truth[m], abs=1e-12), m
+            assert e.standard_error == 0.0 and e.confidence_interval() == (e.value, e.value), m
+    target = L.truth(sure_only=True, signed=True)
+    for _, q in _run_stratified(L, d, o, budget=n + 50, seeds=range(2), with_unsure=True):
+        assert not q.exact
+        assert q.delta_precision.value == pytest.approx(target["delta_precision"], abs=1e-12)
+        assert q.delta_precision.standard_error > 0
+
+
+@pytest.mark.slow
+def test_near_a_census_the_estimates_keep_their_bands():
+    """Budgets just under and around the pair count: some strata listed whole, the others sampled.
+    250 seeds each, the bands of simcheck for ΔPrecision and the Good/Bad rates against the
+    brute-force truth."""
+    L, d, o = _small_world()
+    from abcde.sampling.pairs import pair_counts
+
+    from abcde.quality.stratified import allocate
+    from abcde.sampling.pairs import pair_totals
+
+    counts = pair_counts(d)
+    n = sum(v for k, v in counts.items() if k != "intersection")
+    totals = pair_totals(d, o["total_weight"])
+    # the smallest budget that lists the split stratum whole while the merge stratum (good and bad
+    # merges: its judgements vary) is still sampled
+    mixed = next(b for b in range(n // 2, n) if allocate(b, totals, caps=counts)["split"] == counts["split"])
+    assert allocate(mixed, totals, caps=counts)["merge"] < counts["merge"]
+    truth = L.truth()
+    seen_mixed = False
+    for budget in (n // 2, mixed):
+        runs = _run_stratified(L, d, o, budget=budget, seeds=range(6000, 6250))
+        seen_mixed |= any(0 < len(ss.census) < len(ss.strata) for ss, _ in runs)
+        # a metric of strata listed whole in every seed is exact (SE 0): equal to the truth; the
+        # others, sampled, keep the bands
+        exact = {m for m in OVERALL if all(getattr(q, m).standard_error == 0.0 for _, q in runs)}
+        for m in exact:
+            assert all(getattr(q, m).value == pytest.approx(truth[m], abs=1e-12) for _, q in runs), m
+        banded = [m for m in OVERALL if m not in exact]
+        assert "delta_precision" in banded
+        res = sc.new_results({m: truth[m] for m in banded})
+        for _, q in runs:
+            dd = q.to_dict()
+            for m in banded:
+                sc.add_estimate(res, m, dd[m])
+        sc.assert_bands(res, {m: truth[m] for m in banded})
+    assert seen_mixed  # some strata listed whole beside sampled ones

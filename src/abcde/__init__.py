@@ -42,6 +42,7 @@ _EXPORTS = {
     "QualityResult": "abcde.quality.result",
     "PairSampleDir": "abcde.quality.sample_dir",
     "draw_pair_sample": "abcde.quality.draw",
+    "draw_precision_sample": "abcde.quality.draw",
     "extend_pair_sample": "abcde.quality.draw",
     "estimate_quality": "abcde.quality.estimate",
     "oracle_judge": "abcde.quality.oracle",
@@ -64,7 +65,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from abcde.metrics.impact import ImpactResult, impact
     from abcde.metrics.pointwise import PointwiseResult, pointwise
     from abcde.metrics.weights import WeightsResult, derive_weights
-    from abcde.quality.draw import draw_pair_sample, extend_pair_sample
+    from abcde.quality.draw import draw_pair_sample, draw_precision_sample, extend_pair_sample
     from abcde.quality.estimate import estimate_quality
     from abcde.quality.oracle import oracle_judge
     from abcde.quality.result import Estimate, QualityResult
