@@ -90,7 +90,8 @@ def page(browser):
 @pytest.fixture
 def screenshot(tmp_path):
     """screenshot(page, name, **kw): a PNG in tmp_path; with ABCDE_SCREENSHOTS=1 also docs/<name>,
-    the picture the README shows (``ABCDE_SCREENSHOTS=1 python3 dev.py test -k screenshot`` refreshes them)."""
+    the pictures the README and docs/screens.md show (``ABCDE_SCREENSHOTS=1 CI=1 .venv/bin/python -m pytest
+    tests/test_layout.py tests/test_explore_app.py tests/test_judge_app.py tests/test_report.py`` refreshes them)."""
     from pathlib import Path
 
     def shoot(page, name: str, **kw):
