@@ -638,7 +638,10 @@ def test_an_earlier_impact_output_is_replaced(ws):
 
 def test_an_earlier_sample_and_demo_directory_are_replaced(ws):
     from abcde.errors import InputError
-    from abcde.workflow.demo import check_demo_dir
+    from abcde.workflow.evaluate import check_out_dir
+
+    def check_demo_dir(d):
+        check_out_dir(d, "demo")
 
     r = CliRunner().invoke(main, [*[a.format(w=ws) for a in SAMPLE], "--size", "20", "--out",
                                   str(ws / "sample.parquet")])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from abcde.cli.demo import demo
+from abcde.cli.evaluate import evaluate
 from abcde.cli.explore import explore
 from abcde.cli.judge import judge
 from abcde.cli.metrics import impact, pointwise, weights
@@ -27,6 +28,6 @@ def main():
     """
 
 
-for _command in (impact, pointwise, weights, explore, pairs, precision, judge, quality, report, demo):
+for _command in (impact, pointwise, weights, explore, pairs, precision, judge, quality, report, evaluate, demo):
     main.add_command(_command)
 del _command

@@ -46,6 +46,7 @@ def draw_pair_sample(
     hide: Sequence[str] = (),
     show_ids: bool = False,
     engine: Engine | str | None = None,
+    diff=None,
 ) -> Path:
     """Sample pairs for judgement and write the sample directory (see module docstring).
 
@@ -67,11 +68,14 @@ def draw_pair_sample(
     ``slice_by`` names attribute columns for which the exact slice multipliers
     ``weight(I)`` and ``pairweight(I)`` are stored, so ``quality --slice-by`` can
     report ΔPrecision(I) later without the inputs.
+
+    ``diff``: the diff of these same inputs, already built (``ImpactResult.diff``), to draw from
+    instead of reading and joining the inputs again (``abcde evaluate`` does the whole job from one).
     """
     given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
     return _draw_and_write(given, out_dir, budget=budget, seed=seed, slice_by=slice_by, estimator=estimator,
                            allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
-                           engine=engine, what="draw_pair_sample")
+                           engine=engine, what="draw_pair_sample", diff=diff)
 
 
 def draw_precision_sample(
@@ -112,13 +116,14 @@ def draw_precision_sample(
 
 
 def _draw_and_write(given: Inputs, out_dir, *, budget, seed, slice_by, estimator, allocation, pilot, force, hide,
-                    show_ids, engine, what: str, target: str = "delta_precision") -> Path:
+                    show_ids, engine, what: str, target: str = "delta_precision", diff=None) -> Path:
     if out_dir is None:
         raise InputError(f"{what} needs an output directory (out_dir).")
     if estimator not in ("paper", "stratified"):
         raise InputError(f"estimator must be 'paper' or 'stratified'. Got {estimator!r} instead.")
-    diff = build_diff(given, engine=engine, roles=("clustering", "clustering") if target == "precision"
-                      else ("base", "exp"))
+    if diff is None:
+        diff = build_diff(given, engine=engine, roles=("clustering", "clustering") if target == "precision"
+                          else ("base", "exp"))
     sigmas = pilot_sigmas_from_dir(pilot) if estimator == "stratified" and allocation == "neyman" and pilot else None
     draws, items_t, meta, slices, hide = _draw(diff, given, budget=budget, seed=seed, slice_by=slice_by,
                                                estimator=estimator, allocation=allocation, sigmas=sigmas, hide=hide)

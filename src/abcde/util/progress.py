@@ -112,6 +112,20 @@ def step(description: str):
         _line(f"✓ {s.summary()}")
 
 
+def stage_done(name: str, seconds: float, rows: int | None) -> None:
+    """A finished stage of a multi-stage job, always one line (unless off): its time and rows."""
+    m = mode()
+    if m == "off":
+        return
+    text = f"{name} ({_seconds(seconds)}" + ("" if rows is None else f", {rows:,} rows") + ")"
+    if m == "terminal":
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[bold green]■[/bold green] [bold]{text}[/bold]", highlight=False)
+    else:
+        _line(f"■ {text}")
+
+
 def _tick(stop: threading.Event, every: float, show) -> None:
     while not stop.wait(every):
         show()

@@ -12,16 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from abcde.engine import Engine
-from abcde.errors import InputError
 from abcde.examples import example_paths
-from abcde.metrics.impact import ImpactResult, impact
-from abcde.metrics.pointwise import PointwiseResult, pointwise
+from abcde.metrics.impact import ImpactResult
+from abcde.metrics.pointwise import PointwiseResult
 from abcde.quality.estimate import estimate_quality
-from abcde.quality.draw import draw_pair_sample
 from abcde.quality.oracle import oracle_judge
 from abcde.quality.result import QualityResult
 from abcde.report.build import Report, build_report
-from abcde.sampling.explore import ExplorationSample, SliceEstimate, sample_affected
+from abcde.sampling.explore import ExplorationSample, SliceEstimate
+from abcde.workflow.evaluate import check_out_dir, evaluate
 
 #: Who judged the demo's pairs; shown beside every quality number.
 ORACLE_LABEL = "an oracle (simulated judgements from the example's true entity ids), not people"
@@ -88,63 +87,32 @@ class DemoResult:
                 "written": [str(p) for p in self.written]}
 
 
-#: What the demo writes in its directory.
-DEMO_ENTRIES = frozenset({"impact", "explore", "quality", "report.html", "report.md"})
-
-
-def check_demo_dir(out: Path) -> None:
-    """Refuse an ``out`` that is neither new, nor empty, nor an earlier demo's directory (which holds
-    only what the demo writes, ``impact/`` first of all): the demo replaces its report files there,
-    so a directory of someone else's files is left alone. Each step checks its own part again
-    (``impact/``, ``explore/sample.parquet``, the pair sample in ``quality/``)."""
-    if not out.is_dir():
-        return  # new (made as the demo writes) or a file in the way (the first write names it)
-    entries = sorted(p.name for p in out.iterdir() if not p.name.startswith(".abcde-"))
-    if not entries:
-        return
-    foreign = [n for n in entries if n not in DEMO_ENTRIES]
-    if foreign or "impact" not in entries:
-        what = f"files that are not the demo's (first: {', '.join(repr(n) for n in foreign[:5])})" if foreign \
-            else "no impact/ of an earlier demo"
-        raise InputError(f"The demo's output directory '{out}' is not empty and holds {what}. "
-                         "Give --out a new or empty directory (or an earlier demo's).")
-
-
 def run_demo(out_dir: str | os.PathLike = "abcde-demo", *, engine: Engine | str | None = None) -> DemoResult:
     """Run the main job on the bundled example data (FEBRL 3 people records) and write it to ``out_dir``.
 
-    Base and Exp are two record-linkage rules; see ``abcde/examples/febrl3/README.md``.
-    Writes ``impact/`` (per-item and per-cluster tables), ``explore/sample.parquet``,
-    ``quality/`` (the pair sample, its tasks and the oracle's judgements),
-    ``report.html`` and ``report.md``.
+    Base and Exp are two record-linkage rules; see ``abcde/examples/febrl3/README.md``. The job is
+    :func:`abcde.workflow.evaluate.evaluate` (``abcde evaluate``: impact, exploration sample, pair
+    sample and report from one read of the inputs), then the pairs judged by an oracle (the
+    example's true entity ids), the quality estimates, and the report again with them. Writes
+    ``impact/`` (per-item and per-cluster tables), ``explore/sample.parquet``, ``quality/`` (the pair
+    sample, its tasks and the oracle's judgements), ``report.html`` and ``report.md``.
     """
     out = Path(out_dir)
-    check_demo_dir(out)
+    check_out_dir(out, "demo")
     paths = example_paths(EXAMPLE)
-    res = impact(paths["base"], paths["exp"], items=paths["items"], slice_by=["state", "source"], top=10,
-                 engine=engine)
-    written: list[str | Path] = list(res.write(out / "impact"))
-    # Exploration: an importance sample of affected items, grouped by an attribute.
-    sample = sample_affected(res, size=EXPLORE_SIZE, seed=SEED,
-                             inputs={k: str(paths[k]) for k in ("base", "exp", "items")})
-    sample_path = sample.write(out / "explore" / "sample.parquet")
-    written.append(sample_path)
-    groups = sample.group(["state"], top=5)
-    # Quality: pairs for judgement, judged here by the ORACLE (the example's true entity ids), then estimates.
-    pair_dir = draw_pair_sample(paths["base"], paths["exp"], out / "quality", items=paths["items"],
-                                budget=PAIR_BUDGET, seed=SEED, slice_by=["source"], hide=["entity_id"],
-                                engine=engine)
-    judgements = oracle_judge(pair_dir, "entity_id")
-    qual = estimate_quality(pair_dir, slice_by=["source"])
-    written += [pair_dir / "tasks.csv", judgements]
-    # The example ships its true entities, so the pointwise metrics of each side can be shown too.
-    truth = {side: pointwise(paths["truth"], paths[side], items=paths["items"], engine=engine)
-             for side in ("base", "exp")}
-    # The report: one self-contained HTML page (and a Markdown summary) of all of the above.
-    rep = build_report(res, quality=qual.to_dict(), judged_by=ORACLE_LABEL, exploration=sample,
-                       explore_by=["state", "source"], title=TITLE, truth=truth)
-    report_path = out / "report.html"
-    written += rep.write(report_path, markdown=out / "report.md")
-    return DemoResult(out_dir=out, example_dir=paths["base"].parent, impact=res, exploration=sample,
-                      sample_path=sample_path, groups_by_state=groups, pair_dir=pair_dir, quality=qual,
-                      pointwise_against_truth=truth, report=rep, report_path=report_path, written=written)
+    ev = evaluate(paths["base"], paths["exp"], out, items=paths["items"], slice_by=["state", "source"], top=10,
+                  sample_size=EXPLORE_SIZE, budget=PAIR_BUDGET, seed=SEED, hide=["entity_id"], truth=paths["truth"],
+                  title=TITLE, engine=engine)
+    groups = ev.exploration.group(["state"], top=5)
+    # Quality: the pairs judged here by the ORACLE (the example's true entity ids), then estimates.
+    judgements = oracle_judge(ev.pair_dir, "entity_id")
+    qual = estimate_quality(ev.pair_dir, slice_by=["source"])
+    # The report again, now with the quality estimates beside the rest.
+    rep = build_report(ev.impact, quality=qual.to_dict(), judged_by=ORACLE_LABEL, exploration=ev.exploration,
+                       explore_by=["state", "source"], title=TITLE, truth=ev.pointwise_against_truth)
+    written = [*ev.written, judgements]
+    rep.write(ev.report_path, markdown=out / "report.md")
+    return DemoResult(out_dir=out, example_dir=paths["base"].parent, impact=ev.impact, exploration=ev.exploration,
+                      sample_path=ev.sample_path, groups_by_state=groups, pair_dir=ev.pair_dir, quality=qual,
+                      pointwise_against_truth=ev.pointwise_against_truth, report=rep, report_path=ev.report_path,
+                      written=written)

@@ -1,0 +1,63 @@
+"""``abcde evaluate``: the whole job in one command (:func:`abcde.workflow.evaluate.evaluate`)."""
+
+from __future__ import annotations
+
+import click
+
+from abcde.cli.demo import abcde_command
+from abcde.cli.options import clustering_options, engine_options, json_option
+from abcde.cli.tables import console, emit_json, handle_errors, print_impact, table
+
+
+@click.command()
+@clustering_options
+@click.option("--slice-by", multiple=True,
+              help="Attribute column for impact slices, the pair sample's exact slice multipliers and the report's "
+                   "exploration groups (repeatable).")
+@click.option("--top", type=int, default=10, show_default=True, help="Most affected clusters per side.")
+@click.option("--sample-size", type=int, default=1000, show_default=True,
+              help="Draws of the exploration sample (affected items ∝ weight·JaccardDistance).")
+@click.option("--budget", type=int, default=300, show_default=True, help="Distinct pairs to judge.")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Random seed of both samples; same seed and inputs give the same samples.")
+@click.option("--estimator", type=click.Choice(["stratified", "paper"]), default="stratified", show_default=True,
+              help="The pair sample's design (see 'abcde pairs --help').")
+@click.option("--hide", multiple=True,
+              help="Item attribute not to show to judges, e.g. a ground-truth column (repeatable).")
+@click.option("--truth", type=click.Path(), default=None,
+              help="A ground-truth clustering: each side's pointwise Precision/Recall/F1 in the report.")
+@click.option("--title", default="ABCDE report", show_default=True, help="The report's title.")
+@click.option("--force", is_flag=True,
+              help="Replace another pair sample in OUT/quality; it and its judgements are moved aside, never deleted.")
+@click.option("--out", required=True, type=click.Path(file_okay=False),
+              help="Directory to write: impact/, explore/sample.parquet, quality/ (pairs to judge), report.html.")
+@json_option
+@engine_options
+@handle_errors
+def evaluate(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, sample_size, budget, seed, estimator,
+             hide, truth, title, force, out, as_json, engine):
+    """The whole job from one read of the inputs: impact, an exploration sample, a pair sample to
+    judge and the report (what 'impact --out', 'explore sample', 'pairs' and 'report' write).
+
+    Then judge OUT/quality ('abcde judge serve OUT/quality', a model, or an oracle column) and add
+    the quality estimates to the report with 'abcde report ... --quality OUT/quality'.
+    """
+    from abcde.workflow.evaluate import evaluate as run  # lazy: start-up time
+
+    res = run(base, exp, out, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
+              slice_by=slice_by, top=top, sample_size=sample_size, budget=budget, seed=seed, estimator=estimator,
+              hide=hide, truth=truth, title=title, force=force, engine=engine)
+    if as_json:
+        emit_json(res.to_dict())
+        return
+    print_impact(res.impact, top=top)
+    rows = [{"stage": s["stage"], "seconds": f"{s['seconds']:.2f}", "rows": "" if s["rows"] is None else s["rows"]}
+            for s in res.stages]
+    console().print(table(rows, "Stages (one read of the inputs; every stage reuses its fragments)"))
+    for p in res.written:
+        console().print(f"wrote {p}")
+    cmd = abcde_command()
+    inputs = f"--base {base} --exp {exp}" + (f" --items {items}" if items else "")
+    console().print(f"\n[bold]Next:[/bold] judge the pairs with [bold]{cmd} judge serve {res.pair_dir}[/bold] "
+                    f"(or a model: {cmd} judge model {res.pair_dir} ...), then add the estimates to the report: "
+                    f"{cmd} report {inputs} --quality {res.pair_dir} --out {res.report_path}", soft_wrap=True)
