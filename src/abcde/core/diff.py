@@ -178,6 +178,11 @@ def build_diff(
     if not isinstance(inputs, Inputs):
         raise InputError(f"build_diff takes an Inputs object. Got {type(inputs).__name__} instead.")
     eng = resolve(engine)
+    key = kept_key(eng, inputs, roles)
+    if key is not None:
+        kept = _load_kept(eng, key)
+        if kept is not None:
+            return kept
     with _progress.step("Reading and validating inputs"):
         loaded, attributes = _load(eng, inputs, roles)
     labels = {k: v.label for k, v in loaded.items()}
@@ -188,7 +193,7 @@ def build_diff(
         fragments = eng.materialize(_fragments(eng, frag_all), "fragments")
         shown.rows = restriction.common_items
     joined = fw.filter(fw.in_b & fw.in_e).select("item_id", "base_cluster", "exp_cluster", "weight")
-    return Diff(
+    diff = Diff(
         engine=eng,
         joined=joined,
         fragments=fragments,
@@ -197,6 +202,79 @@ def build_diff(
         restriction=restriction,
         labels=labels,
     )
+    return _keep(diff, key) if key is not None else diff
+
+
+#: Kept tables' layout; a new layout is a new key (older kept tables are then not read).
+KEPT_FORMAT = 1
+
+
+def kept_key(eng: Engine, inputs: Inputs, roles: tuple[str, str]) -> str | None:
+    """The key under which a database file (``--database``) keeps these inputs' validated tables
+    and fragments: a digest of the input files' fingerprints (content, or size, modification time
+    and first and last MiB for files over 1 GiB), their column names and roles. None when the
+    engine keeps nothing or an input is not a local file (a table in memory, a URI)."""
+    if not eng.persistent:
+        return None
+    from abcde.util.files import input_fingerprint
+
+    prints = {}
+    for role in ("base", "exp", "items"):
+        source = getattr(inputs, role)
+        if source is None:
+            continue
+        fp = input_fingerprint(source)
+        if fp is None:
+            return None
+        prints[role] = fp
+    import hashlib
+    import json
+
+    body = {"format": KEPT_FORMAT, "inputs": prints, "columns": [inputs.item_id, inputs.base_cluster(),
+                                                                 inputs.exp_cluster(), inputs.weight],
+            "roles": list(roles)}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _kept_names(key: str) -> dict:
+    return {k: f"abcde_kept_{key}_{k}" for k in ("joined", "fragments", "items", "meta")}
+
+
+def _keep(diff: Diff, key: str) -> Diff:
+    """Store the diff's validated common items, fragments and items table under ``key`` (the
+    metadata last: a kept diff is complete when its metadata is there)."""
+    import json
+
+    eng, names = diff.engine, _kept_names(key)
+    with _progress.step("Keeping the validated inputs and fragments in the database") as shown:
+        joined = eng.store(names["joined"], diff.joined)
+        fragments = eng.store(names["fragments"], diff.fragments)
+        items = eng.store(names["items"], diff.items) if diff.items is not None else None
+        meta = {"restriction": diff.restriction.to_dict(), "labels": diff.labels, "attributes": diff.attributes,
+                "items": items is not None}
+        eng.store(names["meta"], ibis.memtable({"meta": [json.dumps(meta, default=str)]}))
+        shown.rows = diff.restriction.common_items
+    return Diff(engine=eng, joined=joined, fragments=fragments, items=items, attributes=diff.attributes,
+                restriction=diff.restriction, labels=diff.labels)
+
+
+def _load_kept(eng: Engine, key: str) -> Diff | None:
+    """The diff kept under ``key``, or None (never kept, or kept only in part)."""
+    import json
+
+    names = _kept_names(key)
+    meta_t = eng.stored(names["meta"])
+    if meta_t is None:
+        return None
+    meta = json.loads(eng.to_arrow(meta_t, step="kept metadata").column("meta")[0].as_py())
+    tables = {k: eng.stored(names[k]) for k in ("joined", "fragments", "items")}
+    if tables["joined"] is None or tables["fragments"] is None or (meta["items"] and tables["items"] is None):
+        return None
+    _progress.note(f"Reusing the validated inputs and fragments kept in the database (key {key}; "
+                   f"{meta['restriction']['common_items']:,} items): the inputs are unchanged since they were kept.")
+    return Diff(engine=eng, joined=tables["joined"], fragments=tables["fragments"],
+                items=tables["items"] if meta["items"] else None, attributes=meta["attributes"],
+                restriction=Restriction(**meta["restriction"]), labels=meta["labels"])
 
 
 def _load(eng: Engine, inputs: Inputs, roles: tuple[str, str]) -> tuple[dict[str, Loaded], list[str]]:

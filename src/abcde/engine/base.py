@@ -181,6 +181,21 @@ class Engine(abc.ABC):
         except Exception as exc:
             raise EngineError(f"Step '{stem}' failed in {self.name}: {first_line(exc)}") from exc
 
+    # -- kept work (a database file) ------------------------------------
+    @property
+    def persistent(self) -> bool:
+        """Whether tables stored with :meth:`store` outlive this process (a DuckDB ``--database``
+        file); then :func:`abcde.core.diff.build_diff` keeps the validated inputs and fragments."""
+        return False
+
+    def stored(self, name: str) -> "ibis.Table | None":
+        """The kept table ``name``, or None."""
+        return None
+
+    def store(self, name: str, expr: "ibis.Table") -> "ibis.Table":
+        """Compute ``expr`` into the kept table ``name`` (replacing one of that name)."""
+        raise NotImplementedError(f"The {self.name} engine keeps no tables between runs.")
+
     @abc.abstractmethod
     def _create_temp(self, name: str, expr: "ibis.Table") -> "ibis.Table":
         """Compute ``expr`` now into a temporary table ``name``, append a handle for

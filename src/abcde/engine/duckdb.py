@@ -86,6 +86,24 @@ class DuckDBEngine(Engine):
         # DuckDB reads a directory of part files (as Spark writes them) through a glob.
         return f"{str(path).rstrip('/')}/**/*.parquet" if is_dir else str(path)
 
+    @property
+    def persistent(self) -> bool:
+        return bool(self.settings.get("database"))
+
+    def stored(self, name: str) -> "ibis.Table | None":
+        if not self.persistent:
+            return None
+        try:  # (Ibis' list_tables fails on this DuckDB version; a missing table raises here)
+            return self.con.table(name)
+        except Exception:
+            return None
+
+    def store(self, name: str, expr: "ibis.Table") -> "ibis.Table":
+        try:
+            return self.con.create_table(name, expr, overwrite=True)
+        except Exception as exc:
+            raise EngineError(f"Step 'keep {name}' failed in {self.name}: {first_line(exc)}") from exc
+
     def _create_temp(self, name: str, expr: "ibis.Table") -> "ibis.Table":
         t = self.con.create_table(name, expr, temp=True)
         self._temp.append(name)

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from abcde.errors import InputError
-from abcde.util.files import describe_os_error, write_table_file
+from abcde.util.files import FULL_DIGEST_LIMIT, describe_os_error, file_digest, input_fingerprint, write_table_file  # noqa: F401
 
 
 FORMAT = "abcde.pair_sample"
@@ -266,15 +266,6 @@ def _exchange(a: Path, b: Path) -> None:
     os.rename(aside, a)
 
 
-def file_digest(path: str | os.PathLike) -> str:
-    """sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def draws_digest(draws: pa.Table) -> str:
     """sha256 of the draws' values, column by column (independent of how Parquet chunks them)."""
     h = hashlib.sha256()
@@ -287,30 +278,6 @@ def meta_digest(meta: dict) -> str:
     """sha256 of the metadata (its ``meta_digest`` left out), as canonical JSON."""
     body = {k: v for k, v in meta.items() if k != "meta_digest"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
-
-
-#: Local input files up to this size are fingerprinted by their whole content; larger ones by
-#: their size, modification time and the sha256 of their first and last MiB.
-FULL_DIGEST_LIMIT = 1 << 30
-
-
-def input_fingerprint(source) -> dict | None:
-    """A fingerprint of a local input file (None for a table, a directory or a URI): enough to
-    tell that the file changed since a sample was drawn from it."""
-    if not isinstance(source, (str, os.PathLike)) or "://" in str(source):
-        return None
-    p = Path(source)
-    if not p.is_file():
-        return None
-    st = p.stat()
-    if st.st_size <= FULL_DIGEST_LIMIT:
-        return {"size": st.st_size, "sha256": file_digest(p)}
-    h = hashlib.sha256()
-    with open(p, "rb") as fh:
-        h.update(fh.read(1 << 20))
-        fh.seek(-(1 << 20), os.SEEK_END)
-        h.update(fh.read(1 << 20))
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256_ends": h.hexdigest()}
 
 
 def _existing_sample_id(out: Path) -> str | None:

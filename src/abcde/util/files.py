@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -133,3 +134,36 @@ def write_texts(targets: dict) -> list[Path]:
             tmp.write_text(text, encoding="utf-8")
             done.append(p)
     return done
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+#: Local input files up to this size are fingerprinted by their whole content; larger ones by
+#: their size, modification time and the sha256 of their first and last MiB.
+FULL_DIGEST_LIMIT = 1 << 30
+
+
+def input_fingerprint(source) -> dict | None:
+    """A fingerprint of a local input file (None for a table, a directory or a URI): enough to
+    tell that the file changed since a sample was drawn from it."""
+    if not isinstance(source, (str, os.PathLike)) or "://" in str(source):
+        return None
+    p = Path(source)
+    if not p.is_file():
+        return None
+    st = p.stat()
+    if st.st_size <= FULL_DIGEST_LIMIT:
+        return {"size": st.st_size, "sha256": file_digest(p)}
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        h.update(fh.read(1 << 20))
+        fh.seek(-(1 << 20), os.SEEK_END)
+        h.update(fh.read(1 << 20))
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256_ends": h.hexdigest()}

@@ -112,6 +112,19 @@ def step(description: str):
         _line(f"✓ {s.summary()}")
 
 
+def note(text: str) -> None:
+    """One line worth knowing (e.g. that kept work is reused), unless progress is off."""
+    m = mode()
+    if m == "off":
+        return
+    if m == "terminal":
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[cyan]ℹ[/cyan] {text}", highlight=False)
+    else:
+        _line(text)
+
+
 def stage_done(name: str, seconds: float, rows: int | None) -> None:
     """A finished stage of a multi-stage job, always one line (unless off): its time and rows."""
     m = mode()
