@@ -114,29 +114,25 @@ def step(description: str):
 
 def note(text: str) -> None:
     """One line worth knowing (e.g. that kept work is reused), unless progress is off."""
-    m = mode()
-    if m == "off":
-        return
-    if m == "terminal":
-        from rich.console import Console
-
-        Console(stderr=True).print(f"[cyan]ℹ[/cyan] {text}", highlight=False)
-    else:
-        _line(text)
+    _say("[cyan]ℹ[/cyan] ", "", text)
 
 
 def stage_done(name: str, seconds: float, rows: int | None) -> None:
     """A finished stage of a multi-stage job, always one line (unless off): its time and rows."""
-    m = mode()
-    if m == "off":
-        return
     text = f"{name} ({_seconds(seconds)}" + ("" if rows is None else f", {rows:,} rows") + ")"
+    _say("[bold green]■[/bold green] ", "■ ", text)
+
+
+def _say(mark: str, plain_mark: str, text: str) -> None:
+    """A line on stderr: with rich's ``mark`` on a terminal, as ``abcde: <plain_mark><text>`` in a log."""
+    m = mode()
     if m == "terminal":
         from rich.console import Console
+        from rich.markup import escape
 
-        Console(stderr=True).print(f"[bold green]■[/bold green] [bold]{text}[/bold]", highlight=False)
-    else:
-        _line(f"■ {text}")
+        Console(stderr=True).print(f"{mark}{escape(text)}", highlight=False)
+    elif m == "lines":
+        _line(f"{plain_mark}{text}")
 
 
 def _tick(stop: threading.Event, every: float, show) -> None:
