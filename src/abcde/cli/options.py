@@ -47,10 +47,10 @@ def engine_options(fn):
     @functools.wraps(fn)
     def wrapper(*args, engine, database, memory_limit, threads, spark_master, spark_remote, spark_conf, quiet,
                 **kwargs):
-        if quiet:
-            from abcde.util import progress  # lazy: start-up time
+        from abcde.util import progress  # lazy: start-up time
 
-            progress.set_enabled(False)
+        # per command (a notebook or a test runs several in one process): -q off, else the default
+        progress.set_enabled(False if quiet else None)
         if engine != "spark" and (spark_master or spark_remote or spark_conf):
             raise click.UsageError("--spark-master, --spark-remote and --spark-conf need --engine spark.")
         if engine == "spark" and database:

@@ -20,11 +20,14 @@ fragment table in the engine.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 
 import ibis
 
 from abcde.util import progress as _progress
+from abcde.util.files import input_fingerprint
 from abcde.engine import Engine, resolve
 from abcde.errors import InputError, examples_text
 from abcde.core.formulas import affected
@@ -216,8 +219,6 @@ def kept_key(eng: Engine, inputs: Inputs, roles: tuple[str, str]) -> str | None:
     engine keeps nothing or an input is not a local file (a table in memory, a URI)."""
     if not eng.persistent:
         return None
-    from abcde.util.files import input_fingerprint
-
     prints = {}
     for role in ("base", "exp", "items"):
         source = getattr(inputs, role)
@@ -227,9 +228,6 @@ def kept_key(eng: Engine, inputs: Inputs, roles: tuple[str, str]) -> str | None:
         if fp is None:
             return None
         prints[role] = fp
-    import hashlib
-    import json
-
     body = {"format": KEPT_FORMAT, "inputs": prints, "columns": [inputs.item_id, inputs.base_cluster(),
                                                                  inputs.exp_cluster(), inputs.weight],
             "roles": list(roles)}
@@ -243,8 +241,6 @@ def _kept_names(key: str) -> dict:
 def _keep(diff: Diff, key: str) -> Diff:
     """Store the diff's validated common items, fragments and items table under ``key`` (the
     metadata last: a kept diff is complete when its metadata is there)."""
-    import json
-
     eng, names = diff.engine, _kept_names(key)
     with _progress.step("Keeping the validated inputs and fragments in the database") as shown:
         joined = eng.store(names["joined"], diff.joined)
@@ -260,8 +256,6 @@ def _keep(diff: Diff, key: str) -> Diff:
 
 def _load_kept(eng: Engine, key: str) -> Diff | None:
     """The diff kept under ``key``, or None (never kept, or kept only in part)."""
-    import json
-
     names = _kept_names(key)
     meta_t = eng.stored(names["meta"])
     if meta_t is None:

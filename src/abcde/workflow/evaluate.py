@@ -17,6 +17,7 @@ Then: judge ``OUT/quality`` (``abcde judge serve OUT/quality``, a model, or an o
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -177,8 +178,6 @@ def evaluate(
 
 
 def _judgeable(pair_dir: Path) -> int:
-    import json
-
     return int(json.loads((pair_dir / "metadata.json").read_text())["judgeable_pairs"])
 
 
