@@ -84,8 +84,13 @@ def test_the_cli_estimates_the_precision_and_is_exact_when_every_pair_is_judged(
     c = dict(zip(clustering.column("item_id").to_pylist(), clustering.column("cluster_id").to_pylist()))
     sizes = np.unique(list(c.values()), return_counts=True)[1]
     assert meta["judgeable_pairs"] == int((sizes * (sizes - 1) // 2).sum()) == meta["pair_counts"]["merge"]
-    # the pages and reports see a sample like any other: the tasks are blind
+    # the pages and reports see a sample like any other: the tasks are blind, and the judging app's
+    # live estimates carry the Precision (the page shows it first)
     assert "entity" not in pq.read_table(tmp_path / "s" / "tasks.parquet").column_names
+    from abcde.judging.session import JudgingSession
+
+    live = JudgingSession(tmp_path / "s").state(None)["estimates"]
+    assert live["target"] == "precision" and live["precision"]["estimate"] is None  # no person judged yet
 
 
 def _simulate(clustering, items, *, budget, seeds):
