@@ -192,33 +192,33 @@ MUTANTS: list[Mutant] = [
       """        U = sample.totals[c]
         if U == 0:
             continue
-        m, v, n = _mean_var(x)""",
+        if c in sample.census:""",
       """        U = sample.totals[c] * (1.05 if c == "split" else 1.0)
         if U == 0:
             continue
-        m, v, n = _mean_var(x)""",
+        if c in sample.census:""",
       "stratified estimator: U_split x1.05",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-u-merge", "quality/stratified.py",
       """        U = sample.totals[c]
         if U == 0:
             continue
-        m, v, n = _mean_var(x)""",
+        if c in sample.census:""",
       """        U = sample.totals[c] * (1.05 if c == "merge" else 1.0)
         if U == 0:
             continue
-        m, v, n = _mean_var(x)""",
+        if c in sample.census:""",
       "stratified estimator: U_merge x1.05",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-u-intersection", "quality/stratified.py",
       """        U = sample.totals[c]
         if U == 0:
             continue
-        m, v, n = _mean_var(x)""",
-      """        U = sample.totals[c] * (1.05 if c == "intersection" else 1.0)
+        if c in sample.census:""",
+      """        U = sample.totals[c] * (1.05 if c.startswith("intersection") else 1.0)
         if U == 0:
             continue
-        m, v, n = _mean_var(x)""",
+        if c in sample.census:""",
       "stratified estimator: U_intersection x1.05",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-self-term-estimate", "quality/stratified.py",
@@ -245,11 +245,11 @@ MUTANTS: list[Mutant] = [
       """                U = sample.totals[c]
                 if U == 0:
                     continue
-                x = stats[c][0]""",
+                if c in sample.census:""",
       """                U = sample.totals[c] * 1.05
                 if U == 0:
                     continue
-                x = stats[c][0]""",
+                if c in sample.census:""",
       "stratified slices: every U_c x1.05 in ΔPrecisionContribution(I)",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-slice-weight", "quality/stratified.py",
@@ -258,8 +258,8 @@ MUTANTS: list[Mutant] = [
       "stratified slices: weight(I) x1.05 as read (ΔPrecision(I) /1.05)",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-se", "quality/stratified.py",
-      'delta = Estimate("delta_precision", dp, math.sqrt(var) if',
-      'delta = Estimate("delta_precision", dp, 1.05 * math.sqrt(var) if',
+      "se = math.sqrt(var) if math.isfinite(var) and math.isfinite(dp) else math.nan",
+      "se = 1.05 * math.sqrt(var) if math.isfinite(var) and math.isfinite(dp) else math.nan",
       "stratified estimator: SE of ΔPrecision x1.05",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-var-ddof0", "quality/stratified.py",
@@ -268,8 +268,8 @@ MUTANTS: list[Mutant] = [
       "stratified estimator: stratum variance with ddof=0 (SE too small)",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-rates", "quality/stratified.py",
-      "return Estimate(name, rate_value * m, se, n, method=method)",
-      "return Estimate(name, rate_value * m * 1.05, se, n, method=method)",
+      "return Estimate(name, rate_value * m, se, n, method=method,",
+      "return Estimate(name, rate_value * m * 1.05, se, n, method=method,",
       "stratified estimator: every Good/Bad Split/Merge rate x1.05",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-unsure-as-different", "quality/stratified.py",
@@ -282,7 +282,7 @@ MUTANTS: list[Mutant] = [
       "stratified estimator: 'unsure' counted as 'different' instead of dropped",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-intersection-keeps-self", "quality/stratified.py",
-      'drop_self=(c == "intersection")',
+      'drop_self=c.startswith("intersection")',
       "drop_self=False",
       "stratified sampler: self draws kept in the intersection stratum",
       (FORMULAS, POWER, STRATIFIED)),
