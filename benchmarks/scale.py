@@ -1,0 +1,167 @@
+#!/usr/bin/env python
+"""Scale: the DuckDB floor, ``abcde impact`` and the one-command job (``abcde evaluate``) side by
+side on a synthetic diff generated inside DuckDB (issue 16, item 4; the billion-item run of item 3
+is not done yet: see benchmarks/README.md).
+
+    .venv/bin/python benchmarks/scale.py --items 10000000            # aligned and shuffled, 2 rounds
+    .venv/bin/python benchmarks/scale.py --items 100000000 --repeat 1 --memory-limit 16GB
+
+The data (issue 16's recipe), written once per size and order into ``benchmarks/.data/scale-N-ORDER/``
+by DuckDB itself, so no billion-element array ever exists in Python:
+
+* item ids: a scrambled bijection of 0..N−1 (times a large odd constant mod 2^63);
+* 1% of items in clusters of 10,000, 9% in clusters of 50, the rest in threes;
+* Exp splits ~3% of Base clusters in two and merges ~3% of pairs of neighbouring clusters;
+* weights −ln(u), u from a hash of the position;
+* ``aligned``: the three files in the same row order; ``shuffled``: Exp and the items table each in
+  their own order (a hash of the position).
+
+Each run is its own process, the contenders alternated round by round; wall time and peak RSS
+(``os.wait4``) per run, the median per contender, and the ratios to the floor. ``abcde evaluate``'s
+stages (seconds and rows each) come from its ``--json``.
+
+* ``floor``: DuckDB joins the three Parquet files on the id (hash joins) and groups by (Base
+  cluster, Exp cluster): the fragments, what every exact number follows from.
+* ``impact``: ``abcde impact --json`` (whole process).
+* ``evaluate``: ``abcde evaluate --json`` (whole process: impact, exploration sample, pair
+  sample, report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+DATA = HERE / ".data"
+GEN_VERSION = 1
+ODD = 11400714819323198485  # 2^64 / golden ratio, odd: times it mod 2^63 is a bijection of 0..2^63−1
+
+
+def generate(n: int, order: str, *, memory_limit: str | None) -> Path:
+    """Write base/exp/items Parquet for ``n`` items in ``order`` (cached)."""
+    out = DATA / f"scale-v{GEN_VERSION}-{n}-{order}"
+    if (out / "done").exists():
+        return out
+    import duckdb
+
+    out.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    if memory_limit:
+        con.execute(f"SET memory_limit = '{memory_limit}'")
+    n1, n2 = n // 100, n // 100 + 9 * n // 100  # 1% in clusters of 10,000, 9% in clusters of 50, rest in threes
+    c1 = (n1 + 9_999) // 10_000
+    c2 = c1 + (n2 - n1 + 49) // 50
+    con.execute(f"""
+        CREATE TEMP VIEW g AS
+        SELECT k,
+               ((k::HUGEINT * {ODD}) % 9223372036854775808)::BIGINT AS item_id,
+               CASE WHEN k < {n1} THEN k // 10000
+                    WHEN k < {n2} THEN {c1} + (k - {n1}) // 50
+                    ELSE {c2} + (k - {n2}) // 3 END AS c
+        FROM range({n}) t(k)""")
+    con.execute("""
+        CREATE TEMP VIEW d AS
+        SELECT k, item_id, c AS base_cluster,
+               CASE WHEN hash(c, 'split') % 100 < 3 AND k % 2 = 1 THEN -1 - c          -- split in two
+                    WHEN hash(c // 2, 'merge') % 100 < 3 THEN (c // 2) * 2              -- c and its neighbour merged
+                    ELSE c END AS exp_cluster,
+               -ln((hash(k, 'w') % 1000000 + 0.5) / 1000000.0) AS weight
+        FROM g""")
+    key = "k" if order == "aligned" else "hash(k, 'order-{}')"
+    for name, cols, k in (("base", "item_id, base_cluster AS cluster_id", "k"),
+                          ("exp", "item_id, exp_cluster AS cluster_id", key.format("exp")),
+                          ("items", "item_id, weight", key.format("items"))):
+        con.execute(f"COPY (SELECT {cols} FROM d ORDER BY {k}) TO '{out / (name + '.parquet')}' "
+                    "(FORMAT parquet, ROW_GROUP_SIZE 1000000)")
+    (out / "done").write_text("ok")
+    return out
+
+
+FLOOR = """
+import sys, duckdb
+d = sys.argv[1]
+con = duckdb.connect()
+if len(sys.argv) > 2 and sys.argv[2]:
+    con.execute(f"SET memory_limit = '{sys.argv[2]}'")
+r = con.execute(f'''SELECT count(*), sum(n) FROM (
+    SELECT b.cluster_id, e.cluster_id, count(*) AS n, sum(i.weight) AS w
+    FROM '{d}/base.parquet' b JOIN '{d}/exp.parquet' e USING (item_id) JOIN '{d}/items.parquet' i USING (item_id)
+    GROUP BY 1, 2)''').fetchone()
+print(r[0], r[1])
+"""
+
+
+def run(cmd: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (GB) and stdout of one process."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, cwd=REPO)
+        _, status, usage = os.wait4(p.pid, 0)
+        seconds = time.perf_counter() - start
+        out.seek(0)
+        text = out.read().decode()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}")
+    return seconds, usage.ru_maxrss / 1024 / 1024, text
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--items", type=int, default=10_000_000)
+    ap.add_argument("--orders", default="aligned,shuffled")
+    ap.add_argument("--repeat", type=int, default=2, help="rounds; each round runs every contender once")
+    ap.add_argument("--memory-limit", default=None, help="DuckDB memory limit for all three, e.g. 16GB")
+    a = ap.parse_args(argv)
+    abcde = [sys.executable, "-m", "abcde"]
+    mem = ["--memory-limit", a.memory_limit] if a.memory_limit else []
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+          f"{a.items:,} items; {a.repeat} rounds")
+    for order in a.orders.split(","):
+        t0 = time.perf_counter()
+        d = generate(a.items, order, memory_limit=a.memory_limit)
+        size = sum(f.stat().st_size for f in d.glob("*.parquet")) / 1e9
+        print(f"\n{order}: {d} ({size:.2f} GB of Parquet; generated or found in {time.perf_counter() - t0:.1f} s)")
+        inputs = ["--base", str(d / "base.parquet"), "--exp", str(d / "exp.parquet"), "--items", str(d / "items.parquet")]
+        contenders = {
+            "floor": [sys.executable, "-c", FLOOR, str(d), a.memory_limit or ""],
+            "impact": [*abcde, "impact", *inputs, "--json", "-q", *mem],
+            "evaluate": [*abcde, "evaluate", *inputs, "--out", "", "--json", "-q", *mem],
+        }
+        got: dict[str, list] = {k: [] for k in contenders}
+        stages = None
+        for _ in range(a.repeat):
+            for name, cmd in contenders.items():
+                if name == "evaluate":
+                    out_dir = Path(tempfile.mkdtemp(prefix="abcde-scale-"))
+                    cmd = [*cmd[:cmd.index("--out") + 1], str(out_dir / "ev"), *cmd[cmd.index("--out") + 2:]]
+                seconds, rss, text = run(cmd)
+                got[name].append((seconds, rss))
+                if name == "evaluate":
+                    stages = json.loads(text)["stages"]
+                    shutil.rmtree(out_dir, ignore_errors=True)
+                print(f"  {name:<9} {seconds:8.1f} s  peak RSS {rss:5.2f} GB", flush=True)
+        floor = statistics.median(s for s, _ in got["floor"])
+        print(f"  median ({a.repeat} rounds):")
+        for name, runs in got.items():
+            t = statistics.median(s for s, _ in runs)
+            print(f"    {name:<9} {t:8.1f} s  ({t / floor:4.2f}× the floor)  peak RSS {max(r for _, r in runs):5.2f} GB")
+        if stages:
+            print("  evaluate's stages (last round): " + "; ".join(
+                f"{s['stage']} {s['seconds']:.1f} s" + (f" ({s['rows']:,} rows)" if s["rows"] is not None else "")
+                for s in stages))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
