@@ -67,12 +67,12 @@ MUTANTS: list[Mutant] = [
     M("totals-self", "sampling/pairs.py",
       '"self": float(r["self_"] or 0.0) / W,',
       '"self": float(r["self_"] or 0.0) / W * 1.05,',
-      "pair_totals: the self pairs' total x1.05 (so U_intersection shrinks)",
+      "pair_totals: the self pairs' total x1.05",
       (EXACT, QUALITY, STRATIFIED)),
     M("totals-intersection", "sampling/pairs.py",
-      'out["intersection"] = max(out["stable"] - out["self"], 0.0)',
-      'out["intersection"] = max(out["stable"] - out["self"], 0.0) * 1.05',
-      "pair_totals: the intersection total U_intersection x1.05",
+      'out["intersection+"] = max(float(r["within_up"] or 0.0), 0.0) / W',
+      'out["intersection+"] = max(float(r["within_up"] or 0.0), 0.0) / W * 1.05',
+      "pair_totals: the intersection+ total U_intersection+ x1.05",
       (EXACT, STRATIFIED, QUALITY)),
 
     # ------------------------------------------------------------------ core/formulas.py: pair weights

@@ -77,15 +77,18 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
         return dict(diff.cache.pair_totals[key])
     f = diff.fragments
     up, down = affected(f) & (f.wb > f.we), affected(f) & (f.wb < f.we)
-    stable, self_ = stable_pair_weight(f, f.w, f.w), stable_pair_weight(f, None, f.w2)
+    # The non-self stable pairs of a fragment weigh |W(B) − W(E)|·(W(F)² − Σ_F w²)/(W(B)·W(E)): taken
+    # directly, not as stable − self, whose rounding residue (it varies with the engine's summation
+    # order) would give a stratum without pairs a weight (e.g. every item alone in Base).
+    within = stable_pair_weight(f, None, f.w * f.w - f.w2)
     r = diff.engine.one(
         f.aggregate(
             split=split_pair_weight(f, f.w).sum(),
             merge=merge_pair_weight(f, f.w).sum(),
-            stable=stable.sum(),
-            self_=self_.sum(),
-            stable_up=stable.sum(where=up), self_up=self_.sum(where=up),
-            stable_down=stable.sum(where=down), self_down=self_.sum(where=down),
+            stable=stable_pair_weight(f, f.w, f.w).sum(),
+            self_=stable_pair_weight(f, None, f.w2).sum(),
+            within_up=within.sum(where=up),
+            within_down=within.sum(where=down),
         ),
         step="pair weight totals",
     )
@@ -96,9 +99,9 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
         "stable": float(r["stable"] or 0.0) / W,
         "self": float(r["self_"] or 0.0) / W,
     }
-    out["intersection"] = max(out["stable"] - out["self"], 0.0)
-    for sign, k in (("+", "up"), ("-", "down")):
-        out[f"intersection{sign}"] = max(float(r[f"stable_{k}"] or 0.0) - float(r[f"self_{k}"] or 0.0), 0.0) / W
+    out["intersection+"] = max(float(r["within_up"] or 0.0), 0.0) / W
+    out["intersection-"] = max(float(r["within_down"] or 0.0), 0.0) / W
+    out["intersection"] = out["intersection+"] + out["intersection-"]
     out["all"] = out["split"] + out["merge"] + out["stable"]
     diff.cache.pair_totals[key] = dict(out)
     return out
