@@ -83,33 +83,33 @@ def step(description: str):
     if m == "off":
         yield s
         return
-    stop = threading.Event()
     if m == "terminal":
         from rich.console import Console
 
         console = Console(stderr=True)
-        with console.status(f"[bold]{description}[/bold] …") as status:
-            ticker = threading.Thread(target=_tick, daemon=True, args=(stop, 0.5, lambda: status.update(
-                f"[bold]{description}[/bold] … {_seconds(s.elapsed())}")))
-            ticker.start()
-            try:
-                yield s
-            finally:
-                stop.set()
-                ticker.join()
+        with console.status(f"[bold]{description}[/bold] …") as status, _ticking(0.5, lambda: status.update(
+                f"[bold]{description}[/bold] … {_seconds(s.elapsed())}")):
+            yield s
         console.print(f"[green]✓[/green] {s.summary()}", highlight=False)
         return
     every = interval()
-    ticker = threading.Thread(target=_tick, daemon=True, args=(stop, max(every, 0.05), lambda: _line(
-        f"{description} … {_seconds(s.elapsed())}")))
+    with _ticking(max(every, 0.05), lambda: _line(f"{description} … {_seconds(s.elapsed())}")):
+        yield s
+    if s.elapsed() >= every:
+        _line(f"✓ {s.summary()}")
+
+
+@contextlib.contextmanager
+def _ticking(every: float, show):
+    """Call ``show()`` every ``every`` seconds, from a thread, while the block runs."""
+    stop = threading.Event()
+    ticker = threading.Thread(target=_tick, daemon=True, args=(stop, every, show))
     ticker.start()
     try:
-        yield s
+        yield
     finally:
         stop.set()
         ticker.join()
-    if s.elapsed() >= every:
-        _line(f"✓ {s.summary()}")
 
 
 def note(text: str) -> None:
