@@ -81,3 +81,9 @@ def test_an_earlier_run_is_replaced_and_a_foreign_directory_refused(tmp_path):
     with pytest.raises(InputError, match="notes.txt"):
         evaluate(P["base"], P["exp"], tmp_path / "mine", **kw)
     assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"
+
+
+def test_a_bad_option_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(InputError, match="'nocol' to hide"):
+        evaluate(P["base"], P["exp"], tmp_path / "ev", items=P["items"], hide=["nocol"], budget=20, sample_size=50)
+    assert not (tmp_path / "ev").exists()

@@ -194,7 +194,8 @@ class Engine(abc.ABC):
 
     def store(self, name: str, expr: "ibis.Table") -> "ibis.Table":
         """Compute ``expr`` into the kept table ``name`` (replacing one of that name)."""
-        raise NotImplementedError(f"The {self.name} engine keeps no tables between runs.")
+        raise EngineError(f"The {self.name} engine keeps no tables between runs (only a DuckDB --database file "
+                          "does); nothing was kept.")
 
     @abc.abstractmethod
     def _create_temp(self, name: str, expr: "ibis.Table") -> "ibis.Table":

@@ -47,7 +47,7 @@ from abcde.core.formulas import stable_pair_weight, weighted_mean_se
 from abcde.errors import InputError
 from abcde.quality.result import Estimate, QualityResult
 from abcde.sampling.clocks import check_seed, check_size
-from abcde.sampling.pairs import (fill_budgets, item_pair_weights, pair_counts, pair_id, pair_totals,
+from abcde.sampling.pairs import (LABEL, fill_budgets, item_pair_weights, pair_counts, pair_id, pair_totals,
                                   stratum_pairs)
 
 #: The strata of a new sample: split, merge, and the intersection (stable pairs without self)
@@ -57,7 +57,7 @@ STRATA = ("split", "merge", "intersection+", "intersection-")
 #: The strata of samples drawn before the sign split (still read, estimated and extended as drawn).
 LEGACY_STRATA = ("split", "merge", "intersection")
 ALLOCATIONS = ("proportional", "neyman")
-_LABEL = {"split": -1, "merge": 1, "intersection+": 1, "intersection-": -1}
+_LABEL = {**LABEL, "intersection+": 1, "intersection-": -1}  # l_ij of each stratum
 
 
 def self_term(diff: Diff, total_weight: float) -> float:

@@ -30,6 +30,7 @@ from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, impact
 from abcde.metrics.pointwise import PointwiseResult, pointwise
 from abcde.quality.draw import draw_pair_sample
+from abcde.quality.sample_dir import check_hidden
 from abcde.report.build import Report, build_report
 from abcde.sampling.explore import ExplorationSample, sample_affected
 from abcde.util import progress
@@ -93,10 +94,10 @@ def check_out_dir(out: Path, what: str = "evaluate") -> None:
         return
     foreign = [n for n in entries if n not in ENTRIES]
     if foreign or "impact" not in entries:
-        found = f"files that are not the {what}'s (first: {', '.join(repr(n) for n in foreign[:5])})" if foreign \
-            else f"no impact/ of an earlier {what}"
-        raise InputError(f"The {what}'s output directory '{out}' is not empty and holds {found}. "
-                         f"Give --out a new or empty directory (or an earlier {what}'s).")
+        found = f"files that 'abcde {what}' does not write (first: {', '.join(repr(n) for n in foreign[:5])})" \
+            if foreign else f"no impact/ of an earlier 'abcde {what}'"
+        raise InputError(f"The output directory '{out}' is not empty and holds {found}. "
+                         f"Give --out a new or empty directory (or one an earlier 'abcde {what}' wrote).")
 
 
 def evaluate(
@@ -142,6 +143,7 @@ def evaluate(
     with stage("impact") as st:
         res = impact(given, slice_by=list(slice_by), top=top, engine=engine)
         st.rows = res.items
+    check_hidden(res.diff.attributes, hide)  # before anything is written, not after half of it
     written: list[str | Path] = []
     with stage("impact tables") as st:
         files = res.write(out / "impact")
