@@ -16,6 +16,7 @@ import pytest
 
 from abcde.errors import InputError
 from abcde.judging import JudgementStore, JudgingSession, StoreLockedError
+from abcde.quality import estimate_quality
 from abcde.quality.store import check_rater
 from abcde.web.judging_server import JudgingServer, serve
 from abcde.web.server import Limits
@@ -253,6 +254,36 @@ def test_a_stratified_sample_is_served_with_its_own_estimator(tmp_path):
     assert JudgingSession(d, target_width=width * 1.01).state("ann")["can_stop"] is True
     assert JudgingSession(d, target_width=width * 0.99).state("ann")["can_stop"] is False
     assert JudgingSession(d).state("ann")["can_stop"] is False
+
+
+def test_live_estimates_copy_no_judgement_to_a_file(sample, tmp_path, monkeypatch):
+    """The page's estimates read the store in memory: no judgement is copied to a temporary
+    file (a kill between writing and removing it used to leave people's judgements in /tmp)."""
+    import tempfile
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    import abcde.judging.session as session_module
+
+    seen = []  # what is in the temporary directory while the estimator runs: what a kill would leave
+
+    def estimate(*args, **kwargs):
+        seen.extend(scratch.iterdir())
+        return estimate_quality(*args, **kwargs)
+
+    monkeypatch.setattr(session_module, "estimate_quality", estimate)
+    d = fresh_copy(sample, tmp_path)
+    s = JudgingSession(d)
+    answers = truth(d)
+    for _ in range(6):
+        n = s.state("ann")["next"]
+        s.submit("ann", n["pair_id"], answers[n["pair_id"]])
+    est = s.state(None)["estimates"]
+    assert est["judged_pairs"] == 6 and "unavailable" not in est
+    assert seen == [] and list(scratch.iterdir()) == []
+    s.store.export(tmp_path / "e.csv")
+    assert est == estimate_quality(d, tmp_path / "e.csv").to_dict()
 
 
 def test_sigkill_under_load_loses_no_acknowledged_judgement(sample, tmp_path):

@@ -23,7 +23,6 @@ import os
 import random
 import shlex
 import sys
-import tempfile
 import threading
 import traceback
 from collections import defaultdict
@@ -37,7 +36,6 @@ from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import JudgementStore, check_rater
 from abcde.quality.stratified import next_stratum, stratum_values
 from abcde.util import display
-from abcde.util.files import write_table_file
 
 
 def _unit(seed, pair_id: str) -> float:
@@ -185,17 +183,11 @@ class JudgingSession:
             if self._estimates and self._estimates[0] == version:
                 return self._estimates[1]
         table = self.store.to_table(source="person")
-        fd, name = tempfile.mkstemp(prefix="abcde-live-", suffix=".csv")
-        os.close(fd)
-        try:
-            if table.num_rows:
-                write_table_file(table, Path(name))
-            result = estimate_quality(self.sample_dir, [name] if table.num_rows else []).to_dict()
+        try:  # in memory: judgements are never copied to a temporary file (one a crash would leave behind)
+            result = estimate_quality(self.sample_dir, [table] if table.num_rows else []).to_dict()
         except Exception as exc:  # the page must keep collecting judgements even if an estimator fails
             traceback.print_exc(file=sys.stderr)
             result = {"unavailable": f"the estimator failed: {type(exc).__name__}: {exc}"}
-        finally:
-            Path(name).unlink(missing_ok=True)
         with self._lock:
             self._estimates = (version, result)
         return result

@@ -50,7 +50,7 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
     sample_dir
         Directory written by :func:`draw_pair_sample` (``abcde pairs``).
     judgements
-        Judgement file(s); default: ``judgements.csv`` and the judgement store
+        Judgement file(s) or Arrow table(s) in the judgement file format; default: ``judgements.csv`` and the judgement store
         ``judgements.sqlite`` (``abcde judge serve`` / ``model``) in the directory, those present.
     source
         Use only the judgements of this source: ``person``, ``model`` or ``oracle``.
@@ -62,7 +62,7 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
     meta = s.metadata
     if judgements is None:
         judgements = judgement_files(s.path)
-    elif isinstance(judgements, (str, os.PathLike)):
+    elif isinstance(judgements, (str, os.PathLike, pa.Table)):
         judgements = [judgements]
     res = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"],
                           source=source) if judgements else None

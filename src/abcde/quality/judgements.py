@@ -130,7 +130,8 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
     Parameters
     ----------
     paths
-        One or more judgement files.
+        One or more judgement files, or Arrow tables in the judgement file format (read in
+        memory, never written to a file: the judging page estimates from its store this way).
     pair_ids
         The pair ids of the sample that need a judgement.
     id_type
@@ -147,7 +148,10 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
     n_rows = 0
     sources: Counter = Counter()
     for path in paths:
-        t = read_table_file(path, "judgements")
+        if isinstance(path, pa.Table):  # judgements in memory (the judging page's live store): no file
+            t, path = path, "(judgements in memory)"
+        else:
+            t = read_table_file(path, "judgements")
         cols = t.column_names
         if "judgement" not in cols:
             raise InputError(
