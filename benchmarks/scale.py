@@ -14,7 +14,7 @@ by DuckDB itself, so no billion-element array ever exists in Python:
 * Exp splits ~3% of Base clusters in two and merges ~3% of pairs of neighbouring clusters;
 * weights −ln(u), u from a hash of the position;
 * ``aligned``: the three files in the same row order; ``shuffled``: Exp and the items table each in
-  their own order (a hash of the position).
+  their own order (row p holds item p·m mod N, m coprime with N: a permutation without a sort).
 
 Each run is its own process, the contenders alternated round by round; wall time and peak RSS
 (``os.wait4``) per run, the median per contender, and the ratios to the floor. ``abcde evaluate``'s
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -44,12 +45,25 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DATA = HERE / ".data"
-GEN_VERSION = 1
+GEN_VERSION = 2
 ODD = 11400714819323198485  # 2^64 / golden ratio, odd: times it mod 2^63 is a bijection of 0..2^63−1
 
 
+def _multiplier(n: int, start: int) -> int:
+    """An odd number coprime with ``n`` near ``start``: ``p -> p·m mod n`` is then a bijection of 0..n−1."""
+    m = start | 1
+    while math.gcd(m, n) != 1:
+        m += 2
+    return m
+
+
 def generate(n: int, order: str, *, memory_limit: str | None) -> Path:
-    """Write base/exp/items Parquet for ``n`` items in ``order`` (cached)."""
+    """Write base/exp/items Parquet for ``n`` items in ``order`` (cached).
+
+    Every column of a row follows from its item number ``k``; the file's row ``p`` holds item
+    ``k = p`` (Base, and all three files when aligned) or ``k = p·m mod n`` for a multiplier ``m``
+    coprime with ``n``, one per file (a permutation: no sort, so a billion shuffled rows cost what
+    aligned ones do)."""
     out = DATA / f"scale-v{GEN_VERSION}-{n}-{order}"
     if (out / "done").exists():
         return out
@@ -57,33 +71,29 @@ def generate(n: int, order: str, *, memory_limit: str | None) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     if memory_limit:
         con.execute(f"SET memory_limit = '{memory_limit}'")
     n1, n2 = n // 100, n // 100 + 9 * n // 100  # 1% in clusters of 10,000, 9% in clusters of 50, rest in threes
     c1 = (n1 + 9_999) // 10_000
     c2 = c1 + (n2 - n1 + 49) // 50
-    con.execute(f"""
-        CREATE TEMP VIEW g AS
-        SELECT k,
-               ((k::HUGEINT * {ODD}) % 9223372036854775808)::BIGINT AS item_id,
-               CASE WHEN k < {n1} THEN k // 10000
-                    WHEN k < {n2} THEN {c1} + (k - {n1}) // 50
-                    ELSE {c2} + (k - {n2}) // 3 END AS c
-        FROM range({n}) t(k)""")
-    con.execute("""
-        CREATE TEMP VIEW d AS
-        SELECT k, item_id, c AS base_cluster,
-               CASE WHEN hash(c, 'split') % 100 < 3 AND k % 2 = 1 THEN -1 - c          -- split in two
-                    WHEN hash(c // 2, 'merge') % 100 < 3 THEN (c // 2) * 2              -- c and its neighbour merged
-                    ELSE c END AS exp_cluster,
-               -ln((hash(k, 'w') % 1000000 + 0.5) / 1000000.0) AS weight
-        FROM g""")
-    key = "k" if order == "aligned" else "hash(k, 'order-{}')"
-    for name, cols, k in (("base", "item_id, base_cluster AS cluster_id", "k"),
-                          ("exp", "item_id, exp_cluster AS cluster_id", key.format("exp")),
-                          ("items", "item_id, weight", key.format("items"))):
-        con.execute(f"COPY (SELECT {cols} FROM d ORDER BY {k}) TO '{out / (name + '.parquet')}' "
-                    "(FORMAT parquet, ROW_GROUP_SIZE 1000000)")
+    for i, (name, cols) in enumerate((("base", "item_id, c AS cluster_id"),
+                                      ("exp", "item_id, exp_cluster AS cluster_id"),
+                                      ("items", "item_id, weight"))):
+        k = "p" if order == "aligned" or name == "base" else f"((p::HUGEINT * {_multiplier(n, 2654435761 + 7919 * i)}) % {n})::BIGINT"
+        con.execute(f"""
+            COPY (
+                SELECT {cols} FROM (
+                    SELECT ((k::HUGEINT * {ODD}) % 9223372036854775808)::BIGINT AS item_id, c,
+                           CASE WHEN hash(c, 'split') % 100 < 3 AND k % 2 = 1 THEN -1 - c    -- split in two
+                                WHEN hash(c // 2, 'merge') % 100 < 3 THEN (c // 2) * 2     -- c and its neighbour merged
+                                ELSE c END AS exp_cluster,
+                           -ln((hash(k, 'w') % 1000000 + 0.5) / 1000000.0) AS weight
+                    FROM (SELECT k, CASE WHEN k < {n1} THEN k // 10000
+                                         WHEN k < {n2} THEN {c1} + (k - {n1}) // 50
+                                         ELSE {c2} + (k - {n2}) // 3 END AS c
+                          FROM (SELECT {k} AS k FROM range({n}) t(p)))))
+            TO '{out / (name + '.parquet')}' (FORMAT parquet, ROW_GROUP_SIZE 1000000)""")
     (out / "done").write_text("ok")
     return out
 

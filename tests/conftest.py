@@ -5,6 +5,9 @@ import shutil
 
 import pytest
 
+import abcde
+from abcde.errors import MissingDependencyError
+
 
 @pytest.fixture
 def write(tmp_path):
@@ -103,6 +106,20 @@ def screenshot(tmp_path):
             page.screenshot(path=str(docs / name), **kw)
 
     return shoot
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the test run (fails without pyspark/Java: install them, or
+    deselect the Spark tests with -m 'not spark')."""
+    try:
+        eng = abcde.connect("spark", master="local[2]", spark_conf={
+            "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
+            "spark.driver.memory": "2g"})
+    except MissingDependencyError as exc:
+        pytest.fail(f"The Spark tests need pyspark and Java: {exc} (or deselect them: -m 'not spark')")
+    yield eng
+    eng.release()
 
 
 # ----------------------------------------------------------------------------- kinds of tests

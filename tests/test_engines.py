@@ -44,20 +44,6 @@ from abcde.quality.stratified import STRATA, sample_stratified, sample_stratifie
 EXAMPLE = Path(abcde.__file__).parent / "examples" / "febrl3"
 
 
-@pytest.fixture(scope="session")
-def spark():
-    """One local Spark session for the test run (fails without pyspark/Java: install them, or
-    deselect the Spark tests with -m 'not spark')."""
-    try:
-        eng = abcde.connect("spark", master="local[2]", spark_conf={
-            "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
-            "spark.driver.memory": "2g"})
-    except MissingDependencyError as exc:
-        pytest.fail(f"The Spark tests need pyspark and Java: {exc} (or deselect them: -m 'not spark')")
-    yield eng
-    eng.release()
-
-
 @pytest.fixture(params=["duckdb", "spark"])
 def engine(request):
     if request.param == "spark":

@@ -87,3 +87,39 @@ def test_a_bad_option_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(InputError, match="'nocol' to hide"):
         evaluate(P["base"], P["exp"], tmp_path / "ev", items=P["items"], hide=["nocol"], budget=20, sample_size=50)
     assert not (tmp_path / "ev").exists()
+
+
+def test_on_spark_it_gives_duckdbs_numbers_and_samples(tmp_path, spark):
+    """The one-command job on ``--engine spark`` (issue 16, item 5): the impact numbers, the
+    exploration sample and the pair sample are DuckDB's."""
+    kw = dict(items=P["items"], slice_by=["source"], budget=60, sample_size=200, seed=3, hide=["entity_id"])
+    duck = evaluate(P["base"], P["exp"], tmp_path / "duck", **kw)
+    sp = evaluate(P["base"], P["exp"], tmp_path / "spark", engine=spark, **kw)
+    a, b = duck.impact.to_dict(), sp.impact.to_dict()
+    for k in ("items", "total_weight", "split_rate", "merge_rate", "jaccard_distance", "affected_items"):
+        assert a[k] == pytest.approx(b[k], rel=1e-12), k
+    _close(a["slices"], b["slices"], "slices")
+    _close(a["top_clusters"], b["top_clusters"], "top_clusters")
+    cols = ["item_id", "draw_count"]
+    assert pq.read_table(duck.sample_path).select(cols).equals(pq.read_table(sp.sample_path).select(cols))
+    dcols = ["item_a", "item_b", "class", "label", "pair_id", "stratum"]
+    assert pq.read_table(duck.pair_dir / "pairs.parquet").select(dcols).equals(
+        pq.read_table(sp.pair_dir / "pairs.parquet").select(dcols))
+    assert (duck.pair_dir / "tasks.csv").read_bytes() == (sp.pair_dir / "tasks.csv").read_bytes()
+    assert (tmp_path / "spark" / "impact" / "items.parquet").is_dir()  # Spark's part files
+    assert "<html" in sp.report_path.read_text()[:200].lower()
+
+
+def _close(x, y, where):
+    if isinstance(x, float):
+        assert x == pytest.approx(y, rel=1e-9, abs=1e-12), where
+    elif isinstance(x, dict):
+        assert set(x) == set(y), where
+        for k in x:
+            _close(x[k], y[k], f"{where}.{k}")
+    elif isinstance(x, list):
+        assert len(x) == len(y), where
+        for i, (u, v) in enumerate(zip(x, y)):
+            _close(u, v, f"{where}[{i}]")
+    else:
+        assert x == y, where

@@ -31,11 +31,14 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_impact, ta
               help="Replace another pair sample in OUT/quality; it and its judgements are moved aside, never deleted.")
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="Directory to write: impact/, explore/sample.parquet, quality/ (pairs to judge), report.html.")
+@click.option("--only-affected", is_flag=True,
+              help="impact/ holds the affected items and clusters only (the others' metrics are all 0); for "
+                   "billions of items, whose whole tables are tens of GB.")
 @json_option
 @engine_options
 @handle_errors
 def evaluate(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, sample_size, budget, seed, estimator,
-             hide, truth, title, force, out, as_json, engine):
+             hide, truth, title, force, out, only_affected, as_json, engine):
     """The whole job from one read of the inputs: impact, an exploration sample, a pair sample to
     judge and the report (what 'impact --out', 'explore sample', 'pairs' and 'report' write).
 
@@ -46,7 +49,7 @@ def evaluate(base, exp, items, item_id, cluster_id, weight_column, slice_by, top
 
     res = run(base, exp, out, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
               slice_by=slice_by, top=top, sample_size=sample_size, budget=budget, seed=seed, estimator=estimator,
-              hide=hide, truth=truth, title=title, force=force, engine=engine)
+              hide=hide, truth=truth, title=title, force=force, only_affected=only_affected, engine=engine)
     if as_json:
         emit_json(res.to_dict())
         return

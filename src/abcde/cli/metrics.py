@@ -19,10 +19,14 @@ from abcde.errors import InputError
 @click.option("--item", "lookup", multiple=True, help="Show the metrics of this item id (repeatable).")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
               help="Write items.parquet, base_clusters.parquet, exp_clusters.parquet and impact.json here.")
+@click.option("--only-affected", is_flag=True,
+              help="With --out: per-item and per-cluster rows of the affected items and clusters only (the others' "
+                   "metrics are all 0); for billions of items, whose whole tables are tens of GB.")
 @json_option(help="Print one JSON object instead of tables.")
 @engine_options
 @handle_errors
-def impact(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, lookup, out, as_json, engine):
+def impact(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, lookup, out, only_affected, as_json,
+           engine):
     """Exact impact metrics: SplitRate, MergeRate, JaccardDistance.
 
     Overall, per item, per Base and Exp cluster (most affected first) and per slice.
@@ -32,7 +36,9 @@ def impact(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, 
     res = run_impact(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
                      slice_by=slice_by, top=top, engine=engine)
     found = res.lookup(lookup) if lookup else []
-    written = res.write(out) if out else []
+    if only_affected and not out:
+        raise click.UsageError("--only-affected applies to the tables written with --out.")
+    written = res.write(out, only_affected=only_affected) if out else []
     if as_json:
         d = res.to_dict()
         if lookup:

@@ -20,6 +20,7 @@ fragment table in the engine.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -189,12 +190,32 @@ def build_diff(
     with _progress.step("Reading and validating inputs"):
         loaded, attributes = _load(eng, inputs, roles)
     labels = {k: v.label for k, v in loaded.items()}
-    with _progress.step("Joining clusterings and computing fragments") as shown:
-        fw = _join(loaded)
-        frag_all = eng.materialize(_membership_fragments(fw), "fragments_all")
-        restriction = _restriction(eng, loaded, fw, frag_all, labels, roles)
-        fragments = eng.materialize(_fragments(eng, frag_all), "fragments")
-        shown.rows = restriction.common_items
+    # Large inputs on an engine with one machine's memory (DuckDB): the restriction from per-membership
+    # totals, the fragments in buckets of Base clusters (see _fragments_in_buckets).
+    large = eng.bounded_memory and max(v.rows for v in loaded.values()) > LARGE_ROWS
+    fw = None
+    zipped = _zip(eng, loaded)
+    if zipped is not None:
+        with _progress.step("Zipping inputs in the same row order and computing fragments") as shown:
+            frag_all = eng.materialize(_membership_fragments(zipped, large), "fragments_all")
+            off = int(eng.one(frag_all.aggregate(n=frag_all.n_off.sum()), step="zip check")["n"] or 0)
+            if off == 0:
+                fw = zipped.drop("_off")
+                restriction = _zip_restriction(eng, loaded)
+                fragments = (_fragments_in_buckets(eng, fw, restriction.common_items) if large
+                             else eng.materialize(_fragments(eng, frag_all.drop("n_off")), "fragments"))
+                shown.rows = restriction.common_items
+        if fw is None:
+            _progress.note(f"The inputs have the same number of rows and begin with the same ids, but {off:,} rows "
+                           "differ further on: joining them by item id instead.")
+    if fw is None:
+        with _progress.step("Joining clusterings and computing fragments") as shown:
+            fw = _join_partitioned(eng, loaded)
+            frag_all = eng.materialize(_membership_fragments(fw, large), "fragments_all")
+            restriction = _restriction(eng, loaded, fw, frag_all, labels, roles)
+            fragments = (_fragments_in_buckets(eng, fw.filter(fw.in_b & fw.in_e), restriction.common_items) if large
+                         else eng.materialize(_fragments(eng, frag_all), "fragments"))
+            shown.rows = restriction.common_items
     joined = fw.filter(fw.in_b & fw.in_e).select("item_id", "base_cluster", "exp_cluster", "weight")
     diff = Diff(
         engine=eng,
@@ -287,6 +308,85 @@ def _load(eng: Engine, inputs: Inputs, roles: tuple[str, str]) -> tuple[dict[str
     return unify_id_types(loaded), attributes
 
 
+#: Rows of the inputs' first rows compared before zipping them by position (:func:`_zip`).
+ZIP_PROBE_ROWS = 1000
+#: At most this many rows per hash join of the inputs: larger inputs in different row orders are
+#: joined one hash bucket of item ids at a time (:func:`_join_partitioned`).
+JOIN_PARTITION_ROWS = 200_000_000
+#: At most this many ids per distinct count when zipped inputs' ids are checked to be unique.
+UNIQUE_CHECK_ROWS = 250_000_000
+#: Inputs of more rows than this are "large" on an engine bounded by one machine's memory:
+#: fragments in buckets (:func:`_fragments_in_buckets`), no per-fragment membership table.
+LARGE_ROWS = 200_000_000
+#: At most this many rows (items, then fragments) per bucket of :func:`_fragments_in_buckets`.
+FRAGMENT_PARTITION_ROWS = 250_000_000
+
+
+def _bucket(ids: ibis.Value, parts: int) -> ibis.Value:
+    """Which of ``parts`` buckets an item id falls in, from its hash (never negative)."""
+    return ((ids.hash() % parts) + parts) % parts
+
+
+def _zip(eng: Engine, loaded: dict[str, Loaded]) -> ibis.Table | None:
+    """Step 2, for inputs in the same row order (as exports of one item table often are): the
+    inputs joined by row position, as :func:`_join` would give them, with ``_off`` true where a
+    row's ids differ between the inputs (counted by the membership group-by: any, and the caller
+    joins by id instead). None when the engine cannot zip, the inputs' row counts differ, or
+    their first :data:`ZIP_PROBE_ROWS` ids do. Joining by position costs a scan of each input;
+    joining by id, at a billion items, more memory and disk than one machine has."""
+    if len({v.rows for v in loaded.values()}) != 1 or loaded["base"].rows < 2:
+        return None
+    z = eng.zip({k: v.table for k, v in loaded.items()})
+    if z is None:
+        return None
+    def differ(t: ibis.Table) -> ibis.Value:
+        ids = [t[f"{k}__item_id"] for k in loaded]
+        return functools.reduce(lambda a, b: a | b, [ids[0] != other for other in ids[1:]])
+
+    head = z.limit(ZIP_PROBE_ROWS)
+    if eng.one(head.aggregate(off=differ(head).sum()), step="zip probe")["off"]:
+        return None
+    ids, off = [z[f"{k}__item_id"] for k in loaded], differ(z)
+    weight = z["items__weight"] if "items" in loaded else ibis.literal(1.0, type="float64")
+    return z.select(item_id=ids[0], base_cluster=z["base__base_cluster"], exp_cluster=z["exp__exp_cluster"],
+                    in_b=ibis.literal(True), in_e=ibis.literal(True), weight=weight,
+                    has_w=ibis.literal(True), _off=off)
+
+
+def _zip_restriction(eng: Engine, loaded: dict[str, Loaded]) -> Restriction:
+    """Step 4 for zipped inputs: every row's ids agree, so every item is in every input and
+    nothing is restricted; the ids must still be unique (checked on Base, whose ids the others
+    repeat row by row), in buckets of at most :data:`UNIQUE_CHECK_ROWS` ids."""
+    base = loaded["base"]
+    t = base.table
+    parts = -(-base.rows // UNIQUE_CHECK_ROWS)
+    distinct = 0
+    for p in range(parts):
+        part = t if parts == 1 else t.filter(_bucket(t.item_id, parts) == p)
+        distinct += int(eng.one(part.aggregate(n=part.item_id.nunique()), step="unique ids")["n"] or 0)
+    if distinct != base.rows:
+        check_duplicates(eng, base, "base_cluster")
+    return Restriction(common_items=base.rows)
+
+
+def _join_partitioned(eng: Engine, loaded: dict[str, Loaded]) -> ibis.Table:
+    """Step 2, for inputs in different row orders: :func:`_join`. Inputs of more than
+    :data:`JOIN_PARTITION_ROWS` rows are joined one hash bucket of ids at a time, each bucket
+    written as one Parquet part of a temporary table, so no hash join holds more than that many
+    rows (a billion-row hash join spills beyond this machine's disk); the table is then the
+    one copy of the joined items every later step reads."""
+    rows = max(v.rows for v in loaded.values())
+    parts = -(-rows // JOIN_PARTITION_ROWS)
+    if parts <= 1 or not eng.bounded_memory:
+        return _join(loaded)
+    tables = []
+    for p in range(parts):
+        bucket = {k: Loaded(v.table.filter(_bucket(v.table.item_id, parts) == p), v.label, v.rows)
+                  for k, v in loaded.items()}
+        tables.append(_join(bucket))
+    return eng.materialize_parts(tables, "joined")
+
+
 def _join(loaded: dict[str, Loaded]) -> ibis.Table:
     """Step 2: every item of any input, with its clusters, whether Base / Exp hold it
     (``in_b``, ``in_e``), its weight (1 without an items table) and whether the items table
@@ -320,14 +420,19 @@ def _join(loaded: dict[str, Loaded]) -> ibis.Table:
     )
 
 
-def _membership_fragments(fw: ibis.Table) -> ibis.Table:
+def _membership_fragments(fw: ibis.Table, large: bool = False) -> ibis.Table:
     """Step 3: items, weight and squared weight per ``(Base cluster, Exp cluster, in Base,
-    in Exp)``, and how many have no items-table row: one pass over all items."""
-    return fw.group_by(["base_cluster", "exp_cluster", "in_b", "in_e"]).aggregate(
+    in Exp)``, and how many have no items-table row (zipped inputs: also ``n_off``, rows whose
+    ids differ): one pass over all items. ``large``: per ``(in Base, in Exp)`` only (at most
+    four rows: all the restriction needs; the fragments are then built in buckets)."""
+    extra = {"n_off": fw._off.sum()} if "_off" in fw.columns else {}
+    keys = ["in_b", "in_e"] if large else ["base_cluster", "exp_cluster", "in_b", "in_e"]
+    return fw.group_by(keys).aggregate(
         n=fw.count(),
         w=fw.weight.sum(),
         w2=(fw.weight * fw.weight).sum(),
         n_no_w=(~fw.has_w).sum(),
+        **extra,
     )
 
 
@@ -436,6 +541,37 @@ def _fragments(eng: Engine, frag_all: ibis.Table) -> ibis.Table:
         et = f.group_by("exp_cluster").aggregate(ne=f.n.sum(), we=f.w.sum())
         f = f.join(bt, "base_cluster").join(et, "exp_cluster")
     return f.select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we")
+
+
+def _fragments_in_buckets(eng: Engine, common: ibis.Table, items: int) -> ibis.Table:
+    """Step 5 for large inputs: the fragment table of :func:`_fragments`, built in buckets so no
+    step holds more than :data:`FRAGMENT_PARTITION_ROWS` rows, written as compressed Parquet parts.
+
+    Every item of a Base cluster falls in that cluster's bucket (a hash of its id), so each bucket
+    gives its clusters' whole fragments and Base totals ``nb, wb`` (window sums within it); a
+    second pass over those parts, in buckets of Exp clusters, adds ``ne, we``. At a billion items
+    a single group-by with its totals joined back spilled beyond this machine's disk (issue 16).
+    """
+    parts = max(1, -(-items // FRAGMENT_PARTITION_ROWS))
+    by_base = []
+    for p in range(parts):
+        c = common if parts == 1 else common.filter(_bucket(common.base_cluster, parts) == p)
+        f = c.group_by(["base_cluster", "exp_cluster"]).aggregate(
+            n=c.count(), w=c.weight.sum(), w2=(c.weight * c.weight).sum())
+        by_b = ibis.window(group_by=f.base_cluster)
+        by_base.append(f.mutate(nb=f.n.sum().over(by_b), wb=f.w.sum().over(by_b)))
+    half = eng.materialize_parts(by_base, "fragments by Base cluster")
+    rows = int(eng.one(half.aggregate(n=half.count()), step="fragments")["n"])
+    parts = max(1, -(-rows // FRAGMENT_PARTITION_ROWS))
+    by_exp = []
+    for q in range(parts):
+        h = half if parts == 1 else half.filter(_bucket(half.exp_cluster, parts) == q)
+        by_e = ibis.window(group_by=h.exp_cluster)
+        by_exp.append(h.mutate(ne=h.n.sum().over(by_e), we=h.w.sum().over(by_e))
+                      .select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we"))
+    fragments = eng.materialize_parts(by_exp, "fragments")
+    eng.discard(half)
+    return fragments
 
 
 def affected_items(diff: Diff) -> ibis.Table:

@@ -57,7 +57,7 @@ class Engine(abc.ABC):
         cancel the query running now (from another thread).
     Capabilities (properties)
         :attr:`prefers_window_sums`, :attr:`writes_part_directories`,
-        :attr:`atomic_outputs`.
+        :attr:`atomic_outputs`; :meth:`zip` (join by row position) where the engine can.
 
     An engine class implements the abstract members: the capabilities, :meth:`open`
     (its part of :func:`connect`), :meth:`_parquet_target`, :meth:`_create_temp`,
@@ -98,6 +98,15 @@ class Engine(abc.ABC):
     def atomic_outputs(self) -> bool:
         """Whether :meth:`write_outputs` is all or nothing: a failure leaves the output
         directory as it was (DuckDB: yes; Spark writes straight to the destination)."""
+
+    def zip(self, tables: dict[str, "ibis.Table"]) -> "ibis.Table | None":
+        """The tables joined row by row (first rows together, and so on; the shortest one
+        padded with nulls), each column named ``<key>__<column>``; or None when this engine
+        cannot join by position (Spark: its tables have no row order). For inputs written in
+        the same row order this replaces a hash join on the item id, whose cost at a billion
+        items is more than one machine's memory and disk (issue 16); the caller verifies the
+        ids row by row."""
+        return None
 
     @classmethod
     @abc.abstractmethod
@@ -175,11 +184,45 @@ class Engine(abc.ABC):
         """Compute ``expr`` once into a temporary engine table ``__abcde_<stem>_N``."""
         # Only letters, digits and '_' in the name (Spark refuses e.g. 'intersection+'); the stem as
         # given names the step in messages.
-        name = f"__abcde_{re.sub(r'[^0-9A-Za-z_]', '_', stem)}_{next(_counter)}"
+        name = temp_name(stem)
         try:
             return self._create_temp(name, expr)
         except Exception as exc:
-            raise EngineError(f"Step '{stem}' failed in {self.name}: {first_line(exc)}") from exc
+            raise EngineError(self.failure(stem, exc)) from exc
+
+    def materialize_parts(self, exprs: list["ibis.Table"], stem: str) -> "ibis.Table":
+        """The union of ``exprs`` (tables of one schema), computed one expression at a time into
+        one temporary table: what a step too large to compute at once (a billion-row hash join)
+        does in parts. Default: :meth:`materialize` of their union (a distributed engine
+        computes the parts side by side anyway)."""
+        return self.materialize(ibis.union(*exprs) if len(exprs) > 1 else exprs[0], stem)
+
+    @property
+    def bounded_memory(self) -> bool:
+        """Whether this engine runs within one machine's memory and disk (DuckDB), so abcde splits
+        its largest steps into buckets (:func:`abcde.core.diff.build_diff`); a distributed engine
+        (Spark) partitions them itself."""
+        return False
+
+    def discard(self, table: "ibis.Table") -> None:
+        """Drop a temporary table made by :meth:`materialize_parts` before :meth:`release`
+        (its disk is needed by the next step). Default: kept until :meth:`release`."""
+
+    def failure(self, step: str, exc: Exception, where: str = "") -> str:
+        """The one-line message of a step that failed in this engine; for lack of memory or
+        disk, with the limit it hit and what to set."""
+        first = first_line(exc)
+        text = f"Step '{step}' failed{where} in {self.name}: {first}"
+        low = first.lower()
+        if "no space left on device" in low or "disk full" in low:
+            spill = self.settings.get("temp_directory") or "the default temporary directory"
+            text += (f" (the disk holding {spill} is full: give --temp-directory a disk with more room, "
+                     "or run on --engine spark)")
+        elif "out of memory" in low or "outofmemory" in low or "could not allocate" in low:
+            limit = self.settings.get("memory_limit") or "the default, 80% of RAM"
+            text += (f" (memory limit {limit}: set a larger --memory-limit if the machine has it, "
+                     "a --temp-directory with room to spill, or run on --engine spark)")
+        return text
 
     # -- kept work (a database file) ------------------------------------
     @property
@@ -210,7 +253,7 @@ class Engine(abc.ABC):
         try:
             return self._fetch(expr)
         except Exception as exc:
-            raise EngineError(f"Step '{step}' failed in {self.name}: {first_line(exc)}") from exc
+            raise EngineError(self.failure(step, exc)) from exc
 
     def _fetch(self, expr) -> pa.Table:
         """Run ``expr`` and fetch the result as Arrow with the expression's schema."""
@@ -246,7 +289,7 @@ class Engine(abc.ABC):
         try:
             self._to_parquet(expr, str(path))
         except Exception as exc:
-            raise EngineError(f"Step '{step}' failed writing '{path}' in {self.name}: {exc}") from exc
+            raise EngineError(self.failure(step, exc, f" writing '{path}'")) from exc
 
     @abc.abstractmethod
     def _to_parquet(self, expr, path: str) -> None:
@@ -316,6 +359,11 @@ class Engine(abc.ABC):
                 self._drop_temp(handle)
             except Exception:  # pragma: no cover - best effort cleanup
                 pass
+
+
+def temp_name(stem: str) -> str:
+    """A new name ``__abcde_<stem>_N`` for a temporary table."""
+    return f"__abcde_{re.sub(r'[^0-9A-Za-z_]', '_', stem)}_{next(_counter)}"
 
 
 def _check_csv_header(path: Path, role: str) -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +14,9 @@ import ibis.expr.datatypes as dt
 import pyarrow as pa
 from ibis.formats.pyarrow import PyArrowData
 
-from abcde.engine.base import Engine, first_line
+from abcde.engine.base import Engine, first_line, temp_name
 from abcde.errors import EngineError, InputError
+from abcde.util import progress as _progress
 from abcde.util.files import replace_files
 
 
@@ -19,6 +24,10 @@ class DuckDBEngine(Engine):
     """DuckDB through Ibis: temporary tables, atomic output directories."""
 
     name = "duckdb"
+
+    def __init__(self, con, settings: dict | None = None) -> None:
+        super().__init__(con, settings)
+        self._parts: dict[int, str] = {}  # id of a table made by materialize_parts -> its scratch directory
 
     @property
     def prefers_window_sums(self) -> bool:
@@ -72,6 +81,50 @@ class DuckDBEngine(Engine):
         self.con.con.interrupt()
         return True
 
+    def zip(self, tables: dict[str, "ibis.Table"]) -> "ibis.Table":
+        """DuckDB's ``POSITIONAL JOIN`` of the tables (a scan of each in its stored order)."""
+        cols = [f'"{k}"."{c}" AS "{k}__{c}"' for k, t in tables.items() for c in t.columns]
+        sources = " POSITIONAL JOIN ".join(f'({self.con.compile(t)}) AS "{k}"' for k, t in tables.items())
+        name = temp_name("zip")
+        try:  # a view (Ibis' con.sql() fails on DuckDB 2.0: it calls the removed fetch_arrow_table)
+            self.con.raw_sql(f'CREATE TEMP VIEW "{name}" AS SELECT {", ".join(cols)} FROM {sources}')
+            self._temp.append(("view", name))
+            # The view's types are DuckDB's reading of the SQL (a literal 1.0 is a DECIMAL there);
+            # cast back to the tables' own.
+            return self.con.table(name).cast({f"{k}__{c}": typ for k, t in tables.items()
+                                              for c, typ in t.schema().items()})
+        except Exception as exc:
+            raise EngineError(self.failure("zip inputs", exc)) from exc
+
+    def materialize_parts(self, exprs: list["ibis.Table"], stem: str) -> "ibis.Table":
+        """Each expression written in turn as one Parquet part in a scratch directory (in
+        ``temp_directory`` if set, else the system's temporary directory; removed by
+        :meth:`release` and at exit), read back as one table. Compressed on disk, where DuckDB's
+        own temporary table would spill it uncompressed."""
+        base = self.settings.get("temp_directory")
+        if base:
+            Path(base).mkdir(parents=True, exist_ok=True)
+        d = Path(tempfile.mkdtemp(prefix="abcde-scratch-", dir=base))
+        self._temp.append(("dir", str(d)))
+        atexit.register(shutil.rmtree, d, True)
+        for k, expr in enumerate(exprs):
+            with _progress.step(f"{stem}: part {k + 1} of {len(exprs)}"):
+                self.write_parquet(expr, d / f"part-{k:05d}.parquet", step=f"{stem} part {k + 1} of {len(exprs)}")
+        t = self.read(d, role=re.sub(r"[^0-9A-Za-z_]", "_", stem))
+        self._parts[id(t)] = str(d)
+        return t
+
+    def discard(self, table: "ibis.Table") -> None:
+        d = self._parts.pop(id(table), None)
+        if d is not None:
+            shutil.rmtree(d, ignore_errors=True)
+            if ("dir", d) in self._temp:
+                self._temp.remove(("dir", d))
+
+    @property
+    def bounded_memory(self) -> bool:
+        return True
+
     def _fetch(self, expr) -> pa.Table:
         # Ibis 12's DuckDB to_pyarrow() imports its pandas converter, which imports pandas:
         # a quarter of a second of every command's start-up, for a conversion that needs only
@@ -102,7 +155,7 @@ class DuckDBEngine(Engine):
         try:
             return self.con.create_table(name, expr, overwrite=True)
         except Exception as exc:
-            raise EngineError(f"Step 'keep {name}' failed in {self.name}: {first_line(exc)}") from exc
+            raise EngineError(self.failure(f"keep {name}", exc)) from exc
 
     def _create_temp(self, name: str, expr: "ibis.Table") -> "ibis.Table":
         t = self.con.create_table(name, expr, temp=True)
@@ -110,7 +163,12 @@ class DuckDBEngine(Engine):
         return t
 
     def _drop_temp(self, handle) -> None:
-        self.con.drop_table(handle, force=True)
+        if isinstance(handle, tuple) and handle[0] == "view":
+            self.con.raw_sql(f'DROP VIEW IF EXISTS "{handle[1]}"')
+        elif isinstance(handle, tuple):  # ("dir", path): a scratch directory
+            shutil.rmtree(handle[1], ignore_errors=True)
+        else:
+            self.con.drop_table(handle, force=True)
 
     def _to_parquet(self, expr, path: str) -> None:
         self.con.to_parquet(expr, path)

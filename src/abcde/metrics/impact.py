@@ -182,27 +182,43 @@ class ImpactResult:
                                       ["side", "cluster", "size", "weight", "Jaccard", "contribution"])
         return out
 
-    def write(self, out_dir: str | os.PathLike) -> list[str]:
+    def write(self, out_dir: str | os.PathLike, *, only_affected: bool = False) -> list[str]:
         """Write ``items.parquet``, ``base_clusters.parquet``, ``exp_clusters.parquet``
         and ``impact.json`` into ``out_dir`` (see :meth:`abcde.engine.base.Engine.write_outputs`:
         with DuckDB a failure leaves no partial output; Spark writes directories of
-        part files, to any path or URI it can write)."""
-        with _progress.step(f"Writing per-item and per-cluster tables to {out_dir}"):
+        part files, to any path or URI it can write).
+
+        ``only_affected``: the tables hold the affected items and clusters only (every metric of the
+        others is 0; their count and weight are in ``impact.json``, which records the choice as
+        ``"tables": "affected"``). At a billion items the whole tables are tens of GB."""
+        d = self.to_dict()
+        d["tables"] = "affected" if only_affected else "all"
+        with _progress.step(f"Writing per-item and per-cluster tables to {out_dir}"
+                            + (" (affected items and clusters)" if only_affected else "")):
             return self.diff.engine.write_outputs(
                 out_dir,
-                {"items.parquet": self.per_item_expr(),
-                 **{f"{side}_clusters.parquet": self.per_cluster_expr(side) for side in SIDES}},
-                {"impact.json": json.dumps(self.to_dict(), indent=2, default=str) + "\n"},
+                {"items.parquet": per_item_expr(self.diff, only_affected=only_affected),
+                 **{f"{side}_clusters.parquet": per_cluster_expr(self.diff, side, self.total_weight,
+                                                                 only_affected=only_affected) for side in SIDES}},
+                {"impact.json": json.dumps(d, indent=2, default=str) + "\n"},
             )
 
 
-def per_item_expr(diff: Diff, items: ibis.Table | None = None) -> ibis.Table:
-    """Per-item metrics of all common items (or of ``items``, a subset of them)."""
+def per_item_expr(diff: Diff, items: ibis.Table | None = None, *, only_affected: bool = False) -> ibis.Table:
+    """Per-item metrics of all common items (or of ``items``, a subset of them).
+
+    Only the affected fragments are joined (typically a few percent): an item of an unaffected
+    fragment (its Base cluster is its Exp cluster) has all three metrics exactly 0, which the
+    formulas give too (``W(B) − W(F) = 0``, ``W(F) / W(B ∪ E) = 1``). At a billion items this
+    keeps the join's hash table to the affected fragments instead of every one."""
     f = fragment_metrics(diff.fragments)
+    f = f.filter(f.affected).select("base_cluster", "exp_cluster", *METRICS)
     j = diff.joined if items is None else items
-    t = j.join(f, [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster])
+    on = [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster]
+    t = j.join(f, on) if only_affected else j.left_join(f, on)
     return t.select(
-        j.item_id, j.base_cluster, j.exp_cluster, j.weight, f.split_rate, f.merge_rate, f.jaccard_distance
+        j.item_id, j.base_cluster, j.exp_cluster, j.weight,
+        **{m: t[m].fill_null(ibis.literal(0.0, type="float64")) for m in METRICS},
     )
 
 
@@ -218,10 +234,15 @@ def _weighted_means(g: ibis.Table, total_weight: float) -> dict:
     return {**{m: g[f"_{m}"] / g.weight for m in METRICS}, "contribution": g._jaccard_distance / total_weight}
 
 
-def per_cluster_expr(diff: Diff, side: str, total_weight: float) -> ibis.Table:
+def per_cluster_expr(diff: Diff, side: str, total_weight: float, *, only_affected: bool = False) -> ibis.Table:
+    """Per-cluster metrics of one side's clusters; ``only_affected``: of its affected clusters only
+    (whose fragments are all affected: a cluster with two fragments makes both affected, one whose
+    single fragment is affected has no other), each with its whole size and weight."""
     if side not in SIDES:
         raise InputError(f"side must be 'base' or 'exp'. Got {side!r} instead.")
     f = fragment_metrics(diff.fragments)
+    if only_affected:
+        f = f.filter(f.affected)
     key = f"{side}_cluster"
     g = f.group_by(cluster_id=f[key]).aggregate(size=f.n.sum(), weight=f.w.sum(), **_weighted_sums(f, f.w))
     return g.select("cluster_id", "size", "weight", **_weighted_means(g, total_weight))
@@ -262,7 +283,9 @@ def top_clusters(diff: Diff, total_weight: float, k: int) -> dict:
         raise InputError(f"top must be a non-negative integer. Got {k!r} instead.")
     out: dict[str, list] = {}
     for side in SIDES:
-        t = per_cluster_expr(diff, side, total_weight)
+        # Only affected clusters have a contribution > 0: a group-by over the affected fragments
+        # (a few percent) instead of all.
+        t = per_cluster_expr(diff, side, total_weight, only_affected=True)
         # Ranked on 14 decimals, then id: engines sum in different orders, and float
         # noise (~1e-19) must not reorder tied clusters between DuckDB and Spark.
         t = t.filter(t.contribution > 0).order_by([ibis.desc(t.contribution.round(14)), "cluster_id"]).limit(k)

@@ -120,6 +120,7 @@ def evaluate(
     truth=None,
     title: str = "ABCDE report",
     force: bool = False,
+    only_affected: bool = False,
     engine: Engine | str | None = None,
 ) -> EvaluateResult:
     """Impact, exploration sample, pair sample and report of Exp relative to Base, written to
@@ -130,7 +131,8 @@ def evaluate(
     exploration sample; ``budget``: distinct pairs to judge (``estimator`` and ``hide`` as in
     :func:`abcde.draw_pair_sample`). ``truth``: a ground-truth clustering, for each side's
     pointwise Precision/Recall/F1 in the report. ``force``: replace another pair sample in
-    ``out_dir/quality`` (moved aside with its judgements, never deleted).
+    ``out_dir/quality`` (moved aside with its judgements, never deleted). ``only_affected``: the
+    impact tables hold the affected items and clusters only (:meth:`ImpactResult.write`).
     """
     out = Path(out_dir)
     check_out_dir(out)
@@ -146,7 +148,7 @@ def evaluate(
     check_hidden(res.diff.attributes, hide)  # before anything is written, not after half of it
     written: list[str | Path] = []
     with stage("impact tables") as st:
-        files = res.write(out / "impact")
+        files = res.write(out / "impact", only_affected=only_affected)
         written += files
         st.rows = res.items
     with stage("exploration sample") as st:

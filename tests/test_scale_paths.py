@@ -1,0 +1,266 @@
+"""The three ways :func:`abcde.core.diff.build_diff` joins the inputs (issue 16, item 3) give the
+same diff: zipped by row position (inputs in the same row order, verified row by row), one hash
+join, and hash joins one bucket of ids at a time (inputs larger than ``JOIN_PARTITION_ROWS``).
+Each path also refuses what the others refuse (duplicate ids) and reports the same restriction."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import abcde
+from abcde.core import diff as core_diff
+from abcde.engine.base import Engine
+from abcde.errors import EngineError, InputError
+from abcde.examples import example_paths
+
+P = example_paths("febrl3")
+KEYS = ("items", "total_weight", "split_rate", "merge_rate", "jaccard_distance", "affected_items",
+        "affected_weight", "restriction", "slices", "top_clusters")
+
+
+@pytest.fixture
+def zips(monkeypatch):
+    """How often build_diff zipped the inputs (and used the result), by wrapping _zip."""
+    got = []
+    original = core_diff._zip
+
+    def spy(eng, loaded):
+        z = original(eng, loaded)
+        got.append(z is not None)
+        return z
+
+    monkeypatch.setattr(core_diff, "_zip", spy)
+    return got
+
+
+def reordered(tmp_path, name, table, order):
+    path = tmp_path / f"{name}.parquet"
+    pq.write_table(table.take(pa.array(order)), path)
+    return path
+
+
+def same(a: dict, b: dict):
+    for k in KEYS:
+        assert_close(a[k], b[k], k)
+
+
+def assert_close(x, y, where):
+    if isinstance(x, float):
+        assert x == pytest.approx(y, rel=1e-9, abs=1e-12), where
+    elif isinstance(x, dict):
+        assert set(x) == set(y), where
+        for k in x:
+            assert_close(x[k], y[k], f"{where}.{k}")
+    elif isinstance(x, list):
+        assert len(x) == len(y), where
+        for i, (u, v) in enumerate(zip(x, y)):
+            assert_close(u, v, f"{where}[{i}]")
+    else:
+        assert x == y, where
+
+
+def run(base, exp, items, **kw):
+    return abcde.impact(base, exp, items=items, slice_by=["source"], top=8, **kw).to_dict()
+
+
+def test_aligned_inputs_are_zipped_and_give_the_hash_join_numbers(tmp_path, zips):
+    b, e, it = (pq.read_table(P[k]) for k in ("base", "exp", "items"))
+    n = b.num_rows
+    zipped = run(P["base"], P["exp"], P["items"])
+    assert zips == [True]
+    # The same data with Exp in another row order: the probe of the first rows sees it, no zip.
+    rev = list(range(n))[::-1]
+    hashed = run(P["base"], reordered(tmp_path, "exp", e, rev), P["items"])
+    assert zips == [True, False]
+    same(zipped, hashed)
+    # All three in one other order: zipped again, same numbers.
+    perm = [(k * 7919) % n for k in range(n)]
+    assert math.gcd(7919, n) == 1
+    again = run(reordered(tmp_path, "b2", b, perm), reordered(tmp_path, "e2", e, perm),
+                reordered(tmp_path, "i2", it, perm))
+    assert zips[-1] is True
+    same(zipped, again)
+
+
+def test_inputs_that_diverge_after_the_probe_are_joined_by_id(tmp_path, zips, capsys, monkeypatch):
+    """Same length, same first rows, then a different order: the row-by-row check of the zip
+    finds it, the diff is built by id, and the numbers are the hash join's."""
+    monkeypatch.setattr(core_diff, "ZIP_PROBE_ROWS", 100)
+    e = pq.read_table(P["exp"])
+    n = e.num_rows
+    order = list(range(200)) + list(range(200, n))[::-1]
+    monkeypatch.setenv("ABCDE_PROGRESS", "1")
+    got = run(P["base"], reordered(tmp_path, "exp", e, order), P["items"])
+    assert zips == [True]  # zipped, then found out
+    assert "differ further on: joining them by item id instead" in capsys.readouterr().err
+    same(run(P["base"], P["exp"], P["items"]), got)
+
+
+def test_zipped_inputs_with_a_duplicate_id_are_refused_naming_it(tmp_path, zips, monkeypatch):
+    b, e, it = (pq.read_table(P[k]) for k in ("base", "exp", "items"))
+    # Row 4000 repeats row 3000's id in all three inputs (so they still agree row by row).
+    dup = b.column("item_id")[3000].as_py()
+
+    def with_dup(t):
+        ids = t.column("item_id").to_pylist()
+        ids[4000] = dup
+        return t.set_column(t.column_names.index("item_id"), "item_id", pa.array(ids))
+
+    paths = [reordered(tmp_path, k, with_dup(t), range(t.num_rows)) for k, t in (("b", b), ("e", e), ("i", it))]
+    for rows in (250_000_000, 1_000):  # one distinct count; five buckets of ids
+        monkeypatch.setattr(core_diff, "UNIQUE_CHECK_ROWS", rows)
+        with pytest.raises(InputError, match=f"1 item ids appear in more than one row of base file.*{dup}"):
+            abcde.impact(*paths[:2], items=paths[2])
+    assert zips == [True, True]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_a_join_in_buckets_of_ids_gives_the_one_join_numbers(tmp_path, monkeypatch, engine, request):
+    """Inputs in different orders, with items only in Base, only in Exp and only in the items
+    table: joined in 4 buckets of ids, the diff (numbers, restriction, examples) is the one hash
+    join's; the scratch parts are removed when the engine is released."""
+    b, e, it = (pq.read_table(P[k]) for k in ("base", "exp", "items"))
+    n = b.num_rows
+    b = b.slice(0, n - 40)                      # 40 items only in Exp and the items table
+    e = e.take(pa.array([(k * 7919) % n for k in range(n)])).filter(
+        pa.array([k % 97 != 0 for k in range(n)]))  # some only in Base
+    it = it.slice(20)                            # ... and 20 items with no items row: refused, so
+    ok = pq.read_table(P["items"])               # keep every item but add 5 rows of no clustering
+    extra = ok.slice(0, 5).set_column(0, "item_id", pa.array([f"orphan-{k}" for k in range(5)]))
+    it = pa.concat_tables([ok, extra.cast(ok.schema)])
+    paths = [reordered(tmp_path, k, t, range(t.num_rows)) for k, t in (("b", b), ("e", e), ("i", it))]
+    eng = abcde.connect(engine) if engine == "duckdb" else request.getfixturevalue("spark")
+    one = run(*paths, engine=eng)
+    assert one["restriction"]["base_only_items"] > 0 and one["restriction"]["exp_only_items"] == 40
+    assert one["restriction"]["items_only_items"] == 5
+    eng2 = abcde.connect(engine) if engine == "duckdb" else eng
+    made = []  # Spark partitions its joins itself: the join is one expression there
+    original = type(eng2).materialize_parts
+
+    def spy(self, exprs, stem):
+        made.append(len(exprs))
+        return original(self, exprs, stem)
+
+    monkeypatch.setattr(type(eng2), "materialize_parts", spy)
+    monkeypatch.setattr(core_diff, "JOIN_PARTITION_ROWS", 1_300)  # the largest input, 5,005 rows: 4 buckets
+    parts = run(*paths, engine=eng2)
+    assert made == ([4] if engine == "duckdb" else [])
+    same(one, parts)
+    if engine == "duckdb":
+        scratch = [h[1] for h in eng2._temp if isinstance(h, tuple) and h[0] == "dir"]
+        assert len(scratch) == 1 and len(list(Path(scratch[0]).glob("part-*.parquet"))) == 4
+        eng2.release()
+        assert not Path(scratch[0]).exists()
+
+
+def test_a_duplicate_id_is_refused_in_a_join_in_buckets(tmp_path, monkeypatch):
+    b = pq.read_table(P["base"])
+    ids = b.column("item_id").to_pylist()
+    rev = list(range(b.num_rows))[::-1]
+    dup = pa.table({"item_id": [ids[10]], "cluster_id": ["another cluster"]})
+    base = reordered(tmp_path, "b", pa.concat_tables([b, dup.cast(b.schema)]), list(range(b.num_rows + 1)))
+    exp = reordered(tmp_path, "e", pq.read_table(P["exp"]), rev)
+    monkeypatch.setattr(core_diff, "JOIN_PARTITION_ROWS", 1_500)
+    with pytest.raises(InputError, match=f"1 item ids appear in more than one row of base file.*{ids[10]}.*two or more"):
+        abcde.impact(base, exp, items=P["items"])
+
+
+def test_lack_of_disk_or_memory_is_one_line_naming_the_step_limit_and_what_to_set(tmp_path):
+    eng = abcde.connect(memory_limit="3GB", temp_directory=tmp_path / "spill")
+    msg = eng.failure("fragments_all", OSError("IO Error: Could not write file \"x.tmp\": No space left on device\n"
+                                               "more detail"))
+    assert "\n" not in msg and "Step 'fragments_all' failed in duckdb" in msg
+    assert f"{tmp_path / 'spill'} is full" in msg and "--temp-directory" in msg and "--engine spark" in msg
+    msg = eng.failure("fragments", RuntimeError("Out of Memory Error: could not allocate block of size 256 KiB "
+                                                "(2.7 GiB/3.0 GiB used)"))
+    assert "memory limit 3GB" in msg and "--memory-limit" in msg and "--engine spark" in msg
+    # For real: a memory limit DuckDB cannot work in, and nowhere to spill.
+    tight = abcde.connect(memory_limit="8MB", temp_directory=tmp_path / "nowhere" / "x")
+    (tmp_path / "nowhere").write_text("a file, so nothing can be made below it")
+    with pytest.raises(EngineError) as caught:
+        abcde.impact(P["base"], P["exp"], items=P["items"], engine=tight)
+    text = str(caught.value)
+    assert "\n" not in text and text.startswith("Step '")
+
+
+@pytest.mark.parametrize("aligned", [True, False])
+def test_large_inputs_built_in_buckets_give_the_same_job(tmp_path, monkeypatch, aligned):
+    """Inputs "large" for one machine (thresholds lowered to this example's size): the restriction
+    from per-membership totals, the fragments in buckets of Base then Exp clusters, written as
+    Parquet parts. The whole job — impact numbers, per-item and per-cluster tables, exploration
+    sample, pair sample — is the one built in memory."""
+    from abcde.workflow.evaluate import evaluate
+
+    e = pq.read_table(P["exp"])
+    n = e.num_rows
+    exp = P["exp"] if aligned else reordered(tmp_path, "exp", e.filter(pa.array([k % 53 != 0 for k in range(n)])),
+                                             [(k * 7919) % (n - n // 53 - 1) for k in range(n - n // 53 - 1)])
+    kw = dict(items=P["items"], slice_by=["source"], budget=60, sample_size=200, seed=3, hide=["entity_id"])
+    small = evaluate(P["base"], exp, tmp_path / "small", **kw)
+    for name, rows in (("LARGE_ROWS", 1_000), ("FRAGMENT_PARTITION_ROWS", 1_500), ("JOIN_PARTITION_ROWS", 1_300),
+                       ("UNIQUE_CHECK_ROWS", 1_300)):
+        monkeypatch.setattr(core_diff, name, rows)
+    eng = abcde.connect()
+    stems = []
+    original = type(eng).materialize_parts
+
+    def spy(self, exprs, stem):
+        stems.append((stem, len(exprs)))
+        return original(self, exprs, stem)
+
+    monkeypatch.setattr(type(eng), "materialize_parts", spy)
+    large = evaluate(P["base"], exp, tmp_path / "large", engine=eng, **kw)
+    assert [s for s, _ in stems] == ([] if aligned else ["joined"]) + ["fragments by Base cluster", "fragments"]
+    assert all(k > 1 for _, k in stems)
+    a, b = small.impact.to_dict(), large.impact.to_dict()
+    if not aligned:
+        assert a["restriction"]["base_only_items"] > 0
+    same(a, b)
+    for f in ("items.parquet", "base_clusters.parquet", "exp_clusters.parquet"):
+        key = "item_id" if f == "items.parquet" else "cluster_id"
+        x, y = (pq.read_table(d / "impact" / f).sort_by(key) for d in (tmp_path / "small", tmp_path / "large"))
+        assert x.num_rows == y.num_rows and x.column(key).equals(y.column(key)), f
+        for c in x.column_names:
+            if pa.types.is_floating(x.schema.field(c).type):
+                assert x.column(c).to_pylist() == pytest.approx(y.column(c).to_pylist(), rel=1e-9, abs=1e-12), (f, c)
+            else:
+                assert x.column(c).equals(y.column(c)), (f, c)
+    cols = ["item_id", "draw_count"]
+    assert pq.read_table(small.sample_path).select(cols).equals(pq.read_table(large.sample_path).select(cols))
+    dcols = ["item_a", "item_b", "class", "label", "pair_id", "stratum"]
+    assert pq.read_table(small.pair_dir / "pairs.parquet").select(dcols).equals(
+        pq.read_table(large.pair_dir / "pairs.parquet").select(dcols))
+    eng.release()
+
+
+def test_only_affected_tables_are_the_affected_rows_of_the_whole_tables(tmp_path):
+    from click.testing import CliRunner
+
+    from abcde.cli import main
+
+    inputs = ["--base", str(P["base"]), "--exp", str(P["exp"]), "--items", str(P["items"]), "-q"]
+    r = CliRunner()
+    assert r.invoke(main, ["impact", *inputs, "--out", str(tmp_path / "all")]).exit_code == 0
+    got = r.invoke(main, ["impact", *inputs, "--out", str(tmp_path / "aff"), "--only-affected"])
+    assert got.exit_code == 0, got.output
+    meta = json.loads((tmp_path / "aff" / "impact.json").read_text())
+    assert meta["tables"] == "affected" and json.loads((tmp_path / "all" / "impact.json").read_text())["tables"] == "all"
+    items = pq.read_table(tmp_path / "all" / "items.parquet")
+    aff = pq.read_table(tmp_path / "aff" / "items.parquet").sort_by("item_id")
+    assert aff.num_rows == meta["affected_items"] > 0
+    moved = items.filter(pc.or_(pc.greater(items["split_rate"], 0), pc.greater(items["merge_rate"], 0))).sort_by("item_id")
+    assert aff.to_pylist() == moved.select(aff.column_names).to_pylist()
+    for side in ("base", "exp"):
+        whole = pq.read_table(tmp_path / "all" / f"{side}_clusters.parquet")
+        part = pq.read_table(tmp_path / "aff" / f"{side}_clusters.parquet").sort_by("cluster_id")
+        expected = whole.filter(pc.greater(whole["jaccard_distance"], 0)).sort_by("cluster_id")
+        assert part.num_rows == expected.num_rows > 0 and part.to_pylist() == expected.select(part.column_names).to_pylist(), side
+    bad = r.invoke(main, ["impact", *inputs, "--only-affected"])
+    assert bad.exit_code != 0 and "--only-affected applies to the tables written with --out" in bad.output
