@@ -5,6 +5,8 @@ is not done yet: see benchmarks/README.md).
 
     .venv/bin/python benchmarks/scale.py --items 10000000            # aligned and shuffled, 2 rounds
     .venv/bin/python benchmarks/scale.py --items 100000000 --repeat 1 --memory-limit 16GB
+    .venv/bin/python benchmarks/scale.py --items 1000000000 --orders aligned --repeat 1 --memory-limit 14GB \
+        --sample-size 1000000 --budget 10000 --only-affected
 
 The data (issue 16's recipe), written once per size and order into ``benchmarks/.data/scale-N-ORDER/``
 by DuckDB itself, so no billion-element array ever exists in Python:
@@ -22,6 +24,8 @@ stages (seconds and rows each) come from its ``--json``.
 
 * ``floor``: DuckDB joins the three Parquet files on the id (hash joins) and groups by (Base
   cluster, Exp cluster): the fragments, what every exact number follows from.
+* ``zip-floor`` (aligned inputs): the same group-by over the three files joined by row position
+  (DuckDB's ``POSITIONAL JOIN``), the least a diff of aligned inputs costs.
 * ``impact``: ``abcde impact --json`` (whole process).
 * ``evaluate``: ``abcde evaluate --json`` (whole process: impact, exploration sample, pair
   sample, report).
@@ -112,29 +116,50 @@ print(r[0], r[1])
 """
 
 
-def run(cmd: list[str]) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (GB) and stdout of one process."""
+ZIP_FLOOR = """
+import sys, duckdb
+d = sys.argv[1]
+con = duckdb.connect()
+if len(sys.argv) > 2 and sys.argv[2]:
+    con.execute(f"SET memory_limit = '{sys.argv[2]}'")
+r = con.execute(f'''SELECT count(*), sum(n) FROM (
+    SELECT b.cluster_id, e.cluster_id, count(*) AS n, sum(i.weight) AS w
+    FROM '{d}/base.parquet' b POSITIONAL JOIN '{d}/exp.parquet' e POSITIONAL JOIN '{d}/items.parquet' i
+    GROUP BY 1, 2)''').fetchone()
+print(r[0], r[1])
+"""
+
+
+def run(cmd: list[str]) -> tuple[float, float, str, str | None]:
+    """Wall seconds, peak RSS (GB), stdout and (if it failed) the last line of stderr of one process."""
     start = time.perf_counter()
-    with tempfile.TemporaryFile() as out:
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, cwd=REPO)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO)
         _, status, usage = os.wait4(p.pid, 0)
         seconds = time.perf_counter() - start
         out.seek(0)
         text = out.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"failed: {' '.join(cmd)}")
-    return seconds, usage.ru_maxrss / 1024 / 1024, text
+        err.seek(0)
+        lines = [ln for ln in err.read().decode(errors="replace").splitlines() if ln.strip()]
+    failed = None if os.waitstatus_to_exitcode(status) == 0 else (lines[-1] if lines else "failed")
+    return seconds, usage.ru_maxrss / 1024 / 1024, text, failed
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, default=10_000_000)
     ap.add_argument("--orders", default="aligned,shuffled")
+    ap.add_argument("--contenders", default="floor,zip-floor,impact,evaluate",
+                    help="which to run (zip-floor: aligned inputs only)")
     ap.add_argument("--repeat", type=int, default=2, help="rounds; each round runs every contender once")
-    ap.add_argument("--memory-limit", default=None, help="DuckDB memory limit for all three, e.g. 16GB")
+    ap.add_argument("--memory-limit", default=None, help="DuckDB memory limit for all of them, e.g. 16GB")
+    ap.add_argument("--sample-size", type=int, default=1000, help="evaluate's exploration sample")
+    ap.add_argument("--budget", type=int, default=300, help="evaluate's pairs to judge")
+    ap.add_argument("--only-affected", action="store_true", help="evaluate's impact tables: affected rows only")
     a = ap.parse_args(argv)
     abcde = [sys.executable, "-m", "abcde"]
     mem = ["--memory-limit", a.memory_limit] if a.memory_limit else []
+    wanted = a.contenders.split(",")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"{a.items:,} items; {a.repeat} rounds")
     for order in a.orders.split(","):
@@ -143,29 +168,39 @@ def main(argv=None) -> int:
         size = sum(f.stat().st_size for f in d.glob("*.parquet")) / 1e9
         print(f"\n{order}: {d} ({size:.2f} GB of Parquet; generated or found in {time.perf_counter() - t0:.1f} s)")
         inputs = ["--base", str(d / "base.parquet"), "--exp", str(d / "exp.parquet"), "--items", str(d / "items.parquet")]
-        contenders = {
+        every = {
             "floor": [sys.executable, "-c", FLOOR, str(d), a.memory_limit or ""],
+            "zip-floor": [sys.executable, "-c", ZIP_FLOOR, str(d), a.memory_limit or ""],
             "impact": [*abcde, "impact", *inputs, "--json", "-q", *mem],
-            "evaluate": [*abcde, "evaluate", *inputs, "--out", "", "--json", "-q", *mem],
+            "evaluate": [*abcde, "evaluate", *inputs, "--out", "", "--json", "-q", "--sample-size", str(a.sample_size),
+                         "--budget", str(a.budget), *(["--only-affected"] if a.only_affected else []), *mem],
         }
+        contenders = {k: v for k, v in every.items() if k in wanted and (k != "zip-floor" or order == "aligned")}
         got: dict[str, list] = {k: [] for k in contenders}
         stages = None
         for _ in range(a.repeat):
             for name, cmd in contenders.items():
                 if name == "evaluate":
-                    out_dir = Path(tempfile.mkdtemp(prefix="abcde-scale-"))
+                    out_dir = Path(tempfile.mkdtemp(prefix="abcde-scale-", dir=os.environ.get("ABCDE_SCALE_OUT")))
                     cmd = [*cmd[:cmd.index("--out") + 1], str(out_dir / "ev"), *cmd[cmd.index("--out") + 2:]]
-                seconds, rss, text = run(cmd)
-                got[name].append((seconds, rss))
+                seconds, rss, text, failed = run(cmd)
                 if name == "evaluate":
-                    stages = json.loads(text)["stages"]
+                    if not failed:
+                        stages = json.loads(text)["stages"]
                     shutil.rmtree(out_dir, ignore_errors=True)
+                if failed:
+                    print(f"  {name:<9} FAILED after {seconds:.1f} s (peak RSS {rss:5.2f} GB): {failed}", flush=True)
+                    continue
+                got[name].append((seconds, rss))
                 print(f"  {name:<9} {seconds:8.1f} s  peak RSS {rss:5.2f} GB", flush=True)
-        floor = statistics.median(s for s, _ in got["floor"])
+        floors = {k: statistics.median(s for s, _ in got[k]) for k in ("floor", "zip-floor") if got.get(k)}
         print(f"  median ({a.repeat} rounds):")
         for name, runs in got.items():
+            if not runs:
+                continue
             t = statistics.median(s for s, _ in runs)
-            print(f"    {name:<9} {t:8.1f} s  ({t / floor:4.2f}× the floor)  peak RSS {max(r for _, r in runs):5.2f} GB")
+            ratios = ", ".join(f"{t / f:4.2f}× the {k}" for k, f in floors.items())
+            print(f"    {name:<9} {t:8.1f} s  ({ratios})  peak RSS {max(r for _, r in runs):5.2f} GB")
         if stages:
             print("  evaluate's stages (last round): " + "; ".join(
                 f"{s['stage']} {s['seconds']:.1f} s" + (f" ({s['rows']:,} rows)" if s["rows"] is not None else "")

@@ -123,3 +123,26 @@ def _close(x, y, where):
             _close(u, v, f"{where}[{i}]")
     else:
         assert x == y, where
+
+
+def test_a_failure_leaves_no_partial_output(tmp_path, monkeypatch):
+    """A stage that fails (here the last, the report, for lack of disk) leaves no half-written job:
+    a directory the run made is gone, one it found empty is empty again; an earlier run's
+    directory keeps every entry whole."""
+    import abcde.workflow.evaluate as ev
+
+    kw = dict(items=P["items"], budget=20, sample_size=50, seed=1)
+    evaluate(P["base"], P["exp"], tmp_path / "earlier", **kw)
+    before = sorted(p.name for p in (tmp_path / "earlier").iterdir())
+
+    def full_disk(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ev, "build_report", full_disk)
+    (tmp_path / "empty").mkdir()
+    for name in ("new", "empty", "earlier"):
+        with pytest.raises(OSError, match="No space left"):
+            evaluate(P["base"], P["exp"], tmp_path / name, **kw)
+    assert not (tmp_path / "new").exists()
+    assert list((tmp_path / "empty").iterdir()) == []
+    assert sorted(p.name for p in (tmp_path / "earlier").iterdir()) == before

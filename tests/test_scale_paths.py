@@ -124,8 +124,8 @@ def test_zipped_inputs_with_a_duplicate_id_are_refused_naming_it(tmp_path, zips,
 @pytest.mark.parametrize("engine", ["duckdb", "spark"])
 def test_a_join_in_buckets_of_ids_gives_the_one_join_numbers(tmp_path, monkeypatch, engine, request):
     """Inputs in different orders, with items only in Base, only in Exp and only in the items
-    table: joined in 4 buckets of ids, the diff (numbers, restriction, examples) is the one hash
-    join's; the scratch parts are removed when the engine is released."""
+    table: joined in 4 buckets of ids (large inputs), the diff (numbers, restriction, examples) is
+    the one hash join's; the scratch parts are removed when no longer read."""
     b, e, it = (pq.read_table(P[k]) for k in ("base", "exp", "items"))
     n = b.num_rows
     b = b.slice(0, n - 40)                      # 40 items only in Exp and the items table
@@ -140,24 +140,27 @@ def test_a_join_in_buckets_of_ids_gives_the_one_join_numbers(tmp_path, monkeypat
     one = run(*paths, engine=eng)
     assert one["restriction"]["base_only_items"] > 0 and one["restriction"]["exp_only_items"] == 40
     assert one["restriction"]["items_only_items"] == 5
-    eng2 = abcde.connect(engine) if engine == "duckdb" else eng
-    made = []  # Spark partitions its joins itself: the join is one expression there
-    original = type(eng2).materialize_parts
+    eng2 = abcde.connect(engine, temp_directory=tmp_path / "spill") if engine == "duckdb" else eng
+    joins = []  # one join per bucket of ids on DuckDB; Spark partitions its joins itself
+    original = core_diff._join
 
-    def spy(self, exprs, stem):
-        made.append(len(exprs))
-        return original(self, exprs, stem)
+    def spy(loaded):
+        joins.append(1)
+        return original(loaded)
 
-    monkeypatch.setattr(type(eng2), "materialize_parts", spy)
-    monkeypatch.setattr(core_diff, "JOIN_PARTITION_ROWS", 1_300)  # the largest input, 5,005 rows: 4 buckets
+    monkeypatch.setattr(core_diff, "_join", spy)
+    for name, rows in (("LARGE_ROWS", 1_000), ("JOIN_PARTITION_ROWS", 1_300)):  # the largest input: 5,005 rows
+        monkeypatch.setattr(core_diff, name, rows)
     parts = run(*paths, engine=eng2)
-    assert made == ([4] if engine == "duckdb" else [])
+    assert len(joins) == (4 if engine == "duckdb" else 1)
     same(one, parts)
-    if engine == "duckdb":
+    if engine == "duckdb":  # the scratch parts are removed as soon as read, the last with the engine
         scratch = [h[1] for h in eng2._temp if isinstance(h, tuple) and h[0] == "dir"]
-        assert len(scratch) == 1 and len(list(Path(scratch[0]).glob("part-*.parquet"))) == 4
+        assert len(scratch) == 1 and len(list(Path(scratch[0]).glob("part-*.parquet"))) == 1
+        made = Path(scratch[0]).parent
+        assert made == tmp_path / "spill"  # where DuckDB spills: --temp-directory
         eng2.release()
-        assert not Path(scratch[0]).exists()
+        assert not Path(scratch[0]).exists() and not list(made.glob("abcde-scratch-*"))
 
 
 def test_a_duplicate_id_is_refused_in_a_join_in_buckets(tmp_path, monkeypatch):
@@ -217,8 +220,8 @@ def test_large_inputs_built_in_buckets_give_the_same_job(tmp_path, monkeypatch, 
 
     monkeypatch.setattr(type(eng), "materialize_parts", spy)
     large = evaluate(P["base"], exp, tmp_path / "large", engine=eng, **kw)
-    assert [s for s, _ in stems] == ([] if aligned else ["joined"]) + ["fragments by Base cluster", "fragments"]
-    assert all(k > 1 for _, k in stems)
+    assert stems == [("fragments" if aligned else "fragments_all", 1), ("fragments: Base cluster totals", 2),
+                     ("fragments: Exp cluster totals", 2)], stems
     a, b = small.impact.to_dict(), large.impact.to_dict()
     if not aligned:
         assert a["restriction"]["base_only_items"] > 0

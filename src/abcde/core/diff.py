@@ -190,31 +190,42 @@ def build_diff(
     with _progress.step("Reading and validating inputs"):
         loaded, attributes = _load(eng, inputs, roles)
     labels = {k: v.label for k, v in loaded.items()}
-    # Large inputs on an engine with one machine's memory (DuckDB): the restriction from per-membership
-    # totals, the fragments in buckets of Base clusters (see _fragments_in_buckets).
+    # Large inputs on an engine with one machine's memory (DuckDB): joins in buckets of ids, group-bys
+    # written as Parquet, cluster totals in buckets of clusters (_join_partitioned, _fragments_in_buckets).
     large = eng.bounded_memory and max(v.rows for v in loaded.values()) > LARGE_ROWS
     fw = None
     zipped = _zip(eng, loaded)
     if zipped is not None:
         with _progress.step("Zipping inputs in the same row order and computing fragments") as shown:
-            frag_all = eng.materialize(_membership_fragments(zipped, large), "fragments_all")
+            # Large: the fragments' group-by itself counts the rows whose ids differ (one scan).
+            frag_all = (_large_fragments_all(eng, zipped) if large
+                        else eng.materialize(_membership_fragments(zipped), "fragments_all"))
             off = int(eng.one(frag_all.aggregate(n=frag_all.n_off.sum()), step="zip check")["n"] or 0)
             if off == 0:
                 fw = zipped.drop("_off")
                 restriction = _zip_restriction(eng, loaded)
-                fragments = (_fragments_in_buckets(eng, fw, restriction.common_items) if large
+                fragments = (_fragments_in_buckets(eng, frag_all.drop("n_off")) if large
                              else eng.materialize(_fragments(eng, frag_all.drop("n_off")), "fragments"))
                 shown.rows = restriction.common_items
+            if large:
+                eng.discard(frag_all)  # read into the fragments, or not the fragments: its disk is freed
         if fw is None:
             _progress.note(f"The inputs have the same number of rows and begin with the same ids, but {off:,} rows "
                            "differ further on: joining them by item id instead.")
     if fw is None:
         with _progress.step("Joining clusterings and computing fragments") as shown:
-            fw = _join_partitioned(eng, loaded)
-            frag_all = eng.materialize(_membership_fragments(fw, large), "fragments_all")
+            fw = _join_partitioned(eng, loaded, large)
+            member = _membership_fragments(fw)
+            # Large: one group-by over the bucket joins, written as Parquet (spilling as it needs).
+            frag_all = eng.materialize_parts([member], "fragments_all") if large else eng.materialize(member,
+                                                                                                     "fragments_all")
             restriction = _restriction(eng, loaded, fw, frag_all, labels, roles)
-            fragments = (_fragments_in_buckets(eng, fw.filter(fw.in_b & fw.in_e), restriction.common_items) if large
-                         else eng.materialize(_fragments(eng, frag_all), "fragments"))
+            if large:
+                common = frag_all.filter(frag_all.in_b & frag_all.in_e)
+                fragments = _fragments_in_buckets(eng, common.select("base_cluster", "exp_cluster", "n", "w", "w2"))
+                eng.discard(frag_all)
+            else:
+                fragments = eng.materialize(_fragments(eng, frag_all), "fragments")
             shown.rows = restriction.common_items
     joined = fw.filter(fw.in_b & fw.in_e).select("item_id", "base_cluster", "exp_cluster", "weight")
     diff = Diff(
@@ -314,11 +325,11 @@ ZIP_PROBE_ROWS = 1000
 #: joined one hash bucket of item ids at a time (:func:`_join_partitioned`).
 JOIN_PARTITION_ROWS = 200_000_000
 #: At most this many ids per distinct count when zipped inputs' ids are checked to be unique.
-UNIQUE_CHECK_ROWS = 250_000_000
+UNIQUE_CHECK_ROWS = 500_000_000
 #: Inputs of more rows than this are "large" on an engine bounded by one machine's memory:
 #: fragments in buckets (:func:`_fragments_in_buckets`), no per-fragment membership table.
 LARGE_ROWS = 200_000_000
-#: At most this many rows (items, then fragments) per bucket of :func:`_fragments_in_buckets`.
+#: At most this many fragments per bucket of :func:`_fragments_in_buckets`.
 FRAGMENT_PARTITION_ROWS = 250_000_000
 
 
@@ -369,22 +380,17 @@ def _zip_restriction(eng: Engine, loaded: dict[str, Loaded]) -> Restriction:
     return Restriction(common_items=base.rows)
 
 
-def _join_partitioned(eng: Engine, loaded: dict[str, Loaded]) -> ibis.Table:
-    """Step 2, for inputs in different row orders: :func:`_join`. Inputs of more than
-    :data:`JOIN_PARTITION_ROWS` rows are joined one hash bucket of ids at a time, each bucket
-    written as one Parquet part of a temporary table, so no hash join holds more than that many
-    rows (a billion-row hash join spills beyond this machine's disk); the table is then the
-    one copy of the joined items every later step reads."""
-    rows = max(v.rows for v in loaded.values())
-    parts = -(-rows // JOIN_PARTITION_ROWS)
-    if parts <= 1 or not eng.bounded_memory:
+def _join_partitioned(eng: Engine, loaded: dict[str, Loaded], large: bool) -> ibis.Table:
+    """Step 2, for inputs in different row orders: :func:`_join`; for ``large`` inputs the union
+    of one join per hash bucket of ids (at most :data:`JOIN_PARTITION_ROWS` rows each), so no hash
+    join holds more (one of a billion rows spills beyond this machine's disk). Nothing is
+    materialized: each read of the result joins the buckets again, one after the other; the
+    fragments' group-by reads it once."""
+    parts = -(-max(v.rows for v in loaded.values()) // JOIN_PARTITION_ROWS) if large else 1
+    if parts <= 1:
         return _join(loaded)
-    tables = []
-    for p in range(parts):
-        bucket = {k: Loaded(v.table.filter(_bucket(v.table.item_id, parts) == p), v.label, v.rows)
-                  for k, v in loaded.items()}
-        tables.append(_join(bucket))
-    return eng.materialize_parts(tables, "joined")
+    return ibis.union(*[_join({k: Loaded(v.table.filter(_bucket(v.table.item_id, parts) == p), v.label, v.rows)
+                               for k, v in loaded.items()}) for p in range(parts)])
 
 
 def _join(loaded: dict[str, Loaded]) -> ibis.Table:
@@ -420,14 +426,12 @@ def _join(loaded: dict[str, Loaded]) -> ibis.Table:
     )
 
 
-def _membership_fragments(fw: ibis.Table, large: bool = False) -> ibis.Table:
+def _membership_fragments(fw: ibis.Table) -> ibis.Table:
     """Step 3: items, weight and squared weight per ``(Base cluster, Exp cluster, in Base,
     in Exp)``, and how many have no items-table row (zipped inputs: also ``n_off``, rows whose
-    ids differ): one pass over all items. ``large``: per ``(in Base, in Exp)`` only (at most
-    four rows: all the restriction needs; the fragments are then built in buckets)."""
+    ids differ): one pass over all items."""
     extra = {"n_off": fw._off.sum()} if "_off" in fw.columns else {}
-    keys = ["in_b", "in_e"] if large else ["base_cluster", "exp_cluster", "in_b", "in_e"]
-    return fw.group_by(keys).aggregate(
+    return fw.group_by(["base_cluster", "exp_cluster", "in_b", "in_e"]).aggregate(
         n=fw.count(),
         w=fw.weight.sum(),
         w2=(fw.weight * fw.weight).sum(),
@@ -543,35 +547,41 @@ def _fragments(eng: Engine, frag_all: ibis.Table) -> ibis.Table:
     return f.select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we")
 
 
-def _fragments_in_buckets(eng: Engine, common: ibis.Table, items: int) -> ibis.Table:
-    """Step 5 for large inputs: the fragment table of :func:`_fragments`, built in buckets so no
-    step holds more than :data:`FRAGMENT_PARTITION_ROWS` rows, written as compressed Parquet parts.
+def _fragments_in_buckets(eng: Engine, fragments: ibis.Table) -> ibis.Table:
+    """Step 5 for large inputs: the fragment table of :func:`_fragments`, in steps that each hold
+    at most :data:`FRAGMENT_PARTITION_ROWS` rows in memory, written as compressed Parquet parts.
 
-    Every item of a Base cluster falls in that cluster's bucket (a hash of its id), so each bucket
-    gives its clusters' whole fragments and Base totals ``nb, wb`` (window sums within it); a
-    second pass over those parts, in buckets of Exp clusters, adds ``ne, we``. At a billion items
-    a single group-by with its totals joined back spilled beyond this machine's disk (issue 16).
+    ``fragments``: the common items grouped by ``(Base cluster, Exp cluster)`` (``n, w, w2``),
+    already written as Parquet (:func:`_large_fragments_all`, or the membership fragments). Its
+    Base totals ``nb, wb`` are window sums in buckets of Base clusters (every fragment of a cluster
+    falls in the cluster's bucket), then ``ne, we`` in buckets of Exp clusters: each pass scans the
+    fragments (a third of the items here), never the inputs again. At a billion items a group-by
+    with its totals joined back, in memory, spilled beyond this machine's disk (issue 16).
     """
-    parts = max(1, -(-items // FRAGMENT_PARTITION_ROWS))
-    by_base = []
-    for p in range(parts):
-        c = common if parts == 1 else common.filter(_bucket(common.base_cluster, parts) == p)
-        f = c.group_by(["base_cluster", "exp_cluster"]).aggregate(
-            n=c.count(), w=c.weight.sum(), w2=(c.weight * c.weight).sum())
-        by_b = ibis.window(group_by=f.base_cluster)
-        by_base.append(f.mutate(nb=f.n.sum().over(by_b), wb=f.w.sum().over(by_b)))
-    half = eng.materialize_parts(by_base, "fragments by Base cluster")
-    rows = int(eng.one(half.aggregate(n=half.count()), step="fragments")["n"])
+    f = fragments
+    rows = int(eng.one(f.aggregate(n=f.count()), step="fragments")["n"])
     parts = max(1, -(-rows // FRAGMENT_PARTITION_ROWS))
-    by_exp = []
-    for q in range(parts):
-        h = half if parts == 1 else half.filter(_bucket(half.exp_cluster, parts) == q)
-        by_e = ibis.window(group_by=h.exp_cluster)
-        by_exp.append(h.mutate(ne=h.n.sum().over(by_e), we=h.w.sum().over(by_e))
-                      .select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we"))
-    fragments = eng.materialize_parts(by_exp, "fragments")
-    eng.discard(half)
-    return fragments
+    out = f
+    for key, n, w in (("base_cluster", "nb", "wb"), ("exp_cluster", "ne", "we")):
+        steps = []
+        for p in range(parts):
+            h = out if parts == 1 else out.filter(_bucket(out[key], parts) == p)
+            win = ibis.window(group_by=h[key])
+            steps.append(h.mutate(**{n: h.n.sum().over(win), w: h.w.sum().over(win)}))
+        done = eng.materialize_parts(steps, f"fragments: {'Base' if n == 'nb' else 'Exp'} cluster totals")
+        eng.discard(out)  # its disk is needed by the next pass (the caller frees the first)
+        out = done
+    return out.select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we")
+
+
+def _large_fragments_all(eng: Engine, rows: ibis.Table) -> ibis.Table:
+    """Items, weight and squared weight per ``(Base cluster, Exp cluster)`` of ``rows`` (and
+    ``n_off``, rows whose ids differ, for zipped inputs): one group-by, written straight to a
+    Parquet part (the engine spills what does not fit its memory limit; no temporary table)."""
+    extra = {"n_off": rows._off.sum()} if "_off" in rows.columns else {}
+    g = rows.group_by(["base_cluster", "exp_cluster"]).aggregate(
+        n=rows.count(), w=rows.weight.sum(), w2=(rows.weight * rows.weight).sum(), **extra)
+    return eng.materialize_parts([g], "fragments")
 
 
 def affected_items(diff: Diff) -> ibis.Table:

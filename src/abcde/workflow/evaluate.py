@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,40 +143,52 @@ def evaluate(
     def stage(name: str):
         return _Stage(name, stages)
 
-    with stage("impact") as st:
-        res = impact(given, slice_by=list(slice_by), top=top, engine=engine)
-        st.rows = res.items
-    check_hidden(res.diff.attributes, hide)  # before anything is written, not after half of it
-    written: list[str | Path] = []
-    with stage("impact tables") as st:
-        files = res.write(out / "impact", only_affected=only_affected)
-        written += files
-        st.rows = res.items
-    with stage("exploration sample") as st:
-        sample = sample_affected(res, size=sample_size, seed=seed, inputs={
-            k: os.fspath(v) for k, v in (("base", given.base), ("exp", given.exp), ("items", given.items))
-            if isinstance(v, (str, os.PathLike))})
-        sample_path = sample.write(out / "explore" / "sample.parquet")
-        written.append(sample_path)
-        st.rows = sample.table.num_rows
-    with stage("pair sample") as st:
-        pair_dir = draw_pair_sample(given, None, out / "quality", budget=budget, seed=seed, slice_by=list(slice_by),
-                                    estimator=estimator, hide=hide, force=force, diff=res.diff)
-        written.append(pair_dir / "tasks.csv")
-        st.rows = _judgeable(pair_dir)
-    against: dict[str, PointwiseResult] = {}
-    if truth is not None:
-        with stage("pointwise against the truth") as st:
-            against = {side: pointwise(truth, getattr(given, side), items=given.items, item_id=item_id,
-                                       cluster_id=cluster_id, weight=weight, engine=res.diff.engine)
-                       for side in ("base", "exp")}
+    existed = out.exists()
+    fresh = not existed or not any(out.iterdir())
+    try:
+        with stage("impact") as st:
+            res = impact(given, slice_by=list(slice_by), top=top, engine=engine)
             st.rows = res.items
-    with stage("report") as st:
-        rep = build_report(res, exploration=sample, explore_by=list(explore_by if explore_by is not None else slice_by),
-                           title=title, truth=against or None)
-        report_path = out / "report.html"
-        written += rep.write(report_path, markdown=out / "report.md")
-        st.rows = None
+        check_hidden(res.diff.attributes, hide)  # before anything is written, not after half of it
+        written: list[str | Path] = []
+        with stage("impact tables") as st:
+            files = res.write(out / "impact", only_affected=only_affected)
+            written += files
+            st.rows = res.items
+        with stage("exploration sample") as st:
+            sample = sample_affected(res, size=sample_size, seed=seed, inputs={
+                k: os.fspath(v) for k, v in (("base", given.base), ("exp", given.exp), ("items", given.items))
+                if isinstance(v, (str, os.PathLike))})
+            sample_path = sample.write(out / "explore" / "sample.parquet")
+            written.append(sample_path)
+            st.rows = sample.table.num_rows
+        with stage("pair sample") as st:
+            pair_dir = draw_pair_sample(given, None, out / "quality", budget=budget, seed=seed, slice_by=list(slice_by),
+                                        estimator=estimator, hide=hide, force=force, diff=res.diff)
+            written.append(pair_dir / "tasks.csv")
+            st.rows = _judgeable(pair_dir)
+        against: dict[str, PointwiseResult] = {}
+        if truth is not None:
+            with stage("pointwise against the truth") as st:
+                against = {side: pointwise(truth, getattr(given, side), items=given.items, item_id=item_id,
+                                           cluster_id=cluster_id, weight=weight, engine=res.diff.engine)
+                           for side in ("base", "exp")}
+                st.rows = res.items
+        with stage("report") as st:
+            rep = build_report(res, exploration=sample, explore_by=list(explore_by if explore_by is not None else slice_by),
+                               title=title, truth=against or None)
+            report_path = out / "report.html"
+            written += rep.write(report_path, markdown=out / "report.md")
+            st.rows = None
+    except BaseException:
+        # No partial output: a directory this run started from nothing is emptied again (an earlier
+        # run's directory keeps each entry whole: every stage replaces its own entry at once).
+        if fresh and not existed:
+            shutil.rmtree(out, ignore_errors=True)
+        elif fresh and out.is_dir():
+            for entry in out.iterdir():
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        raise
     return EvaluateResult(out_dir=out, impact=res, exploration=sample, sample_path=sample_path, pair_dir=pair_dir,
                           report=rep, report_path=report_path, pointwise_against_truth=against, stages=stages,
                           written=written)
