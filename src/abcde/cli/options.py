@@ -24,7 +24,8 @@ def _spark_conf(ctx, param, values):
 
 
 def engine_options(fn):
-    """--engine, --database, --memory-limit, --threads, --spark-master, --spark-remote, --spark-conf, --quiet.
+    """--engine, --database, --memory-limit, --threads, --temp-directory, --spark-master, --spark-remote,
+    --spark-conf, --quiet.
 
     The command receives ``engine``: a connected :class:`abcde.engine.Engine`.
     """
@@ -37,6 +38,9 @@ def engine_options(fn):
                   help="Engine memory limit, e.g. 4GB; beyond it DuckDB spills to disk (Spark: driver memory).")
     @click.option("--threads", type=click.IntRange(min=1), default=None,
                   help="Engine threads (Spark: local[N] when no --spark-master).")
+    @click.option("--temp-directory", type=click.Path(file_okay=False), default=None,
+                  help="Where DuckDB spills beyond --memory-limit and abcde writes large intermediate parts "
+                       "(default: the system's temporary directory; give a disk with room at billions of items).")
     @click.option("--spark-master", default=None,
                   help="Spark master: local[2], spark://host:7077, yarn, ... (default: the active session "
                        "under spark-submit, else local[*]).")
@@ -45,8 +49,8 @@ def engine_options(fn):
                   help="Spark setting for a new session (repeatable).")
     @click.option("--quiet", "-q", is_flag=True, help="No progress display.")
     @functools.wraps(fn)
-    def wrapper(*args, engine, database, memory_limit, threads, spark_master, spark_remote, spark_conf, quiet,
-                **kwargs):
+    def wrapper(*args, engine, database, memory_limit, threads, temp_directory, spark_master, spark_remote, spark_conf,
+                quiet, **kwargs):
         from abcde.util import progress  # lazy: start-up time
 
         # per command (a notebook or a test runs several in one process): -q off, else the default
@@ -59,7 +63,8 @@ def engine_options(fn):
 
         try:
             eng = connect(engine, database=database, memory_limit=memory_limit, threads=threads,
-                          master=spark_master, remote=spark_remote, spark_conf=spark_conf)
+                          temp_directory=temp_directory, master=spark_master, remote=spark_remote,
+                          spark_conf=spark_conf)
         except AbcdeError as exc:
             raise click.ClickException(str(exc)) from exc
         return fn(*args, engine=eng, **kwargs)

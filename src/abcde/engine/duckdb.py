@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import re
 import shutil
 import tempfile
@@ -28,6 +29,7 @@ class DuckDBEngine(Engine):
     def __init__(self, con, settings: dict | None = None) -> None:
         super().__init__(con, settings)
         self._parts: dict[int, str] = {}  # id of a table made by materialize_parts -> its scratch directory
+        self._zips: set[str] = set()  # names of the zip views (see _zip_plans)
 
     @property
     def prefers_window_sums(self) -> bool:
@@ -55,6 +57,10 @@ class DuckDBEngine(Engine):
             kwargs["threads"] = int(threads)
         if temp_directory:
             kwargs["temp_directory"] = str(temp_directory)
+        elif not database:
+            # DuckDB's own default for a database in memory is '.tmp' in the working directory: a
+            # user's repository would collect tens of GB of spill (and keep them after a kill).
+            kwargs["temp_directory"] = str(Path(tempfile.gettempdir()) / "abcde-spill")
         try:
             con = ibis.duckdb.connect(database=str(database) if database else ":memory:", **kwargs)
         except Exception as exc:
@@ -89,6 +95,7 @@ class DuckDBEngine(Engine):
         try:  # a view (Ibis' con.sql() fails on DuckDB 2.0: it calls the removed fetch_arrow_table)
             self.con.raw_sql(f'CREATE TEMP VIEW "{name}" AS SELECT {", ".join(cols)} FROM {sources}')
             self._temp.append(("view", name))
+            self._zips.add(name)
             # The view's types are DuckDB's reading of the SQL (a literal 1.0 is a DECIMAL there);
             # cast back to the tables' own.
             return self.con.table(name).cast({f"{k}__{c}": typ for k, t in tables.items()
@@ -132,8 +139,24 @@ class DuckDBEngine(Engine):
         # PyArrowData, with DuckDB's null-typed columns as in Ibis' DuckDBPyArrowData), without
         # it. Relies on Ibis' _to_duckdb_relation (registers in-memory tables, compiles);
         # Ibis is pinned in pyproject.toml and tests/test_engines.py covers every fetch.
-        table = self.con._to_duckdb_relation(expr).to_arrow_table()
+        with self._zip_plans(expr):
+            table = self.con._to_duckdb_relation(expr).to_arrow_table()
         return expr.__pyarrow_result__(table, data_mapper=_ArrowData)
+
+    @contextlib.contextmanager
+    def _zip_plans(self, expr):
+        """Run a query that reads a zip (:meth:`zip`) with the join sides as written. DuckDB
+        estimates a ``POSITIONAL JOIN`` at 0 rows, so it would build its hash tables on the
+        billion zipped rows rather than on the (small) other side; abcde always writes the zipped
+        table on the left (the probe side) of its joins."""
+        zipped = self._zips and any(z in self.con.compile(expr) for z in self._zips)
+        if zipped:
+            self.con.raw_sql("SET disabled_optimizers = 'build_side_probe_side'")
+        try:
+            yield
+        finally:
+            if zipped:
+                self.con.raw_sql("RESET disabled_optimizers")
 
     def _parquet_target(self, path, *, is_dir: bool) -> str:
         # DuckDB reads a directory of part files (as Spark writes them) through a glob.
@@ -153,12 +176,14 @@ class DuckDBEngine(Engine):
 
     def store(self, name: str, expr: "ibis.Table") -> "ibis.Table":
         try:
-            return self.con.create_table(name, expr, overwrite=True)
+            with self._zip_plans(expr):
+                return self.con.create_table(name, expr, overwrite=True)
         except Exception as exc:
             raise EngineError(self.failure(f"keep {name}", exc)) from exc
 
     def _create_temp(self, name: str, expr: "ibis.Table") -> "ibis.Table":
-        t = self.con.create_table(name, expr, temp=True)
+        with self._zip_plans(expr):
+            t = self.con.create_table(name, expr, temp=True)
         self._temp.append(name)
         return t
 
@@ -171,7 +196,8 @@ class DuckDBEngine(Engine):
             self.con.drop_table(handle, force=True)
 
     def _to_parquet(self, expr, path: str) -> None:
-        self.con.to_parquet(expr, path)
+        with self._zip_plans(expr):
+            self.con.to_parquet(expr, path)
 
     def write_outputs(self, out, tables: dict, texts: dict | None = None) -> list[str]:
         """Write ``{file name: table expression}`` as Parquet and ``{file name: text}``
