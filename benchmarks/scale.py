@@ -1,7 +1,6 @@
 #!/usr/bin/env python
-"""Scale: the DuckDB floor, ``abcde impact`` and the one-command job (``abcde evaluate``) side by
-side on a synthetic diff generated inside DuckDB (issue 16, item 4; the billion-item run of item 3
-is not done yet: see benchmarks/README.md).
+"""Scale: the DuckDB floors, ``abcde impact`` and the one-command job (``abcde evaluate``) side by
+side on a synthetic diff generated inside DuckDB (issue 16, items 3 and 4).
 
     .venv/bin/python benchmarks/scale.py --items 10000000            # aligned and shuffled, 2 rounds
     .venv/bin/python benchmarks/scale.py --items 100000000 --repeat 1 --memory-limit 16GB
