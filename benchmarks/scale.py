@@ -103,27 +103,15 @@ def generate(n: int, order: str, *, memory_limit: str | None) -> Path:
 
 FLOOR = """
 import sys, duckdb
-d = sys.argv[1]
+d, zipped = sys.argv[1], sys.argv[3] == "zip"
 con = duckdb.connect()
-if len(sys.argv) > 2 and sys.argv[2]:
+if sys.argv[2]:
     con.execute(f"SET memory_limit = '{sys.argv[2]}'")
+join = ("'{d}/base.parquet' b POSITIONAL JOIN '{d}/exp.parquet' e POSITIONAL JOIN '{d}/items.parquet' i" if zipped
+        else "'{d}/base.parquet' b JOIN '{d}/exp.parquet' e USING (item_id) JOIN '{d}/items.parquet' i USING (item_id)")
 r = con.execute(f'''SELECT count(*), sum(n) FROM (
     SELECT b.cluster_id, e.cluster_id, count(*) AS n, sum(i.weight) AS w
-    FROM '{d}/base.parquet' b JOIN '{d}/exp.parquet' e USING (item_id) JOIN '{d}/items.parquet' i USING (item_id)
-    GROUP BY 1, 2)''').fetchone()
-print(r[0], r[1])
-"""
-
-
-ZIP_FLOOR = """
-import sys, duckdb
-d = sys.argv[1]
-con = duckdb.connect()
-if len(sys.argv) > 2 and sys.argv[2]:
-    con.execute(f"SET memory_limit = '{sys.argv[2]}'")
-r = con.execute(f'''SELECT count(*), sum(n) FROM (
-    SELECT b.cluster_id, e.cluster_id, count(*) AS n, sum(i.weight) AS w
-    FROM '{d}/base.parquet' b POSITIONAL JOIN '{d}/exp.parquet' e POSITIONAL JOIN '{d}/items.parquet' i
+    FROM {join.format(d=d)}
     GROUP BY 1, 2)''').fetchone()
 print(r[0], r[1])
 """
@@ -168,8 +156,8 @@ def main(argv=None) -> int:
         print(f"\n{order}: {d} ({size:.2f} GB of Parquet; generated or found in {time.perf_counter() - t0:.1f} s)")
         inputs = ["--base", str(d / "base.parquet"), "--exp", str(d / "exp.parquet"), "--items", str(d / "items.parquet")]
         every = {
-            "floor": [sys.executable, "-c", FLOOR, str(d), a.memory_limit or ""],
-            "zip-floor": [sys.executable, "-c", ZIP_FLOOR, str(d), a.memory_limit or ""],
+            "floor": [sys.executable, "-c", FLOOR, str(d), a.memory_limit or "", "hash"],
+            "zip-floor": [sys.executable, "-c", FLOOR, str(d), a.memory_limit or "", "zip"],
             "impact": [*abcde, "impact", *inputs, "--json", "-q", *mem],
             "evaluate": [*abcde, "evaluate", *inputs, "--out", "", "--json", "-q", "--sample-size", str(a.sample_size),
                          "--budget", str(a.budget), *(["--only-affected"] if a.only_affected else []), *mem],

@@ -19,6 +19,7 @@ from abcde.core import diff as core_diff
 from abcde.engine.base import Engine
 from abcde.errors import EngineError, InputError
 from abcde.examples import example_paths
+from content import assert_same_content
 
 P = example_paths("febrl3")
 KEYS = ("items", "total_weight", "split_rate", "merge_rate", "jaccard_distance", "affected_items",
@@ -48,22 +49,7 @@ def reordered(tmp_path, name, table, order):
 
 def same(a: dict, b: dict):
     for k in KEYS:
-        assert_close(a[k], b[k], k)
-
-
-def assert_close(x, y, where):
-    if isinstance(x, float):
-        assert x == pytest.approx(y, rel=1e-9, abs=1e-12), where
-    elif isinstance(x, dict):
-        assert set(x) == set(y), where
-        for k in x:
-            assert_close(x[k], y[k], f"{where}.{k}")
-    elif isinstance(x, list):
-        assert len(x) == len(y), where
-        for i, (u, v) in enumerate(zip(x, y)):
-            assert_close(u, v, f"{where}[{i}]")
-    else:
-        assert x == y, where
+        assert_same_content(a[k], b[k], k)
 
 
 def run(base, exp, items, **kw):
@@ -259,12 +245,12 @@ def test_only_affected_tables_are_the_affected_rows_of_the_whole_tables(tmp_path
     aff = pq.read_table(tmp_path / "aff" / "items.parquet").sort_by("item_id")
     assert aff.num_rows == meta["affected_items"] > 0
     moved = items.filter(pc.or_(pc.greater(items["split_rate"], 0), pc.greater(items["merge_rate"], 0))).sort_by("item_id")
-    assert_close(aff.to_pylist(), moved.select(aff.column_names).to_pylist(), "items")
+    assert_same_content(aff.to_pylist(), moved.select(aff.column_names).to_pylist(), "items")
     for side in ("base", "exp"):
         whole = pq.read_table(tmp_path / "all" / f"{side}_clusters.parquet")
         part = pq.read_table(tmp_path / "aff" / f"{side}_clusters.parquet").sort_by("cluster_id")
         expected = whole.filter(pc.greater(whole["jaccard_distance"], 0)).sort_by("cluster_id")
         assert part.num_rows == expected.num_rows > 0, side
-        assert_close(part.to_pylist(), expected.select(part.column_names).to_pylist(), side)
+        assert_same_content(part.to_pylist(), expected.select(part.column_names).to_pylist(), side)
     bad = r.invoke(main, ["impact", *inputs, "--only-affected"])
     assert bad.exit_code != 0 and "--only-affected applies to the tables written with --out" in bad.output
