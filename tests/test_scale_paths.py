@@ -75,9 +75,21 @@ def test_aligned_inputs_are_zipped_and_give_the_hash_join_numbers(tmp_path, zips
     same(zipped, again)
 
 
-def test_inputs_that_diverge_after_the_probe_are_joined_by_id(tmp_path, zips, capsys, monkeypatch):
+def make_large(monkeypatch):
+    """Make the bundled example (5,005 rows at most) "large": the billion-item steps, in buckets."""
+    for name, rows in (("LARGE_ROWS", 1_000), ("FRAGMENT_PARTITION_ROWS", 1_500), ("JOIN_PARTITION_ROWS", 1_300),
+                       ("UNIQUE_CHECK_ROWS", 1_300)):
+        monkeypatch.setattr(core_diff, name, rows)
+
+
+@pytest.mark.parametrize("as_large", [False, True])
+def test_inputs_that_diverge_after_the_probe_are_joined_by_id(tmp_path, zips, capsys, monkeypatch, as_large):
     """Same length, same first rows, then a different order: the row-by-row check of the zip
     finds it, the diff is built by id, and the numbers are the hash join's."""
+    expected = run(P["base"], P["exp"], P["items"])
+    zips.clear()
+    if as_large:
+        make_large(monkeypatch)
     monkeypatch.setattr(core_diff, "ZIP_PROBE_ROWS", 100)
     e = pq.read_table(P["exp"])
     n = e.num_rows
@@ -86,7 +98,7 @@ def test_inputs_that_diverge_after_the_probe_are_joined_by_id(tmp_path, zips, ca
     got = run(P["base"], reordered(tmp_path, "exp", e, order), P["items"])
     assert zips == [True]  # zipped, then found out
     assert "differ further on: joining them by item id instead" in capsys.readouterr().err
-    same(run(P["base"], P["exp"], P["items"]), got)
+    same(expected, got)
 
 
 def test_zipped_inputs_with_a_duplicate_id_are_refused_naming_it(tmp_path, zips, monkeypatch):
@@ -100,10 +112,11 @@ def test_zipped_inputs_with_a_duplicate_id_are_refused_naming_it(tmp_path, zips,
         return t.set_column(t.column_names.index("item_id"), "item_id", pa.array(ids))
 
     paths = [reordered(tmp_path, k, with_dup(t), range(t.num_rows)) for k, t in (("b", b), ("e", e), ("i", it))]
-    for rows in (250_000_000, 1_000):  # one distinct count; five buckets of ids
-        monkeypatch.setattr(core_diff, "UNIQUE_CHECK_ROWS", rows)
-        with pytest.raises(InputError, match=f"1 item ids appear in more than one row of base file.*{dup}"):
-            abcde.impact(*paths[:2], items=paths[2])
+    with pytest.raises(InputError, match=f"1 item ids appear in more than one row of base file.*{dup}"):
+        abcde.impact(*paths[:2], items=paths[2])  # one distinct count
+    make_large(monkeypatch)  # four buckets of ids, fragments written in parts
+    with pytest.raises(InputError, match=f"1 item ids appear in more than one row of base file.*{dup}"):
+        abcde.impact(*paths[:2], items=paths[2])
     assert zips == [True, True]
 
 
@@ -156,7 +169,7 @@ def test_a_duplicate_id_is_refused_in_a_join_in_buckets(tmp_path, monkeypatch):
     dup = pa.table({"item_id": [ids[10]], "cluster_id": ["another cluster"]})
     base = reordered(tmp_path, "b", pa.concat_tables([b, dup.cast(b.schema)]), list(range(b.num_rows + 1)))
     exp = reordered(tmp_path, "e", pq.read_table(P["exp"]), rev)
-    monkeypatch.setattr(core_diff, "JOIN_PARTITION_ROWS", 1_500)
+    make_large(monkeypatch)  # joined in 4 buckets of ids
     with pytest.raises(InputError, match=f"1 item ids appear in more than one row of base file.*{ids[10]}.*two or more"):
         abcde.impact(base, exp, items=P["items"])
 
@@ -193,9 +206,7 @@ def test_large_inputs_built_in_buckets_give_the_same_job(tmp_path, monkeypatch, 
                                              [(k * 7919) % (n - n // 53 - 1) for k in range(n - n // 53 - 1)])
     kw = dict(items=P["items"], slice_by=["source"], budget=60, sample_size=200, seed=3, hide=["entity_id"])
     small = evaluate(P["base"], exp, tmp_path / "small", **kw)
-    for name, rows in (("LARGE_ROWS", 1_000), ("FRAGMENT_PARTITION_ROWS", 1_500), ("JOIN_PARTITION_ROWS", 1_300),
-                       ("UNIQUE_CHECK_ROWS", 1_300)):
-        monkeypatch.setattr(core_diff, name, rows)
+    make_large(monkeypatch)
     eng = abcde.connect()
     stems = []
     original = type(eng).materialize_parts
