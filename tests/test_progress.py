@@ -56,7 +56,7 @@ def test_the_cli_prints_status_lines_on_stderr_only_and_none_with_q():
     assert r.returncode == 0, r.stderr
     json.loads(r.stdout)  # stdout is the JSON and nothing else
     lines = r.stderr.splitlines()
-    assert any(line.startswith("abcde: ✓ Joining clusterings and computing fragments (") and
+    assert any(line.startswith("abcde: ✓ Zipping inputs by row and computing fragments (") and
                line.endswith(f", {5000:,} rows)") for line in lines), r.stderr
     assert all(line.startswith("abcde: ") for line in lines), r.stderr
     q = run(*args, "-q", env={"ABCDE_PROGRESS_INTERVAL": "0.05"})
@@ -71,4 +71,4 @@ def test_the_terminal_display_shows_elapsed_time_and_rows():
     r = run("impact", "--base", P["base"], "--exp", P["exp"], "--items", P["items"], "--json",
             env={"ABCDE_PROGRESS": "1"})
     assert r.returncode == 0, r.stderr
-    assert "✓ Joining clusterings and computing fragments (" in r.stderr and "5,000 rows)" in r.stderr
+    assert "✓ Zipping inputs by row and computing fragments (" in r.stderr and "5,000 rows)" in r.stderr

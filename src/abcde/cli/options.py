@@ -53,8 +53,18 @@ def engine_options(fn):
                 quiet, **kwargs):
         from abcde.util import progress  # lazy: start-up time
 
-        # per command (a notebook or a test runs several in one process): -q off, else the default
+        # per command (a notebook or a test runs several in one process): -q off, else the default;
+        # the default again after it, so -q does not silence later library calls in the process
         progress.set_enabled(False if quiet else None)
+        try:
+            return _run(*args, engine=engine, database=database, memory_limit=memory_limit, threads=threads,
+                        temp_directory=temp_directory, spark_master=spark_master, spark_remote=spark_remote,
+                        spark_conf=spark_conf, **kwargs)
+        finally:
+            progress.set_enabled(None)
+
+    def _run(*args, engine, database, memory_limit, threads, temp_directory, spark_master, spark_remote, spark_conf,
+             **kwargs):
         if engine != "spark" and (spark_master or spark_remote or spark_conf):
             raise click.UsageError("--spark-master, --spark-remote and --spark-conf need --engine spark.")
         if engine == "spark" and database:

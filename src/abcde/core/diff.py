@@ -196,7 +196,7 @@ def build_diff(
     fw = None
     zipped = _zip(eng, loaded)
     if zipped is not None:
-        with _progress.step("Zipping inputs in the same row order and computing fragments") as shown:
+        with _progress.step("Zipping inputs by row and computing fragments") as shown:
             # Large: the fragments' group-by itself counts the rows whose ids differ (one scan).
             frag_all = (_large_fragments_all(eng, zipped) if large
                         else eng.materialize(_membership_fragments(zipped), "fragments_all"))
