@@ -6,6 +6,7 @@ Each path also refuses what the others refuse (duplicate ids) and reports the sa
 from __future__ import annotations
 
 import json
+import os
 import math
 from pathlib import Path
 
@@ -265,3 +266,30 @@ def test_only_affected_tables_are_the_affected_rows_of_the_whole_tables(tmp_path
         assert_same_content(part.to_pylist(), expected.select(part.column_names).to_pylist(), side)
     bad = r.invoke(main, ["impact", *inputs, "--only-affected"])
     assert bad.exit_code != 0 and "--only-affected applies to the tables written with --out" in bad.output
+
+
+def test_spill_left_by_killed_runs_is_removed_at_the_next_start(tmp_path, monkeypatch):
+    """A killed run leaves DuckDB's spill and abcde's scratch parts in the default spill directory;
+    the next engine opened there removes those of processes no longer running, never a live one's."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from abcde.engine.duckdb import SPILL_DIR
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    spill = tmp_path / SPILL_DIR
+    spill.mkdir()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    stale = [spill / f"duckdb_temp_{dead}_0_storage_DEFAULT-0.tmp", spill / f"duckdb_temp_{dead}_0_owner"]
+    for f in stale:
+        f.write_bytes(b"x" * 10)
+    (spill / f"abcde-scratch-{dead}-ab12").mkdir()
+    (spill / f"abcde-scratch-{dead}-ab12" / "part-00000.parquet").write_bytes(b"x")
+    live = [spill / f"duckdb_temp_{os.getpid()}_0_owner", spill / "someone-elses.txt"]
+    for f in live:
+        f.write_text("mine")
+    eng = abcde.connect()
+    assert eng.settings["temp_directory"] == str(spill)
+    assert sorted(p.name for p in spill.iterdir()) == sorted(p.name for p in live)

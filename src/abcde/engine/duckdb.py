@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import re
 import shutil
 import tempfile
@@ -60,7 +61,8 @@ class DuckDBEngine(Engine):
         elif not database:
             # DuckDB's own default for a database in memory is '.tmp' in the working directory: a
             # user's repository would collect tens of GB of spill (and keep them after a kill).
-            kwargs["temp_directory"] = str(Path(tempfile.gettempdir()) / "abcde-spill")
+            kwargs["temp_directory"] = str(Path(tempfile.gettempdir()) / SPILL_DIR)
+            remove_stale_spill(Path(kwargs["temp_directory"]))
         try:
             con = ibis.duckdb.connect(database=str(database) if database else ":memory:", **kwargs)
         except Exception as exc:
@@ -111,7 +113,7 @@ class DuckDBEngine(Engine):
         base = self.settings.get("temp_directory")
         if base:
             Path(base).mkdir(parents=True, exist_ok=True)
-        d = Path(tempfile.mkdtemp(prefix="abcde-scratch-", dir=base))
+        d = Path(tempfile.mkdtemp(prefix=f"abcde-scratch-{os.getpid()}-", dir=base))
         self._temp.append(("dir", str(d)))
         atexit.register(shutil.rmtree, d, True)
         for k, expr in enumerate(exprs):
@@ -218,6 +220,41 @@ class DuckDBEngine(Engine):
                 (tmp / fname).write_text(text)
 
         return replace_files(str(out), write)
+
+
+SPILL_DIR = "abcde-spill"
+_STALE = re.compile(r"^(?:duckdb_temp_|abcde-scratch-)(\d+)[_-]")
+
+
+def remove_stale_spill(directory: Path) -> list[str]:
+    """Remove what killed abcde processes left in ``directory``: DuckDB's spill files
+    (``duckdb_temp_<pid>_…``) and abcde's scratch parts (``abcde-scratch-<pid>-…``) of processes
+    no longer running (a kill leaves tens of GB at a billion items). Returns the names removed."""
+    removed = []
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _STALE.match(entry.name)
+        if not m or _alive(int(m.group(1))):
+            continue
+        try:
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+            removed.append(entry.name)
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def _configure(con, settings: dict | None = None) -> None:
