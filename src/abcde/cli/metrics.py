@@ -31,13 +31,13 @@ def impact(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, 
 
     Overall, per item, per Base and Exp cluster (most affected first) and per slice.
     """
+    if only_affected and not out:
+        raise click.UsageError("--only-affected applies to the tables written with --out.")
     from abcde.metrics.impact import impact as run_impact  # lazy: start-up time
 
     res = run_impact(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
                      slice_by=slice_by, top=top, engine=engine)
     found = res.lookup(lookup) if lookup else []
-    if only_affected and not out:
-        raise click.UsageError("--only-affected applies to the tables written with --out.")
     written = res.write(out, only_affected=only_affected) if out else []
     if as_json:
         d = res.to_dict()

@@ -430,14 +430,15 @@ def _membership_fragments(fw: ibis.Table) -> ibis.Table:
     """Step 3: items, weight and squared weight per ``(Base cluster, Exp cluster, in Base,
     in Exp)``, and how many have no items-table row (zipped inputs: also ``n_off``, rows whose
     ids differ): one pass over all items."""
-    extra = {"n_off": fw._off.sum()} if "_off" in fw.columns else {}
     return fw.group_by(["base_cluster", "exp_cluster", "in_b", "in_e"]).aggregate(
-        n=fw.count(),
-        w=fw.weight.sum(),
-        w2=(fw.weight * fw.weight).sum(),
-        n_no_w=(~fw.has_w).sum(),
-        **extra,
-    )
+        **_fragment_sums(fw), n_no_w=(~fw.has_w).sum())
+
+
+def _fragment_sums(rows: ibis.Table) -> dict:
+    """A group's items, weight and squared weight (``n, w, w2``), and for zipped inputs ``n_off``,
+    its rows whose ids differ."""
+    sums = {"n": rows.count(), "w": rows.weight.sum(), "w2": (rows.weight * rows.weight).sum()}
+    return {**sums, "n_off": rows._off.sum()} if "_off" in rows.columns else sums
 
 
 def _restriction(eng: Engine, loaded: dict[str, Loaded], fw: ibis.Table, frag_all: ibis.Table,
@@ -569,7 +570,8 @@ def _fragments_in_buckets(eng: Engine, fragments: ibis.Table) -> ibis.Table:
             win = ibis.window(group_by=h[key])
             steps.append(h.mutate(**{n: h.n.sum().over(win), w: h.w.sum().over(win)}))
         done = eng.materialize_parts(steps, f"fragments: {'Base' if n == 'nb' else 'Exp'} cluster totals")
-        eng.discard(out)  # its disk is needed by the next pass (the caller frees the first)
+        if out is not f:
+            eng.discard(out)  # its disk is needed by the next pass (the caller frees ``fragments``)
         out = done
     return out.select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we")
 
@@ -578,9 +580,7 @@ def _large_fragments_all(eng: Engine, rows: ibis.Table) -> ibis.Table:
     """Items, weight and squared weight per ``(Base cluster, Exp cluster)`` of ``rows`` (and
     ``n_off``, rows whose ids differ, for zipped inputs): one group-by, written straight to a
     Parquet part (the engine spills what does not fit its memory limit; no temporary table)."""
-    extra = {"n_off": rows._off.sum()} if "_off" in rows.columns else {}
-    g = rows.group_by(["base_cluster", "exp_cluster"]).aggregate(
-        n=rows.count(), w=rows.weight.sum(), w2=(rows.weight * rows.weight).sum(), **extra)
+    g = rows.group_by(["base_cluster", "exp_cluster"]).aggregate(**_fragment_sums(rows))
     return eng.materialize_parts([g], "fragments")
 
 

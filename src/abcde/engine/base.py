@@ -361,9 +361,14 @@ class Engine(abc.ABC):
                 pass
 
 
+def identifier(stem: str) -> str:
+    """``stem`` with only letters, digits and '_' (Spark refuses e.g. 'intersection+' in a name)."""
+    return re.sub(r"[^0-9A-Za-z_]", "_", stem)
+
+
 def temp_name(stem: str) -> str:
     """A new name ``__abcde_<stem>_N`` for a temporary table."""
-    return f"__abcde_{re.sub(r'[^0-9A-Za-z_]', '_', stem)}_{next(_counter)}"
+    return f"__abcde_{identifier(stem)}_{next(_counter)}"
 
 
 def _check_csv_header(path: Path, role: str) -> None:

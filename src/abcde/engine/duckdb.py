@@ -16,7 +16,7 @@ import ibis.expr.datatypes as dt
 import pyarrow as pa
 from ibis.formats.pyarrow import PyArrowData
 
-from abcde.engine.base import Engine, first_line, temp_name
+from abcde.engine.base import Engine, first_line, identifier, temp_name
 from abcde.errors import EngineError, InputError
 from abcde.util import progress as _progress
 from abcde.util.files import replace_files
@@ -119,7 +119,7 @@ class DuckDBEngine(Engine):
         for k, expr in enumerate(exprs):
             with _progress.step(f"{stem}: part {k + 1} of {len(exprs)}"):
                 self.write_parquet(expr, d / f"part-{k:05d}.parquet", step=f"{stem} part {k + 1} of {len(exprs)}")
-        t = self.read(d, role=re.sub(r"[^0-9A-Za-z_]", "_", stem))
+        t = self.read(d, role=identifier(stem))
         self._parts[id(t)] = str(d)
         return t
 
