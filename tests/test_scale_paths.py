@@ -1,6 +1,7 @@
 """The three ways :func:`abcde.core.diff.build_diff` joins the inputs (issue 16, item 3) give the
 same diff: zipped by row position (inputs in the same row order, verified row by row), one hash
-join, and hash joins one bucket of ids at a time (inputs larger than ``JOIN_PARTITION_ROWS``).
+join, and, for large inputs in other orders, hash joins one bucket of Base clusters at a time
+(restricted items found in buckets of ids).
 Each path also refuses what the others refuse (duplicate ids) and reports the same restriction."""
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def test_aligned_inputs_are_zipped_and_give_the_hash_join_numbers(tmp_path, zips
 def make_large(monkeypatch):
     """Make the bundled example (5,005 rows at most) "large": the billion-item steps, in buckets."""
     for name, rows in (("LARGE_ROWS", 1_000), ("FRAGMENT_PARTITION_ROWS", 1_500), ("JOIN_PARTITION_ROWS", 1_300),
-                       ("UNIQUE_CHECK_ROWS", 1_300)):
+                       ("UNIQUE_CHECK_ROWS", 1_300), ("JOIN_BUILD_ROWS", 1_300)):
         monkeypatch.setattr(core_diff, name, rows)
 
 
@@ -122,10 +123,11 @@ def test_zipped_inputs_with_a_duplicate_id_are_refused_naming_it(tmp_path, zips,
 
 
 @pytest.mark.parametrize("engine", ["duckdb", "spark"])
-def test_a_join_in_buckets_of_ids_gives_the_one_join_numbers(tmp_path, monkeypatch, engine, request):
+def test_a_join_in_buckets_gives_the_one_join_numbers(tmp_path, monkeypatch, engine, request):
     """Inputs in different orders, with items only in Base, only in Exp and only in the items
-    table: joined in 4 buckets of ids (large inputs), the diff (numbers, restriction, examples) is
-    the one hash join's; the scratch parts are removed when no longer read."""
+    table: large inputs are joined in 4 buckets of Base clusters for the fragments, and the
+    restricted items read once from joins in 4 buckets of ids; the diff (numbers, restriction,
+    examples) is the one hash join's; the scratch parts are removed when no longer read."""
     b, e, it = (pq.read_table(P[k]) for k in ("base", "exp", "items"))
     n = b.num_rows
     b = b.slice(0, n - 40)                      # 40 items only in Exp and the items table
@@ -141,18 +143,21 @@ def test_a_join_in_buckets_of_ids_gives_the_one_join_numbers(tmp_path, monkeypat
     assert one["restriction"]["base_only_items"] > 0 and one["restriction"]["exp_only_items"] == 40
     assert one["restriction"]["items_only_items"] == 5
     eng2 = abcde.connect(engine, temp_directory=tmp_path / "spill") if engine == "duckdb" else eng
-    joins = []  # one join per bucket of ids on DuckDB; Spark partitions its joins itself
-    original = core_diff._join
+    stems = []  # DuckDB writes each bucket as a part; Spark partitions its joins itself
+    original = type(eng2).materialize_parts
 
-    def spy(loaded):
-        joins.append(1)
-        return original(loaded)
+    def spy(self, exprs, stem):
+        stems.append((stem, len(exprs)))
+        return original(self, exprs, stem)
 
-    monkeypatch.setattr(core_diff, "_join", spy)
-    for name, rows in (("LARGE_ROWS", 1_000), ("JOIN_PARTITION_ROWS", 1_300)):  # the largest input: 5,005 rows
-        monkeypatch.setattr(core_diff, name, rows)
+    monkeypatch.setattr(type(eng2), "materialize_parts", spy)
+    for name, rows in (("LARGE_ROWS", 1_000), ("JOIN_PARTITION_ROWS", 1_300), ("JOIN_BUILD_ROWS", 1_300)):
+        monkeypatch.setattr(core_diff, name, rows)  # the largest input: 5,005 rows; Base 4,960
     parts = run(*paths, engine=eng2)
-    assert len(joins) == (4 if engine == "duckdb" else 1)
+    if engine == "duckdb":
+        assert stems[:2] == [("fragments", 4), ("restricted items", 4)], stems
+    else:
+        assert stems == [], stems
     same(one, parts)
     if engine == "duckdb":  # the scratch parts are removed as soon as read, the last with the engine
         scratch = [h[1] for h in eng2._temp if isinstance(h, tuple) and h[0] == "dir"]
@@ -218,8 +223,8 @@ def test_large_inputs_built_in_buckets_give_the_same_job(tmp_path, monkeypatch, 
 
     monkeypatch.setattr(type(eng), "materialize_parts", spy)
     large = evaluate(P["base"], exp, tmp_path / "large", engine=eng, **kw)
-    assert stems == [("fragments" if aligned else "fragments_all", 1), ("fragments: Base cluster totals", 2),
-                     ("fragments: Exp cluster totals", 2)], stems
+    joins = [("fragments", 1)] if aligned else [("fragments", 4), ("restricted items", 4)]
+    assert stems == joins + [("fragments: Base cluster totals", 2), ("fragments: Exp cluster totals", 2)], stems
     a, b = small.impact.to_dict(), large.impact.to_dict()
     if not aligned:
         assert a["restriction"]["base_only_items"] > 0
@@ -233,11 +238,58 @@ def test_large_inputs_built_in_buckets_give_the_same_job(tmp_path, monkeypatch, 
                 assert x.column(c).to_pylist() == pytest.approx(y.column(c).to_pylist(), rel=1e-9, abs=1e-12), (f, c)
             else:
                 assert x.column(c).equals(y.column(c)), (f, c)
+    # The report's neighbourhoods of the top clusters: the same fragments and members (read, for
+    # large inputs in other orders, from the inputs joined for those fragments only).
+    x, y = (report_data(d / "report.html") for d in (tmp_path / "small", tmp_path / "large"))
+    assert x["neighbourhoods"]["base"] and x["neighbourhoods"]["exp"]
+    assert_same_content(x["neighbourhoods"], y["neighbourhoods"], "neighbourhoods")
     cols = ["item_id", "draw_count"]
     assert pq.read_table(small.sample_path).select(cols).equals(pq.read_table(large.sample_path).select(cols))
     dcols = ["item_a", "item_b", "class", "label", "pair_id", "stratum"]
     assert pq.read_table(small.pair_dir / "pairs.parquet").select(dcols).equals(
         pq.read_table(large.pair_dir / "pairs.parquet").select(dcols))
+    eng.release()
+
+
+def report_data(path: Path) -> dict:
+    text = path.read_text()
+    start = text.index('<script type="application/json" id="report-data">')
+    body = text[text.index(">", start) + 1:text.index("</script>", start)]
+    return json.loads(body)
+
+
+def test_large_inputs_in_other_orders_holding_the_same_items_need_no_join_by_id(tmp_path, monkeypatch):
+    """Exp and the items table in other row orders, every item in all three inputs once: the
+    fragments in buckets of Base clusters and each input's distinct ids prove that nothing is
+    restricted, with no join in buckets of ids; the numbers are the one join's. An Exp repeating
+    one id in place of another has the same row counts (and the same joined rows): its distinct
+    ids catch it, and the refusal names the id."""
+    e, it = pq.read_table(P["exp"]), pq.read_table(P["items"])
+    n = e.num_rows
+    exp = reordered(tmp_path, "exp", e, [(k * 7919) % n for k in range(n)])
+    items = reordered(tmp_path, "items", it, [(k * 4099) % n for k in range(n)])
+    one = run(P["base"], exp, items)
+    make_large(monkeypatch)
+    eng = abcde.connect()
+    stems = []
+    original = type(eng).materialize_parts
+
+    def spy(self, exprs, stem):
+        stems.append((stem, len(exprs)))
+        return original(self, exprs, stem)
+
+    monkeypatch.setattr(type(eng), "materialize_parts", spy)
+    big = run(P["base"], exp, items, engine=eng)
+    assert stems == [("fragments", 4), ("fragments: Base cluster totals", 2),
+                     ("fragments: Exp cluster totals", 2)], stems
+    assert big["restriction"]["common_items"] == n and not any(
+        v for k, v in big["restriction"].items() if k != "common_items")
+    same(one, big)
+    ids = e.column("item_id").to_pylist()
+    twice = e.set_column(0, "item_id", pa.array([ids[0] if k == 7 else v for k, v in enumerate(ids)]))
+    exp2 = reordered(tmp_path, "exp2", twice, [(k * 7919) % n for k in range(n)])
+    with pytest.raises(InputError, match=f"1 item ids appear in more than one row of exp file.*{ids[0]}"):
+        abcde.impact(P["base"], exp2, items=items, engine=eng)
     eng.release()
 
 

@@ -134,6 +134,8 @@ class Diff:
         Attribute column names of the items table.
     restriction
         What restricting to the common items removed.
+    sources
+        See the attribute's comment; read the rows of some fragments with :func:`rows_of_fragments`.
     """
 
     engine: Engine
@@ -144,6 +146,10 @@ class Diff:
     restriction: Restriction
     labels: dict[str, str]
     cache: DiffCache = field(default_factory=DiffCache)
+    #: For large inputs joined by id (not zipped): the validated ``base``, ``exp`` (and ``items``)
+    #: tables, from which :func:`rows_of_fragments` joins only the Base rows it needs; reading
+    #: ``joined`` whole joins a billion rows again. None otherwise.
+    sources: dict[str, ibis.Table] | None = None
 
 
 def build_diff(
@@ -177,7 +183,10 @@ def build_diff(
     (:func:`_join`); group by ``(Base cluster, Exp cluster, in Base, in Exp)`` once
     (:func:`_membership_fragments`), from which the restriction's counts and the
     duplicate-id check follow (:func:`_restriction`); then the fragments of the
-    common items with their clusters' totals (:func:`_fragments`).
+    common items with their clusters' totals (:func:`_fragments`). Inputs in the same row
+    order are zipped by position instead of joined (:func:`_zip`); large inputs on an engine
+    bounded by one machine are joined one bucket of Base clusters at a time
+    (:func:`_base_bucket_joins`, :func:`_large_restriction`).
     """
     if not isinstance(inputs, Inputs):
         raise InputError(f"build_diff takes an Inputs object. Got {type(inputs).__name__} instead.")
@@ -190,8 +199,9 @@ def build_diff(
     with _progress.step("Reading and validating inputs"):
         loaded, attributes = _load(eng, inputs, roles)
     labels = {k: v.label for k, v in loaded.items()}
-    # Large inputs on an engine with one machine's memory (DuckDB): joins in buckets of ids, group-bys
-    # written as Parquet, cluster totals in buckets of clusters (_join_partitioned, _fragments_in_buckets).
+    # Large inputs on an engine with one machine's memory (DuckDB): joins in buckets of Base clusters,
+    # group-bys written as Parquet, cluster totals in buckets of clusters (_base_bucket_joins,
+    # _fragments_in_buckets).
     large = eng.bounded_memory and max(v.rows for v in loaded.values()) > LARGE_ROWS
     fw = None
     zipped = _zip(eng, loaded)
@@ -204,7 +214,7 @@ def build_diff(
             if off == 0:
                 fw = zipped.drop("_off")
                 restriction = _zip_restriction(eng, loaded)
-                fragments = (_fragments_in_buckets(eng, frag_all.drop("n_off")) if large
+                fragments = (_fragments_in_buckets(eng, frag_all.drop("n_off"), free=frag_all) if large
                              else eng.materialize(_fragments(eng, frag_all.drop("n_off")), "fragments"))
                 shown.rows = restriction.common_items
             if large:
@@ -212,22 +222,28 @@ def build_diff(
         if fw is None:
             _progress.note(f"The inputs have the same number of rows and begin with the same ids, but {off:,} rows "
                            "differ further on: joining them by item id instead.")
-    if fw is None:
-        with _progress.step("Joining clusterings and computing fragments") as shown:
-            fw = _join_partitioned(eng, loaded, large)
-            member = _membership_fragments(fw)
-            # Large: one group-by over the bucket joins, written as Parquet (spilling as it needs).
-            frag_all = eng.materialize_parts([member], "fragments_all") if large else eng.materialize(member,
-                                                                                                     "fragments_all")
-            restriction = _restriction(eng, loaded, fw, frag_all, labels, roles)
-            if large:
-                common = frag_all.filter(frag_all.in_b & frag_all.in_e)
-                fragments = _fragments_in_buckets(eng, common.select("base_cluster", "exp_cluster", "n", "w", "w2"))
-                eng.discard(frag_all)
-            else:
-                fragments = eng.materialize(_fragments(eng, frag_all), "fragments")
+    sources = None
+    if fw is None and large:
+        with _progress.step("Joining clusterings in buckets of Base clusters and computing fragments") as shown:
+            buckets = _base_bucket_joins(loaded)
+            common = eng.materialize_parts(
+                [r.group_by(["base_cluster", "exp_cluster"]).aggregate(**_fragment_sums(r)) for r in buckets],
+                "fragments")
+            restriction = _large_restriction(eng, loaded, common, labels, roles)
+            fragments = _fragments_in_buckets(eng, common, free=common)
+            # Read whole only by a caller asking for every item's row (bucket by bucket again).
+            joined = ibis.union(*buckets) if len(buckets) > 1 else buckets[0]
+            sources = {k: v.table for k, v in loaded.items()}
             shown.rows = restriction.common_items
-    joined = fw.filter(fw.in_b & fw.in_e).select("item_id", "base_cluster", "exp_cluster", "weight")
+    elif fw is None:
+        with _progress.step("Joining clusterings and computing fragments") as shown:
+            fw = _join(loaded)
+            frag_all = eng.materialize(_membership_fragments(fw), "fragments_all")
+            restriction = _restriction(eng, loaded, fw, frag_all, labels, roles)
+            fragments = eng.materialize(_fragments(eng, frag_all), "fragments")
+            shown.rows = restriction.common_items
+    if sources is None:
+        joined = fw.filter(fw.in_b & fw.in_e).select("item_id", "base_cluster", "exp_cluster", "weight")
     diff = Diff(
         engine=eng,
         joined=joined,
@@ -236,6 +252,7 @@ def build_diff(
         attributes=attributes,
         restriction=restriction,
         labels=labels,
+        sources=sources,
     )
     return _keep(diff, key) if key is not None else diff
 
@@ -321,9 +338,10 @@ def _load(eng: Engine, inputs: Inputs, roles: tuple[str, str]) -> tuple[dict[str
 
 #: Rows of the inputs' first rows compared before zipping them by position (:func:`_zip`).
 ZIP_PROBE_ROWS = 1000
-#: At most this many rows per hash join of the inputs: larger inputs in different row orders are
-#: joined one hash bucket of item ids at a time (:func:`_join_partitioned`).
-JOIN_PARTITION_ROWS = 200_000_000
+#: At most this many rows per full outer join of the inputs when large inputs in different row
+#: orders restrict something: their restricted items are found one hash bucket of item ids at a
+#: time (:func:`_join_buckets`).
+JOIN_PARTITION_ROWS = 100_000_000
 #: At most this many ids per distinct count when zipped inputs' ids are checked to be unique.
 UNIQUE_CHECK_ROWS = 500_000_000
 #: Inputs of more rows than this are "large" on an engine bounded by one machine's memory:
@@ -369,28 +387,97 @@ def _zip_restriction(eng: Engine, loaded: dict[str, Loaded]) -> Restriction:
     nothing is restricted; the ids must still be unique (checked on Base, whose ids the others
     repeat row by row), in buckets of at most :data:`UNIQUE_CHECK_ROWS` ids."""
     base = loaded["base"]
-    t = base.table
-    parts = -(-base.rows // UNIQUE_CHECK_ROWS)
-    distinct = 0
-    for p in range(parts):
-        part = t if parts == 1 else t.filter(_bucket(t.item_id, parts) == p)
-        distinct += int(eng.one(part.aggregate(n=part.item_id.nunique()), step="unique ids")["n"] or 0)
-    if distinct != base.rows:
+    if _distinct_ids(eng, base) != base.rows:
         check_duplicates(eng, base, "base_cluster")
     return Restriction(common_items=base.rows)
 
 
-def _join_partitioned(eng: Engine, loaded: dict[str, Loaded], large: bool) -> ibis.Table:
-    """Step 2, for inputs in different row orders: :func:`_join`; for ``large`` inputs the union
-    of one join per hash bucket of ids (at most :data:`JOIN_PARTITION_ROWS` rows each), so no hash
-    join holds more (one of a billion rows spills beyond this machine's disk). Nothing is
-    materialized: each read of the result joins the buckets again, one after the other; the
-    fragments' group-by reads it once."""
-    parts = -(-max(v.rows for v in loaded.values()) // JOIN_PARTITION_ROWS) if large else 1
+def _distinct_ids(eng: Engine, one: Loaded) -> int:
+    """How many distinct item ids an input holds, counted in buckets of at most
+    :data:`UNIQUE_CHECK_ROWS` ids."""
+    t = one.table
+    parts = -(-one.rows // UNIQUE_CHECK_ROWS)
+    distinct = 0
+    for p in range(parts):
+        part = t if parts <= 1 else t.filter(_bucket(t.item_id, parts) == p)
+        distinct += int(eng.one(part.aggregate(n=part.item_id.nunique()), step="unique ids")["n"] or 0)
+    return distinct
+
+
+def _join_buckets(loaded: dict[str, Loaded]) -> list[ibis.Table]:
+    """:func:`_join` of the inputs, one join per hash bucket of ids of at most
+    :data:`JOIN_PARTITION_ROWS` rows (one bucket for smaller inputs)."""
+    parts = -(-max(v.rows for v in loaded.values()) // JOIN_PARTITION_ROWS)
     if parts <= 1:
-        return _join(loaded)
-    return ibis.union(*[_join({k: Loaded(v.table.filter(_bucket(v.table.item_id, parts) == p), v.label, v.rows)
-                               for k, v in loaded.items()}) for p in range(parts)])
+        return [_join(loaded)]
+    return [_join({k: Loaded(v.table.filter(_bucket(v.table.item_id, parts) == p), v.label, v.rows)
+                   for k, v in loaded.items()}) for p in range(parts)]
+
+
+#: Large inputs in different row orders are joined one bucket of Base clusters at a time
+#: (:func:`_base_bucket_joins`), at most about this many Base rows per bucket: the join's
+#: hash tables then stay in memory (measured at a billion items with a 14GB limit: 10 GB of RSS
+#: at 100M Base rows per bucket; at 200M they took all 14 GB, and a left join spilled 24 GB).
+JOIN_BUILD_ROWS = 100_000_000
+
+
+def _inner_join(b: ibis.Table, e: ibis.Table, it: ibis.Table | None) -> ibis.Table:
+    """The items in every input, ``item_id, base_cluster, exp_cluster, weight`` (1 without an
+    items table): Base rows built into hash tables, Exp and the items table streamed past them."""
+    j = b.join(e, "item_id")
+    if it is None:
+        j = j.mutate(weight=ibis.literal(1.0, type="float64"))
+    else:
+        j = j.join(it.select("item_id", "weight"), "item_id")
+    return j.select("item_id", "base_cluster", "exp_cluster", "weight")
+
+
+def _base_bucket_joins(loaded: dict[str, Loaded]) -> list[ibis.Table]:
+    """Step 2 for large inputs in different row orders: the items in every input
+    (:func:`_inner_join`), one join per bucket of Base clusters (at most about
+    :data:`JOIN_BUILD_ROWS` Base rows each).
+
+    Every item of a Base cluster falls in the cluster's bucket, so the fragments grouped from
+    one bucket are whole and no group-by spans buckets. Joined in buckets of item ids instead,
+    a fragment's items fall in every bucket: at a billion items the one group-by over those
+    buckets spilled 31 GB of partial fragments and filled this machine's disk (issue 16). The
+    price: each bucket scans Exp and the items table whole."""
+    base = loaded["base"]
+    parts = max(1, -(-base.rows // JOIN_BUILD_ROWS))
+    e = loaded["exp"].table
+    it = loaded["items"].table if "items" in loaded else None
+    b = base.table
+    return [_inner_join(b if parts == 1 else b.filter(_bucket(b.base_cluster, parts) == p), e, it)
+            for p in range(parts)]
+
+
+def _large_restriction(eng: Engine, loaded: dict[str, Loaded], common: ibis.Table,
+                       labels: dict[str, str], roles: tuple[str, str]) -> Restriction:
+    """Step 4 for large inputs in different row orders, from the fragments of the items in
+    every input (``common``, grouped from :func:`_base_bucket_joins`).
+
+    Those fragments hold ``Σ b·e·i`` rows over the ids in all three inputs (``b, e, i``: an
+    id's rows in each). When that sum equals every input's row count and each input's ids are
+    distinct (counted in buckets of ids), every input holds the same items, once each: nothing
+    is restricted and no id is repeated, with no other join. Otherwise the rows of the items not
+    in all three inputs (usually few) are written once from full outer joins in buckets of ids
+    (:func:`_join_buckets`), and :func:`_restriction` counts, checks and names them exactly as for
+    small inputs, over the common fragments and theirs."""
+    n = int(eng.one(common.aggregate(n=common.n.sum()), step="restriction")["n"] or 0)
+    if all(v.rows == n for v in loaded.values()) and all(_distinct_ids(eng, v) == v.rows
+                                                          for v in loaded.values()):
+        return Restriction(common_items=n)
+    rest = eng.materialize_parts([j.filter(~(j.in_b & j.in_e & j.has_w)) for j in _join_buckets(loaded)],
+                                 "restricted items")
+    cols = ["base_cluster", "exp_cluster", "in_b", "in_e", "n", "w", "w2", "n_no_w"]
+    frag_all = ibis.union(
+        common.mutate(in_b=ibis.literal(True), in_e=ibis.literal(True),
+                      n_no_w=ibis.literal(0, type="int64")).select(cols),
+        _membership_fragments(rest).select(cols))
+    try:
+        return _restriction(eng, loaded, rest, frag_all, labels, roles)
+    finally:
+        eng.discard(rest)
 
 
 def _join(loaded: dict[str, Loaded]) -> ibis.Table:
@@ -548,12 +635,14 @@ def _fragments(eng: Engine, frag_all: ibis.Table) -> ibis.Table:
     return f.select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we")
 
 
-def _fragments_in_buckets(eng: Engine, fragments: ibis.Table) -> ibis.Table:
+def _fragments_in_buckets(eng: Engine, fragments: ibis.Table, *, free: ibis.Table) -> ibis.Table:
     """Step 5 for large inputs: the fragment table of :func:`_fragments`, in steps that each hold
     at most :data:`FRAGMENT_PARTITION_ROWS` rows in memory, written as compressed Parquet parts.
 
     ``fragments``: the common items grouped by ``(Base cluster, Exp cluster)`` (``n, w, w2``),
-    already written as Parquet (:func:`_large_fragments_all`, or the membership fragments). Its
+    already written as Parquet (:func:`_large_fragments_all`, or grouped from
+    :func:`_base_bucket_joins`); ``free``, the written table behind it, is discarded as soon as
+    the first pass has read it (at a billion items, 8 GB of disk the second pass needs). Its
     Base totals ``nb, wb`` are window sums in buckets of Base clusters (every fragment of a cluster
     falls in the cluster's bucket), then ``ne, we`` in buckets of Exp clusters: each pass scans the
     fragments (a third of the items here), never the inputs again. At a billion items a group-by
@@ -570,8 +659,7 @@ def _fragments_in_buckets(eng: Engine, fragments: ibis.Table) -> ibis.Table:
             win = ibis.window(group_by=h[key])
             steps.append(h.mutate(**{n: h.n.sum().over(win), w: h.w.sum().over(win)}))
         done = eng.materialize_parts(steps, f"fragments: {'Base' if n == 'nb' else 'Exp'} cluster totals")
-        if out is not f:
-            eng.discard(out)  # its disk is needed by the next pass (the caller frees ``fragments``)
+        eng.discard(free if out is f else out)  # read by now; its disk is needed by the next pass
         out = done
     return out.select("base_cluster", "exp_cluster", "n", "w", "w2", "nb", "wb", "ne", "we")
 
@@ -582,6 +670,21 @@ def _large_fragments_all(eng: Engine, rows: ibis.Table) -> ibis.Table:
     Parquet part (the engine spills what does not fit its memory limit; no temporary table)."""
     g = rows.group_by(["base_cluster", "exp_cluster"]).aggregate(**_fragment_sums(rows))
     return eng.materialize_parts([g], "fragments")
+
+
+def rows_of_fragments(diff: Diff, frags: ibis.Table) -> ibis.Table:
+    """The common items of some fragments (``frags``: ``base_cluster, exp_cluster`` pairs), as
+    ``item_id, base_cluster, exp_cluster, weight``.
+
+    For large inputs joined by id (``diff.sources``) only the Base rows of those fragments'
+    clusters are joined to Exp and the items table (one scan of each, a hash table of those rows
+    only) instead of reading ``joined`` whole, which joins every item again."""
+    keys = ["base_cluster", "exp_cluster"]
+    if diff.sources is None:
+        return diff.joined.semi_join(frags, keys)
+    src = diff.sources
+    b = src["base"].semi_join(frags.select("base_cluster").distinct(), "base_cluster")
+    return _inner_join(b, src["exp"], src.get("items")).semi_join(frags, keys)
 
 
 def affected_items(diff: Diff) -> ibis.Table:
@@ -595,6 +698,5 @@ def affected_items(diff: Diff) -> ibis.Table:
     if diff.cache.affected_items is None:
         f = diff.fragments
         aff = f.filter(affected(f)).select("base_cluster", "exp_cluster")
-        diff.cache.affected_items = diff.engine.materialize(
-            diff.joined.semi_join(aff, ["base_cluster", "exp_cluster"]), "affected_items")
+        diff.cache.affected_items = diff.engine.materialize(rows_of_fragments(diff, aff), "affected_items")
     return diff.cache.affected_items

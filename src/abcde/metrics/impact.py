@@ -24,7 +24,7 @@ import pyarrow as pa
 from abcde.util import progress as _progress
 from abcde.engine import Engine
 from abcde.errors import InputError
-from abcde.core.diff import Diff, Restriction, build_diff
+from abcde.core.diff import Diff, Restriction, affected_items, build_diff
 from abcde.core.inputs import Inputs
 from abcde.core.formulas import fragment_metrics
 from abcde.core.names import IMPACT_METRICS, METRIC_LABELS
@@ -213,7 +213,7 @@ def per_item_expr(diff: Diff, items: ibis.Table | None = None, *, only_affected:
     keeps the join's hash table to the affected fragments instead of every one."""
     f = fragment_metrics(diff.fragments)
     f = f.filter(f.affected).select("base_cluster", "exp_cluster", *METRICS)
-    j = diff.joined if items is None else items
+    j = items if items is not None else affected_items(diff) if only_affected else diff.joined
     on = [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster]
     t = j.join(f, on) if only_affected else j.left_join(f, on)
     return t.select(

@@ -33,6 +33,7 @@ import ibis
 from abcde.core.names import METRIC_LABELS
 from abcde.errors import InputError
 from abcde.core.formulas import fragment_metrics
+from abcde.core.diff import rows_of_fragments
 from abcde.metrics.impact import ImpactResult
 from abcde.report.render import render_html, render_markdown
 from abcde.util.files import write_texts
@@ -237,13 +238,15 @@ def _neighbourhoods(result: ImpactResult, side: str, ids: list, attributes: list
         group_by=nb.anchor, order_by=[ibis.desc(nb.own_frag), ibis.desc(nb.w), nb.base_cluster, nb.exp_cluster]))
     frags = eng.rows(nb.order_by(["anchor", "rank"]), step=f"neighbourhoods of the top {side} clusters")
     kept = [r for r in frags if r["rank"] < max_fragments]
-    j = diff.joined
     kf = ibis.memtable([{"anchor": r["anchor"], "base_cluster": r["base_cluster"], "exp_cluster": r["exp_cluster"]}
                         for r in kept]) if kept else None
     members: list[dict] = []
     if kf is not None:
-        kf = kf.cast({"anchor": j[key].type(), "base_cluster": j.base_cluster.type(),
-                      "exp_cluster": j.exp_cluster.type()})
+        ft = diff.fragments
+        kf = kf.cast({"anchor": ft[key].type(), "base_cluster": ft.base_cluster.type(),
+                      "exp_cluster": ft.exp_cluster.type()})
+        # Only the kept fragments' items (for large inputs joined by id: read from the inputs).
+        j = rows_of_fragments(diff, kf.select("base_cluster", "exp_cluster").distinct())
         m = j.join(kf, [j.base_cluster == kf.base_cluster, j.exp_cluster == kf.exp_cluster]).select(
             kf.anchor, j.item_id, j.base_cluster, j.exp_cluster, j.weight)
         m = m.mutate(rn=ibis.row_number().over(group_by=[m.anchor, m.base_cluster, m.exp_cluster],
