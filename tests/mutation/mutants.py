@@ -32,6 +32,7 @@ REFERENCE = "tests/test_impact_reference.py"
 EXACT = "tests/test_stored_exact.py"  # every stored exact quantity against tests/reference.py
 POWER = "tests/test_estimator_power.py"  # simulations with the power to catch a 5% bias
 FORMULAS = "tests/test_estimator_formulas.py"  # each estimate and SE against the paper's formulas, at 1e-12
+SCALE = "tests/test_scale_paths.py"  # the ways of joining large inputs against the one hash join
 
 
 @dataclass(frozen=True)
@@ -385,4 +386,11 @@ MUTANTS: list[Mutant] = [
       "pos = ibis.ifelse(own, x.lo + x.u * width * 0.95,",
       "partner sampler, stable: the last 5% of the fragment's weight never drawn",
       (POWER, EXACT, QUALITY, STRATIFIED)),
+
+    # ------------------------------------------------------------------ core/diff.py: large inputs in other orders
+    M("large-no-distinct-ids", "core/diff.py",
+      "all(_distinct_ids(eng, v) == v.rows",
+      "all(True or _distinct_ids(eng, v) == v.rows",
+      "large inputs in other orders: equal row counts taken as proof of the same items, ids unchecked",
+      (SCALE,)),
 ]
