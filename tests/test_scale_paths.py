@@ -168,6 +168,32 @@ def test_a_join_in_buckets_gives_the_one_join_numbers(tmp_path, monkeypatch, eng
         assert not Path(scratch[0]).exists() and not list(made.glob("abcde-scratch-*"))
 
 
+@pytest.mark.parametrize("order", ["aligned", "reordered", "restricted"])
+def test_large_inputs_without_an_items_table_give_the_one_join_numbers(tmp_path, monkeypatch, order):
+    """No items table (every weight 1), on each large path: zipped, in other orders holding the same
+    items, in other orders with items only in Base. The numbers are the one join's to 1e-9 (a
+    weight of 1 once summed as a DECIMAL and came back rounded to 6 digits); an Exp repeating an
+    id is refused naming it."""
+    e = pq.read_table(P["exp"])
+    n = e.num_rows
+    keep = [k for k in range(n) if order != "restricted" or k % 53]
+    exp = P["exp"] if order == "aligned" else reordered(tmp_path, "exp", e, [(k * 7919) % n for k in keep])
+    one = abcde.impact(P["base"], exp, top=8).to_dict()
+    make_large(monkeypatch)
+    big = abcde.impact(P["base"], exp, top=8).to_dict()
+    assert (big["restriction"]["base_only_items"] > 0) == (order == "restricted")
+    for k in KEYS:
+        if k != "slices":
+            assert_same_content(one[k], big[k], k)
+    assert big["jaccard_distance"] == pytest.approx(one["jaccard_distance"], rel=1e-12)
+    if order != "aligned":
+        ids = e.column("item_id").to_pylist()
+        twice = e.set_column(0, "item_id", pa.array([ids[1] if k == 7 else v for k, v in enumerate(ids)]))
+        exp2 = reordered(tmp_path, "exp2", twice, [(k * 7919) % n for k in keep])
+        with pytest.raises(InputError, match=f"1 item ids appear in more than one row of exp file.*{ids[1]}"):
+            abcde.impact(P["base"], exp2)
+
+
 def test_a_duplicate_id_is_refused_in_a_join_in_buckets(tmp_path, monkeypatch):
     b = pq.read_table(P["base"])
     ids = b.column("item_id").to_pylist()
@@ -175,7 +201,7 @@ def test_a_duplicate_id_is_refused_in_a_join_in_buckets(tmp_path, monkeypatch):
     dup = pa.table({"item_id": [ids[10]], "cluster_id": ["another cluster"]})
     base = reordered(tmp_path, "b", pa.concat_tables([b, dup.cast(b.schema)]), list(range(b.num_rows + 1)))
     exp = reordered(tmp_path, "e", pq.read_table(P["exp"]), rev)
-    make_large(monkeypatch)  # joined in 4 buckets of ids
+    make_large(monkeypatch)  # joined in 4 buckets of Base clusters, then of ids
     with pytest.raises(InputError, match=f"1 item ids appear in more than one row of base file.*{ids[10]}.*two or more"):
         abcde.impact(base, exp, items=P["items"])
 

@@ -218,7 +218,7 @@ def build_diff(
                              else eng.materialize(_fragments(eng, frag_all.drop("n_off")), "fragments"))
                 shown.rows = restriction.common_items
             if large:
-                eng.discard(frag_all)  # read into the fragments, or not the fragments: its disk is freed
+                eng.discard(frag_all)  # when the ids differed (else already freed by _fragments_in_buckets)
         if fw is None:
             _progress.note(f"The inputs have the same number of rows and begin with the same ids, but {off:,} rows "
                            "differ further on: joining them by item id instead.")
@@ -342,13 +342,21 @@ ZIP_PROBE_ROWS = 1000
 #: orders restrict something: their restricted items are found one hash bucket of item ids at a
 #: time (:func:`_join_buckets`).
 JOIN_PARTITION_ROWS = 100_000_000
-#: At most this many ids per distinct count when zipped inputs' ids are checked to be unique.
+#: At most this many ids per distinct count when an input's ids are checked to be unique (zipped
+#: inputs, and large inputs in different row orders: :func:`_distinct_ids`).
 UNIQUE_CHECK_ROWS = 500_000_000
 #: Inputs of more rows than this are "large" on an engine bounded by one machine's memory:
 #: fragments in buckets (:func:`_fragments_in_buckets`), no per-fragment membership table.
 LARGE_ROWS = 200_000_000
 #: At most this many fragments per bucket of :func:`_fragments_in_buckets`.
 FRAGMENT_PARTITION_ROWS = 250_000_000
+
+
+def _unit_weight() -> ibis.Value:
+    """Every item's weight without an items table: 1, as a double. (Ibis writes a float64 literal
+    as a bare ``1.0``, which DuckDB reads as a DECIMAL: written to Parquet and read back, sums of
+    it are decimals of varying scale, and ratios of them are rounded.)"""
+    return ibis.literal(1, type="int8").cast("float64")
 
 
 def _bucket(ids: ibis.Value, parts: int) -> ibis.Value:
@@ -376,7 +384,7 @@ def _zip(eng: Engine, loaded: dict[str, Loaded]) -> ibis.Table | None:
     if eng.one(head.aggregate(off=differ(head).sum()), step="zip probe")["off"]:
         return None
     ids, off = [z[f"{k}__item_id"] for k in loaded], differ(z)
-    weight = z["items__weight"] if "items" in loaded else ibis.literal(1.0, type="float64")
+    weight = z["items__weight"] if "items" in loaded else _unit_weight()
     return z.select(item_id=ids[0], base_cluster=z["base__base_cluster"], exp_cluster=z["exp__exp_cluster"],
                     in_b=ibis.literal(True), in_e=ibis.literal(True), weight=weight,
                     has_w=ibis.literal(True), _off=off)
@@ -418,6 +426,8 @@ def _join_buckets(loaded: dict[str, Loaded]) -> list[ibis.Table]:
 #: (:func:`_base_bucket_joins`), at most about this many Base rows per bucket: the join's
 #: hash tables then stay in memory (measured at a billion items with a 14GB limit: 10 GB of RSS
 #: at 100M Base rows per bucket; at 200M they took all 14 GB, and a left join spilled 24 GB).
+#: A bucket holds whole Base clusters, so one Base cluster of more rows than this makes its
+#: bucket larger (DuckDB then spills that join).
 JOIN_BUILD_ROWS = 100_000_000
 
 
@@ -426,7 +436,7 @@ def _inner_join(b: ibis.Table, e: ibis.Table, it: ibis.Table | None) -> ibis.Tab
     items table): Base rows built into hash tables, Exp and the items table streamed past them."""
     j = b.join(e, "item_id")
     if it is None:
-        j = j.mutate(weight=ibis.literal(1.0, type="float64"))
+        j = j.mutate(weight=_unit_weight())
     else:
         j = j.join(it.select("item_id", "weight"), "item_id")
     return j.select("item_id", "base_cluster", "exp_cluster", "weight")
@@ -497,7 +507,7 @@ def _join(loaded: dict[str, Loaded]) -> ibis.Table:
         in_e=fo._in_e.fill_null(False),
     )
     if it is None:
-        return fo.mutate(weight=ibis.literal(1.0, type="float64"), has_w=ibis.literal(True))
+        return fo.mutate(weight=_unit_weight(), has_w=ibis.literal(True))
     wt = it.select(_id_w="item_id", weight="weight", _has_w=ibis.literal(True))
     # A full outer join: rows with neither side are items-table rows in neither clustering.
     fov = fo.view()
@@ -532,7 +542,9 @@ def _restriction(eng: Engine, loaded: dict[str, Loaded], fw: ibis.Table, frag_al
                  labels: dict[str, str], roles: tuple[str, str]) -> Restriction:
     """Step 4: what restricting to the common items removes, from the membership fragments;
     duplicate ids refused (:func:`_check_duplicate_ids`); no common item, or a common item
-    without an items-table row, refused."""
+    without an items-table row, refused. ``fw`` is read only for rows of items not in every
+    input (examples, and ids in one input only), so it may hold just those rows
+    (:func:`_large_restriction`)."""
     rb, re_ = roles
     side = eng.one(
         frag_all.aggregate(
