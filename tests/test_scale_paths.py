@@ -43,6 +43,19 @@ def zips(monkeypatch):
     return got
 
 
+def parts_written(monkeypatch, eng: Engine) -> list[tuple[str, int]]:
+    """What ``eng`` writes in parts (:meth:`Engine.materialize_parts`): ``(step, parts)`` in order."""
+    stems = []
+    original = type(eng).materialize_parts
+
+    def spy(self, exprs, stem):
+        stems.append((stem, len(exprs)))
+        return original(self, exprs, stem)
+
+    monkeypatch.setattr(type(eng), "materialize_parts", spy)
+    return stems
+
+
 def reordered(tmp_path, name, table, order):
     path = tmp_path / f"{name}.parquet"
     pq.write_table(table.take(pa.array(order)), path)
@@ -143,14 +156,7 @@ def test_a_join_in_buckets_gives_the_one_join_numbers(tmp_path, monkeypatch, eng
     assert one["restriction"]["base_only_items"] > 0 and one["restriction"]["exp_only_items"] == 40
     assert one["restriction"]["items_only_items"] == 5
     eng2 = abcde.connect(engine, temp_directory=tmp_path / "spill") if engine == "duckdb" else eng
-    stems = []  # DuckDB writes each bucket as a part; Spark partitions its joins itself
-    original = type(eng2).materialize_parts
-
-    def spy(self, exprs, stem):
-        stems.append((stem, len(exprs)))
-        return original(self, exprs, stem)
-
-    monkeypatch.setattr(type(eng2), "materialize_parts", spy)
+    stems = parts_written(monkeypatch, eng2)  # DuckDB writes each bucket as a part; Spark partitions itself
     for name, rows in (("LARGE_ROWS", 1_000), ("JOIN_PARTITION_ROWS", 1_300), ("JOIN_BUILD_ROWS", 1_300)):
         monkeypatch.setattr(core_diff, name, rows)  # the largest input: 5,005 rows; Base 4,960
     parts = run(*paths, engine=eng2)
@@ -240,14 +246,7 @@ def test_large_inputs_built_in_buckets_give_the_same_job(tmp_path, monkeypatch, 
     small = evaluate(P["base"], exp, tmp_path / "small", **kw)
     make_large(monkeypatch)
     eng = abcde.connect()
-    stems = []
-    original = type(eng).materialize_parts
-
-    def spy(self, exprs, stem):
-        stems.append((stem, len(exprs)))
-        return original(self, exprs, stem)
-
-    monkeypatch.setattr(type(eng), "materialize_parts", spy)
+    stems = parts_written(monkeypatch, eng)
     large = evaluate(P["base"], exp, tmp_path / "large", engine=eng, **kw)
     joins = [("fragments", 1)] if aligned else [("fragments", 4), ("restricted items", 4)]
     assert stems == joins + [("fragments: Base cluster totals", 2), ("fragments: Exp cluster totals", 2)], stems
@@ -297,14 +296,7 @@ def test_large_inputs_in_other_orders_holding_the_same_items_need_no_join_by_id(
     one = run(P["base"], exp, items)
     make_large(monkeypatch)
     eng = abcde.connect()
-    stems = []
-    original = type(eng).materialize_parts
-
-    def spy(self, exprs, stem):
-        stems.append((stem, len(exprs)))
-        return original(self, exprs, stem)
-
-    monkeypatch.setattr(type(eng), "materialize_parts", spy)
+    stems = parts_written(monkeypatch, eng)
     big = run(P["base"], exp, items, engine=eng)
     assert stems == [("fragments", 4), ("fragments: Base cluster totals", 2),
                      ("fragments: Exp cluster totals", 2)], stems
