@@ -363,3 +363,27 @@ def test_spill_left_by_killed_runs_is_removed_at_the_next_start(tmp_path, monkey
     eng = abcde.connect()
     assert eng.settings["temp_directory"] == str(spill)
     assert sorted(p.name for p in spill.iterdir()) == sorted(p.name for p in live)
+
+
+def test_a_query_reading_a_zip_keeps_its_join_sides_and_others_are_left_alone(monkeypatch):
+    """DuckDB estimates a positional join at 0 rows and would build its hash tables on the zipped
+    billion rows: a query that reads a zip runs with the build-side optimizer off (found from the
+    expression's tables), and only that query."""
+    from abcde.core.inputs import Inputs
+
+    eng = abcde.connect()
+    loaded, _ = core_diff._load(eng, Inputs(base=P["base"], exp=P["exp"]), ("base", "exp"))
+    z = core_diff._zip(eng, loaded)
+    assert z is not None
+    said = []
+    raw = eng.con.raw_sql
+    monkeypatch.setattr(eng.con, "raw_sql", lambda q, *a, **kw: (said.append(str(q)), raw(q, *a, **kw))[1])
+    small = loaded["exp"].table.limit(10)
+    other = small.rename(other="item_id")
+    joined = z.join(other, z.item_id == other.other)
+    assert len(eng.rows(joined.select("item_id"), step="zip join")) == 10
+    assert said == ["SET disabled_optimizers = 'build_side_probe_side'", "RESET disabled_optimizers"]
+    said.clear()
+    assert len(eng.rows(small, step="no zip")) == 10
+    assert said == []
+    eng.release()
