@@ -1,4 +1,4 @@
-"""The report's charts: Vega-Lite specs made with Altair, from the report's data.
+"""The report's charts: Vega-Lite specs, from the report's data.
 
 :func:`chart_specs` maps each chart's id to its spec; the page draws the spec with id ``k``
 into its element ``chart-k`` (see ``templates/report.html``). Charts:
@@ -8,38 +8,50 @@ into its element ``chart-k`` (see ``templates/report.html``). Charts:
 - ``slice:<name>``: the same by slice (top 15 slices by contribution);
 - ``quality``: the quality estimates with 95% intervals;
 - ``quality_slice:<column>``: ΔPrecision per value of a vantage-item attribute.
+
+The specs are Vega-Lite JSON written as plain dicts, the grammar's own format: five small
+charts do not need a chart library, and Altair's import (with pandas' and narwhals') cost a
+report a third of a second of start-up. ``tests/test_report_charts.py`` checks every spec
+against the Vega-Lite schema of :data:`VEGA_LITE_VERSION` and against the same charts made
+with Altair.
 """
 
 from __future__ import annotations
 
 from abcde.core.names import METRIC_LABELS, QUALITY_METRICS
 
+#: The Vega-Lite version the specs are written for; the report inlines vl-convert's bundle
+#: of the same minor version (:func:`abcde.report.render._vega_bundle`).
+VEGA_LITE_VERSION = "6.4.1"
+SCHEMA = f"https://vega.github.io/schema/vega-lite/v{VEGA_LITE_VERSION}.json"
 WIDTH = 520
 SPLIT_MERGE_COLOURS = ("#d62728", "#1f77b4")  # red: split (Base's side), blue: merge (Exp's side)
 
 
 def chart_specs(data: dict) -> dict[str, dict]:
     """The Vega-Lite specs for a report's data (:meth:`~abcde.report.Report.to_dict`)."""
-    import altair as alt  # lazy: heavy to import, and only needed when a page is rendered
-
     L = METRIC_LABELS
     specs: dict[str, dict] = {}
     c = data["charts"]
     if c.get("jaccard_histogram"):
-        specs["jaccard_histogram"] = alt.Chart(alt.Data(values=c["jaccard_histogram"])).mark_bar().encode(
-            x=alt.X("from:Q", bin=alt.Bin(binned=True, step=0.05), title=f"{L['jaccard_distance']}(i)",
-                    scale=alt.Scale(domain=[0, 1])),
-            x2="to:Q",
-            y=alt.Y("weight_share:Q", title="share of affected weight", axis=alt.Axis(format="%")),
-            tooltip=[alt.Tooltip("from:Q", title="from"), alt.Tooltip("to:Q", title="to"),
-                     alt.Tooltip("items:Q"), alt.Tooltip("weight_share:Q", format=".1%")],
-        ).properties(width=WIDTH, height=220,
-                     title=f"Distribution of {L['jaccard_distance']} over the affected weight").to_dict()
+        specs["jaccard_histogram"] = _top_level(
+            {"values": c["jaccard_histogram"]},
+            title=f"Distribution of {L['jaccard_distance']} over the affected weight", height=220,
+            mark={"type": "bar"},
+            encoding={
+                "x": {"field": "from", "type": "quantitative", "bin": {"binned": True, "step": 0.05},
+                      "title": f"{L['jaccard_distance']}(i)", "scale": {"domain": [0, 1]}},
+                "x2": {"field": "to"},
+                "y": {"field": "weight_share", "type": "quantitative", "title": "share of affected weight",
+                      "axis": {"format": "%"}},
+                "tooltip": [_q("from", title="from"), _q("to", title="to"), _q("items"),
+                            _q("weight_share", format=".1%")],
+            })
     if c.get("cluster_contributions"):
         rows = [{"cluster": r["cluster"], "part": part, "contribution": r[part]}
                 for r in c["cluster_contributions"] for part in ("split", "merge")]
         specs["cluster_contributions"] = _stacked(
-            alt, rows, "cluster",
+            rows, "cluster",
             f"Contributions of the most affected clusters to {L['split_rate']}(T) and {L['merge_rate']}(T)")
     for name, rows in data["slices"].items():
         W = data["headline"]["total_weight"] or 1.0
@@ -49,51 +61,68 @@ def chart_specs(data: dict) -> dict[str, dict]:
                  "contribution": (r["weight"] or 0) * (r.get(f"{part}_rate") or 0) / W}
                 for r in top for part in ("split", "merge")]
         if any(v["contribution"] for v in vals):
-            specs[f"slice:{name}"] = _stacked(alt, vals, "slice", f"Split and merge contributions by {name}")
+            specs[f"slice:{name}"] = _stacked(vals, "slice", f"Split and merge contributions by {name}")
     q = data.get("quality")
     if q:
         pts = [{"metric": L[k], "estimate": q[k]["estimate"], "low": q[k]["ci_low"], "high": q[k]["ci_high"]}
                for k in QUALITY_METRICS if q[k]["estimate"] is not None]
         if pts:
-            specs["quality"] = _errorbars(alt, pts, "metric", "Quality estimates with 95% intervals")
+            specs["quality"] = _errorbars(pts, "metric", "Quality estimates with 95% intervals")
         for col, rows in (q.get("slices") or {}).items():
             pts = [{"slice": str(r["value"]), "estimate": r["delta_precision"]["estimate"],
                     "low": r["delta_precision"]["ci_low"], "high": r["delta_precision"]["ci_high"]}
                    for r in rows if r["delta_precision"]["estimate"] is not None]
             if pts:
                 specs[f"quality_slice:{col}"] = _errorbars(
-                    alt, pts, "slice", f"{L['delta_precision']} by {col} (95% intervals)")
+                    pts, "slice", f"{L['delta_precision']} by {col} (95% intervals)")
     return specs
 
 
-def _stacked(alt, rows: list[dict], key: str, title: str) -> dict:
+def _top_level(data: dict, *, title: str, height: int | None = None, **spec) -> dict:
+    """A whole chart: ``spec`` (a mark and its encoding, or layers) with its data, size and title."""
+    out = {"$schema": SCHEMA, "config": {"view": {"continuousWidth": 300, "continuousHeight": 300}},
+           "data": data, **spec, "title": title, "width": WIDTH}
+    if height is not None:
+        out["height"] = height
+    return out
+
+
+def _q(field: str, **kw) -> dict:
+    """A quantitative field (an axis or a tooltip)."""
+    return {"field": field, "type": "quantitative", **kw}
+
+
+def _n(field: str, **kw) -> dict:
+    """A nominal field."""
+    return {"field": field, "type": "nominal", **kw}
+
+
+def _stacked(rows: list[dict], key: str, title: str) -> dict:
     """Horizontal bars of ``contribution`` per ``key``, split (red) stacked with merge (blue),
     in the rows' order."""
-    order = []
-    for r in rows:
-        if r[key] not in order:
-            order.append(r[key])
-    return alt.Chart(alt.Data(values=rows)).mark_bar().encode(
-        y=alt.Y(f"{key}:N", sort=order, title=None),
-        x=alt.X("sum(contribution):Q", title="contribution", axis=alt.Axis(format=".2%")),
-        color=alt.Color("part:N", title=None, scale=alt.Scale(domain=["split", "merge"],
-                                                               range=list(SPLIT_MERGE_COLOURS))),
-        tooltip=[alt.Tooltip(f"{key}:N"), alt.Tooltip("part:N"), alt.Tooltip("contribution:Q", format=".4%")],
-    ).properties(width=WIDTH, title=title).to_dict()
+    order = list(dict.fromkeys(r[key] for r in rows))
+    return _top_level(
+        {"values": rows}, title=title, mark={"type": "bar"},
+        encoding={
+            "y": _n(key, sort=order, title=None),
+            "x": _q("contribution", aggregate="sum", title="contribution", axis={"format": ".2%"}),
+            "color": _n("part", title=None, scale={"domain": ["split", "merge"],
+                                                   "range": list(SPLIT_MERGE_COLOURS)}),
+            "tooltip": [_n(key), _n("part"), _q("contribution", format=".4%")],
+        })
 
 
-def _errorbars(alt, rows: list[dict], key: str, title: str) -> dict:
+def _errorbars(rows: list[dict], key: str, title: str) -> dict:
     """One point (``estimate``) and interval (``low``..``high``) per ``key``, with a dashed line at 0."""
-    base = alt.Chart(alt.Data(values=rows))
     order = [r[key] for r in rows]
-    bars = base.mark_rule(strokeWidth=2).encode(
-        y=alt.Y(f"{key}:N", sort=order, title=None),
+    bars = {"mark": {"type": "rule", "strokeWidth": 2}, "encoding": {
+        "y": _n(key, sort=order, title=None),
         # padding: a point or interval end at the domain's edge is not drawn on the axis line
-        x=alt.X("low:Q", title="estimate (95% interval)", scale=alt.Scale(zero=True, nice=True, padding=14)),
-        x2="high:Q")
-    pts = base.mark_point(filled=True, size=60, color="black").encode(
-        y=alt.Y(f"{key}:N", sort=order), x="estimate:Q",
-        tooltip=[alt.Tooltip(f"{key}:N"), alt.Tooltip("estimate:Q", format=".4f"),
-                 alt.Tooltip("low:Q", format=".4f"), alt.Tooltip("high:Q", format=".4f")])
-    zero = alt.Chart(alt.Data(values=[{"x": 0}])).mark_rule(strokeDash=[4, 4], color="gray").encode(x="x:Q")
-    return (bars + pts + zero).properties(width=WIDTH, title=title).to_dict()
+        "x": _q("low", title="estimate (95% interval)", scale={"zero": True, "nice": True, "padding": 14}),
+        "x2": {"field": "high"}}}
+    pts = {"mark": {"type": "point", "filled": True, "size": 60, "color": "black"}, "encoding": {
+        "y": _n(key, sort=order), "x": _q("estimate"),
+        "tooltip": [_n(key), _q("estimate", format=".4f"), _q("low", format=".4f"), _q("high", format=".4f")]}}
+    zero = {"data": {"values": [{"x": 0}]}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": "gray"},
+            "encoding": {"x": _q("x")}}
+    return _top_level({"values": rows}, title=title, layer=[bars, pts, zero])

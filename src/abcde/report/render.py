@@ -20,11 +20,9 @@ import base64
 import functools
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from importlib.resources import files
-from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 import jinja2
@@ -32,10 +30,11 @@ from markupsafe import Markup
 
 from abcde.core.diff import describe_restriction
 from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, PAGE_NAMES, QUALITY_COLUMNS, QUALITY_METRICS
-from abcde.report.charts import chart_specs
+from abcde.report.charts import VEGA_LITE_VERSION, chart_specs
 from abcde.util import display
 from abcde.util.display import interval
 from abcde.util.files import write_text
+from abcde.util.templates import cache_dir, environment
 
 STATIC = files("abcde.report") / "static"
 #: The JavaScript helpers all of abcde's pages share (the global ``abcde``).
@@ -185,9 +184,8 @@ def _quality_view(q: dict | None) -> dict | None:
 
 @functools.cache
 def _env() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("abcde.report", "templates"),
-        autoescape=True,
+    env = environment(
+        "abcde.report",
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -254,10 +252,8 @@ def _vega_bundle() -> Inline:
     each time."""
     from importlib.metadata import version
 
-    from altair.utils._importers import vl_version_for_vl_convert
-
-    vl = vl_version_for_vl_convert()
-    cache = _cache_dir() / f"vega-bundle-vlconvert{version('vl-convert-python')}-{vl}.js"
+    vl = "v" + "_".join(VEGA_LITE_VERSION.split(".")[:2])  # vl-convert's name for it: "6.4.1" -> "v6_4"
+    cache = cache_dir() / f"vega-bundle-vlconvert{version('vl-convert-python')}-{vl}.js"
     try:
         return _inline_script(cache.read_text(encoding="utf-8"))
     except OSError:
@@ -271,12 +267,6 @@ def _vega_bundle() -> Inline:
     except OSError:  # a read-only home: build it again next time
         pass
     return _inline_script(text)
-
-
-def _cache_dir() -> Path:
-    if os.environ.get("ABCDE_CACHE_DIR"):
-        return Path(os.environ["ABCDE_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "abcde"
 
 
 def content_security_policy(scripts: list[Inline], styles: list[Inline]) -> str:

@@ -51,6 +51,7 @@ from starlette.routing import BaseRoute, Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from abcde.core.names import METRIC_LABELS, PAGE_NAMES
+from abcde.util.templates import environment
 
 
 # Scripts and styles only from this server's own files; JSON only from itself; nothing else.
@@ -259,8 +260,7 @@ def package_file(path: str):
 
 COMMON_ASSETS = {"common.js": "assets/common.js", "common.css": "assets/common.css"}
 MEDIA_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
-_templates = jinja2.Environment(loader=jinja2.PackageLoader("abcde.web", "templates"), autoescape=True,
-                                undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+_templates = environment("abcde.web", undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
 class Assets:

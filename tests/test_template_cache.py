@@ -1,0 +1,89 @@
+"""Compiled templates kept across runs (abcde.util.templates): used when the template is the same,
+compiled again when it changed or the cache is unreadable, never an error."""
+
+from __future__ import annotations
+
+import os
+
+import jinja2
+import pytest
+
+from abcde.report.render import _env
+from abcde.util import templates
+
+
+def report_env() -> jinja2.Environment:
+    """A new environment of the report's pages, as a new process makes (``_env`` is cached)."""
+    return _env.__wrapped__()
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("ABCDE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "templates"
+
+
+def compiles(env: jinja2.Environment, name: str) -> int:
+    """How many times ``env`` compiles template ``name`` from source when it is loaded."""
+    n = 0
+    original = env.compile
+
+    def counting(*a, **k):
+        nonlocal n
+        n += 1
+        return original(*a, **k)
+
+    env.compile = counting
+    env.get_template(name)
+    return n
+
+
+def test_a_second_run_loads_the_compiled_template(cache):
+    assert compiles(report_env(), "report.html") == 1
+    files = sorted(cache.iterdir())
+    assert files and all(f.name.startswith("abcde.report-") for f in files)
+    # A new process (a new environment): loaded, not compiled; the same page.
+    assert compiles(report_env(), "report.html") == 0
+    a = templates.environment("abcde.web").get_template("judge.html")
+    assert a is not None
+
+
+def test_a_changed_template_is_compiled_again(cache, tmp_path):
+    pkg = tmp_path / "pkg_tpl"
+    (pkg / "templates").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "templates" / "t.html").write_text("one {{ x }}")
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        assert templates.environment("pkg_tpl").get_template("t.html").render(x=1) == "one 1"
+        (pkg / "templates" / "t.html").write_text("two {{ x }}")
+        env = templates.environment("pkg_tpl")
+        assert compiles(env, "t.html") == 1  # keyed by the source: the old code is not served
+        assert env.get_template("t.html").render(x=1) == "two 1"
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pkg_tpl", None)
+
+
+def test_a_corrupt_or_unwritable_cache_only_means_compiling(cache):
+    report_env().get_template("report.html")
+    for f in cache.iterdir():
+        f.write_bytes(b"not a cache file")
+    assert compiles(report_env(), "report.html") == 1
+    if os.geteuid() != 0:  # root writes anywhere
+        for f in cache.iterdir():
+            f.unlink()
+        cache.chmod(0o500)
+        try:
+            assert compiles(report_env(), "report.html") == 1
+        finally:
+            cache.chmod(0o700)
+
+
+def test_a_cache_path_that_is_a_file_only_means_compiling(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("ABCDE_CACHE_DIR", str(blocker))
+    assert compiles(report_env(), "report.html") == 1
