@@ -180,10 +180,9 @@ def build_report(
             {"cluster": f"{r['side']}:{r['cluster_id']}", "side": r["side"],
              "split": r["weight"] * r["split_rate"] / W, "merge": r["weight"] * r["merge_rate"] / W}
             for r in imp["top_clusters"]["interleaved"]]
-        for side in ("base", "exp"):
-            ids = [r["cluster_id"] for r in imp["top_clusters"][side]]
-            data["neighbourhoods"][side] = _neighbourhoods(result, side, ids, data["attributes"], max_fragments,
-                                                           members_per_fragment)
+        anchors = {side: [r["cluster_id"] for r in imp["top_clusters"][side]] for side in ("base", "exp")}
+        data["neighbourhoods"] = _neighbourhoods(result, anchors, data["attributes"], max_fragments,
+                                                 members_per_fragment)
     if truth:
         data["truth"] = {side: {k: float((r if isinstance(r, dict) else r.to_dict())[k])
                                 for k in ("precision", "recall", "f1")}
@@ -217,58 +216,74 @@ def _jaccard_histogram(result: ImpactResult, bins: int = 20) -> list[dict]:
              "weight": float(r["weight"]), "weight_share": float(r["weight"]) / aff} for r in rows]
 
 
-def _neighbourhoods(result: ImpactResult, side: str, ids: list, attributes: list[str], max_fragments: int,
-                    per_fragment: int) -> dict:
-    """For each anchor cluster (of ``side``): the fragments of the anchor and of the clusters of
-    the other side it touches (exact ``n, w, nb, wb, ne, we``), and up to ``per_fragment``
-    members of each of the ``max_fragments`` heaviest fragments."""
-    if not ids:
-        return {}
+def _neighbourhoods(result: ImpactResult, anchors: dict[str, list], attributes: list[str], max_fragments: int,
+                    per_fragment: int) -> dict[str, dict]:
+    """For each anchor cluster (``anchors``: the cluster ids of each side): the fragments of the
+    anchor and of the clusters of the other side it touches (exact ``n, w, nb, wb, ne, we``), and
+    up to ``per_fragment`` members of each of the ``max_fragments`` heaviest fragments. Both
+    sides' anchors in one query for the fragments and one for the members."""
+    out: dict[str, dict] = {side: {} for side in anchors}
     diff = result.diff
     eng = diff.engine
-    key, other = f"{side}_cluster", ("exp_cluster" if side == "base" else "base_cluster")
     f = diff.fragments
-    own = f.filter(f[key].isin(ids))
-    touched = own.select(anchor=own[key], oc=own[other]).distinct()
-    nb = f.join(touched, f[other] == touched.oc).select(
-        touched.anchor, f.base_cluster, f.exp_cluster, f.n, f.w, f.nb, f.wb, f.ne, f.we,
-        own_frag=(f[key] == touched.anchor))
+    parts = []
+    for side, ids in anchors.items():
+        if not ids:
+            continue
+        key, other = f"{side}_cluster", ("exp_cluster" if side == "base" else "base_cluster")
+        own = f.filter(f[key].isin(ids))
+        touched = own.select(anchor=own[key], oc=own[other]).distinct()
+        nb = f.join(touched, f[other] == touched.oc)
+        # The anchor in its side's column, the other one null: the two sides' ids may differ in type.
+        nulls = {"base": ibis.null(f.base_cluster.type()), "exp": ibis.null(f.exp_cluster.type())}
+        parts.append(nb.select(
+            side=ibis.literal(side), anchor_base=touched.anchor if side == "base" else nulls["base"],
+            anchor_exp=touched.anchor if side == "exp" else nulls["exp"], base_cluster=f.base_cluster,
+            exp_cluster=f.exp_cluster, n=f.n, w=f.w, nb=f.nb, wb=f.wb, ne=f.ne, we=f.we,
+            own_frag=f[key] == touched.anchor))
+    if not parts:
+        return out
+    nb = ibis.union(*parts) if len(parts) > 1 else parts[0]
     # The anchor's own fragments (the points of view) first, then by weight.
     nb = nb.mutate(rank=ibis.row_number().over(
-        group_by=nb.anchor, order_by=[ibis.desc(nb.own_frag), ibis.desc(nb.w), nb.base_cluster, nb.exp_cluster]))
-    frags = eng.rows(nb.order_by(["anchor", "rank"]), step=f"neighbourhoods of the top {side} clusters")
-    kept = [r for r in frags if r["rank"] < max_fragments]
-    kf = ibis.memtable([{"anchor": r["anchor"], "base_cluster": r["base_cluster"], "exp_cluster": r["exp_cluster"]}
-                        for r in kept]) if kept else None
-    members: list[dict] = []
-    if kf is not None:
-        ft = diff.fragments
-        kf = kf.cast({"anchor": ft[key].type(), "base_cluster": ft.base_cluster.type(),
-                      "exp_cluster": ft.exp_cluster.type()})
-        # Only the kept fragments' items (for large inputs joined by id: read from the inputs).
-        j = rows_of_fragments(diff, kf.select("base_cluster", "exp_cluster").distinct())
-        m = j.join(kf, [j.base_cluster == kf.base_cluster, j.exp_cluster == kf.exp_cluster]).select(
-            kf.anchor, j.item_id, j.base_cluster, j.exp_cluster, j.weight)
-        m = m.mutate(rn=ibis.row_number().over(group_by=[m.anchor, m.base_cluster, m.exp_cluster],
-                                               order_by=[ibis.desc(m.weight), m.item_id]))
-        m = m.filter(m.rn < per_fragment)
-        if diff.items is not None and attributes:
-            it = diff.items.select("item_id", *attributes)
-            m = m.left_join(it, m.item_id == it.item_id).drop("item_id_right")
-        members = eng.rows(m.order_by(["anchor", "base_cluster", "exp_cluster", "rn"]),
-                           step=f"members of the top {side} clusters")
-    out: dict = {}
+        group_by=[nb.side, nb.anchor_base, nb.anchor_exp],
+        order_by=[ibis.desc(nb.own_frag), ibis.desc(nb.w), nb.base_cluster, nb.exp_cluster]))
+    # Computed once (a few thousand rows): listed here, and its kept fragments select the members
+    # below (a table of the kept rows built in Python would cost pyarrow's import of pandas).
+    nb = eng.materialize(nb, "neighbourhoods")
+    frags = eng.rows(nb.order_by(["side", "anchor_base", "anchor_exp", "rank"]),
+                     step="neighbourhoods of the top clusters")
+    kf = nb.filter(nb.rank < max_fragments).select("side", "anchor_base", "anchor_exp", "base_cluster",
+                                                  "exp_cluster")
+    # Only the kept fragments' items (for large inputs joined by id: read from the inputs).
+    j = rows_of_fragments(diff, kf.select("base_cluster", "exp_cluster").distinct())
+    m = j.join(kf, [j.base_cluster == kf.base_cluster, j.exp_cluster == kf.exp_cluster]).select(
+        kf.side, kf.anchor_base, kf.anchor_exp, j.item_id, j.base_cluster, j.exp_cluster, j.weight)
+    m = m.mutate(rn=ibis.row_number().over(
+        group_by=[m.side, m.anchor_base, m.anchor_exp, m.base_cluster, m.exp_cluster],
+        order_by=[ibis.desc(m.weight), m.item_id]))
+    m = m.filter(m.rn < per_fragment)
+    if diff.items is not None and attributes:
+        it = diff.items.select("item_id", *attributes)
+        m = m.left_join(it, m.item_id == it.item_id).drop("item_id_right")
+    members = eng.rows(m.order_by(["side", "anchor_base", "anchor_exp", "base_cluster", "exp_cluster", "rn"]),
+                       step="members of the top clusters")
+
+    def anchor(r) -> dict:
+        a = r["anchor_base"] if r["side"] == "base" else r["anchor_exp"]
+        return out[r["side"]].setdefault(str(a), {"fragments": [], "members": [], "fragments_total": 0,
+                                                  "fragments_shown": 0})
+
     for r in frags:
-        a = out.setdefault(str(r["anchor"]), {"fragments": [], "members": [], "fragments_total": 0,
-                                              "fragments_shown": 0})
+        a = anchor(r)
         a["fragments_total"] += 1
         if r["rank"] < max_fragments:
             a["fragments_shown"] += 1
             a["fragments"].append({k: _jsonable(r[k]) for k in ("base_cluster", "exp_cluster", "n", "w", "nb", "wb",
                                                                   "ne", "we", "own_frag")})
     for r in members:
-        a = out[str(r["anchor"])]
-        a["members"].append({"item_id": _jsonable(r["item_id"]), "base_cluster": _jsonable(r["base_cluster"]),
-                             "exp_cluster": _jsonable(r["exp_cluster"]), "weight": _jsonable(r["weight"]),
-                             "attributes": {c: _jsonable(r.get(c)) for c in attributes}})
+        anchor(r)["members"].append({
+            "item_id": _jsonable(r["item_id"]), "base_cluster": _jsonable(r["base_cluster"]),
+            "exp_cluster": _jsonable(r["exp_cluster"]), "weight": _jsonable(r["weight"]),
+            "attributes": {c: _jsonable(r.get(c)) for c in attributes}})
     return out
