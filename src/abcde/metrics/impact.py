@@ -281,7 +281,9 @@ def top_clusters(diff: Diff, total_weight: float, k: int) -> dict:
     interleaved in one ranking (paper, "Insights and debugging" footnote)."""
     if k < 0:
         raise InputError(f"top must be a non-negative integer. Got {k!r} instead.")
-    out: dict[str, list] = {}
+    out: dict[str, list] = {side: [] for side in SIDES}
+    ids = {side: diff.fragments[f"{side}_cluster"].type() for side in SIDES}
+    parts = []
     for side in SIDES:
         # Only affected clusters have a contribution > 0: a group-by over the affected fragments
         # (a few percent) instead of all.
@@ -289,7 +291,15 @@ def top_clusters(diff: Diff, total_weight: float, k: int) -> dict:
         # Ranked on 14 decimals, then id: engines sum in different orders, and float
         # noise (~1e-19) must not reorder tied clusters between DuckDB and Spark.
         t = t.filter(t.contribution > 0).order_by([ibis.desc(t.contribution.round(14)), "cluster_id"]).limit(k)
-        out[side] = [{"side": side, **r} for r in diff.engine.rows(t, step=f"top {side} clusters")]
+        # Both sides in one query, each side's ids in a column of their own (their types may differ).
+        rank = ibis.row_number().over(order_by=[ibis.desc(t.contribution.round(14)), t.cluster_id])
+        parts.append(t.select(side=ibis.literal(side), rank=rank,
+                              **{f"{s}_id": t.cluster_id if s == side else ibis.null(ids[s]) for s in SIDES},
+                              **{c: t[c] for c in t.columns if c != "cluster_id"}))
+    metrics = [c for c in parts[0].columns if c not in ("side", "rank", "base_id", "exp_id")]
+    for r in diff.engine.rows(ibis.union(*parts).order_by(["side", "rank"]), step="top clusters"):
+        side = r["side"]
+        out[side].append({"side": side, "cluster_id": r[f"{side}_id"], **{c: r[c] for c in metrics}})
     both = out["base"] + out["exp"]
     both.sort(key=lambda r: (-round(r["contribution"], 14), r["side"]))
     out["interleaved"] = both[:k]
