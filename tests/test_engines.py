@@ -385,3 +385,23 @@ def test_extend_equals_a_fresh_draw_on_spark(spark, tmp_path, estimator):
               for k in ("grown", "fresh", "duck")}
     assert tables["grown"].equals(tables["fresh"]) and tables["grown"].equals(tables["duck"])
     assert tables["grown"].num_rows >= 70
+
+
+def test_fetched_tables_have_the_expressions_types(engine):
+    """A fetch returns the types the expression says, whatever the engine computes them in: a SUM
+    is a HUGEINT in DuckDB (int64 in Ibis), a literal 1.5 a DECIMAL (float64), a count of a
+    string column an int64; values exact, a null-typed column all nulls."""
+    import ibis
+
+    t = ibis.memtable(pa.table({"k": ["a", "b", "a", None], "x": pa.array([1, 2, 3, 2**40], pa.int64()),
+                                "flag": [True, False, True, True]}))
+    expr = t.group_by("k").aggregate(
+        n=t.count(), s=t.x.sum(), trues=t.flag.sum(), half=(t.x.sum() * ibis.literal(1.5)).cast("float64"),
+        mean=t.x.mean(), narrow=(t.x.max() % 1000).cast("int32"), name=t.k.max(),
+        nothing=ibis.null()).mutate(lit=ibis.literal(1.5)).order_by("k")
+    got = engine.to_arrow(expr)
+    assert got.schema == expr.schema().to_pyarrow()
+    rows = {r["k"]: r for r in got.to_pylist()}
+    assert rows["a"]["s"] == 4 and rows["a"]["trues"] == 2 and rows["a"]["half"] == 6.0
+    assert rows[None]["s"] == 2**40 and rows[None]["narrow"] is not None and rows[None]["nothing"] is None
+    assert rows["b"]["trues"] == 0 and rows["b"]["n"] == 1 and rows["b"]["name"] == "b" and rows["b"]["lit"] == 1.5

@@ -15,6 +15,7 @@ import ibis
 import ibis.expr.datatypes as dt
 import ibis.expr.operations as ops
 import pyarrow as pa
+from ibis.backends.sql.datatypes import DuckDBType
 from ibis.formats.pyarrow import PyArrowData
 
 from abcde.engine.base import Engine, first_line, identifier, temp_name
@@ -143,7 +144,7 @@ class DuckDBEngine(Engine):
         # it. Relies on Ibis' _to_duckdb_relation (registers in-memory tables, compiles);
         # Ibis is pinned in pyproject.toml and tests/test_engines.py covers every fetch.
         with self._zip_plans(expr):
-            table = self.con._to_duckdb_relation(expr).to_arrow_table()
+            table = _typed(self.con._to_duckdb_relation(expr), expr.schema()).to_arrow_table()
         return expr.__pyarrow_result__(table, data_mapper=_ArrowData)
 
     @contextlib.contextmanager
@@ -272,6 +273,24 @@ def _configure(con, settings: dict | None = None) -> None:
     # abcde orders every result it shows; not preserving insertion order lets DuckDB
     # materialize intermediate tables in parallel and with less memory.
     con.raw_sql("SET preserve_insertion_order = false")
+
+
+def _typed(rel, schema):
+    """``rel`` with each number or text column whose DuckDB type is not the expression's cast to
+    it by DuckDB (a SUM is a HUGEINT where Ibis says int64; a literal a DECIMAL where it says
+    float64). Arrow would cast them after the fetch the same way, but its cast functions live in
+    ``pyarrow.compute``, whose import costs every command 30 ms; other types are left to Ibis'
+    conversion."""
+    casts, changed = [], False
+    for (name, want), have in zip(schema.items(), rel.types):
+        col = '"' + name.replace('"', '""') + '"'
+        if (want.is_numeric() or want.is_string() or want.is_boolean()) and not want.is_decimal() \
+                and DuckDBType.from_string(str(have), nullable=want.nullable) != want:
+            casts.append(f"CAST({col} AS {DuckDBType.to_string(want)}) AS {col}")
+            changed = True
+        else:
+            casts.append(col)
+    return rel.project(", ".join(casts)) if changed else rel
 
 
 class _ArrowData(PyArrowData):
