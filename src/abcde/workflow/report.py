@@ -7,16 +7,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, impact
-from abcde.metrics.pointwise import pointwise
-from abcde.quality.estimate import estimate_quality
-from abcde.quality.sample_dir import PairSampleDir
-from abcde.quality.result import QualityResult
 from abcde.report.build import Report, build_report
-from abcde.sampling.explore import ExplorationSample
+
+if TYPE_CHECKING:
+    from abcde.quality.result import QualityResult
+    from abcde.sampling.explore import ExplorationSample
 
 
 @dataclass(frozen=True)
@@ -102,13 +102,24 @@ def run_report(
     res = impact(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight, slice_by=slice_by,
                  top=top, engine=engine)
     qual = None
+    # Quality estimates, exploration samples and pointwise metrics are imported only when asked for
+    # (their imports are a tenth of the command's own start-up; see benchmarks/startup.py).
     if quality is not None:
+        from abcde.quality.estimate import estimate_quality  # lazy: start-up time
+        from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
+
         PairSampleDir.read(quality).check_inputs(base=base, exp=exp, items=items)
         qual = estimate_quality(quality, list(judgements) or None, slice_by=quality_slice_by)
         judged_by = judged_by or f"the judgements in {quality}"
-    exploration = ExplorationSample.read(sample) if sample else None
+    exploration = None
+    if sample:
+        from abcde.sampling.explore import ExplorationSample  # lazy: start-up time
+
+        exploration = ExplorationSample.read(sample)
     against = None
     if truth is not None:
+        from abcde.metrics.pointwise import pointwise  # lazy: start-up time
+
         against = {side: pointwise(truth, source, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight,
                                    engine=engine)
                    for side, source in (("base", base), ("exp", exp))}
