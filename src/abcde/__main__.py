@@ -7,6 +7,6 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--driver-path"]:
         print(__file__)
         sys.exit(0)
-    from abcde.cli import main
+    from abcde.cli import run
 
-    main()
+    run()
