@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -189,10 +190,22 @@ class DuckDBEngine(Engine):
             raise EngineError(self.failure(f"keep {name}", exc)) from exc
 
     def _create_temp(self, name: str, expr: "ibis.Table") -> "ibis.Table":
+        # Ibis' create_table(temp=True), its statements alone: the table made with the expression's
+        # column types, then filled. (Ibis also asks DuckDB for its current catalog and schema at
+        # every call, two more round trips of each of a command's few temporary tables.)
+        schema = expr.schema()
+        if schema.null_fields:
+            raise EngineError(f"Cannot keep columns of no type (NULL) in a table: {', '.join(schema.null_fields)}.")
+        dialect = self.con.dialect
+        table = f'temp.main."{name}"'
+        defs = ", ".join(d.sql(dialect) for d in schema.to_sqlglot_column_defs(dialect))
+        cols = ", ".join('"' + c.replace('"', '""') + '"' for c in schema)
+        self.con._run_pre_execute_hooks(expr)  # registers the in-memory tables it reads, as create_table does
         with self._zip_plans(expr):
-            t = self.con.create_table(name, expr, temp=True)
-        self._temp.append(name)
-        return t
+            self.con.raw_sql(f"CREATE TEMP TABLE {table} ({defs})")
+            self._temp.append(name)
+            self.con.raw_sql(f"INSERT INTO {table} ({cols}) {self.con.compile(expr)}")
+        return self.con.table(name, database=("temp", "main"))
 
     def _drop_temp(self, handle) -> None:
         if isinstance(handle, tuple) and handle[0] == "view":
@@ -285,12 +298,18 @@ def _typed(rel, schema):
     for (name, want), have in zip(schema.items(), rel.types):
         col = '"' + name.replace('"', '""') + '"'
         if (want.is_numeric() or want.is_string() or want.is_boolean()) and not want.is_decimal() \
-                and DuckDBType.from_string(str(have), nullable=want.nullable) != want:
+                and _ibis_type(str(have), want.nullable) != want:
             casts.append(f"CAST({col} AS {DuckDBType.to_string(want)}) AS {col}")
             changed = True
         else:
             casts.append(col)
     return rel.project(", ".join(casts)) if changed else rel
+
+
+@functools.lru_cache(maxsize=256)
+def _ibis_type(duckdb_type: str, nullable: bool) -> dt.DataType:
+    """Ibis' reading of a DuckDB type name (it parses the name with sqlglot: kept per name)."""
+    return DuckDBType.from_string(duckdb_type, nullable=nullable)
 
 
 class _ArrowData(PyArrowData):
