@@ -195,6 +195,34 @@ def test_help_imports_no_engine_nor_arrow():
     assert err.strip().splitlines()[-1] == "[]"
 
 
+def test_the_program_sets_the_collector_and_a_library_call_does_not(small, tmp_path):
+    """``abcde`` (``abcde.cli.run``) raises the collector's thresholds and skips its pass at exit;
+    ``main`` called in a process of someone else's (a notebook, a test) leaves the collector as it
+    was. The program's outputs are whole either way."""
+    from abcde.cli import GC_THRESHOLDS
+
+    base, exp = small["base"], small["exp"]
+    out = tmp_path / "out"
+    code = textwrap.dedent(f"""
+        import atexit, gc, sys
+        from abcde.cli import run
+        atexit.register(lambda: print(tuple(gc.get_threshold()), gc.isenabled(), file=sys.stderr))
+        sys.argv = ["abcde", "impact", "--base", {str(base)!r}, "--exp", {str(exp)!r}, "--out", {str(out)!r},
+                    "--json", "-q"]
+        run()
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stderr.strip().splitlines()[-1] == f"{GC_THRESHOLDS} False"
+    assert json.loads(r.stdout)["items"] > 0
+    assert pq.read_table(out / "items.parquet").num_rows == json.loads(r.stdout)["items"]
+    import gc
+
+    before = gc.get_threshold()
+    assert CliRunner().invoke(main, ["impact", "--base", str(base), "--exp", str(exp), "--json", "-q"]).exit_code == 0
+    assert gc.get_threshold() == before and gc.isenabled()
+
+
 def test_the_cli_lists_the_library_combine_rules():
     from abcde.cli.metrics import weights
     from abcde.metrics.weights import COMBINE_RULES
