@@ -405,3 +405,24 @@ def test_fetched_tables_have_the_expressions_types(engine):
     assert rows["a"]["s"] == 4 and rows["a"]["trues"] == 2 and rows["a"]["half"] == 6.0
     assert rows[None]["s"] == 2**40 and rows[None]["narrow"] is not None and rows[None]["nothing"] is None
     assert rows["b"]["trues"] == 0 and rows["b"]["n"] == 1 and rows["b"]["name"] == "b" and rows["b"]["lit"] == 1.5
+
+
+def test_huge_integer_cluster_ids_come_back_exact_on_both_engines(spark):
+    """Cluster ids above 2^53 and near 2^63 (64-bit hashes), in queries whose id columns hold
+    nulls (both sides' top clusters and neighbourhoods in one query each): every id exact, on
+    Spark as on DuckDB (a fetch through pandas made them float64)."""
+    from abcde.report import build_report
+
+    B, top = 2**53, 2**63 - 1
+    ids = list(range(1, 11))
+    base = pa.table({"item_id": ids, "cluster_id": [B + 1] * 3 + [B + 3] * 2 + [top] * 3 + [-top, -top]})
+    exp = pa.table({"item_id": ids, "cluster_id": list("aabbcccdee")})
+    got = {}
+    for name, eng in (("duckdb", abcde.connect()), ("spark", spark)):
+        res = abcde.impact(base, exp, engine=eng)
+        nb = build_report(res).to_dict()["neighbourhoods"]
+        got[name] = ([r["cluster_id"] for r in res.top_clusters["base"]],
+                     [r["cluster_id"] for r in res.top_clusters["interleaved"]], sorted(nb["base"]), sorted(nb["exp"]))
+    assert got["spark"] == got["duckdb"]
+    assert set(got["duckdb"][0]) == {B + 1, B + 3, top}
+    assert sorted(got["duckdb"][2]) == sorted(str(i) for i in (B + 1, B + 3, top))
