@@ -87,3 +87,52 @@ def test_a_cache_path_that_is_a_file_only_means_compiling(tmp_path, monkeypatch)
     blocker.write_text("")
     monkeypatch.setenv("ABCDE_CACHE_DIR", str(blocker))
     assert compiles(report_env(), "report.html") == 1
+
+
+def test_a_corrupt_body_behind_a_valid_header_only_means_compiling(cache):
+    from jinja2.bccache import bc_magic
+
+    report_env().get_template("report.html")
+    for f in cache.iterdir():
+        f.write_bytes(bc_magic + b"garbage, not a pickled checksum nor marshalled code")
+    assert compiles(report_env(), "report.html") == 1
+
+
+def test_other_options_are_another_cache_entry(cache, tmp_path):
+    """Options change the compiled code (trim_blocks, lstrip_blocks...): a template compiled with
+    other options is not served."""
+    import sys
+
+    pkg = tmp_path / "pkg_opts"
+    (pkg / "templates").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "templates" / "t.html").write_text("{% if x %}\n  yes\n{% endif %}\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        plain = templates.environment("pkg_opts").get_template("t.html").render(x=1)
+        trimmed = templates.environment("pkg_opts", trim_blocks=True, lstrip_blocks=True)
+        assert compiles(trimmed, "t.html") == 1
+        assert trimmed.get_template("t.html").render(x=1) == "  yes\n" != plain
+        again = templates.environment("pkg_opts", trim_blocks=True, lstrip_blocks=True)
+        assert compiles(again, "t.html") == 0  # the same options, a lambda's address aside: cached
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("pkg_opts", None)
+
+
+def test_no_home_directory_means_no_cache_not_an_error(monkeypatch, tmp_path):
+    """A container's user with no HOME and no passwd entry: templates are compiled, nothing is
+    cached, the report and the web pages still load."""
+    from pathlib import Path
+
+    for var in ("ABCDE_CACHE_DIR", "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(var, raising=False)
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    assert templates.cache_dir() is None
+    env = report_env()
+    assert env.bytecode_cache is None and compiles(env, "report.html") == 1
+    assert templates.environment("abcde.web").get_template("judge.html") is not None
