@@ -268,3 +268,20 @@ def test_nan_cluster_ids_are_refused(write):
     exp = write("exp.parquet", item_id=[1, 2, 3], cluster_id=[1.0, 1.0, 2.0])
     with pytest.raises(abcde.InputError, match=r"1 items of base file .* have a null \(or NaN\) cluster id .*first: 2"):
         abcde.impact(base, exp)
+
+
+def test_a_report_leaves_no_temporary_table_behind():
+    """Its neighbourhood table is the step's own: building reports again and again on one engine
+    (a notebook) leaves the engine's temporary tables as they were."""
+    p = example_paths("febrl3")
+    res = abcde.impact(p["base"], p["exp"], items=p["items"])
+    eng = res.diff.engine
+
+    def temporary() -> int:
+        return eng.con.raw_sql("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall()[0][0]
+
+    before, handles = temporary(), list(eng._temp)
+    first = build_report(res).to_dict()["neighbourhoods"]
+    for _ in range(2):
+        assert build_report(res).to_dict()["neighbourhoods"] == first
+    assert temporary() == before and eng._temp == handles

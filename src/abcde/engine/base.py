@@ -71,6 +71,7 @@ class Engine(abc.ABC):
         self.con = con
         self.settings = {} if settings is None else settings
         self._temp: list = []  # handles of the temporary tables, for release()
+        self._made: dict[int, Any] = {}  # id of a table made by materialize -> its handle, for discard()
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -186,9 +187,11 @@ class Engine(abc.ABC):
         # given names the step in messages.
         name = temp_name(stem)
         try:
-            return self._create_temp(name, expr)
+            t = self._create_temp(name, expr)
         except Exception as exc:
             raise EngineError(self.failure(stem, exc)) from exc
+        self._made[id(t)] = self._temp[-1]
+        return t
 
     def materialize_parts(self, exprs: list["ibis.Table"], stem: str) -> "ibis.Table":
         """The union of ``exprs`` (tables of one schema), computed one expression at a time into
@@ -205,8 +208,16 @@ class Engine(abc.ABC):
         return False
 
     def discard(self, table: "ibis.Table") -> None:
-        """Drop a temporary table made by :meth:`materialize_parts` before :meth:`release`
-        (its disk is needed by the next step). Default: kept until :meth:`release`."""
+        """Drop a temporary table made by :meth:`materialize` or :meth:`materialize_parts`
+        before :meth:`release` (its memory or disk is needed by the next step, or it was only a
+        step's own). Anything else: nothing happens."""
+        handle = self._made.pop(id(table), None)
+        if handle is not None and handle in self._temp:
+            self._temp.remove(handle)
+            try:
+                self._drop_temp(handle)
+            except Exception:  # pragma: no cover - best effort cleanup, as release()
+                pass
 
     def failure(self, step: str, exc: Exception, where: str = "") -> str:
         """The one-line message of a step that failed in this engine; for lack of memory or
@@ -353,6 +364,7 @@ class Engine(abc.ABC):
 
     def release(self) -> None:
         """Drop the temporary tables this engine made."""
+        self._made.clear()
         while self._temp:
             handle = self._temp.pop()
             try:

@@ -132,6 +132,7 @@ class DuckDBEngine(Engine):
             shutil.rmtree(d, ignore_errors=True)
             if ("dir", d) in self._temp:
                 self._temp.remove(("dir", d))
+        super().discard(table)
 
     @property
     def bounded_memory(self) -> bool:
@@ -212,8 +213,8 @@ class DuckDBEngine(Engine):
             self.con.raw_sql(f'DROP VIEW IF EXISTS "{handle[1]}"')
         elif isinstance(handle, tuple):  # ("dir", path): a scratch directory
             shutil.rmtree(handle[1], ignore_errors=True)
-        else:
-            self.con.drop_table(handle, force=True)
+        else:  # a temporary table (its name is letters, digits and '_': temp_name)
+            self.con.raw_sql(f'DROP TABLE IF EXISTS temp.main."{handle}"')
 
     def _to_parquet(self, expr, path: str) -> None:
         with self._zip_plans(expr):

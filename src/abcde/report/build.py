@@ -268,6 +268,7 @@ def _neighbourhoods(result: ImpactResult, anchors: dict[str, list], attributes: 
         m = m.left_join(it, m.item_id == it.item_id).drop("item_id_right")
     members = eng.rows(m.order_by(["side", "anchor_base", "anchor_exp", "base_cluster", "exp_cluster", "rn"]),
                        step="members of the top clusters")
+    eng.discard(nb)  # this step's own: a report built again on this engine makes its own
 
     def anchor(r) -> dict:
         a = r["anchor_base"] if r["side"] == "base" else r["anchor_exp"]
