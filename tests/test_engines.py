@@ -426,3 +426,21 @@ def test_huge_integer_cluster_ids_come_back_exact_on_both_engines(spark):
     assert got["spark"] == got["duckdb"]
     assert set(got["duckdb"][0]) == {B + 1, B + 3, top}
     assert sorted(got["duckdb"][2]) == sorted(str(i) for i in (B + 1, B + 3, top))
+
+
+def test_closing_a_duckdb_engine_removes_its_scratch_parts_and_closes_it(monkeypatch, tmp_path):
+    """What every command does when it is done (``Engine.close``): the scratch Parquet parts of a
+    large path removed from --temp-directory, the connection closed."""
+    import abcde.core.diff as cd
+    from abcde.engine import connect
+    from abcde.errors import EngineError
+
+    monkeypatch.setattr(cd, "LARGE_ROWS", 1000)  # the example takes the large path: parts on disk
+    eng = connect("duckdb", temp_directory=tmp_path / "spill")
+    res = abcde.impact(EXAMPLE / "base.parquet", EXAMPLE / "exp.parquet", items=EXAMPLE / "items.parquet", engine=eng)
+    parts = [h[1] for h in eng._temp if isinstance(h, tuple) and h[0] == "dir"]
+    assert parts and all(Path(d).exists() for d in parts)
+    eng.close()
+    assert not any(Path(d).exists() for d in parts)
+    with pytest.raises(EngineError):
+        eng.rows(res.diff.fragments)

@@ -77,7 +77,13 @@ def engine_options(fn):
                           spark_conf=spark_conf)
         except AbcdeError as exc:
             raise click.ClickException(str(exc)) from exc
-        return fn(*args, engine=eng, **kwargs)
+        try:
+            return fn(*args, engine=eng, **kwargs)
+        finally:
+            try:  # the command is done with it: a database file closed whole, temporary tables dropped
+                eng.close()
+            except Exception:  # never hide the command's own outcome
+                pass
 
     return wrapper
 

@@ -362,6 +362,12 @@ class Engine(abc.ABC):
                 "Give --out a new or empty directory."
             )
 
+    def close(self) -> None:
+        """Done with this engine: its temporary tables dropped and, where it opened one, its
+        connection closed (a DuckDB database file is then complete on disk, with no write-ahead
+        log left beside it). Default: :meth:`release` (a Spark session stays, others may use it)."""
+        self.release()
+
     def release(self) -> None:
         """Drop the temporary tables this engine made."""
         self._made.clear()

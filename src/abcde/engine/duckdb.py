@@ -126,6 +126,17 @@ class DuckDBEngine(Engine):
         self._parts[id(t)] = str(d)
         return t
 
+    def close(self) -> None:
+        # Temporary tables and views go with the connection (no DROP each); scratch directories
+        # are removed here.
+        for handle in self._temp:
+            if isinstance(handle, tuple) and handle[0] == "dir":
+                shutil.rmtree(handle[1], ignore_errors=True)
+        self._temp.clear()
+        self._made.clear()
+        self._parts.clear()
+        self.con.disconnect()
+
     def discard(self, table: "ibis.Table") -> None:
         d = self._parts.pop(id(table), None)
         if d is not None:
