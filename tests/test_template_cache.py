@@ -48,23 +48,31 @@ def test_a_second_run_loads_the_compiled_template(cache):
     assert a is not None
 
 
-def test_a_changed_template_is_compiled_again(cache, tmp_path):
-    pkg = tmp_path / "pkg_tpl"
-    (pkg / "templates").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "templates" / "t.html").write_text("one {{ x }}")
+@pytest.fixture
+def package(tmp_path, monkeypatch):
+    """A package of one template, ``templates/t.html`` holding ``text``: ``package(name, text)``
+    returns the template's path (the package importable for this test only)."""
     import sys
 
-    sys.path.insert(0, str(tmp_path))
-    try:
-        assert templates.environment("pkg_tpl").get_template("t.html").render(x=1) == "one 1"
-        (pkg / "templates" / "t.html").write_text("two {{ x }}")
-        env = templates.environment("pkg_tpl")
-        assert compiles(env, "t.html") == 1  # keyed by the source: the old code is not served
-        assert env.get_template("t.html").render(x=1) == "two 1"
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("pkg_tpl", None)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def make(name: str, text: str):
+        (tmp_path / name / "templates").mkdir(parents=True)
+        (tmp_path / name / "__init__.py").write_text("")
+        (tmp_path / name / "templates" / "t.html").write_text(text)
+        monkeypatch.delitem(sys.modules, name, raising=False)
+        return tmp_path / name / "templates" / "t.html"
+
+    return make
+
+
+def test_a_changed_template_is_compiled_again(cache, package):
+    t = package("pkg_tpl", "one {{ x }}")
+    assert templates.environment("pkg_tpl").get_template("t.html").render(x=1) == "one 1"
+    t.write_text("two {{ x }}")
+    env = templates.environment("pkg_tpl")
+    assert compiles(env, "t.html") == 1  # keyed by the source: the old code is not served
+    assert env.get_template("t.html").render(x=1) == "two 1"
 
 
 def test_a_corrupt_or_unwritable_cache_only_means_compiling(cache):
@@ -98,26 +106,19 @@ def test_a_corrupt_body_behind_a_valid_header_only_means_compiling(cache):
     assert compiles(report_env(), "report.html") == 1
 
 
-def test_other_options_are_another_cache_entry(cache, tmp_path):
+def test_other_options_are_another_cache_entry(cache, package):
     """Options change the compiled code (trim_blocks, lstrip_blocks...): a template compiled with
-    other options is not served."""
-    import sys
+    other options is not served; the same options (a function among them) are the same entry."""
+    package("pkg_opts", "{% if x %}\n  yes\n{% endif %}\n")
+    plain = templates.environment("pkg_opts").get_template("t.html").render(x=1)
 
-    pkg = tmp_path / "pkg_opts"
-    (pkg / "templates").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "templates" / "t.html").write_text("{% if x %}\n  yes\n{% endif %}\n")
-    sys.path.insert(0, str(tmp_path))
-    try:
-        plain = templates.environment("pkg_opts").get_template("t.html").render(x=1)
-        trimmed = templates.environment("pkg_opts", trim_blocks=True, lstrip_blocks=True)
-        assert compiles(trimmed, "t.html") == 1
-        assert trimmed.get_template("t.html").render(x=1) == "  yes\n" != plain
-        again = templates.environment("pkg_opts", trim_blocks=True, lstrip_blocks=True)
-        assert compiles(again, "t.html") == 0  # the same options, a lambda's address aside: cached
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop("pkg_opts", None)
+    def trimmed():
+        return templates.environment("pkg_opts", trim_blocks=True, lstrip_blocks=True, finalize=lambda v: v)
+
+    env = trimmed()
+    assert compiles(env, "t.html") == 1
+    assert env.get_template("t.html").render(x=1) == "  yes\n" != plain
+    assert compiles(trimmed(), "t.html") == 0  # a new lambda each time, the same entry
 
 
 def test_no_home_directory_means_no_cache_not_an_error(monkeypatch, tmp_path):
