@@ -255,20 +255,20 @@ def _vega_bundle() -> Inline:
     vl = "v" + "_".join(VEGA_LITE_VERSION.split(".")[:2])  # vl-convert's name for it: "6.4.1" -> "v6_4"
     root = cache_dir()  # None: no home directory, nothing cached
     cache = root / f"vega-bundle-vlconvert{version('vl-convert-python')}-{vl}.js" if root is not None else None
-    try:
-        if cache is not None:
+    if cache is not None:
+        try:
             return _inline_script(cache.read_text(encoding="utf-8"))
-    except OSError:
-        pass
+        except OSError:
+            pass
     import vl_convert as vlc  # lazy: heavy to import, and only needed when the bundle is not cached
 
     text = vlc.javascript_bundle(vl_version=vl)
-    try:
-        if cache is not None:
+    if cache is not None:
+        try:
             cache.parent.mkdir(parents=True, exist_ok=True)
             write_text(cache, text)
-    except OSError:  # a read-only home: build it again next time
-        pass
+        except OSError:  # a read-only home: build it again next time
+            pass
     return _inline_script(text)
 
 
