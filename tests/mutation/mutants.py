@@ -33,6 +33,8 @@ EXACT = "tests/test_stored_exact.py"  # every stored exact quantity against test
 POWER = "tests/test_estimator_power.py"  # simulations with the power to catch a 5% bias
 FORMULAS = "tests/test_estimator_formulas.py"  # each estimate and SE against the paper's formulas, at 1e-12
 SCALE = "tests/test_scale_paths.py"  # the ways of joining large inputs against the one hash join
+INTERVALS = "tests/test_intervals.py"  # each interval's formula at 1e-12; no interval leaves its range
+VERDICT = "tests/test_verdict.py"  # the answer in words, table-driven
 
 
 @dataclass(frozen=True)
@@ -393,4 +395,50 @@ MUTANTS: list[Mutant] = [
       "all(True or _distinct_ids(eng, v) == v.rows",
       "large inputs in other orders: equal row counts taken as proof of the same items, ids unchecked",
       (SCALE,)),
+    # ------------------------------------------------------------------ quality intervals (issue 24)
+    M("interval-t-df-n", "quality/result.py",
+      "return float(t.ppf(p, n_judgements - 1)) if n_judgements >= 2",
+      "return float(t.ppf(p, n_judgements)) if n_judgements >= 2",
+      "intervals: Student t on n instead of n - 1 degrees of freedom",
+      (INTERVALS,)),
+    M("interval-ac-quantile", "quality/result.py",
+      "lo, hi = self.centre - z * self.interval_se, self.centre + z * self.interval_se",
+      "lo, hi = self.centre - 1.85 * self.interval_se, self.centre + 1.85 * self.interval_se",
+      "intervals: a quantile of 1.85 instead of the 95% one on the Agresti-Coull path",
+      (INTERVALS,)),
+    M("interval-ac-centre", "quality/result.py",
+      "pt = (k + 2.0) / (n + 4.0)",
+      "pt = (k + 1.0) / (n + 2.0)",
+      "intervals: Agresti-Coull centred at (k + 1)/(n + 2)",
+      (INTERVALS,)),
+    M("interval-self-judged", "quality/paper.py",
+      'n_judged = int((use & (cls_a != "self")).sum())',
+      "n_judged = int(use.sum())",
+      "intervals: self draws counted as judged (more degrees of freedom)",
+      (INTERVALS, FORMULAS)),
+    M("interval-slice-precision-shift", "quality/estimate.py",
+      'e[k] = None if e[k] is None else 1.0 + e[k]',
+      'e[k] = None if e[k] is None else (e[k] if k != "estimate" else 1.0 + e[k])',
+      "intervals: a slice's absolute-Precision interval left without its +1",
+      (INTERVALS,)),
+    M("interval-no-clip", "quality/result.py",
+      "return clip((lo, hi), self.bounds)",
+      "return (lo, hi)",
+      "intervals: not cut to the feasible range",
+      (INTERVALS,)),
+    M("interval-range-side", "quality/stratified.py",
+      "lo, hi = lo - (U if lab != 1 else 0.0), hi + (U if lab != -1 else 0.0)",
+      "lo, hi = lo - U, hi + U",
+      "intervals: ΔPrecision's feasible range too wide (each stratum taken as of both signs)",
+      (INTERVALS,)),
+    M("verdict-no-holm", "quality/verdict.py",
+      "if p_values[k] <= alpha / (m - rank):",
+      "if p_values[k] <= alpha:",
+      "verdict: slices tested without a multiple-comparison correction",
+      (VERDICT,)),
+    M("verdict-direction", "quality/verdict.py",
+      "    elif lo > 0:\n",
+      "    elif lo > -1e-3:\n",
+      "verdict: 'went up' when the interval reaches a little below 0",
+      (VERDICT,)),
 ]

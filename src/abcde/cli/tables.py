@@ -189,8 +189,28 @@ def print_impact(res: ImpactResult, *, top: int) -> None:
         console().print(table(rows, f"Slices by {name}"))
 
 
-def print_quality(d: dict) -> None:
-    """Quality estimates (a ``QualityResult.to_dict()``) with intervals, and ΔPrecision per slice."""
+def print_verdict(sentences) -> None:
+    """The answer in words (``Verdict.sentences``): the headline in bold, the rest below it."""
+    if not sentences:
+        return
+    from rich.markup import escape
+
+    head, *rest = sentences
+    console().print(f"[bold]{escape(head)}[/bold]", soft_wrap=True)
+    for line in rest:
+        console().print(f"  • {escape(line)}", soft_wrap=True)
+
+
+def print_quality(d: dict, sentences=None) -> None:
+    """Quality estimates (a ``QualityResult.to_dict()``) with intervals, and ΔPrecision per slice,
+    under the verdict (``sentences``; default: the one ``d`` carries)."""
+    if sentences is None:
+        sentences = (d.get("verdict_facts") or {}).get("sentences")
+    if sentences is None:
+        from abcde.quality.verdict import verdict  # lazy: start-up time
+
+        sentences = verdict(d).sentences
+    print_verdict(sentences)
 
     how = f"estimator: {d['estimator']}" + (f", allocation: {d['allocation']}" if d.get("allocation") else "")
     t = new_table(title="Quality of Exp relative to Base", title_justify="left")
@@ -217,6 +237,7 @@ def print_quality(d: dict) -> None:
         flat = [{col: r["value"], "weight": r["weight"], "draws": r["sampled_draws"],
                  **({"Precision": four(r["precision"]["estimate"])} if "precision" in r else {}),
                  "ΔPrecision": four(r["delta_precision"]["estimate"]), "± s.e.": four(r["delta_precision"]["std_err"]),
+                 "95% interval": interval(r["delta_precision"]),
                  "contribution": four(r["delta_precision_contribution"]["estimate"])} for r in rows]
         console().print(table(flat, f"ΔPrecision by {col} (vantage items)"))
 

@@ -33,12 +33,24 @@ def _with_precision(r: QualityResult, meta: dict) -> QualityResult:
             e = dict(row["delta_precision"])
             for k in ("estimate", "ci_low", "ci_high"):
                 e[k] = None if e[k] is None else 1.0 + e[k]
+            # Precision(I) = 1 + ΔPrecision(I) lies in [0, 1]: its interval too.
+            for k in ("ci_low", "ci_high"):
+                e[k] = None if e[k] is None else min(max(e[k], 0.0), 1.0)
+            if e.get("range"):
+                e["range"] = [None if x is None else min(max(1.0 + x, 0.0), 1.0) for x in e["range"]]
             out.append({**row, "precision": e})
         slices[col] = out
     return replace(r, precision=Estimate("precision", 1.0 + dp.value, dp.standard_error, dp.n_judgements,
                                          method=dp.method, note=dp.note,
                                          centre=None if dp.centre is None else 1.0 + dp.centre,
-                                         interval_se=dp.interval_se), slices=slices)
+                                         interval_se=dp.interval_se, bounds=_precision_bounds(dp.bounds)),
+                   slices=slices)
+
+
+def _precision_bounds(bounds) -> tuple[float, float]:
+    """Precision = 1 + ΔPrecision, inside [0, 1] and ΔPrecision's feasible range shifted by 1."""
+    lo, hi = bounds if bounds is not None else (-1.0, 0.0)
+    return (min(max(1.0 + lo, 0.0), 1.0), min(max(1.0 + hi, 0.0), 1.0))
 
 
 def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (),
@@ -60,6 +72,8 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
     """
     s = PairSampleDir.read(sample_dir)
     meta = s.metadata
+    design = {"sample_dir": str(sample_dir), "budget": meta.get("budget"),
+              "pair_counts": meta.get("pair_counts") or {}}
     if judgements is None:
         judgements = judgement_files(s.path)
     elif isinstance(judgements, (str, os.PathLike, pa.Table)):
@@ -92,11 +106,11 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
                 slices[col] = estimate_stratified_slices(ss, by_pair, value, stored[col], selfs[col],
                                                          total_weight=meta["total_weight"])
         return _with_precision(replace(r, disagreements=res.disagreements if res else 0,
-                                       ties=res.ties if res else 0, slices=slices), meta)
-    return _with_precision(estimate_from_draws(
+                                       ties=res.ties if res else 0, slices=slices, design=design), meta)
+    return _with_precision(replace(estimate_from_draws(
         s.draws, res.by_pair if res else {}, meta["pair_totals"], meta["split_rate_T"], meta["merge_rate_T"],
         items=s.items, slice_multipliers={c: stored[c] for c in slice_by}, total_weight=meta["total_weight"],
         disagreements=res.disagreements if res else 0, ties=res.ties if res else 0,
-    ), meta)
+    ), design=design), meta)
 
 

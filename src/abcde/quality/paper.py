@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from abcde.core.formulas import weighted_mean_se
-from abcde.quality.result import ESTIMATION_CLASSES, Estimate, QualityResult
+from abcde.quality.result import ESTIMATION_CLASSES, Estimate, QualityResult, agresti_coull
 from abcde.sampling.pairs import pair_class_of_draws
 
 
@@ -40,39 +40,60 @@ def _outcomes(draws: pa.Table, by_pair: dict) -> tuple[list[str], np.ndarray, np
     return cls, valid, same
 
 
-def _dp(cls, valid, same, label, mask, multiplier, what) -> Estimate:
-    """Reweighted ΔPrecision-type estimate over the draws in ``mask``."""
+def _dp(cls, valid, same, label, mask, multiplier, what, bounds=None) -> Estimate:
+    """Reweighted ΔPrecision-type estimate over the draws in ``mask`` (``bounds``: its feasible range)."""
     cls_a = np.asarray(cls)
     w = np.zeros(len(cls))
     for c in ESTIMATION_CLASSES:
         in_c = mask & (cls_a == c)
         n_all, n_ok = int(in_c.sum()), int((in_c & valid).sum())
         if n_all and not n_ok:
-            return Estimate(what, math.nan, math.nan, 0, note=f"no usable judgement among the {c} pairs sampled")
+            return Estimate(what, math.nan, math.nan, 0, note=f"no usable judgement among the {c} pairs sampled",
+                            bounds=bounds)
         if n_ok:
             w[in_c & valid] = n_all / n_ok
     use = mask & valid
     if not use.any():
-        return Estimate(what, math.nan, math.nan, 0, note="no judged pairs")
+        return Estimate(what, math.nan, math.nan, 0, note="no judged pairs", bounds=bounds)
     x = label[use] * same[use]
     m, se = weighted_mean_se(x, w[use])
     n_judged = int((use & (cls_a != "self")).sum())
     if n_judged == 0 and (mask & (cls_a != "self")).any():
-        return Estimate(what, math.nan, math.nan, 0, note="no judgements")
-    return Estimate(what, multiplier * m, multiplier * se if math.isfinite(se) else math.nan, n_judged)
+        return Estimate(what, math.nan, math.nan, 0, note="no judgements", bounds=bounds)
+    return Estimate(what, multiplier * m, multiplier * se if math.isfinite(se) else math.nan, n_judged,
+                    bounds=bounds)
 
 
 def _rate(cls, valid, same, klass, want_same, rate, what) -> Estimate:
+    """``rate`` times the share of the class's judged draws that are (not) the same; its interval is
+    the share's Agresti–Coull interval times ``rate``, inside [0, rate]."""
     cls_a = np.asarray(cls)
     m = (cls_a == klass) & valid
     n = int(m.sum())
     if rate == 0:
-        return Estimate(what, 0.0, 0.0, n, note=f"no {klass}s: the {klass} rate is 0")
+        return Estimate(what, 0.0, 0.0, n, note=f"no {klass}s: the {klass} rate is 0", bounds=(0.0, 0.0))
     if n == 0:
-        return Estimate(what, math.nan, math.nan, 0, note=f"no judged {klass} pairs")
+        return Estimate(what, math.nan, math.nan, 0, note=f"no judged {klass} pairs", bounds=(0.0, rate))
     x = same[m] if want_same else 1.0 - same[m]
     mean, se = weighted_mean_se(x, np.ones(n))
-    return Estimate(what, rate * mean, rate * se if math.isfinite(se) else math.nan, n)
+    pt, ps = agresti_coull(x)
+    return Estimate(what, rate * mean, rate * se if math.isfinite(se) else math.nan, n, bounds=(0.0, rate),
+                    centre=rate * pt, interval_se=rate * ps)
+
+
+def delta_precision_bounds(totals: dict) -> tuple[float, float]:
+    """The feasible range of ΔPrecision(T) from the exact pair weight totals: every pair of a term
+    ``−1`` (split, intersection−) judged same and none of ``+1``, and the reverse; the self pairs
+    (always the same item) count either way (the paper's design stores their sign per draw only).
+    Without per-class totals: ``±Σ u_ij``."""
+    if not {"split", "merge"} <= set(totals):
+        return (-totals["all"], totals["all"])
+    if "intersection+" in totals:
+        down, up = totals["intersection-"], totals["intersection+"]
+    else:
+        down = up = totals.get("intersection", 0.0)
+    s = totals.get("self", 0.0)
+    return (-(totals["split"] + down + s), totals["merge"] + up + s)
 
 
 
@@ -100,9 +121,10 @@ def estimate_from_draws(
     all_mask = np.ones(len(cls), dtype=bool)
     sr, mr = split_rate, merge_rate
     if totals["all"] == 0:  # no pair has weight: Base and Exp agree, ΔPrecision is exactly 0
-        dp = Estimate("delta_precision", 0.0, 0.0, 0, note="Base and Exp agree on every item")
+        dp = Estimate("delta_precision", 0.0, 0.0, 0, note="Base and Exp agree on every item", bounds=(0.0, 0.0))
     else:
-        dp = _dp(cls, valid, same, label, all_mask, totals["all"], "delta_precision")
+        dp = _dp(cls, valid, same, label, all_mask, totals["all"], "delta_precision",
+                 bounds=delta_precision_bounds(totals))
     need = draws.column("needs_judgement").to_pylist() if draws.num_rows else []
     judgeable = {p for p, n in zip(draws.column("pair_id").to_pylist(), need) if n} if draws.num_rows else set()
     judged = sum(1 for p in judgeable if by_pair.get(p) in ("same", "different"))
@@ -117,10 +139,10 @@ def estimate_from_draws(
             rows = []
             for value, (w_i, pw) in sorted(stored_col.items(), key=lambda kv: -kv[1][1]):
                 mask = vals == value
-                contrib = _dp(cls, valid, same, label, mask, pw, "delta_precision_contribution")
+                contrib = _dp(cls, valid, same, label, mask, pw, "delta_precision_contribution", bounds=(-pw, pw))
                 scale = W / w_i
                 dpi = Estimate("delta_precision", contrib.value * scale, contrib.standard_error * scale,
-                               contrib.n_judgements, note=contrib.note)
+                               contrib.n_judgements, note=contrib.note, bounds=(-pw * scale, pw * scale))
                 rows.append({"value": json.loads(value), "weight": w_i, "pairweight": pw,
                              "sampled_draws": int(mask.sum()),
                              "delta_precision": dpi.to_dict(), "delta_precision_contribution": contrib.to_dict()})

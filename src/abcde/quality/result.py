@@ -8,9 +8,50 @@ from dataclasses import dataclass, field
 
 from abcde.core.names import METRIC_LABELS, QUALITY_COLUMNS, QUALITY_METRICS
 from abcde.errors import InputError
+from abcde.quality.verdict import verdict
 from abcde.util import display
 
 Z95 = 1.959963984540054
+
+
+def quantile(n_judgements: int, confidence_level: float = 0.95) -> float:
+    """The two-sided quantile of every interval: Student t on ``n_judgements − 1`` degrees of
+    freedom, the normal quantile when fewer than two judgements.
+
+    >>> round(quantile(10), 6), round(quantile(1), 6)
+    (2.262157, 1.959964)
+    """
+    from scipy.stats import norm, t
+
+    p = 0.5 + confidence_level / 2
+    return float(t.ppf(p, n_judgements - 1)) if n_judgements >= 2 else float(norm.ppf(p))
+
+
+def agresti_coull(ones) -> tuple[float, float]:
+    """Agresti–Coull's centre and standard error of a proportion from ``n`` 0/1 values with ``k``
+    ones: ``p̃ = (k + 2)/(n + 4)``, ``√(p̃(1 − p̃)/(n + 4))`` (two pseudo-successes and two
+    pseudo-failures, ≈ z²/2 each at 95%). The interval of a proportion is ``p̃ ± q·√(p̃(1 − p̃)/(n + 4))``
+    (``q`` from :func:`quantile`), cut to [0, 1]; the estimate stays the unbiased ``k/n``. The
+    complement's (``n − k`` ones) is its mirror image, so Good and Bad rates agree.
+
+    >>> agresti_coull([1, 1, 1, 1, 1, 1])
+    (0.8, 0.12649110640673517)
+    """
+    n, k = len(ones), float(sum(ones))
+    pt = (k + 2.0) / (n + 4.0)
+    return pt, math.sqrt(pt * (1.0 - pt) / (n + 4.0))
+
+
+def clip(interval: tuple[float, float], bounds: tuple[float, float] | None) -> tuple[float, float]:
+    """``interval`` cut to ``bounds`` (a feasible range; None: unchanged).
+
+    >>> clip((-0.1, 0.3), (0.0, 0.2))
+    (0.0, 0.2)
+    """
+    if bounds is None:
+        return interval
+    lo, hi = bounds
+    return (min(max(interval[0], lo), hi), max(min(interval[1], hi), lo))
 ESTIMATION_CLASSES = ("self", "split", "merge", "intersection")
 
 
@@ -32,8 +73,12 @@ class Estimate:
         Why it is undefined, when it is.
     centre, interval_se
         Where the interval is centred and its half-width per quantile, when they are not ``value``
-        and ``standard_error``: the stratified design's intervals for proportions near 0 or 1
-        (Agresti–Coull, see :mod:`abcde.quality.stratified`). None: ``value ± q·standard_error``.
+        and ``standard_error``: intervals of proportions (Agresti–Coull, see
+        :func:`agresti_coull`). None: ``value ± q·standard_error``.
+    bounds
+        The metric's feasible range, known exactly before anyone judges (``[0, SplitRate]`` for
+        GoodSplitRate, ``[self term − U_split − U_intersection−, self term + U_merge +
+        U_intersection+]`` for ΔPrecision, …): the interval is cut to it. None: no range known.
     """
 
     metric: str
@@ -44,6 +89,7 @@ class Estimate:
     note: str = ""
     centre: float | None = None
     interval_se: float | None = None
+    bounds: tuple[float, float] | None = None
 
     @property
     def defined(self) -> bool:
@@ -51,26 +97,31 @@ class Estimate:
 
     def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
         """Interval ``value ± q·SE`` with q the Student t quantile on ``n_judgements − 1``
-        degrees of freedom (the normal quantile when fewer than two judgements).
+        degrees of freedom (the normal quantile when fewer than two judgements), cut to
+        ``bounds``.
 
         The t quantile matters when a class has few judged pairs: with 8 judged split pairs
         a normal interval for GoodSplitRate covers about 90%, not 95%. With ``centre`` and
-        ``interval_se`` set, the interval is ``centre ± q·interval_se`` instead.
+        ``interval_se`` set, the interval is ``centre ± q·interval_se`` instead. Cutting to the
+        feasible range never lowers coverage: the true value lies inside it.
         """
         if not 0 < confidence_level < 1:
             raise InputError(
                 f"The 'confidence_level' parameter of confidence_interval must be in (0, 1). "
                 f"Got {confidence_level} instead."
             )
-        from scipy.stats import norm, t
-
-        p = 0.5 + confidence_level / 2
-        z = float(t.ppf(p, self.n_judgements - 1)) if self.n_judgements >= 2 else float(norm.ppf(p))
-        if not (self.defined and math.isfinite(self.standard_error)):
+        z = quantile(self.n_judgements, confidence_level)
+        if not self.defined:
             return (math.nan, math.nan)
         if self.centre is not None and self.interval_se is not None and math.isfinite(self.interval_se):
-            return (self.centre - z * self.interval_se, self.centre + z * self.interval_se)
-        return (self.value - z * self.standard_error, self.value + z * self.standard_error)
+            # Defined from one judged draw on: a stratum with one judgement has no SE yet, but its
+            # proportion has an Agresti–Coull interval.
+            lo, hi = self.centre - z * self.interval_se, self.centre + z * self.interval_se
+        elif math.isfinite(self.standard_error):
+            lo, hi = self.value - z * self.standard_error, self.value + z * self.standard_error
+        else:
+            return (math.nan, math.nan)
+        return clip((lo, hi), self.bounds)
 
     def to_dict(self) -> dict:
         lo, hi = self.confidence_interval()
@@ -80,6 +131,8 @@ class Estimate:
 
         d = {"estimate": num(self.value), "std_err": num(self.standard_error), "ci_low": num(lo),
              "ci_high": num(hi), "n_judgements": self.n_judgements, "method": self.method}
+        if self.bounds is not None:
+            d["range"] = [num(self.bounds[0]), num(self.bounds[1])]
         if self.note:
             d["note"] = self.note
         return d
@@ -112,6 +165,9 @@ class QualityResult:
     precision
         For a sample of one clustering's pairs (``abcde precision``): its absolute Precision,
         ``1 + ΔPrecision`` (Base = every item alone, whose Precision is 1); None otherwise.
+    design
+        What the verdict's next step needs of the sample: ``sample_dir``, ``budget`` and the
+        strata's distinct ``pair_counts`` (empty for draws estimated in memory).
     """
 
     delta_precision: Estimate
@@ -134,6 +190,11 @@ class QualityResult:
     census: tuple = ()
     exact: bool = False
     precision: Estimate | None = None
+    design: dict = field(default_factory=dict)
+
+    def verdict(self, *, truth: dict | None = None, names: tuple[str, str] = ("Base", "Exp")):
+        """The answer in words (:func:`abcde.quality.verdict.verdict`)."""
+        return verdict(self, truth=truth, names=names)
 
     def _repr_html_(self) -> str:
         """The estimates in a notebook, with 95% intervals, as the report shows them."""
@@ -150,7 +211,7 @@ class QualityResult:
             design = f"; judged whole (a census): {', '.join(self.census)}"
         if self.exact:
             design += "; every pair judged: exact"
-        return display.html_table(
+        return self.verdict()._repr_html_() + display.html_table(
             f"Quality of Exp relative to Base (estimator: {how})", rows, list(QUALITY_COLUMNS),
             note=f"pairs judged: {display.count(self.judged_pairs)}, unsure: {display.count(self.unsure_pairs)}, "
                  f"not judged: {display.count(self.missing_pairs)}{design}" + "".join(f". {n}" for n in notes))
@@ -178,9 +239,12 @@ class QualityResult:
             "strata": list(self.strata),
             "census": list(self.census),
             "exact": self.exact,
+            "design": self.design,
         })
         if self.slices:
             d["slices"] = self.slices
+        v = verdict(d)  # the answer in words, from these numbers
+        d["verdict"], d["verdict_facts"] = v.text, v.facts
         return d
 
 

@@ -45,7 +45,7 @@ import pyarrow as pa
 from abcde.core.diff import Diff
 from abcde.core.formulas import stable_pair_weight, weighted_mean_se
 from abcde.errors import InputError
-from abcde.quality.result import Estimate, QualityResult
+from abcde.quality.result import Estimate, QualityResult, agresti_coull
 from abcde.sampling.clocks import check_seed, check_size
 from abcde.sampling.pairs import (LABEL, fill_budgets, item_pair_weights, pair_counts, pair_id, pair_totals,
                                   stratum_pairs)
@@ -241,15 +241,16 @@ def _mean_var(v: np.ndarray) -> tuple[float, float, int]:
     return float(v.mean()), float(v.var(ddof=1)) if n > 1 else math.nan, n
 
 
-def _census_total(draws: pa.Table, by_pair: dict, y) -> tuple[float, float, int]:
-    """``Σ_k pair_weight_k · y_k`` over a census stratum's pairs (each listed once), its variance
-    and the judged pairs it rests on, ``y(label, same, item_a, item_b)``.
+def _census_total(draws: pa.Table, by_pair: dict, y) -> tuple[float, float, int, float, float]:
+    """``Σ_k pair_weight_k · y_k`` over a census stratum's pairs (each listed once), its variance,
+    the judged pairs it rests on, the judged pairs' exact part ``Σ_judged pair_weight·y`` and the
+    weight ``R`` of the pairs left, ``y(label, same, item_a, item_b)``.
 
     Every pair judged: the exact total, variance 0. Pairs left unsure or not judged (weight ``R``)
     are taken to be like the judged ones, as in a sampled stratum: their part is ``R·ȳ`` (``ȳ`` the
     weighted mean of the judged), with variance ``R²·SE(ȳ)² + s²·Σ_unjudged pair_weight²``."""
     if not draws.num_rows:
-        return 0.0, 0.0, 0
+        return 0.0, 0.0, 0, 0.0, 0.0
     pw = np.asarray(draws.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float)
     ys, ws, rest, rest2 = [], [], 0.0, 0.0
     for k, (pid, lab, a, b) in enumerate(zip(draws.column("pair_id").to_pylist(), draws.column("label").to_pylist(),
@@ -265,21 +266,12 @@ def _census_total(draws: pa.Table, by_pair: dict, y) -> tuple[float, float, int]
     n = len(y_)
     known = float((w_ * y_).sum())
     if rest == 0.0:
-        return known, 0.0, n
+        return known, 0.0, n, known, 0.0
     if n == 0:
-        return math.nan, math.nan, 0
+        return math.nan, math.nan, 0, known, rest
     mean, se = weighted_mean_se(y_, w_)
     s2 = float((w_ * (y_ - mean) ** 2).sum() / w_.sum())
-    return known + rest * mean, rest * rest * se * se + s2 * rest2, n
-
-
-def _adjusted(ones: np.ndarray) -> tuple[float, float]:
-    """Agresti–Coull's centre and standard error of a proportion from ``n`` 0/1 values with ``k``
-    ones: ``p̃ = (k + 2)/(n + 4)``, ``√(p̃(1 − p̃)/(n + 4))`` (two pseudo-successes and two
-    pseudo-failures, ≈ z²/2 each at 95%)."""
-    n, k = len(ones), float(np.sum(ones))
-    pt = (k + 2.0) / (n + 4.0)
-    return pt, math.sqrt(pt * (1.0 - pt) / (n + 4.0))
+    return known + rest * mean, rest * rest * se * se + s2 * rest2, n, known, rest
 
 
 def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: float,
@@ -293,54 +285,72 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
     # is Agresti–Coull's: centred on p̃ = (k + 2)/(n + 4), half-width q·√(p̃(1 − p̃)/(n + 4)) (the
     # estimate stays the unbiased p̂). Samples drawn before the sign split keep Wald intervals.
     signed = all(c in _LABEL for c in sample.strata)
-    dp, var, n_j, note = sample.self_term, 0.0, 0, ""
+    dp, var, n_j, missing = sample.self_term, 0.0, 0, []
     centre, ivar = sample.self_term, 0.0
+    # The feasible range of ΔPrecision, known before anyone judges: the self term plus each stratum's
+    # U_c·l_c·p_c with p_c in [0, 1] (a census stratum: its judged pairs' exact part plus l_c·[0, R]).
+    lo, hi = sample.self_term, sample.self_term
     stats = {c: _stratum_stats(sample.draws[c], by_pair) for c in sample.strata}
     for c in sample.strata:
         U = sample.totals[c]
         if U == 0:
             continue
+        lab = _LABEL.get(c)  # None: a legacy intersection stratum, of both signs
         if c in sample.census:
-            t, v, n = _census_total(sample.draws[c], by_pair, lambda lab, same, a, b: lab * same)
+            t, v, n, known, rest = _census_total(sample.draws[c], by_pair, lambda lab, same, a, b: lab * same)
+            lo, hi = lo + known - (rest if lab != 1 else 0.0), hi + known + (rest if lab != -1 else 0.0)
             if not math.isfinite(t):
-                dp, note = math.nan, f"no usable judgement in the {c} stratum"
-                break
+                dp = math.nan
+                missing.append(c)
+                continue
             dp, var, n_j = dp + t, var + v, n_j + n
             centre, ivar = centre + t, ivar + v
             continue
+        lo, hi = lo - (U if lab != 1 else 0.0), hi + (U if lab != -1 else 0.0)
         x, same = stats[c]
         m, v, n = _mean_var(x)
         if n == 0:
-            dp, note = math.nan, f"no usable judgement in the {c} stratum"
-            break
+            dp = math.nan
+            missing.append(c)
+            continue
+        if not math.isfinite(dp):
+            continue
         dp += U * m
         var += U * U * (v / n if math.isfinite(v) else math.nan)
         n_j += n
         if signed:
-            pt, ps = _adjusted(same)
+            pt, ps = agresti_coull(same)
             centre, ivar = centre + U * _LABEL[c] * pt, ivar + U * U * ps * ps
+    note = (f"no usable judgement yet in the {', '.join(missing)} " + ("strata" if len(missing) > 1 else "stratum")
+            if missing else "")
     se = math.sqrt(var) if math.isfinite(var) and math.isfinite(dp) else math.nan
-    delta = Estimate("delta_precision", dp, se, n_j, method=method, note=note,
+    delta = Estimate("delta_precision", dp, se, n_j if math.isfinite(dp) else 0, method=method, note=note,
+                     bounds=(lo, hi),
                      **({"centre": centre, "interval_se": math.sqrt(ivar)} if signed and math.isfinite(dp) else {}))
 
     def rate(c, rate_value, want_same, name):
         _, same = stats[c]
         if rate_value == 0:
-            return Estimate(name, 0.0, 0.0, len(same), method=method, note=f"no {c}s: the {c} rate is 0")
+            return Estimate(name, 0.0, 0.0, len(same), method=method, note=f"no {c}s: the {c} rate is 0",
+                            bounds=(0.0, 0.0))
         if c in sample.census:
             d = sample.draws[c]
             total = float(np.asarray(d.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float).sum())
-            t, v, n = _census_total(d, by_pair, lambda lab, s, a, b: s if want_same else 1.0 - s)
+            t, v, n, known, rest = _census_total(d, by_pair, lambda lab, s, a, b: s if want_same else 1.0 - s)
+            bounds = (rate_value * known / total, rate_value * (known + rest) / total)
             if n == 0:
-                return Estimate(name, math.nan, math.nan, 0, method=method, note=f"no judged {c} pairs")
-            return Estimate(name, rate_value * t / total, rate_value * math.sqrt(v) / total, n, method=method)
+                return Estimate(name, math.nan, math.nan, 0, method=method, note=f"no judged {c} pairs",
+                                bounds=bounds)
+            return Estimate(name, rate_value * t / total, rate_value * math.sqrt(v) / total, n, method=method,
+                            bounds=bounds)
         v = same if want_same else 1.0 - same
         m, var_c, n = _mean_var(v)
         if n == 0:
-            return Estimate(name, math.nan, math.nan, 0, method=method, note=f"no judged {c} pairs")
+            return Estimate(name, math.nan, math.nan, 0, method=method, note=f"no judged {c} pairs",
+                            bounds=(0.0, rate_value))
         se = rate_value * math.sqrt(var_c / n) if math.isfinite(var_c) else math.nan
-        pt, ps = _adjusted(v)
-        return Estimate(name, rate_value * m, se, n, method=method,
+        pt, ps = agresti_coull(v)
+        return Estimate(name, rate_value * m, se, n, method=method, bounds=(0.0, rate_value),
                         **({"centre": rate_value * pt, "interval_se": rate_value * ps} if signed else {}))
 
     judgeable, judged, unsure = set(), 0, 0
@@ -411,9 +421,15 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
             drawn[k] = drawn.get(k, 0) + 1
     census = sorted(sample.census, key=sample.strata.index)
     method = f"stratified ({sample.allocation})" + (f"; census of {', '.join(census)}" if census else "")
+    live = [_LABEL.get(c) for c in sample.strata if sample.totals[c] > 0]
+    down, up = any(lab != 1 for lab in live), any(lab != -1 for lab in live)
     rows = []
     for value, (w_i, pw) in sorted(multipliers.items(), key=lambda kv: -kv[1][1]):
         st, st_u = self_terms.get(value, (0.0, 0.0))
+        # Feasible range: the exact self term(I) plus the slice's other pairs, pairweight(I) − Σ_I u_ii,
+        # each of weight u_ij·l_ij·1(i ≡ j), a term of its stratum's sign.
+        rest = max(pw - st_u, 0.0)
+        bounds = (st - rest * down, st + rest * up)
         est, var, n_in, note = st, 0.0, 0, ""
         if pw - st_u <= 1e-12 * max(pw, 1e-300):  # only self pairs (or none): exact
             pass
@@ -427,7 +443,7 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
                     # each end in I adds its half.
                     def inside(lab, same, a, b, value=value):
                         return lab * same * ((vantage_value.get(a) == value) + (vantage_value.get(b) == value)) / 2
-                    t, v, n = _census_total(sample.draws[c], by_pair, inside)
+                    t, v, n, _, _ = _census_total(sample.draws[c], by_pair, inside)
                     if not math.isfinite(t):
                         est, note = math.nan, f"no usable judgement in the {c} stratum"
                         break
@@ -448,9 +464,10 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
             if math.isfinite(est) and n_in == 0:
                 est, note = math.nan, "no judged pair has its vantage item in this slice"
         se = math.sqrt(var) if math.isfinite(var) and math.isfinite(est) else math.nan
-        contrib = Estimate("delta_precision_contribution", est, se, n_in, method=method, note=note)
+        contrib = Estimate("delta_precision_contribution", est, se, n_in, method=method, note=note, bounds=bounds)
         scale = float(total_weight) / w_i if w_i else math.nan
-        dpi = Estimate("delta_precision", est * scale, se * scale, n_in, method=method, note=note)
+        dpi = Estimate("delta_precision", est * scale, se * scale, n_in, method=method, note=note,
+                       bounds=(bounds[0] * scale, bounds[1] * scale))
         rows.append({"value": json.loads(value), "weight": w_i, "pairweight": pw, "self_term": st,
                      "sampled_draws": drawn.get(value, 0), "delta_precision": dpi.to_dict(),
                      "delta_precision_contribution": contrib.to_dict()})

@@ -63,8 +63,20 @@ MEANING = [
      f"(a good split) or the same (a bad split); Good + Bad = {_SR}."),
     (f"{_GMR} / {_BMR}", f"the parts of {_MR}(T) whose merged pairs are judged the same (good) "
      f"or different (bad); Good + Bad = {_MR}."),
-    ("95% interval", "the estimate ± the t quantile × standard error; it covers the true value in about 95% "
-     "of samples. Exact impact metrics have no interval."),
+    ("95% interval", "covers the true value in about 95% of samples; exact impact metrics have none. "
+     f"For {_GSR}, {_BSR}, {_GMR} and {_BMR}: the Agresti–Coull interval of the judged share "
+     "(centre (k + 2)/(n + 4), half-width q·√(p̃(1 − p̃)/(n + 4)), q the Student t quantile on n − 1 degrees of "
+     "freedom), times the exact rate, so it lies in [0, rate] and Good's and Bad's mirror each other; it has "
+     f"width even when every judgement agrees (s.e. 0). For {_DP} under the stratified design: the same "
+     "construction summed over the strata (the exact self term plus each stratum's U_c·l_c·p̃_c, half-width "
+     "q·√Σ U_c²·p̃_c(1 − p̃_c)/(n_c + 4)); under the paper's design: the estimate ± q × standard error. "
+     "A census stratum adds its exact part. Every interval is then cut to the range the metric can take "
+     f"(known exactly before anyone judges: [0, {_SR}] for a split rate, for {_DP} the self term plus each "
+     "stratum's weight on its own side of 0), which never lowers its coverage. Slices: the estimate "
+     "± q × standard error (q on the slice's draws − 1), cut to the slice's range."),
+    ("Verdict", f"one rule everywhere: {_DP}'s 95% interval above 0 means Precision went up, below 0 that it "
+     "went down, across 0 that no change is detectable yet; slices are named as significantly better or worse "
+     "only when Holm's method across all slices shown (5% family-wise) rejects no change."),
 ]
 
 
@@ -188,8 +200,12 @@ def build_report(
                                 for k in ("precision", "recall", "f1")}
                          for side, r in truth.items() if side in ("base", "exp")}
     if quality is not None:
+        from abcde.quality.verdict import verdict  # lazy: start-up time (a report without quality)
+
         q = quality if isinstance(quality, dict) else quality.to_dict()
-        data["quality"] = {**q, "judged_by": judged_by or "unknown"}
+        v = verdict(q, truth=truth, names=names)
+        data["verdict"] = v.to_dict()
+        data["quality"] = {**q, "judged_by": judged_by or "unknown", "verdict": v.text, "verdict_facts": v.facts}
     if exploration is not None:
         groups = {}
         for col in explore_by:

@@ -137,6 +137,7 @@ def _view(data: dict) -> dict:
                         Column("contribution", "contribution", pct)]}
                    for name, rows in data["slices"].items()],
         "quality": _quality_view(data.get("quality")),
+        "verdict": (data.get("verdict") or {}).get("sentences") or [],
         "truth": [{"side": names.get(side, side), "key": side, **{k: pct(v) for k, v in r.items()}, "raw": r}
                   for side, r in (data.get("truth") or {}).items()],
         "exploration": None,
@@ -174,9 +175,10 @@ def _quality_view(q: dict | None) -> dict | None:
         "slices": [{"name": col, "rows": [
             {"value": r["value"], "weight": r.get("weight"), "draws": r.get("sampled_draws"),
              "dp": r["delta_precision"]["estimate"], "se": r["delta_precision"]["std_err"],
+             "interval": interval(r["delta_precision"]),
              "contribution": r["delta_precision_contribution"]["estimate"]} for r in rows],
             "columns": [Column("value", col), Column("weight", "weight", num), Column("draws", "draws"),
-                        Column("dp", dp, four), Column("se", "± s.e.", four),
+                        Column("dp", dp, four), Column("se", "± s.e.", four), Column("interval", "95% interval"),
                         Column("contribution", "contribution", four)]}
             for col, rows in (q.get("slices") or {}).items()],
     }
@@ -309,6 +311,12 @@ def render_markdown(data: dict) -> str:
     h = data["headline"]
     n = data["names"]
     lines = [f"### ABCDE: {_md(n['exp'])} vs {_md(n['base'])}", ""]
+    v = data.get("verdict")
+    if v and v.get("sentences"):
+        head, *rest = v["sentences"]
+        judged = (data.get("quality") or {}).get("judged_by")
+        lines += [f"**{_md(head)}**", ""] + [f"- {_md(x)}" for x in rest] + (
+            [f"- Judged by {_md(judged)}."] if judged else []) + [""]
     if data["identical"]:
         lines += [f"The clusterings are **identical** on the {h['items']:,} common items: nothing changed.", ""]
     lines += ["| " + " | ".join(L[k] for k in IMPACT_METRICS) + " | affected items | items |",
