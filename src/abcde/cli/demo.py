@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -41,7 +42,7 @@ def demo(out, as_json, engine):
     console().print(f"[bold]Quality[/bold]: {PAIR_BUDGET} pairs sampled (stratified: exact self term, split/merge/"
                     "intersection strata ∝ u_ij) and judged by an [bold]oracle[/bold] (the example's true entity "
                     "ids), not by people:")
-    print_quality(res.quality.to_dict())
+    print_quality(res.quality.to_dict(), sentences=res.report.to_dict()["verdict"]["sentences"])
     t = new_table(title="Against the example's true entities (FEBRL ground truth)", title_justify="left")
     for c in ("clustering", "Precision", "Recall", "F1"):
         t.add_column(c, justify="left" if c == "clustering" else "right")
@@ -51,8 +52,13 @@ def demo(out, as_json, engine):
     for p in res.written:
         console().print(f"wrote {p}")
     cmd = abcde_command()
+    d, q = shlex.quote(str(res.out_dir)), shlex.quote(str(res.pair_dir))
     console().print(f"\n[bold]Open {res.report_path} in a browser[/bold] (works offline). Explore the sample "
-                    f"interactively with: {cmd} explore serve {res.sample_path}")
+                    f"interactively with: {cmd} explore serve {shlex.quote(str(res.sample_path))}")
+    console().print(f"[bold]Next:[/bold] judge the pairs yourself with [bold]{cmd} judge serve {q}[/bold] (kept "
+                    f"beside the oracle's; {cmd} quality {q} --source person gives yours alone), then rebuild the "
+                    f"report with every section and the judgements now in {q}: [bold]{cmd} report {d}[/bold]",
+                    soft_wrap=True)
     if cmd != "abcde":
         console().print(f"(abcde is not on your PATH: call it as {cmd}, or first run: "
                         f"source {Path(cmd).parent / 'activate'})")

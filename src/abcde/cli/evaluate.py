@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
 from abcde.cli.demo import abcde_command
@@ -30,7 +32,8 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_impact, ta
 @click.option("--force", is_flag=True,
               help="Replace another pair sample in OUT/quality; it and its judgements are moved aside, never deleted.")
 @click.option("--out", required=True, type=click.Path(file_okay=False),
-              help="Directory to write: impact/, explore/sample.parquet, quality/ (pairs to judge), report.html.")
+              help="Directory to write: impact/, explore/sample.parquet, quality/ (pairs to judge), report.html, "
+                   "report.md, evaluate.json (how it was run, for 'abcde report OUT').")
 @click.option("--only-affected", is_flag=True,
               help="impact/ holds the affected items and clusters only (the others' metrics are all 0); for "
                    "billions of items, whose whole tables are tens of GB.")
@@ -42,8 +45,9 @@ def evaluate(base, exp, items, item_id, cluster_id, weight_column, slice_by, top
     """The whole job from one read of the inputs: impact, an exploration sample, a pair sample to
     judge and the report (what 'impact --out', 'explore sample', 'pairs' and 'report' write).
 
-    Then judge OUT/quality ('abcde judge serve OUT/quality', a model, or an oracle column) and add
-    the quality estimates to the report with 'abcde report ... --quality OUT/quality'.
+    Records how it was run in OUT/evaluate.json. Then judge OUT/quality ('abcde judge serve
+    OUT/quality', a model, or an oracle column) and rebuild the report with every section and the
+    quality estimates with 'abcde report OUT'.
     """
     from abcde.workflow.evaluate import evaluate as run  # lazy: start-up time
 
@@ -59,8 +63,8 @@ def evaluate(base, exp, items, item_id, cluster_id, weight_column, slice_by, top
     console().print(table(rows, "Stages (one read of the inputs; every stage reuses its fragments)"))
     for p in res.written:
         console().print(f"wrote {p}")
-    cmd = abcde_command()
-    inputs = f"--base {base} --exp {exp}" + (f" --items {items}" if items else "")
-    console().print(f"\n[bold]Next:[/bold] judge the pairs with [bold]{cmd} judge serve {res.pair_dir}[/bold] "
-                    f"(or a model: {cmd} judge model {res.pair_dir} ...), then add the estimates to the report: "
-                    f"{cmd} report {inputs} --quality {res.pair_dir} --out {res.report_path}", soft_wrap=True)
+    cmd, d, q = abcde_command(), shlex.quote(str(res.out_dir)), shlex.quote(str(res.pair_dir))
+    console().print(f"\n[bold]Next:[/bold] judge the pairs with [bold]{cmd} judge serve {q}[/bold] "
+                    f"(or a model: {cmd} judge model {q} ...; or a ground-truth column: {cmd} judge oracle {q} "
+                    f"--oracle-column COL), then rebuild the report with every section and the quality estimates: "
+                    f"[bold]{cmd} report {d}[/bold]", soft_wrap=True)

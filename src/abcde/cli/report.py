@@ -1,15 +1,29 @@
-"""``abcde report``: one self-contained HTML report of a change (:func:`abcde.workflow.run_report`)."""
+"""``abcde report``: one self-contained HTML report of a change (:func:`abcde.workflow.run_report`),
+or the report of an ``abcde evaluate`` directory rebuilt with its judgements
+(:func:`abcde.workflow.report.report_from_evaluation`)."""
 
 from __future__ import annotations
 
-import click
+import shlex
 
+import click
+from click.core import ParameterSource
+
+from abcde.cli.demo import abcde_command
 from abcde.cli.options import clustering_options, engine_options, json_option
 from abcde.cli.tables import console, emit_json, handle_errors, print_impact, print_quality
 
+#: Options that an evaluation directory brings itself (from its evaluate.json): not given with EVALDIR.
+RECORDED = ("base", "exp", "items", "item_id", "cluster_id", "weight_column", "slice_by", "top", "quality_dir",
+            "sample_path", "explore_by", "truth")
+#: The engine options: given on the command line, they replace the evaluation's recorded engine.
+ENGINE = ("engine", "database", "memory_limit", "threads", "temp_directory", "spark_master", "spark_remote",
+          "spark_conf")
+
 
 @click.command()
-@clustering_options
+@click.argument("evaldir", required=False, type=click.Path())
+@clustering_options(required=False)
 @click.option("--slice-by", multiple=True, help="Attribute column(s) to slice by; repeat, or 'a,b' to group by both.")
 @click.option("--top", default=20, show_default=True, type=click.IntRange(min=0), help="Most affected clusters per side.")
 @click.option("--quality", "quality_dir", type=click.Path(file_okay=False), default=None,
@@ -25,28 +39,64 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_impact, pr
               help="A ground-truth clustering (Parquet/CSV, same id and cluster columns): adds Base's and Exp's "
                    "pointwise Precision, Recall and F1 against it.")
 @click.option("--title", default="ABCDE report", show_default=True, help="Title of the report (HTML and Markdown).")
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="The HTML report to write.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="The HTML report to write (required with --base; with EVALDIR default EVALDIR/report.html).")
 @click.option("--markdown", type=click.Path(dir_okay=False), default=None,
-              help="Also write a Markdown summary (for a code review comment) here.")
+              help="Also write a Markdown summary (for a code review comment) here (with EVALDIR and no --out: "
+                   "default EVALDIR/report.md).")
 @json_option(help="Print the report's content as one JSON object.")
 @engine_options
 @handle_errors
-def report(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, quality_dir, judgements, judged_by,
-           quality_slice_by, sample_path, explore_by, truth, title, out, markdown, as_json, engine):
-    """One self-contained HTML report: impact, most affected clusters, charts, slices, quality."""
-    if not quality_dir and (judgements or quality_slice_by):
-        raise click.UsageError("--judgements and --quality-slice-by need --quality DIR.")
-    from abcde.workflow.report import run_report  # lazy: start-up time
+def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_by, top, quality_dir, judgements,
+           judged_by, quality_slice_by, sample_path, explore_by, truth, title, out, markdown, as_json, engine):
+    """One self-contained HTML report: impact, most affected clusters, charts, slices, quality.
 
-    res = run_report(base, exp, out, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
-                     slice_by=slice_by, top=top, quality=quality_dir or None, judgements=judgements,
-                     quality_slice_by=quality_slice_by, judged_by=judged_by, sample=sample_path,
-                     explore_by=explore_by, title=title, markdown=markdown, truth=truth, engine=engine)
+    'abcde report EVALDIR' rebuilds the report of an 'abcde evaluate' (or 'abcde demo') directory
+    from its evaluate.json, with every section it had (truth, slices, exploration sample, ...) and
+    the quality estimates from the judgements now in EVALDIR/quality; it replaces EVALDIR/report.html
+    and EVALDIR/report.md (each at once) and never changes the judgements. --judged-by, --judgements,
+    --quality-slice-by, --title, --out, --markdown and the engine options may be given (by default
+    the evaluation's own engine and --database).
+    """
+    ctx = click.get_current_context()
+
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+
+    if evaldir is not None:
+        flag = {p.name: p.opts[0] for p in ctx.command.params}
+        clash = [flag[n] for n in RECORDED if given(n)]
+        if clash:
+            raise click.UsageError(f"{', '.join(clash)} cannot be given with EVALDIR: the evaluation's inputs and "
+                                   "options are the ones it recorded in EVALDIR/evaluate.json.")
+        from abcde.workflow.report import report_from_evaluation  # lazy: start-up time
+
+        res = report_from_evaluation(evaldir, out=out, markdown=markdown, judged_by=judged_by, judgements=judgements,
+                                     quality_slice_by=quality_slice_by or None, title=title if given("title") else None,
+                                     engine=engine if any(given(n) for n in ENGINE) else None)
+    else:
+        missing = [o for o, v in (("--base", base), ("--exp", exp), ("--out", out)) if not v]
+        if missing:
+            raise click.UsageError(f"Missing option(s) {', '.join(missing)} (or give an 'abcde evaluate' output "
+                                   "directory: abcde report EVALDIR).")
+        if not quality_dir and (judgements or quality_slice_by):
+            raise click.UsageError("--judgements and --quality-slice-by need --quality DIR.")
+        from abcde.workflow.report import run_report  # lazy: start-up time
+
+        res = run_report(base, exp, out, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
+                         slice_by=slice_by, top=top, quality=quality_dir or None, judgements=judgements,
+                         quality_slice_by=quality_slice_by, judged_by=judged_by, sample=sample_path,
+                         explore_by=explore_by, title=title, markdown=markdown, truth=truth, engine=engine)
     if as_json:
         emit_json(res.to_dict())
         return
-    print_impact(res.impact, top=min(top, 10))
+    print_impact(res.impact, top=min(top, 10) if evaldir is None else 10)
     if res.quality is not None:
         print_quality(res.report.to_dict()["quality"])
     for p in res.written:
         console().print(f"wrote {p}")
+    if evaldir is not None and res.quality is None:
+        cmd, q = abcde_command(), shlex.quote(str(res.quality_dir))
+        console().print(f"\n[bold]No judgements[/bold] in {res.quality_dir} yet, so the report has no quality "
+                        f"estimates. Judge the pairs ({cmd} judge serve {q}, a model or an oracle column), then "
+                        f"run {cmd} report {shlex.quote(str(evaldir))} again.", soft_wrap=True)

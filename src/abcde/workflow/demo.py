@@ -18,9 +18,9 @@ from abcde.metrics.pointwise import PointwiseResult
 from abcde.quality.estimate import estimate_quality
 from abcde.quality.oracle import oracle_judge
 from abcde.quality.result import QualityResult
-from abcde.report.build import Report, build_report
+from abcde.report.build import Report
 from abcde.sampling.explore import ExplorationSample, SliceEstimate
-from abcde.workflow.evaluate import check_out_dir, evaluate
+from abcde.workflow.evaluate import check_out_dir, evaluate, evaluation_report
 
 #: Who judged the demo's pairs; shown beside every quality number.
 ORACLE_LABEL = "an oracle (simulated judgements from the example's true entity ids), not people"
@@ -31,6 +31,9 @@ EXPLORE_SIZE = 1000
 #: Distinct pairs to judge.
 PAIR_BUDGET = 300
 SEED = 0
+#: The impact's slices and the exploration groups; ΔPrecision is sliced by source only.
+SLICE_BY = ["state", "source"]
+QUALITY_SLICE_BY = ["source"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,8 @@ class DemoResult:
                 "explore": {"sample": self.exploration.metadata,
                             "groups_by_state": [g.to_dict() for g in self.groups_by_state]},
                 "quality": {"judged_by": self.judged_by, **self.quality.to_dict()},
+                # the answer in words, with the ground truth's sentence (the report's box)
+                "verdict": self.report.to_dict().get("verdict"),
                 "pointwise_against_truth": {k: v.to_dict() for k, v in self.pointwise_against_truth.items()},
                 "written": [str(p) for p in self.written]}
 
@@ -95,21 +100,25 @@ def run_demo(out_dir: str | os.PathLike = "abcde-demo", *, engine: Engine | str 
     sample and report from one read of the inputs), then the pairs judged by an oracle (the
     example's true entity ids), the quality estimates, and the report again with them. Writes
     ``impact/`` (per-item and per-cluster tables), ``explore/sample.parquet``, ``quality/`` (the pair
-    sample, its tasks and the oracle's judgements), ``report.html`` and ``report.md``.
+    sample, its tasks and the oracle's judgements), ``report.html``, ``report.md`` and
+    ``evaluate.json``: ``abcde report OUT_DIR``
+    (:func:`abcde.workflow.report.report_from_evaluation`) builds the same report again, with
+    the judgements then in ``quality/``.
     """
     out = Path(out_dir)
     check_out_dir(out, "demo")
     paths = example_paths(EXAMPLE)
-    ev = evaluate(paths["base"], paths["exp"], out, items=paths["items"], slice_by=["state", "source"], top=10,
+    ev = evaluate(paths["base"], paths["exp"], out, items=paths["items"], slice_by=SLICE_BY, top=10,
                   sample_size=EXPLORE_SIZE, budget=PAIR_BUDGET, seed=SEED, hide=["entity_id"], truth=paths["truth"],
-                  title=TITLE, engine=engine)
+                  title=TITLE, quality_slice_by=QUALITY_SLICE_BY, engine=engine)
     groups = ev.exploration.group(["state"], top=5)
     # Quality: the pairs judged here by the ORACLE (the example's true entity ids), then estimates.
     judgements = oracle_judge(ev.pair_dir, "entity_id")
-    qual = estimate_quality(ev.pair_dir, slice_by=["source"])
-    # The report again, now with the quality estimates beside the rest.
-    rep = build_report(ev.impact, quality=qual.to_dict(), judged_by=ORACLE_LABEL, exploration=ev.exploration,
-                       explore_by=["state", "source"], title=TITLE, truth=ev.pointwise_against_truth)
+    qual = estimate_quality(ev.pair_dir, slice_by=QUALITY_SLICE_BY)
+    # The report again, now with the quality estimates beside the rest (what 'abcde report OUT_DIR'
+    # builds from the record, here from the results in hand).
+    rep = evaluation_report(ev.record, ev.impact, ev.exploration, truth=ev.pointwise_against_truth,
+                            quality=qual.to_dict(), judged_by=ORACLE_LABEL)
     written = [*ev.written, judgements]
     rep.write(ev.report_path, markdown=out / "report.md")
     return DemoResult(out_dir=out, example_dir=paths["base"].parent, impact=ev.impact, exploration=ev.exploration,

@@ -10,9 +10,12 @@ directory it writes::
     OUT/explore/sample.parquet
     OUT/quality/           the pair sample to judge (tasks.csv, ...), as 'abcde pairs' writes it
     OUT/report.html, OUT/report.md
+    OUT/evaluate.json      how it was run: the inputs (as given, absolute, fingerprinted), the options,
+                           the engine, the abcde version and where each output is (:func:`read_evaluation`)
 
 Then: judge ``OUT/quality`` (``abcde judge serve OUT/quality``, a model, or an oracle column), and
-``abcde report ... --quality OUT/quality`` adds the quality estimates.
+``abcde report OUT`` (:func:`abcde.workflow.report.report_from_evaluation`) rebuilds the report from
+that record with every section and the quality estimates.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import os
 import shutil
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata as _metadata
 from pathlib import Path
 from typing import Sequence
 
@@ -30,14 +35,22 @@ from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, impact
 from abcde.metrics.pointwise import PointwiseResult, pointwise
-from abcde.quality.draw import draw_pair_sample
+from abcde.quality.draw import _full_path, draw_pair_sample
 from abcde.quality.sample_dir import check_hidden
 from abcde.report.build import Report, build_report
 from abcde.sampling.explore import ExplorationSample, sample_affected
 from abcde.util import progress
+from abcde.util.files import input_fingerprint, write_text
 
+#: The record of a run in its directory: how it was run and where each output is.
+RECORD = "evaluate.json"
+RECORD_FORMAT = "abcde-evaluation"
+RECORD_VERSION = 1
+#: Each output's place in the directory (as the record's ``outputs`` gives it).
+OUTPUTS = {"impact": "impact", "exploration_sample": "explore/sample.parquet", "pair_sample": "quality",
+           "report": "report.html", "markdown": "report.md"}
 #: What ``evaluate`` (and the demo, built on it) writes in its directory.
-ENTRIES = frozenset({"impact", "explore", "quality", "report.html", "report.md"})
+ENTRIES = frozenset({"impact", "explore", "quality", "report.html", "report.md", RECORD})
 
 
 @dataclass(frozen=True)
@@ -61,7 +74,9 @@ class EvaluateResult:
     stages
         Per stage: its name, seconds and rows, in order.
     written
-        Every file written, in order.
+        Every file written, in order (the record ``evaluate.json`` last).
+    record
+        What ``evaluate.json`` holds (:func:`read_evaluation` describes it).
     """
 
     out_dir: Path
@@ -74,13 +89,15 @@ class EvaluateResult:
     pointwise_against_truth: dict[str, PointwiseResult] = field(default_factory=dict)
     stages: list[dict] = field(default_factory=list)
     written: list[str | Path] = field(default_factory=list)
+    record: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The outputs as JSON-ready values (``abcde evaluate --json``)."""
         return {"impact": self.impact.to_dict(), "explore": {"sample": self.exploration.metadata},
                 "pairs": {"dir": str(self.pair_dir)},
                 "pointwise_against_truth": {k: v.to_dict() for k, v in self.pointwise_against_truth.items()},
-                "report": str(self.report_path), "stages": self.stages, "written": [str(p) for p in self.written]}
+                "report": str(self.report_path), "record": str(self.out_dir / RECORD), "stages": self.stages,
+                "written": [str(p) for p in self.written]}
 
 
 def check_out_dir(out: Path, what: str = "evaluate") -> None:
@@ -122,6 +139,7 @@ def evaluate(
     title: str = "ABCDE report",
     force: bool = False,
     only_affected: bool = False,
+    quality_slice_by: Sequence[str] | None = None,
     engine: Engine | str | None = None,
 ) -> EvaluateResult:
     """Impact, exploration sample, pair sample and report of Exp relative to Base, written to
@@ -134,6 +152,11 @@ def evaluate(
     pointwise Precision/Recall/F1 in the report. ``force``: replace another pair sample in
     ``out_dir/quality`` (moved aside with its judgements, never deleted). ``only_affected``: the
     impact tables hold the affected items and clusters only (:meth:`ImpactResult.write`).
+    ``quality_slice_by``: the attributes of ΔPrecision's slices in the report rebuilt once the pairs
+    are judged (:func:`abcde.workflow.report.report_from_evaluation`); default: ``slice_by``.
+
+    Everything it was given is recorded in ``out_dir/evaluate.json`` (see :func:`read_evaluation`),
+    written last: a run that fails leaves no record of itself as finished.
     """
     out = Path(out_dir)
     check_out_dir(out)
@@ -150,35 +173,44 @@ def evaluate(
             res = impact(given, slice_by=list(slice_by), top=top, engine=engine)
             st.rows = res.items
         check_hidden(res.diff.attributes, hide)  # before anything is written, not after half of it
+        record = _record(given, truth, slice_by=slice_by, explore_by=explore_by, top=top, sample_size=sample_size,
+                         budget=budget, seed=seed, estimator=estimator, hide=hide, title=title,
+                         only_affected=only_affected, quality_slice_by=quality_slice_by, engine=res.diff.engine)
+        if not fresh:
+            # Over an earlier run: until this one is done, the record says it is not (from here on,
+            # that run's outputs are replaced one by one). A new directory is removed on failure.
+            write_text(out / RECORD, json.dumps({**record, "complete": False}, indent=2) + "\n")
         written: list[str | Path] = []
         with stage("impact tables") as st:
-            files = res.write(out / "impact", only_affected=only_affected)
+            files = res.write(out / OUTPUTS["impact"], only_affected=only_affected)
             written += files
             st.rows = res.items
         with stage("exploration sample") as st:
             sample = sample_affected(res, size=sample_size, seed=seed, inputs={
                 k: os.fspath(v) for k, v in (("base", given.base), ("exp", given.exp), ("items", given.items))
                 if isinstance(v, (str, os.PathLike))})
-            sample_path = sample.write(out / "explore" / "sample.parquet")
+            sample_path = sample.write(out / OUTPUTS["exploration_sample"])
             written.append(sample_path)
             st.rows = sample.table.num_rows
         with stage("pair sample") as st:
-            pair_dir = draw_pair_sample(given, None, out / "quality", budget=budget, seed=seed, slice_by=list(slice_by),
+            pair_dir = draw_pair_sample(given, None, out / OUTPUTS["pair_sample"], budget=budget, seed=seed, slice_by=list(slice_by),
                                         estimator=estimator, hide=hide, force=force, diff=res.diff)
             written.append(pair_dir / "tasks.csv")
             st.rows = _judgeable(pair_dir)
         against: dict[str, PointwiseResult] = {}
         if truth is not None:
             with stage("pointwise against the truth") as st:
-                against = {side: pointwise(truth, getattr(given, side), items=given.items, item_id=item_id,
-                                           cluster_id=cluster_id, weight=weight, engine=res.diff.engine)
-                           for side in ("base", "exp")}
+                against = pointwise_against(truth, given, res.diff.engine)
                 st.rows = res.items
         with stage("report") as st:
-            rep = build_report(res, exploration=sample, explore_by=list(explore_by if explore_by is not None else slice_by),
-                               title=title, truth=against or None)
-            report_path = out / "report.html"
-            written += rep.write(report_path, markdown=out / "report.md")
+            rep = evaluation_report(record, res, sample, truth=against)
+            report_path = out / OUTPUTS["report"]
+            written += rep.write(report_path, markdown=out / OUTPUTS["markdown"])
+            pair_meta = json.loads((pair_dir / "metadata.json").read_text())
+            record["options"]["allocation"] = pair_meta.get("allocation")
+            for role, fp in (pair_meta.get("input_fingerprints") or {}).items():  # the pair sample's own
+                record["inputs"][role]["fingerprint"] = fp
+            written.append(write_text(out / RECORD, json.dumps(record, indent=2) + "\n"))
             st.rows = None
     except BaseException:
         # No partial output: a directory this run started from nothing is emptied again (an earlier
@@ -191,7 +223,161 @@ def evaluate(
         raise
     return EvaluateResult(out_dir=out, impact=res, exploration=sample, sample_path=sample_path, pair_dir=pair_dir,
                           report=rep, report_path=report_path, pointwise_against_truth=against, stages=stages,
-                          written=written)
+                          written=written, record=record)
+
+
+def evaluation_report(record: dict, result: ImpactResult, exploration: ExplorationSample, *,
+                      truth: dict | None = None, quality=None, judged_by: str | None = None,
+                      title: str | None = None) -> Report:
+    """The report of an evaluation, with the options it recorded (``record``, see
+    :func:`read_evaluation`): what :func:`evaluate` writes (without ``quality``) and what
+    :func:`abcde.workflow.report.report_from_evaluation` rebuilds (with it)."""
+    o = record["options"]
+    return build_report(result, quality=quality, judged_by=judged_by, exploration=exploration,
+                        explore_by=list(o["explore_by"]), title=title or o["title"], truth=truth or None)
+
+
+def pointwise_against(truth, given: Inputs, engine: Engine) -> dict[str, PointwiseResult]:
+    """Each side's pointwise Precision/Recall/F1 against ``truth`` (the report's ground-truth section)."""
+    return {side: pointwise(truth, getattr(given, side), items=given.items, item_id=given.item_id,
+                            cluster_id=given.cluster_id, weight=given.weight, engine=engine)
+            for side in ("base", "exp")}
+
+
+def read_evaluation(evaldir: str | os.PathLike) -> dict:
+    """The record ``evaldir/evaluate.json`` of an :func:`evaluate` run, checked.
+
+    Its layout (paths under ``outputs`` are relative to ``evaldir``; an input given as a table
+    has ``given`` its type name and ``path`` null)::
+
+        {"format": "abcde-evaluation", "version": 1, "complete": true, "abcde_version": "0.1.0",
+         "created": "2025-01-31T12:00:00Z",
+         "inputs": {"base": {"given": "b.parquet", "path": "/abs/b.parquet", "fingerprint": {...}},
+                    "exp": {...}, "items": {...} or null, "truth": {...} or null},
+         "columns": {"item_id": ..., "cluster_id": ..., "base_cluster_id": ..., "exp_cluster_id": ...,
+                     "weight": ...},
+         "options": {"slice_by": [...], "explore_by": [...], "top": 10, "sample_size": 1000,
+                     "budget": 300, "seed": 0, "estimator": "stratified", "allocation": "proportional",
+                     "hide": [...], "only_affected": false, "title": "ABCDE report",
+                     "quality_slice_by": [...]},
+         "engine": {"name": "duckdb", "database": "/abs/db.duckdb" or null, "memory_limit": ...,
+                    "threads": ..., "master": ..., "remote": ...},
+         "outputs": {"impact": "impact", "exploration_sample": "explore/sample.parquet",
+                     "pair_sample": "quality", "report": "report.html", "markdown": "report.md"}}
+
+    Raises
+    ------
+    InputError
+        ``evaldir`` is not a directory, holds no record (not an ``abcde evaluate`` output), the
+        record is unreadable or of another format, or its run did not finish.
+    """
+    d = Path(evaldir)
+    if not d.is_dir():
+        what = "is a file, not a directory" if d.exists() else "does not exist"
+        raise InputError(f"'{d}' {what}; give the output directory of 'abcde evaluate' (its --out).")
+    f = d / RECORD
+    if not f.is_file():
+        older = " (it was written by an abcde that kept no record: run 'abcde evaluate' again)" \
+            if (d / OUTPUTS["impact"]).is_dir() and (d / OUTPUTS["pair_sample"]).is_dir() else ""
+        raise InputError(f"'{d}' is not an 'abcde evaluate' output directory: it holds no {RECORD}{older}.")
+    try:
+        record = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"Cannot read '{f}': {first}. Run 'abcde evaluate' again to write it.") from exc
+    if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+        raise InputError(f"'{f}' is not the record of an 'abcde evaluate' run (no format {RECORD_FORMAT!r}).")
+    if record.get("version") != RECORD_VERSION:
+        raise InputError(f"'{f}' is of version {record.get('version')!r}; this abcde reads version "
+                         f"{RECORD_VERSION}. Run 'abcde evaluate' again with this version.")
+    if record.get("complete") is not True:
+        raise InputError(f"The 'abcde evaluate' run that wrote '{d}' did not finish, so its outputs may be "
+                         "partly replaced. Run it again.")
+    bad = [name for name, ok in _record_checks(record) if not ok]
+    if bad:
+        raise InputError(f"'{f}' lacks or garbles {', '.join(bad[:5])}; it was not written whole by "
+                         "'abcde evaluate'. Run it again.")
+    return record
+
+
+def _record_checks(record: dict):
+    """``(field, whether it is as :func:`evaluate` writes it)`` for each field the report reads."""
+    def get(path: str):
+        v = record
+        for k in path.split("."):
+            if not isinstance(v, dict) or k not in v:
+                return _MISSING
+            v = v[k]
+        return v
+
+    def text(v, *, null=False) -> bool:
+        return isinstance(v, str) or (null and v is None)
+
+    def texts(v) -> bool:
+        return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+    def source(v, *, null) -> bool:
+        return (null and v is None) or (isinstance(v, dict) and text(v.get("path"), null=True)
+                                        and isinstance(v.get("fingerprint"), (dict, type(None))))
+
+    checks = {
+        "inputs.base": lambda v: source(v, null=False), "inputs.exp": lambda v: source(v, null=False),
+        "inputs.items": lambda v: source(v, null=True), "inputs.truth": lambda v: source(v, null=True),
+        "columns.item_id": text, "columns.cluster_id": text, "columns.weight": lambda v: text(v, null=True),
+        "columns.base_cluster_id": lambda v: text(v, null=True), "columns.exp_cluster_id": lambda v: text(v, null=True),
+        "options.slice_by": texts, "options.explore_by": texts, "options.quality_slice_by": texts,
+        "options.top": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "options.title": text,
+        "engine.name": text, "engine.database": lambda v: text(v, null=True),
+        "engine.memory_limit": lambda v: text(v, null=True), "engine.master": lambda v: text(v, null=True),
+        "engine.remote": lambda v: text(v, null=True),
+        "engine.threads": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0),
+        **{f"outputs.{k}": text for k in OUTPUTS},
+    }
+    for name, ok in checks.items():
+        v = get(name)
+        yield name, v is not _MISSING and ok(v)
+
+
+_MISSING = object()
+
+
+def _record(given: Inputs, truth, *, slice_by, explore_by, top, sample_size, budget, seed, estimator, hide, title,
+            only_affected, quality_slice_by, engine: Engine) -> dict:
+    """The record of a run (:func:`read_evaluation` describes it); the inputs' fingerprints are
+    the pair sample's, added when it is written, and the truth's own."""
+    def source(v, *, fingerprint: bool = False) -> dict | None:
+        if v is None:
+            return None
+        if not isinstance(v, (str, os.PathLike)):
+            return {"given": type(v).__name__, "path": None, "fingerprint": None}
+        return {"given": os.fspath(v), "path": _full_path(v),
+                "fingerprint": input_fingerprint(v) if fingerprint else None}
+
+    st = engine.settings
+    database = st.get("database")
+    try:
+        version = _metadata.version("abcde")
+    except _metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        version = None
+    return {
+        "format": RECORD_FORMAT,
+        "version": RECORD_VERSION,
+        "complete": True,
+        "abcde_version": version,
+        "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "inputs": {"base": source(given.base), "exp": source(given.exp), "items": source(given.items),
+                   "truth": source(truth, fingerprint=True)},
+        "columns": {"item_id": given.item_id, "cluster_id": given.cluster_id, "base_cluster_id": given.base_cluster_id,
+                    "exp_cluster_id": given.exp_cluster_id, "weight": given.weight},
+        "options": {"slice_by": list(slice_by), "explore_by": list(explore_by if explore_by is not None else slice_by),
+                    "top": top, "sample_size": sample_size, "budget": budget, "seed": seed, "estimator": estimator,
+                    "allocation": None, "hide": list(hide), "only_affected": only_affected, "title": title,
+                    "quality_slice_by": list(quality_slice_by if quality_slice_by is not None else slice_by)},
+        "engine": {"name": engine.name, "database": os.path.abspath(database) if database else None,
+                   "memory_limit": st.get("memory_limit"), "threads": st.get("threads"),
+                   "master": st.get("master"), "remote": st.get("remote")},
+        "outputs": dict(OUTPUTS),
+    }
 
 
 def _judgeable(pair_dir: Path) -> int:

@@ -1,15 +1,20 @@
 """The report of a change (``abcde report``): impact, optional quality and exploration
-sample, gathered into one report and written as HTML (and Markdown)."""
+sample, gathered into one report and written as HTML (and Markdown).
+
+- :func:`run_report` — from the inputs and whatever else is given (``abcde report --base ...``);
+- :func:`report_from_evaluation` — the report of an ``abcde evaluate`` directory rebuilt from
+  its record, every section kept, with the judgements made since (``abcde report EVALDIR``).
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from abcde.engine import Engine
+from abcde.engine import Engine, connect
 from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, impact
 from abcde.report.build import Report, build_report
@@ -17,6 +22,7 @@ from abcde.report.build import Report, build_report
 if TYPE_CHECKING:
     from abcde.quality.result import QualityResult
     from abcde.sampling.explore import ExplorationSample
+    from abcde.metrics.pointwise import PointwiseResult
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,10 @@ class ReportResult:
         The report (:class:`abcde.Report`).
     written
         The files written: the HTML page, then the Markdown summary if asked for.
+    pointwise_against_truth
+        With a truth: each side's pointwise Precision/Recall/F1 against it (else empty).
+    quality_dir
+        The pair sample the quality estimates are (or, when nothing is judged yet, would be) from.
     """
 
     impact: ImpactResult
@@ -42,6 +52,8 @@ class ReportResult:
     exploration: ExplorationSample | None
     report: Report
     written: list[Path]
+    pointwise_against_truth: dict[str, PointwiseResult] = field(default_factory=dict)
+    quality_dir: Path | None = None
 
     def to_dict(self) -> dict:
         """The report's content and the files written (``abcde report --json``)."""
@@ -127,3 +139,168 @@ def run_report(
                        title=title, truth=against)
     written = rep.write(out, markdown=markdown)
     return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written)
+
+
+def report_from_evaluation(
+    evaldir: str | os.PathLike,
+    *,
+    out: str | os.PathLike | None = None,
+    markdown: str | os.PathLike | None = None,
+    judged_by: str | None = None,
+    judgements: Sequence[str | os.PathLike] = (),
+    quality_slice_by: Sequence[str] | None = None,
+    title: str | None = None,
+    engine: Engine | str | None = None,
+) -> ReportResult:
+    """The report of an ``abcde evaluate`` directory again, with every section it had and the
+    quality estimates from the judgements made since (``abcde report EVALDIR``).
+
+    It reads how the evaluation was run from ``evaldir/evaluate.json``
+    (:func:`abcde.workflow.evaluate.read_evaluation`): the inputs (their absolute paths), columns,
+    slices, top clusters, title and engine. It computes the impact again from the inputs (on the
+    recorded ``--database``, when there was one and it is still there, whose kept inputs and
+    fragments it reuses), reads the exploration sample ``evaldir/explore/sample.parquet``, adds
+    each side's pointwise metrics against the recorded truth, and estimates the quality from the
+    judgements in ``evaldir/quality`` (only read, never written). Without any judgement yet, the
+    report has no quality estimates and says so.
+
+    Parameters
+    ----------
+    evaldir
+        The directory ``abcde evaluate`` (or ``abcde demo``) wrote.
+    out, markdown
+        Where to write the HTML page and the Markdown summary; default the evaluation's own
+        ``report.html`` and ``report.md``, each replaced at once (written aside, then renamed).
+        With ``out`` given, the Markdown is written only where ``markdown`` says.
+    judged_by
+        Who judged, shown beside every quality number; default: told from the judgements'
+        sources (an oracle is named as one).
+    judgements, quality_slice_by
+        Judgement files instead of the sample's own; the attributes of ΔPrecision's slices
+        (default: the recorded ones).
+    title
+        The report's title (default: the recorded one).
+    engine
+        The engine to compute with (default: the recorded one, on its database file; made and
+        closed here, so the returned impact's tables are no longer queryable).
+
+    Raises
+    ------
+    InputError
+        ``evaldir`` is not an evaluation directory, its record is missing or unreadable, a
+        recorded input is missing, or an input changed since (the pair sample's fingerprints).
+    """
+    from abcde.quality.estimate import estimate_quality  # lazy: start-up time
+    from abcde.quality.judgements import judgement_files  # lazy: start-up time
+    from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
+    from abcde.sampling.explore import ExplorationSample  # lazy: start-up time
+    from abcde.workflow.evaluate import evaluation_report, pointwise_against, read_evaluation  # lazy: start-up time
+
+    d = Path(evaldir)
+    record = read_evaluation(d)
+    given, truth = _recorded_inputs(d, record)
+    places = record["outputs"]
+    qdir = d / places["pair_sample"]
+    pairs = PairSampleDir.read(qdir)
+    # The samples describe the inputs they were drawn from: refuse inputs that changed since.
+    pairs.check_inputs(base=given.base, exp=given.exp, items=given.items)
+    _check_truth(d, record, truth)
+    exploration = ExplorationSample.read(d / places["exploration_sample"])
+    files = [Path(j) for j in judgements] or judgement_files(qdir)
+    own = engine is None
+    eng = _recorded_engine(record) if own else engine
+    try:
+        res = impact(given, slice_by=record["options"]["slice_by"], top=record["options"]["top"], engine=eng)
+        against = pointwise_against(truth, given, res.diff.engine) if truth is not None else {}
+        qual = None
+        if files:
+            slices = record["options"]["quality_slice_by"] if quality_slice_by is None else quality_slice_by
+            q = estimate_quality(qdir, files, slice_by=list(slices))
+            if q.judged_pairs or q.unsure_pairs:  # else: nothing judged yet, no estimates to show
+                qual = q
+                judged_by = judged_by or _judged_by(qdir, files, pairs)
+        rep = evaluation_report(record, res, exploration, truth=against, quality=qual, judged_by=judged_by,
+                                title=title)
+    finally:
+        if own:
+            eng.close()
+    if out is None:
+        out, markdown = d / places["report"], (d / places["markdown"] if markdown is None else markdown)
+    written = rep.write(out, markdown=markdown)
+    return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written,
+                        pointwise_against_truth=against, quality_dir=qdir)
+
+
+def _recorded_inputs(d: Path, record: dict):
+    """The recorded inputs (absolute paths) as :class:`abcde.Inputs`, and the truth's path;
+    refuses an input that was a table (nothing to read again) or is missing now."""
+    from abcde.core.inputs import Inputs  # lazy: start-up time
+
+    paths = {}
+    for role, r in record["inputs"].items():
+        if r is None:
+            paths[role] = None
+            continue
+        if not r.get("path"):
+            raise InputError(f"The {role} of the evaluation in '{d}' was a {r.get('given')} in memory, not a file: "
+                             "it cannot be read again. Use 'abcde report --base ... --quality "
+                             f"{d / record['outputs']['pair_sample']}' with the inputs as files.")
+        p = r["path"]
+        if "://" not in p and not os.path.exists(p):
+            raise InputError(f"The {role} input '{p}' recorded in '{d / 'evaluate.json'}' does not exist any more"
+                             + (f" (given as '{r['given']}')" if r.get("given") != p else "")
+                             + ". Put it back, or run 'abcde evaluate' again.")
+        paths[role] = p
+    c = record["columns"]
+    given = Inputs(paths["base"], paths["exp"], items=paths["items"], item_id=c["item_id"],
+                   cluster_id=c["cluster_id"], base_cluster_id=c.get("base_cluster_id"),
+                   exp_cluster_id=c.get("exp_cluster_id"), weight=c["weight"])
+    return given, paths["truth"]
+
+
+def _check_truth(d: Path, record: dict, truth) -> None:
+    """Refuse a truth that changed since the evaluation (as the pair sample refuses changed inputs)."""
+    from abcde.util.files import input_fingerprint  # lazy: start-up time
+
+    was = (record["inputs"].get("truth") or {}).get("fingerprint")
+    now = input_fingerprint(truth) if truth is not None else None
+    if was is not None and now is not None and now != was:
+        raise InputError(f"The truth '{truth}' differs from the file the evaluation in '{d}' was made with (its "
+                         "fingerprint changed); run 'abcde evaluate' again with it.")
+
+
+def _recorded_engine(record: dict) -> Engine:
+    """The engine the evaluation ran on: its DuckDB database file when there was one and it is
+    still there (its kept inputs and fragments are reused), its memory limit and threads."""
+    e = record["engine"]
+    if e["name"] == "spark":
+        return connect("spark", master=e.get("master"), remote=e.get("remote"), threads=e.get("threads"),
+                       memory_limit=e.get("memory_limit"))
+    db = e.get("database")
+    return connect(e["name"], database=db if db and os.path.isfile(db) else None,
+                   memory_limit=e.get("memory_limit"), threads=e.get("threads"))
+
+
+def _judged_by(qdir: Path, files: Sequence[Path], pairs) -> str:
+    """Who made the judgements, from their sources: an oracle is named as one (its judgements
+    are simulated from a ground-truth column, not people's)."""
+    from abcde.quality.judgements import judgement_source, read_table_file  # lazy: start-up time
+
+    judgeable = pairs.judgeable_ids()
+    sources: dict[str, int] = {}
+    columns: set[str] = set()
+    for f in files:
+        for r in read_table_file(f, "judgements").to_pylist():
+            if r.get("pair_id") is not None and r["pair_id"] not in judgeable:
+                continue
+            src = judgement_source(r)
+            sources[src] = sources.get(src, 0) + 1
+            rater = str(r.get("rater") or "")
+            if src == "oracle" and rater.startswith("oracle:"):
+                columns.add(rater.split(":", 1)[1])
+    if set(sources) == {"oracle"}:
+        of = f"the items' {', '.join(repr(c) for c in sorted(columns))} column" if columns else \
+            "a ground-truth column"
+        return f"an oracle (simulated judgements from {of}), not people"
+    counts = ", ".join(f"{n:,} {src}" for src, n in sorted(sources.items(), key=lambda kv: -kv[1]))
+    return f"the judgements in {qdir}" + (f" ({counts})" if counts else "")
