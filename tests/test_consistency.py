@@ -192,7 +192,7 @@ def world(tmp_path_factory, browser):
     for name, d in (("judged", judged), ("empty", empty)):
         srv = serve(d).start()
         try:
-            with opened(browser, srv.url + "?rater=viewer", "#estimates-body tr[data-metric='delta_precision']",
+            with opened(browser, srv.owner_url, "#estimates-body tr[data-metric='delta_precision']",
                         errors) as page:
                 w[f"judge_page_{name}"] = page.evaluate(JS_TABLE, "#estimates")
         finally:

@@ -30,25 +30,29 @@ def test_adaptive_session_serves_the_greedy_neyman_stratum(febrl, tmp_path):
                          estimator="stratified")
     truth = _truth(d)
     s = JudgingSession(d, adaptive=True)
-    assert s.state("ann")["settings"]["allocation"] == "adaptive Neyman"
+    assert s.owner_state()["settings"]["allocation"] == "adaptive Neyman"
     tasks = s.store.task_by_pair
+    totals_all = s.store.sample.metadata["pair_totals"]
+    live_strata = [c for c in s.store.sample.metadata["budgets"] if totals_all[c] > 0]
     served = []
-    for _ in range(60):
+    for k in range(60):
         live = s.store.live(source="person")
         pid = s.next_pair("ann", live)
-        # The served stratum is next_stratum's choice on the judgements so far.
         by_pair = {j.pair_id: j.judgement for j in live}
-        judged = {p for p in by_pair}
-        remaining = {s._stratum_of[p] for p in s.pair_ids if p not in judged}
-        totals = {c: u for c, u in s.store.sample.metadata["pair_totals"].items() if c in remaining}
-        want = next_stratum({"pair_totals": totals}, stratum_values(s.store.sample.draws, by_pair))
-        assert s._stratum_of[pid] == want
-        served.append(want)
+        if k >= len(live_strata):
+            # After each stratum's first judgement (test_judge_order), the served stratum is
+            # next_stratum's choice on the judgements so far.
+            judged = {p for p in by_pair}
+            remaining = {s._stratum_of[p] for p in s.pair_ids if p not in judged}
+            totals = {c: u for c, u in totals_all.items() if c in remaining}
+            want = next_stratum({"pair_totals": totals}, stratum_values(s.store.sample.draws, by_pair))
+            assert s._stratum_of[pid] == want
+        served.append(s._stratum_of[pid])
         t = tasks[pid]
         s.submit("ann", pid, "same" if truth[t["item_a"]] == truth[t["item_b"]] else "different")
     counts = Counter(served)
-    # Every stratum with weight got its two judgements first.
-    live_strata = [c for c in s.store.sample.metadata["budgets"] if s.store.sample.metadata["pair_totals"][c] > 0]
+    # Every stratum with weight got one judgement first (largest U_c first), then its second.
+    assert served[:len(live_strata)] == sorted(live_strata, key=lambda c: -totals_all[c])
     assert set(served[:2 * len(live_strata)]) == set(live_strata)
     assert all(counts[c] >= 2 for c in live_strata)
     # The live estimate is still the one `abcde quality` computes for these judgements.
@@ -70,7 +74,9 @@ def test_adaptive_needs_a_stratified_sample(febrl, tmp_path):
 
 def test_adaptive_order_gives_a_smaller_se_than_the_sampled_order(febrl, tmp_path):
     """One fixed, deterministic configuration (sample seed 3, rater order seed 0, 60 oracle
-    judgements of a 200-pair stratified sample): measured SE 0.0094 adaptive vs 0.0131."""
+    judgements of a 200-pair stratified sample): measured SE 0.0044 adaptive vs 0.0050 in the
+    allocation as sampled (each stratum judged in proportion to its pairs; 0.0055 in the single
+    random order of the pairs the app used before)."""
     d = draw_pair_sample(febrl["base"], febrl["exp"], tmp_path / "s", items=febrl["items"], budget=200, seed=3,
                          estimator="stratified")
     truth = _truth(d)
@@ -84,4 +90,4 @@ def test_adaptive_order_gives_a_smaller_se_than_the_sampled_order(febrl, tmp_pat
             t = s.store.task_by_pair[pid]
             s.submit("ann", pid, "same" if truth[t["item_a"]] == truth[t["item_b"]] else "different")
         se[adaptive] = s.estimates()["delta_precision"]["std_err"]
-    assert se[True] < 0.8 * se[False]
+    assert se[True] < 0.95 * se[False]

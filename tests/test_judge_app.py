@@ -1,6 +1,7 @@
 """The judging web app end to end: ``abcde judge serve`` as a real subprocess, driven by a real
-headless Chromium (Playwright): keyboard judging, undo, SIGKILL mid-session and restart, live
-estimates equal to ``abcde quality --json``, hostile item text inert."""
+headless Chromium (Playwright): keyboard judging, undo, SIGKILL mid-session and restart, the
+owner's live estimates equal to ``abcde quality --json`` (and none on the rater's page), hostile
+item text inert."""
 
 from __future__ import annotations
 
@@ -83,8 +84,11 @@ def test_keyboard_judging_survives_sigkill_and_matches_quality_json(sample, tmp_
         q = cli_json("quality", d, "--judgements", export, "--json")
         assert sum(q[m]["estimate"] is not None for m in ("good_split_rate", "bad_split_rate", "good_merge_rate",
                                                            "bad_merge_rate", "delta_precision")) >= 2
-        page.reload()
-        shown_pair(page)
+        # The rater's page shows no estimate; the owner's view shows them.
+        assert page.locator("#estimates, [data-metric]").count() == 0
+        assert "ΔPrecision" not in page.inner_text("body")
+        assert info["owner_url"] == info["url"] + "owner"
+        page.goto(info["owner_url"])
         page.wait_for_selector("#estimates-body tr[data-metric='delta_precision']")
         for metric in ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate"):
             row = f"#estimates-body tr[data-metric='{metric}']"
@@ -105,8 +109,12 @@ def test_keyboard_judging_survives_sigkill_and_matches_quality_json(sample, tmp_
                 assert_shows(hi_text, e["ci_high"], metric)
         assert f"{q['judged_pairs']}, unsure: {q['unsure_pairs']}" in page.inner_text("#est-note")
         assert "10 / 30 pairs judged" in page.inner_text("#progress-text")
+        raters = page.inner_text("#raters-body")  # per rater; names hidden without --show-raters
+        assert "rater 1" in raters and "ann" not in raters and "10" in raters
 
         # SIGKILL mid-session: the next pair is on screen, nothing pending.
+        page.goto(info["url"] + "?rater=ann")
+        assert "10 / 30 pairs judged" in page.inner_text("#progress-text")
         next_pid, n = shown_pair(page), acks(page)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
@@ -162,9 +170,13 @@ def test_the_page_works_under_its_csp(sample, tmp_path, browser):
             page.keyboard.press("d")
             page.wait_for_selector("#status:has-text('Saved: different.')")
             assert page.get_attribute("#pair", "data-pair-id") not in ("", pid)
-            page.wait_for_selector("#estimates-body tr[data-metric='delta_precision']")
             assert any(h in page.inner_text("#pair-body") for h in HOSTILE)  # shown as text
             assert page.locator("#pair-body script, #pair-body img").count() == 0
+            assert page.problems == []
+            # the owner's view too, under the same policy
+            page.goto(srv.url + "owner")
+            page.wait_for_selector("#estimates-body tr[data-metric='delta_precision']")
+            page.wait_for_selector("#verdict p")
             assert page.problems == []
         assert [(j.rater, j.pair_id, j.judgement) for j in srv.session.store.live()] == [("ann", pid, "different")]
     finally:

@@ -1,7 +1,8 @@
 """The three pages hold their content at 800 and 1400 px (issue 14): no card is wider than itself
 (scrollWidth ≤ clientWidth: wide tables scroll inside their own scroller), in the states a person
-meets — the judging page before any judgement (every estimate undefined), partly judged, and when
-all is judged with the target not reached (the "more pairs" hint), the exploration page after a good
+meets — the judging page before any judgement, partly judged and when all is judged, the owner's
+view before any judgement (every estimate undefined) and when all is judged with the target not
+reached (the "more pairs" hint), the exploration page after a good
 and after a bad filter and with an item's clusters open, and the report. Each state is photographed
 (``ABCDE_SCREENSHOTS=1``: into docs/, listed in docs/screens.md)."""
 
@@ -59,13 +60,18 @@ def test_the_judging_page_holds_its_content(judged_dir, browser, width, screensh
     monkeypatch.chdir(judged_dir.parent)  # served as "pairs", as a user would name it (the hint's command shows it)
     srv = serve(judged_dir.name, target_width=0.01).start()
     try:
-        page.goto(srv.url + "?rater=ann")
+        # The owner's view before any judgement: every estimate undefined, with its reason.
+        page.goto(srv.owner_url)
         page.wait_for_selector("#estimates-body tr")
-        assert overflowing(page) == []  # nothing judged: every estimate undefined, with its reason
+        assert overflowing(page) == []
         assert "n/a" in page.inner_text("#estimates-body")  # as the terminal, the report and the notebook
         assert "no usable judgement" in page.inner_text("#est-why")  # and why, under the table
+        # The rater's page: progress and the pair (no estimates: test_judge_views.py).
+        page.goto(srv.url + "?rater=ann")
+        page.wait_for_selector("#pair-body tr")
+        assert overflowing(page) == []
         screenshot(page, f"judge-empty-{width}.png", full_page=True)
-        for key in "sdsds":  # partly judged: live estimates, progress
+        for key in "sdsds":  # partly judged: progress
             judge_one(page, key)
         assert overflowing(page) == []
         screenshot(page, f"judge-partial-{width}.png", full_page=True)
@@ -76,11 +82,14 @@ def test_the_judging_page_holds_its_content(judged_dir, browser, width, screensh
                 break
             judge_one(page, "sd"[i % 2])
         page.wait_for_selector("#done", state="visible")
-        # every pair judged, the interval still wider than the target: the page says how many more pairs
+        assert "Thank you — all pairs judged" in page.inner_text("#done")
+        assert overflowing(page) == []
+        screenshot(page, f"judge-done-{width}.png", full_page=True)
+        # every pair judged, the interval still wider than the target: the owner's view says how many more pairs
+        page.goto(srv.owner_url)
         page.wait_for_selector("#more", state="visible")
         assert "more pairs" in page.inner_text("#more-text")
         assert overflowing(page) == []
-        screenshot(page, f"judge-done-{width}.png", full_page=True)
     finally:
         srv.shutdown()
         srv.close()

@@ -92,7 +92,7 @@ def test_the_cli_estimates_the_precision_and_is_exact_when_every_pair_is_judged(
     assert "entity" not in pq.read_table(tmp_path / "s" / "tasks.parquet").column_names
     from abcde.judging.session import JudgingSession
 
-    live = JudgingSession(tmp_path / "s").state(None)["estimates"]
+    live = JudgingSession(tmp_path / "s").owner_state()["estimates"]
     assert live["target"] == "precision" and live["precision"]["estimate"] is None  # no person judged yet
 
 

@@ -74,14 +74,15 @@ def judge_oracle(sample_dir, oracle_column, out, as_json):
                    "Stored on first use; default 0.")
 @click.option("--seed", type=int, default=None, help="Seed of every rater's random pair order (stored; default 0).")
 @click.option("--target-width", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Width of ΔPrecision's 95% interval after which the page says you can stop.")
+              help="Width of ΔPrecision's 95% interval after which the owner's view says you can stop.")
 @click.option("--hide", multiple=True, help="Item attribute not to show, e.g. a ground-truth column (repeatable).")
 @click.option("--show-ids", is_flag=True, help="Show the item ids (they can give the answer away).")
 @click.option("--show-raters", is_flag=True,
               help="Show every rater's name in the progress and agreement (default: others are 'rater 1', ...).")
 @click.option("--adaptive", is_flag=True,
-              help="Stratified samples: serve the next pair from the stratum whose judgement most reduces "
-                   "ΔPrecision's SE (adaptive Neyman allocation); pair it with --target-width.")
+              help="Stratified samples: after each stratum's first judgements, serve the next pair from the "
+                   "stratum whose judgement most reduces ΔPrecision's SE (adaptive Neyman allocation); pair it "
+                   "with --target-width.")
 @click.option("--verbose", is_flag=True, help="Log every request to stderr.")
 @json_option(help="Print the URL etc. as one JSON line, then serve.")
 @handle_errors
@@ -89,6 +90,8 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
                 as_json):
     """A local web app where people judge the sample's pairs (blind, one at a time).
 
+    Raters open the first URL printed and see their progress and one pair at a time, never the
+    estimates; the owner's view (URL/owner) shows the live estimates, agreement and the verdict.
     Every judgement is committed to SAMPLE_DIR/judgements.sqlite before the next pair is shown;
     a restarted server resumes each rater where they stopped. Keys: s same, d different,
     u can't tell, z or Backspace undo.
@@ -98,14 +101,16 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
     srv = serve(sample_dir, host=host, port=port, seed=seed, replicate=replicate, target_width=target_width,
                 hide=hide, show_ids=show_ids, verbose=verbose, adaptive=adaptive, show_raters=show_raters)
     s = srv.session
-    info = {"url": srv.url, "pid": os.getpid(), "sample_dir": str(s.sample_dir), "store": str(s.store.path),
-            "pairs": len(s.pair_ids), "replicated_pairs": len(s.replicated), "seed": s.seed,
-            "replicate": s.replicate, "allocation": "adaptive Neyman" if s.adaptive else "as sampled"}
+    info = {"url": srv.url, "owner_url": srv.owner_url, "pid": os.getpid(), "sample_dir": str(s.sample_dir),
+            "store": str(s.store.path), "pairs": len(s.pair_ids), "replicated_pairs": len(s.replicated),
+            "seed": s.seed, "replicate": s.replicate, "allocation": "adaptive Neyman" if s.adaptive else "as sampled"}
     if as_json:
         click.echo(json.dumps(info))
     else:
-        click.echo(f"abcde judge: serving {len(s.pair_ids)} pairs of {sample_dir} at {srv.url} (Ctrl+C to stop); "
-                   f"judgements go to {s.store.path}")
+        click.echo(f"abcde judge: serving {len(s.pair_ids)} pairs of {sample_dir} (Ctrl+C to stop); "
+                   f"judgements go to {s.store.path}\n"
+                   f"  raters judge at  {srv.url}\n"
+                   f"  the owner's view {srv.owner_url} (estimates, agreement, verdict; raters do not see them)")
     sys.stdout.flush()
     try:
         srv.serve_forever()

@@ -1,18 +1,44 @@
 """What the judging web app does, without HTTP: which pair a rater sees next, progress,
-agreement and live estimates.
+agreement, live estimates and the verdict.
 
 Order
     Each rater gets their own deterministic random order of the sample's pairs
-    (``random.Random("SEED:RATER")``), so a rater who stops early has judged a
-    random subset, and a restarted server shows the same next pair. A rater is
-    shown the first pair in their order that they have not judged and that still
-    needs a judgement: one for most pairs, two (from different raters) for the
-    replicated share.
+    (``random.Random("SEED:RATER")``). A pair is *open* for a rater when they have not judged it
+    and it still needs a judgement: one for most pairs, two (from different raters) for the
+    replicated share. The next pair is the first open one, in the rater's order, of one
+    stratum (the strata of a stratified sample — split, merge, intersection+, intersection− —
+    or the paper's classes split, merge, intersection), chosen by the judgements so far
+    (several raters of one pair: the majority, as in ``abcde quality``):
+
+    1. *First judgements.* A stratum with weight and no usable judgement (same or different)
+       yet, the largest weight first; then one with fewer than two (its standard error needs
+       two). ΔPrecision is defined once every such stratum has one, so it is defined after as
+       many usable judgements as there are strata (3 or 4), and its standard error after twice
+       as many. An "unsure" leaves its stratum short, so the next pair comes from that stratum
+       again.
+    2. *Then the allocation.* With ``adaptive``, the stratum whose next judgement most reduces
+       the SE of ΔPrecision (:func:`abcde.quality.stratified.next_stratum`); otherwise as
+       sampled: the stratum with the largest ``needed_c / (judged_c + 1/2)`` (judgements it
+       needs in all, judgements it has), so that the judgements made so far split over the
+       strata as the sample does (Sainte-Laguë, as the budgets were split).
+
+    Only the order changes, never the sample: every pair is judged in the end, and the pairs of
+    one stratum judged so far are the first ones of a random order, a random subset of its
+    draws (∝ u_ij), which both estimators weight per stratum (the paper's reweights each
+    class). The order is a function of the rater, the seed and the judgements in the store, so
+    a restarted server shows the same next pair, and an undone pair comes back next.
 Live estimates
-    The store's person judgements are written to a judgement file and passed to
-    :func:`abcde.quality.estimate_quality`, the function behind ``abcde quality``,
-    so the page shows exactly what ``abcde quality --judgements EXPORT --json``
-    prints for ``abcde judge export --source person``.
+    The store's person judgements are passed (in memory) to
+    :func:`abcde.quality.estimate_quality`, the function behind ``abcde quality``, so the
+    owner's view shows exactly what ``abcde quality --judgements EXPORT --json`` prints for
+    ``abcde judge export --source person``; the verdict is
+    :func:`abcde.quality.verdict.verdict` of that result.
+Two views
+    :meth:`JudgingSession.state` is what a rater sees — progress and their next pair, no
+    estimates, agreement or verdict, so that no rater is swayed by them;
+    :meth:`JudgingSession.owner_state` is the owner's: progress per rater, the estimates with
+    95% intervals, what ΔPrecision still needs while undefined, agreement, the stop rule and
+    the verdict.
 """
 
 from __future__ import annotations
@@ -25,9 +51,9 @@ import shlex
 import sys
 import threading
 import traceback
-from collections import defaultdict
-from pathlib import Path
+from collections import Counter, defaultdict
 
+from abcde.core.names import METRIC_LABELS
 from abcde.errors import InputError
 from abcde.judging.agreement import agreement
 from abcde.quality.estimate import estimate_quality
@@ -35,7 +61,13 @@ from abcde.quality.judgements import majority
 from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import JudgementStore, check_rater
 from abcde.quality.stratified import next_stratum, stratum_values
+from abcde.quality.verdict import verdict as quality_verdict
+from abcde.sampling.pairs import pair_class_of_draws
 from abcde.util import display
+
+#: The paper's classes of the pairs that need a judgement (its estimator reweights each).
+PAPER_CLASSES = ("split", "merge", "intersection")
+USABLE = ("same", "different")
 
 
 def _unit(seed, pair_id: str) -> float:
@@ -47,6 +79,11 @@ def _unit(seed, pair_id: str) -> float:
 def _display(v):
     """An attribute value as the page shows it: text, or ``None`` for a missing value."""
     return None if v is None else str(v)
+
+
+def _and(parts: list[str]) -> str:
+    """Words joined as people write them: "a", "a and b", "a, b and c"."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 class JudgingSession:
@@ -62,7 +99,7 @@ class JudgingSession:
         Share of pairs, in [0, 1], to be judged by two different raters (stored on
         first use; default 0). Agreement (Cohen's and Fleiss' kappa) is reported on them.
     target_width
-        Optional target width of ΔPrecision's 95% interval; once reached the page
+        Optional target width of ΔPrecision's 95% interval; once reached the owner's view
         says the judging can stop.
     hide
         Item attributes not to show (e.g. a ground-truth column), besides what is never shown:
@@ -75,12 +112,12 @@ class JudgingSession:
         Show every rater's name in the progress and agreement (default: a rater sees their own
         name and the others as "rater 1", "rater 2", … in the order they first judged).
     adaptive
-        Adaptive Neyman allocation (stratified samples only): the next pair comes from the
-        stratum whose next judgement most reduces the SE of ΔPrecision
-        (:func:`abcde.quality.stratified.next_stratum`, on the judgements so far); within a stratum,
-        the rater's random order. Judgements then approach ``n_c ∝ U_c·σ_c``; stop at
-        ``target_width``. Draw a larger budget than you mean to judge so each stratum has
-        pairs to spare.
+        Adaptive Neyman allocation (stratified samples only): after the first judgements of
+        every stratum, the next pair comes from the stratum whose next judgement most reduces
+        the SE of ΔPrecision (:func:`abcde.quality.stratified.next_stratum`, on the judgements
+        so far); within a stratum, the rater's random order. Judgements then approach
+        ``n_c ∝ U_c·σ_c``; stop at ``target_width``. Draw a larger budget than you mean to
+        judge so each stratum has pairs to spare.
     """
 
     def __init__(self, sample_dir, *, seed: int | None = None, replicate: float | None = None,
@@ -106,21 +143,49 @@ class JudgingSession:
         self.replicated = {p for p in self.pair_ids if _unit(self.seed, p) < self.replicate}
         self._orders: dict[str, list[str]] = {}
         meta = self.store.sample.metadata
-        if adaptive and meta.get("estimator") != "stratified":
+        self.estimator = meta.get("estimator", "paper")
+        if adaptive and self.estimator != "stratified":
             raise InputError("Adaptive allocation needs a stratified pair sample ('abcde pairs --estimator "
-                             f"stratified'); {self.sample_dir} was drawn with the {meta.get('estimator', 'paper')!r} "
-                             "estimator.")
+                             f"stratified'); {self.sample_dir} was drawn with the {self.estimator!r} estimator.")
         self.adaptive = adaptive
-        self._stratum_of: dict[str, str] = {}
-        if adaptive:
-            d = self.store.sample.draws
-            self._stratum_of = dict(zip(d.column("pair_id").to_pylist(), d.column("stratum").to_pylist()))
+        self._stratum_of, self._weight = self._strata()
+        self._pairs_in = Counter(self._stratum_of.values())  # pairs to judge per stratum
+        self.unit = "stratum" if self.estimator == "stratified" else "class"
+        #: Judgements each stratum needs in all (a replicated pair needs two).
+        self._needed_in: Counter = Counter()
+        for p in self.pair_ids:
+            self._needed_in[self._stratum_of.get(p)] += self._wanted(p)
         self._lock = threading.Lock()
-        self._estimates: tuple | None = None
+        self._cache: tuple | None = None  # (store version, QualityResult or None, its dict, the verdict's dict)
+
+    def _strata(self) -> tuple[dict, dict]:
+        """Each pair's stratum (stratified samples) or class (the paper's design), and the strata
+        an estimate needs judgements in, with their weight ``U_c`` (the exact pair weight total)."""
+        d = self.store.sample.draws
+        meta = self.store.sample.metadata
+        totals = meta.get("pair_totals") or {}
+        if not d.num_rows:
+            return {}, {}
+        pids, need = d.column("pair_id").to_pylist(), d.column("needs_judgement").to_pylist()
+        if self.estimator == "stratified":
+            names, strata = d.column("stratum").to_pylist(), tuple(meta["budgets"])
+        else:
+            names, strata = pair_class_of_draws(d), PAPER_CLASSES
+        stratum_of = {p: c for p, c, n in zip(pids, names, need) if n}
+        present = set(stratum_of.values())
+        if self.estimator == "stratified":  # a stratum with weight needs judgements, even one with no pair drawn
+            weight = {c: float(totals.get(c, 0.0)) for c in strata if totals.get(c, 0.0) > 0}
+        else:  # the paper's estimator needs one in every class drawn
+            weight = {c: float(totals.get(c, 0.0)) for c in strata if c in present}
+        return stratum_of, weight
+
+    def _wanted(self, pair_id: str) -> int:
+        """Judgements the pair needs: two (from different raters) when replicated, else one."""
+        return 2 if pair_id in self.replicated else 1
 
     # ------------------------------------------------------------------ order
     def order(self, rater: str) -> list[str]:
-        """The rater's deterministic random order of the pairs."""
+        """The rater's deterministic random order of the pairs (within a stratum, pairs are served in it)."""
         with self._lock:
             if rater not in self._orders:
                 ids = sorted(self.pair_ids)
@@ -129,21 +194,48 @@ class JudgingSession:
             return self._orders[rater]
 
     def next_pair(self, rater: str, live=None) -> str | None:
-        """The first pair in the rater's order that they have not judged and that still needs
-        a judgement; ``None`` when there is none left for them."""
+        """The rater's next pair: the first open pair in their order (not judged by them, still
+        needing a judgement) of the stratum :meth:`serve_stratum` chooses; ``None`` when no pair
+        is open for them."""
         live = self.store.live(source="person") if live is None else live
-        count: dict = defaultdict(int)
+        count: Counter = Counter()
         mine = set()
         for j in live:
             count[j.pair_id] += 1
             if j.rater == rater:
                 mine.add(j.pair_id)
-        candidates = (p for p in self.order(rater) if p not in mine and count[p] < (2 if p in self.replicated else 1))
-        if not self.adaptive:
-            return next(candidates, None)
-        candidates = list(candidates)
-        c = self.next_stratum(live, {self._stratum_of[p] for p in candidates})
-        return next((p for p in candidates if self._stratum_of[p] == c), None)
+        first: dict = {}  # stratum -> its first open pair in the rater's order
+        for p in self.order(rater):
+            if p not in mine and count[p] < self._wanted(p):
+                first.setdefault(self._stratum_of.get(p), p)
+        if not first:
+            return None
+        return first[self.serve_stratum(live, first, count)]
+
+    def serve_stratum(self, live, open_strata, count=None) -> str:
+        """Which of ``open_strata`` (strata with a pair open for the rater) the next pair comes from.
+
+        First judgements first: a stratum with weight and no usable judgement yet (largest weight
+        first), then one with fewer than two. Then, with ``adaptive``, :meth:`next_stratum`;
+        otherwise the stratum with the largest ``needed_c / (judged_c + 1/2)``, so that the
+        judgements split over the strata as the sample does."""
+        open_strata = list(open_strata)
+        usable = self.usable(live)
+        for k in (1, 2):
+            short = [c for c in self._weight if c in open_strata and usable[c] < min(k, self._pairs_in[c])]
+            if short:
+                return max(short, key=lambda c: self._weight[c])
+        if self.adaptive:
+            c = self.next_stratum(live, set(open_strata))
+            if c in open_strata:
+                return c
+        if count is None:
+            count = Counter(j.pair_id for j in live)
+        judged: Counter = Counter()
+        for p, n in count.items():
+            if p in self._stratum_of:
+                judged[self._stratum_of[p]] += min(n, self._wanted(p))
+        return max(open_strata, key=lambda c: (self._needed_in[c] / (judged[c] + 0.5), self._weight.get(c, 0.0)))
 
     def next_stratum(self, live, remaining) -> str | None:
         """Adaptive Neyman: among strata with pairs left (``remaining``), the one whose next judgement
@@ -162,6 +254,56 @@ class JudgingSession:
             votes[j.pair_id].append(j.judgement)
         return {pid: majority(v) for pid, v in votes.items()}
 
+    def usable(self, live) -> Counter:
+        """Per stratum: its pairs with a usable answer (same or different, after the vote rule)."""
+        out: Counter = Counter()
+        for pid, answer in self.resolved(live).items():
+            if answer in USABLE and pid in self._stratum_of:
+                out[self._stratum_of[pid]] += 1
+        return out
+
+    def needs(self, live, estimates: dict | None = None) -> dict:
+        """What ΔPrecision still needs, from the sample's draws and the judgements so far.
+
+        ``delta_precision``: per stratum with weight and no usable judgement, the one it needs
+        (ΔPrecision is undefined until every such stratum has one); ``standard_error``: per
+        stratum, the usable judgements it lacks for ΔPrecision's standard error (two, or its one
+        pair; the paper's estimator needs no more than for the estimate); ``stuck``: strata short
+        of a usable judgement with no pair left open (more pairs must be drawn); ``message``: a
+        sentence for the owner while ΔPrecision (or its standard error) is undefined, else None."""
+        usable = self.usable(live)
+        count = Counter(j.pair_id for j in live)
+        open_ = {self._stratum_of.get(p) for p in self.pair_ids if count[p] < self._wanted(p)}
+        defined = {c: 1 for c in self._weight if usable[c] < 1}
+        if self.estimator == "stratified":  # a standard error needs two (a stratum of one pair: that pair)
+            want = {c: 1 if self._pairs_in[c] == 1 else 2 for c in self._weight}
+            se = {c: want[c] - usable[c] for c in self._weight if usable[c] < want[c]}
+        else:
+            se = dict(defined)
+        stuck = [c for c in se if c not in open_]
+        dp = (estimates or {}).get("delta_precision") or {}
+        message = None
+        name = METRIC_LABELS["delta_precision"]
+        if estimates is not None and "unavailable" not in estimates:
+            if dp.get("estimate") is None and defined:
+                message = f"{name} needs {self._counts(defined)}."
+            elif dp.get("estimate") is not None and dp.get("std_err") is None and se:
+                message = f"{name}'s standard error needs {self._counts(se, more=True)}."
+            if message and stuck:
+                message += (f" No pair of the {_and(stuck)} {self.unit} is left to judge: grow the sample with "
+                            f"'abcde pairs --extend {self.given_dir} --budget N'.")
+        return {"unit": self.unit, "delta_precision": defined, "standard_error": se, "stuck": stuck,
+                "message": message}
+
+    def _counts(self, short: dict, *, more: bool = False) -> str:
+        """The strata ``short`` of usable judgements, largest weight first, as the owner reads them:
+        "1 usable judgement (same or different) in the merge stratum and 1 in intersection-"."""
+        items = sorted(short.items(), key=lambda kv: -self._weight.get(kv[0], 0.0))
+        (c0, n0), rest = items[0], items[1:]
+        first = (f"{n0} {'more ' if more else ''}usable judgement{'s' if n0 != 1 else ''} (same or different) "
+                 f"in the {c0} {self.unit}")
+        return _and([first] + [f"{n} in {c}" for c, n in rest])
+
     def pair_view(self, pair_id: str) -> dict:
         """Both items' shown attributes side by side (values as text), differing ones marked."""
         t = self.store.task_by_pair[pair_id]
@@ -175,22 +317,46 @@ class JudgingSession:
             view["ids"] = [str(t["item_a"]), str(t["item_b"])]
         return view
 
-    # ------------------------------------------------------------------ estimates
-    def estimates(self) -> dict:
-        """``estimate_quality`` on the store's person judgements (cached until the store changes)."""
+    # ------------------------------------------------------------------ estimates and verdict
+    def _quality(self) -> tuple:
+        """``(QualityResult or None, its dict, the verdict's dict or None)`` of the store's person
+        judgements, computed once per store version."""
         version = self.store.version()
         with self._lock:
-            if self._estimates and self._estimates[0] == version:
-                return self._estimates[1]
+            if self._cache and self._cache[0] == version:
+                return self._cache[1:]
         table = self.store.to_table(source="person")
+        result, verdict_d = None, None
         try:  # in memory: judgements are never copied to a temporary file (one a crash would leave behind)
-            result = estimate_quality(self.sample_dir, [table] if table.num_rows else []).to_dict()
-        except Exception as exc:  # the page must keep collecting judgements even if an estimator fails
+            result = estimate_quality(self.sample_dir, [table] if table.num_rows else [])
+            est = result.to_dict()
+        except Exception as exc:  # the app must keep collecting judgements even if an estimator fails
             traceback.print_exc(file=sys.stderr)
-            result = {"unavailable": f"the estimator failed: {type(exc).__name__}: {exc}"}
+            result, est = None, {"unavailable": f"the estimator failed: {type(exc).__name__}: {exc}"}
+        if result is not None:
+            try:
+                verdict_d = quality_verdict(result).to_dict()
+            except Exception as exc:  # the estimates still show
+                traceback.print_exc(file=sys.stderr)
+                verdict_d = {"unavailable": f"the verdict failed: {type(exc).__name__}: {exc}"}
         with self._lock:
-            self._estimates = (version, result)
-        return result
+            self._cache = (version, result, est, verdict_d)
+        return result, est, verdict_d
+
+    def estimates(self) -> dict:
+        """``estimate_quality(...).to_dict()`` on the store's person judgements (cached until the store
+        changes); ``{"unavailable": why}`` if the estimator failed."""
+        return self._quality()[1]
+
+    def quality(self):
+        """The :class:`abcde.quality.result.QualityResult` behind :meth:`estimates` (None if it failed)."""
+        return self._quality()[0]
+
+    def verdict(self) -> dict | None:
+        """The verdict on :meth:`quality` (:func:`abcde.quality.verdict.verdict`), as its ``to_dict()``:
+        ``{"verdict": text, "sentences": [...], "facts": {...}}``; None when the estimator failed,
+        ``{"unavailable": why}`` when the verdict did."""
+        return self._quality()[2]
 
     # ------------------------------------------------------------------ state
     def aliases(self, live, rater: str | None) -> dict:
@@ -206,39 +372,70 @@ class JudgingSession:
     def _aliased(ag: dict, alias: dict) -> dict:
         return {**ag, "cohen": [{**c, "raters": [alias.get(r, r) for r in c["raters"]]} for c in ag.get("cohen", [])]}
 
-    def state(self, rater: str | None) -> dict:
-        """Everything the page shows for ``rater`` (``None``: progress and estimates only)."""
-        live = self.store.live(source="person")
-        alias = self.aliases(live, rater)
-        judged_pairs = len({j.pair_id for j in live})
-        est = self.estimates()
-        dp = est.get("delta_precision") or {}
-        width = (dp["ci_high"] - dp["ci_low"]) if dp.get("ci_low") is not None else None
-        d = {
+    def _progress(self, live) -> dict:
+        count = Counter(j.pair_id for j in live)
+        done = sum(min(count[p], self._wanted(p)) for p in self.pair_ids)
+        needed = len(self.pair_ids) + len(self.replicated)
+        return {
             "ok": True,
             "sample_id": self.store.meta["sample_id"],
             "pairs": len(self.pair_ids),
             "budget": self.store.meta["budget"],
             "replicated_pairs": len(self.replicated),
-            "needed_judgements": len(self.pair_ids) + len(self.replicated),
+            "needed_judgements": needed,
             "judgements": len(live),
-            "judged_pairs": judged_pairs,
-            "raters": sorted({alias[j.rater] for j in live}),
-            "settings": {"seed": self.seed, "replicate": self.replicate, "target_width": self.target_width,
-                         "allocation": "adaptive Neyman" if self.adaptive else "as sampled"},
-            "estimates": est,
-            "ci_width": width,
-            "can_stop": bool(self.target_width is not None and width is not None and width <= self.target_width),
-            "more_pairs": self.more_pairs(width, judged_pairs),
-            "agreement": self._aliased(agreement(live), alias),
+            "judged_pairs": len(count),
+            "all_judged": done >= needed,
         }
+
+    def state(self, rater: str | None) -> dict:
+        """What a rater's page shows: progress and ``rater``'s next pair (``None``: progress only).
+
+        No estimate, agreement, stop rule or verdict: raters judge without seeing numbers that
+        could sway them (those are in :meth:`owner_state`)."""
         if rater is not None:
             check_rater(rater)
+        live = self.store.live(source="person")
+        d = self._progress(live)
+        if rater is not None:
             nxt = self.next_pair(rater, live)
             d["rater"] = rater
             d["rater_judgements"] = sum(1 for j in live if j.rater == rater)
             d["can_undo"] = d["rater_judgements"] > 0
             d["next"] = self.pair_view(nxt) if nxt else None
+        return d
+
+    def owner_state(self) -> dict:
+        """What the owner's view shows: progress overall and per rater, the live estimates with 95%
+        intervals, what ΔPrecision still needs while undefined, agreement, the stop rule
+        (``target_width``), what to do when the pairs run out, and the verdict. Raters are named as
+        :meth:`aliases` names them for nobody in particular ("rater 1", … unless ``show_raters``)."""
+        live = self.store.live(source="person")
+        alias = self.aliases(live, None)
+        d = self._progress(live)
+        est, verdict_d = self.estimates(), self.verdict()
+        dp = est.get("delta_precision") or {}
+        width = (dp["ci_high"] - dp["ci_low"]) if dp.get("ci_low") is not None else None
+        per: dict = {}
+        for j in live:
+            r = per.setdefault(alias[j.rater], {"rater": alias[j.rater], "judgements": 0, **dict.fromkeys(
+                ("same", "different", "unsure"), 0), "last_at": None})
+            r["judgements"] += 1
+            r[j.judgement] += 1
+            r["last_at"] = j.created_at
+        d.update({
+            "raters": sorted(per),
+            "rater_progress": list(per.values()),
+            "settings": {"seed": self.seed, "replicate": self.replicate, "target_width": self.target_width,
+                         "allocation": "adaptive Neyman" if self.adaptive else "as sampled"},
+            "estimates": est,
+            "needs": self.needs(live, est),
+            "ci_width": width,
+            "can_stop": bool(self.target_width is not None and width is not None and width <= self.target_width),
+            "more_pairs": self.more_pairs(width, d["judged_pairs"]),
+            "agreement": self._aliased(agreement(live), alias),
+            "verdict": verdict_d,
+        })
         return d
 
     def more_pairs(self, width: float | None, judged_pairs: int) -> dict | None:

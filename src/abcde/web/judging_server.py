@@ -2,11 +2,16 @@
 
 Routes (nothing else is served; no path from a request ever reaches the file system)::
 
-    GET  /                    the page (web/templates/judge.html)
-    GET  /static/NAME         its script and styles (a fixed set, read at start-up)
-    GET  /api/state?rater=R   progress, live estimates, agreement, and R's next pair
+    GET  /                    the rater's page (web/templates/judge.html): progress and one pair at a time
+    GET  /owner               the owner's page (web/templates/judge-owner.html): estimates, verdict, agreement
+    GET  /static/NAME         their scripts and styles (a fixed set, read at start-up)
+    GET  /api/state?rater=R   progress and R's next pair (no estimates: raters are not shown them)
+    GET  /api/owner           progress per rater, live estimates, what ΔPrecision still needs,
+                              agreement, the stop rule and the verdict
     POST /api/judgements      {"rater", "pair_id", "judgement", "comment"?, "request_id"?}
     POST /api/undo            {"rater"}: withdraw R's last judgement
+
+The owner's routes go through :func:`owner_only`, the one place that decides who may see them.
 
 Errors are the one JSON shape of :mod:`abcde.web.server`, ``{"ok": false, "error": "...",
 "status": 4xx}``: 400 for a malformed body, bad vocabulary or rater name; 404 for an unknown
@@ -33,13 +38,40 @@ from abcde.web.server import (Assets, HTTPError, Limits, Server, create_app, jso
 ERRORS = {UnknownPairError: 404, DuplicateJudgementError: 409, InputError: 400, AbcdeError: 500}
 
 
+#: The pages and API routes of the owner's view (estimates, agreement, verdict).
+OWNER_PATHS = ("/owner", "/api/owner")
+
+
+def owner_only(endpoint):
+    """An endpoint of the owner's view (:data:`OWNER_PATHS`): the one place that decides who may
+    see the estimates, agreement and verdict. Today everyone the server answers may (it binds
+    127.0.0.1 unless ``--host`` says otherwise); a check of the owner (say, an invite link's
+    token) belongs here, before ``endpoint`` runs."""
+
+    async def guarded(request: Request):
+        return await endpoint(request)
+
+    guarded.__name__ = guarded.__qualname__ = endpoint.__name__
+    return guarded
+
+
 def create_judging_app(session: JudgingSession):
     """The judging app (ASGI) over ``session``; serve it with :class:`abcde.web.server.Server`."""
-    assets = Assets({"judge.js": "web/static/judge.js", "judge.css": "web/static/judge.css"})
+    assets = Assets({"judge.js": "web/static/judge.js", "judge.css": "web/static/judge.css",
+                     "judge-owner.js": "web/static/judge-owner.js"})
     page = assets.render("judge.html")
+    owner_page = assets.render("judge-owner.html")
 
     async def index(request: Request):
         return page_response(page)
+
+    @owner_only
+    async def owner(request: Request):
+        return page_response(owner_page)
+
+    @owner_only
+    async def owner_state(request: Request):
+        return json_response(await run_in_threadpool(session.owner_state))
 
     async def state(request: Request):
         rater = request.query_params.get("rater") or None
@@ -64,8 +96,9 @@ def create_judging_app(session: JudgingSession):
             raise HTTPError(409, f"Rater {b['rater']!r} has no judgement to undo.")
         return json_response(d)
 
-    routes = [Route("/", index, methods=["GET"]), *assets.routes(),
+    routes = [Route("/", index, methods=["GET"]), Route("/owner", owner, methods=["GET"]), *assets.routes(),
               Route("/api/state", state, methods=["GET"]),
+              Route("/api/owner", owner_state, methods=["GET"]),
               Route("/api/judgements", judgements, methods=["POST"]),
               Route("/api/undo", undo, methods=["POST"])]
     return create_app(routes, errors=ERRORS)
@@ -84,7 +117,8 @@ class JudgingServer:
         self.session = session
         self.server = Server(create_judging_app(session), host=host, port=port, limits=limits, verbose=verbose)
         self.port = self.server.port
-        self.url = self.server.url
+        self.url = self.server.url  # the raters' page
+        self.owner_url = self.url + "owner"  # the owner's page
         self.server_address = self.server.server_address
         try:
             self._lock = lock_directory(session.sample_dir, self.url)
@@ -124,7 +158,7 @@ def serve(sample_dir, *, host: str = "127.0.0.1", port: int = 0, seed: int | Non
     t0 = time.perf_counter()
     session = JudgingSession(sample_dir, seed=seed, replicate=replicate, target_width=target_width, hide=hide,
                              show_ids=show_ids, adaptive=adaptive, show_raters=show_raters)
-    session.estimates()  # warm: the first page load is then as fast as the others
+    session.estimates()  # warm: the owner's first page load is then as fast as the others
     srv = JudgingServer(session, host=host, port=port, verbose=verbose)
     srv.startup_seconds = time.perf_counter() - t0
     return srv

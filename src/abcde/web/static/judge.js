@@ -1,8 +1,9 @@
-/* The judging page (web/templates/judge.html), on the shared helpers of assets/common.js.
+/* The raters' judging page (web/templates/judge.html), on the shared helpers of assets/common.js:
+ * progress and one pair at a time; no estimates (GET /api/state carries none; the owner's page has them).
  * Every value from the data goes in as text (abcde.el), never as markup. */
 (function () {
   "use strict";
-  const {byId: $, el, fmt, newId, ApiError} = abcde;
+  const {byId: $, el, newId, ApiError} = abcde;
   let state = null, busy = false, acks = 0;
 
   async function api(method, path, body) {
@@ -40,78 +41,20 @@
     }
   }
 
-  function renderEstimates(s) {
-    const body = $("estimates-body");
-    body.replaceChildren();
-    $("stop").hidden = !s.can_stop;
-    $("more").hidden = !s.more_pairs;
-    if (s.more_pairs) {
-      $("more-text").textContent = s.more_pairs.message;
-      $("more-command").textContent = s.more_pairs.command || "";
-      $("more-command").hidden = !s.more_pairs.command;
-    }
-    if (s.estimates.unavailable) {
-      $("est-note").textContent = "Live estimates are unavailable (" + s.estimates.unavailable +
-        "); judgements are still saved. Try 'abcde quality' on the export.";
-      return;
-    }
-    // A sample of one clustering's pairs (abcde precision) shows its Precision first.
-    const keys = (s.estimates.precision ? ["precision"] : []).concat(abcde.names().quality_metrics);
-    for (const key of keys) {
-      const e = s.estimates[key];
-      body.append(el("tr", {"data-metric": key},
-        el("th", null, abcde.label(key)),
-        el("td", {class: "num estimate", "data-value": e.estimate === null ? "" : String(e.estimate)},
-           abcde.four(e.estimate)),
-        el("td", {class: "num interval", "data-low": e.ci_low === null ? "" : String(e.ci_low),
-                  "data-high": e.ci_high === null ? "" : String(e.ci_high)},
-           e.ci_low === null ? "n/a" : "[" + abcde.four(e.ci_low) + ", " + abcde.four(e.ci_high) + "]"),
-        el("td", {class: "num"}, abcde.count(e.n_judgements))));
-    }
-    // Why an estimate is undefined, under the table (as the report and the terminal give it).
-    $("est-why").replaceChildren(...keys.filter((k) => s.estimates[k].note).map(
-      (k) => el("li", null, abcde.label(k) + ": " + s.estimates[k].note)));
-    const design = [];
-    if (s.estimates.census && s.estimates.census.length) design.push("judged whole (a census): " + s.estimates.census.join(", "));
-    if (s.estimates.exact) design.push("every pair judged: the estimates are exact");
-    $("est-note").textContent = "From the person judgements in the store, by the estimator behind 'abcde quality' (" +
-      s.estimates.estimator + (s.estimates.allocation ? ", allocation " + s.estimates.allocation : "") +
-      (s.settings.allocation === "adaptive Neyman" ? "; pairs served by adaptive Neyman allocation" : "") +
-      "). Judged pairs: " + s.estimates.judged_pairs + ", unsure: " + s.estimates.unsure_pairs +
-      ", not judged: " + s.estimates.missing_pairs + (design.length ? "; " + design.join("; ") : "") + ".";
-    if (s.settings.target_width !== null) {
-      $("target").textContent = "Target width of " + abcde.label("delta_precision") + "'s 95% interval: " + abcde.four(s.settings.target_width) +
-        "; now " + abcde.four(s.ci_width) + ".";
-    }
-  }
-
-  function renderAgreement(s) {
-    const a = s.agreement, box = $("agreement");
-    box.hidden = s.replicated_pairs === 0 && a.replicated_pairs === 0;
-    $("agree-summary").textContent = "Pairs judged by two raters: " + a.replicated_pairs + " (of " + s.replicated_pairs +
-      " replicated). Fleiss' kappa: " + fmt(a.fleiss_kappa, 3) + "; agreement: " +
-      (a.percent_agreement === null ? "n/a" : (100 * a.percent_agreement).toFixed(1) + "%") + ".";
-    const body = $("agree-body");
-    body.replaceChildren();
-    for (const c of a.cohen) {
-      body.append(el("tr", null, el("td", null, c.raters[0] + " & " + c.raters[1]), el("td", {class: "num"}, c.pairs),
-                     el("td", {class: "num"}, fmt(c.cohen_kappa, 3))));
-    }
-  }
-
   function render(s) {
     state = s;
     $("progress").max = s.pairs || 1;  // the bar says what the text says first: pairs judged
     $("progress").value = s.judged_pairs;
-    $("progress-text").textContent = s.judged_pairs + " / " + s.pairs + " pairs judged (" + s.judgements + " of " +
-      s.needed_judgements + " judgements incl. replicated; budget " + s.budget + ")" +
+    $("progress-text").textContent = s.judged_pairs + " / " + s.pairs + " pairs judged" +
+      (s.replicated_pairs ? " (" + s.judgements + " of " + s.needed_judgements + " judgements: some pairs are judged by two people)" : "") +
       (s.rater !== undefined ? "; you: " + s.rater_judgements : "");
     if (s.rater !== undefined) {
       renderPair(s.next);
+      $("done-title").textContent = s.all_judged ? "Thank you — all pairs judged" : "Nothing left for you to judge";
+      $("done-text").textContent = s.all_judged ? "Every pair has the judgements it needs." :
+        "The pairs still open need a judgement from another rater (some pairs are judged by two people). Thank you!";
       $("undo").disabled = !s.can_undo;
     }
-    renderEstimates(s);
-    renderAgreement(s);
   }
 
   async function load() {
@@ -193,7 +136,7 @@
   if (!r) { try { r = localStorage.getItem("abcde-rater"); } catch (e) { /* no storage */ } }
   if (r) $("rater").value = r;
   load();
-  // Other raters' judgements move the progress and the estimates: refresh them now and then
+  // Other raters' judgements move the progress: refresh it now and then
   // (the pair on screen is kept as long as it is still this rater's next one).
   setInterval(() => {
     if (busy || !rater() || document.visibilityState !== "visible") return;
