@@ -129,7 +129,7 @@ def test_report_evaldir_keeps_every_section_and_adds_the_quality(judged, tmp_pat
     assert "Quality (judged by an oracle" in md and "| ΔPrecision |" in md and "Against the ground truth" in md
     assert j["quality"]["judged_pairs"] == 60 and "source" in j["quality"]["slices"]
     # ... under the verdict, with the truth's sentence: the first lines of report.md, the box atop the page
-    v = j["verdict"]["sentences"]
+    v = j["verdict_facts"]["sentences"]
     assert md.splitlines()[2] == f"**{v[0]}**" and any(s.startswith("Against the ground truth (exact)") for s in v)
     assert "verdict" in sections(html) and html.index('id="verdict"') < html.index('id="headline"')
     assert set(j["truth"]) == {"base", "exp"} and "source" in j["slices"] and j["exploration"]["groups"]["source"]

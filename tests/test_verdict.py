@@ -200,7 +200,8 @@ def test_the_same_sentences_in_the_terminal_json_report_markdown_and_notebook(ju
                                   "--out", str(html_out), "--markdown", str(md_out), "--json"])
     assert r.exit_code == 0, r.output
     rep = json.loads(r.output)
-    full = rep["verdict"]["sentences"]
+    full = rep["verdict_facts"]["sentences"]
+    assert rep["verdict"] == " ".join(full)
     assert full[:len(v.sentences) - 1] == list(v.sentences[:-1]) or full[0] == v.headline
     assert any(s.startswith("Against the ground truth (exact)") for s in full)
     md = md_out.read_text().splitlines()

@@ -42,7 +42,7 @@ def demo(out, as_json, engine):
     console().print(f"[bold]Quality[/bold]: {PAIR_BUDGET} pairs sampled (stratified: exact self term, split/merge/"
                     "intersection strata ∝ u_ij) and judged by an [bold]oracle[/bold] (the example's true entity "
                     "ids), not by people:")
-    print_quality(res.quality.to_dict(), sentences=res.report.to_dict()["verdict"]["sentences"])
+    print_quality(res.quality.to_dict(), sentences=res.report.to_dict()["verdict_facts"]["sentences"])
     t = new_table(title="Against the example's true entities (FEBRL ground truth)", title_justify="left")
     for c in ("clustering", "Precision", "Recall", "F1"):
         t.add_column(c, justify="left" if c == "clustering" else "right")

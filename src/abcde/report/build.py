@@ -204,7 +204,7 @@ def build_report(
 
         q = quality if isinstance(quality, dict) else quality.to_dict()
         v = verdict(q, truth=truth, names=names)
-        data["verdict"] = v.to_dict()
+        data["verdict"], data["verdict_facts"] = v.text, v.facts  # as 'abcde quality --json' carries them
         data["quality"] = {**q, "judged_by": judged_by or "unknown", "verdict": v.text, "verdict_facts": v.facts}
     if exploration is not None:
         groups = {}

@@ -137,7 +137,7 @@ def _view(data: dict) -> dict:
                         Column("contribution", "contribution", pct)]}
                    for name, rows in data["slices"].items()],
         "quality": _quality_view(data.get("quality")),
-        "verdict": (data.get("verdict") or {}).get("sentences") or [],
+        "verdict": (data.get("verdict_facts") or {}).get("sentences") or [],
         "truth": [{"side": names.get(side, side), "key": side, **{k: pct(v) for k, v in r.items()}, "raw": r}
                   for side, r in (data.get("truth") or {}).items()],
         "exploration": None,
@@ -311,7 +311,7 @@ def render_markdown(data: dict) -> str:
     h = data["headline"]
     n = data["names"]
     lines = [f"### ABCDE: {_md(n['exp'])} vs {_md(n['base'])}", ""]
-    v = data.get("verdict")
+    v = data.get("verdict_facts")
     if v and v.get("sentences"):
         head, *rest = v["sentences"]
         judged = (data.get("quality") or {}).get("judged_by")
@@ -353,9 +353,66 @@ def render_markdown(data: dict) -> str:
 
 
 def _md(v) -> str:
-    """Text for a Markdown table cell or line: one line, no table breaks, no HTML, no code spans.
+    """User-supplied text (an id, a name, a slice value, who judged) as Markdown that renders as
+    exactly that text, on one line, in any place of a line: a table cell, a list item, a heading,
+    bold text.
 
-    >>> _md("a|b\\n`c` <d>")
-    "a\\\\|b 'c' &lt;d>"
+    CommonMark's markup is escaped: every character that can open a construct is backslash-escaped
+    (``\\ ` * [ ] | ~ # $ @``, and ``_`` unless it is inside a word, where it opens nothing), ``<``
+    and ``&`` are written as entities (no HTML, no autolink, no entity of the text's own), and a
+    first character that could start a block (a list, a heading, a quote) is escaped too. So
+    neither links nor images nor HTML nor emphasis come out of the text. GitHub's own links are
+    broken as well: ``:`` before anything but a space (``https://``, ``mailto:``, emoji codes),
+    and the ``.`` of ``www.``. A control character (a newline, a tab) shows as its Unicode
+    picture (``␊``, ``␉``), and a space at either end as ``&#32;`` (Markdown would drop it).
+
+    >>> print(_md("![t](https://example.com/x.png)"))
+    \\!\\[t\\](https\\://example.com/x.png)
+    >>> print(_md("a|b\\n`c` <d> snake_case _x"))
+    a\\|b␊\\`c\\` &lt;d> snake_case \\_x
     """
-    return " ".join(str(v).split()).replace("|", "\\|").replace("`", "'").replace("<", "&lt;")
+    text = str(v)
+    out = []
+    n = len(text)
+    for k, ch in enumerate(text):
+        o = ord(ch)
+        if o < 0x20:
+            out.append(chr(0x2400 + o))  # ␀ … ␟: the control's picture
+        elif o == 0x7F:
+            out.append("\u2421")  # ␡
+        elif 0x80 <= o < 0xA0:
+            out.append(f"\\\\x{o:02x}")  # a C1 control, as the text \x85
+        elif ch == "&":
+            out.append("&amp;")
+        elif ch == "<":
+            out.append("&lt;")
+        elif ch.isspace() and (k == 0 or k == n - 1):
+            out.append(f"&#{o};")  # Markdown would drop it, or (next to "**") not make bold text
+        elif ch in _MD_ESCAPED:
+            out.append("\\" + ch)
+        elif ch == "_" and not (0 < k < n - 1 and _word(text[k - 1]) and _word(text[k + 1])):
+            out.append("\\_")
+        elif ch == ":" and k < n - 1 and text[k + 1] not in " \t":
+            out.append("\\:")
+        elif ch == "." and k >= 3 and text[k - 3:k].lower() == "www":
+            out.append("\\.")
+        else:
+            out.append(ch)
+    if out and len(out[0]) == 1 and out[0] in _MD_PUNCTUATION:
+        out[0] = "\\" + out[0]  # e.g. "- x", "# x", "> x", "+ x", "= x" would start a block
+    else:
+        lead = re.match(r"[0-9]{1,9}[.)]", text)
+        if lead:  # "1. x" and "2) x" would start an ordered list
+            out[lead.end() - 1] = "\\" + out[lead.end() - 1]
+    return "".join(out)
+
+
+#: Characters :func:`_md` always backslash-escapes (each can open a Markdown construct anywhere).
+_MD_ESCAPED = frozenset("\\`*[]|~#$@")
+#: CommonMark's ASCII punctuation: each may be backslash-escaped.
+_MD_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _word(ch: str) -> bool:
+    """An ASCII letter or digit: an ``_`` between two of them opens no emphasis."""
+    return ch.isascii() and ch.isalnum()

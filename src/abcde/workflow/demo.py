@@ -88,6 +88,7 @@ class DemoResult:
                 "quality": {"judged_by": self.judged_by, **self.quality.to_dict()},
                 # the answer in words, with the ground truth's sentence (the report's box)
                 "verdict": self.report.to_dict().get("verdict"),
+                "verdict_facts": self.report.to_dict().get("verdict_facts"),
                 "pointwise_against_truth": {k: v.to_dict() for k, v in self.pointwise_against_truth.items()},
                 "written": [str(p) for p in self.written]}
 
