@@ -209,16 +209,20 @@ def test_changed_or_missing_inputs_are_refused_and_a_database_is_reused(tmp_path
     cli("report", d, "-q")
 
 
-def test_a_run_over_an_earlier_one_that_fails_leaves_a_record_saying_so(tmp_path):
+def test_a_run_over_an_earlier_one_that_fails_leaves_the_earlier_one_whole(tmp_path):
     d = tmp_path / "ev"
     evaluate(d)
+    before = {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
     # another seed over the first run's pair sample is refused at the pair sample stage, after the
-    # impact tables and the exploration sample were replaced: the record says the run did not finish
+    # impact tables and the exploration sample were built: they were built aside, so the earlier
+    # run's directory is as it was, its record complete, and its report can be rebuilt
     r = evaluate(d, "--seed", "4", code=1)
     assert "already holds pair sample" in r.output
-    assert json.loads((d / RECORD).read_text())["complete"] is False
-    assert "did not finish" in one_line_error("report", d)
-    evaluate(d)  # run again: whole again
+    assert {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()} == before
+    assert json.loads((d / RECORD).read_text())["complete"] is True
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".ev.abcde-")]  # nothing left aside
+    cli("report", d, "-q")
+    evaluate(d)  # the same run again: accepted
     cli("report", d, "-q")
 
 

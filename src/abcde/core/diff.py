@@ -23,12 +23,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 
 import ibis
 
 from abcde.util import progress as _progress
-from abcde.util.files import input_fingerprint
+from abcde.util.files import InputPrints
 from abcde.engine import Engine, resolve
 from abcde.errors import InputError, examples_text
 from abcde.core.formulas import affected
@@ -150,6 +151,9 @@ class Diff:
     #: tables, from which :func:`rows_of_fragments` joins only the Base rows it needs; reading
     #: ``joined`` whole joins a billion rows again. None otherwise.
     sources: dict[str, ibis.Table] | None = None
+    #: The input files' fingerprints, taken before they were read, when something is kept or
+    #: recorded under them (a database file's kept tables; a caller's ``prints``); else None.
+    prints: InputPrints | None = None
 
 
 def build_diff(
@@ -157,6 +161,7 @@ def build_diff(
     *,
     engine: Engine | str | None = None,
     roles: tuple[str, str] = ("base", "exp"),
+    prints: InputPrints | None = None,
 ) -> Diff:
     """Read, validate and restrict the inputs; materialize the fragment table.
 
@@ -169,12 +174,16 @@ def build_diff(
         An :class:`~abcde.engine.Engine`, an engine name, or ``None`` (DuckDB).
     roles
         How the two clusterings are named in messages.
+    prints
+        The input files' fingerprints, taken by the caller before anything read them (it records
+        them, and checks them after its last read); else taken here when the engine keeps tables.
 
     Raises
     ------
     InputError
         See :mod:`abcde.core.inputs`; also when the clusterings have no item in common,
-        or an item of the clusterings has no row in the items table.
+        or an item of the clusterings has no row in the items table; or when an input file changed
+        while it was being read (with a database file: nothing is kept under its fingerprint).
 
     Notes
     -----
@@ -191,10 +200,13 @@ def build_diff(
     if not isinstance(inputs, Inputs):
         raise InputError(f"build_diff takes an Inputs object. Got {type(inputs).__name__} instead.")
     eng = resolve(engine)
-    key = kept_key(eng, inputs, roles)
+    if prints is None and eng.persistent:
+        prints = InputPrints.of(inputs)  # before the first read: what is kept is keyed by what was read
+    key = kept_key(eng, inputs, roles, prints) if eng.persistent else None
     if key is not None:
         kept = _load_kept(eng, key)
         if kept is not None:
+            kept.prints = prints
             return kept
     with _progress.step("Reading and validating inputs"):
         loaded, attributes = _load(eng, inputs, roles)
@@ -255,6 +267,7 @@ def build_diff(
         restriction=restriction,
         labels=labels,
         sources=sources,
+        prints=prints,
     )
     return _keep(diff, key) if key is not None else diff
 
@@ -263,24 +276,26 @@ def build_diff(
 KEPT_FORMAT = 1
 
 
-def kept_key(eng: Engine, inputs: Inputs, roles: tuple[str, str]) -> str | None:
+def kept_key(eng: Engine, inputs: Inputs, roles: tuple[str, str], prints: InputPrints | None = None) -> str | None:
     """The key under which a database file (``--database``) keeps these inputs' validated tables
-    and fragments: a digest of the input files' fingerprints (content, or size, modification time
-    and first and last MiB for files over 1 GiB), their column names and roles. None when the
-    engine keeps nothing or an input is not a local file (a table in memory, a URI)."""
+    and fragments: a digest of the input files' fingerprints (``prints``, else taken now: the
+    sha256 of each file's whole content, :func:`abcde.util.files.input_fingerprint`), their column
+    names and roles. None when the engine keeps nothing or an input is not a local file (a table
+    in memory, a directory of part files or a URI: abcde cannot tell when those change, so nothing
+    is kept for them, and it says so)."""
     if not eng.persistent:
         return None
-    prints = {}
-    for role in ("base", "exp", "items"):
-        source = getattr(inputs, role)
-        if source is None:
-            continue
-        fp = input_fingerprint(source)
-        if fp is None:
-            return None
-        prints[role] = fp
-    body = {"format": KEPT_FORMAT, "inputs": prints, "columns": [inputs.item_id, inputs.base_cluster(),
-                                                                 inputs.exp_cluster(), inputs.weight],
+    prints = prints if prints is not None else InputPrints.of(inputs)
+    if prints.unprinted or any(not isinstance(getattr(inputs, r), (str, os.PathLike))
+                               for r in ("base", "exp", "items") if getattr(inputs, r) is not None):
+        if prints.unprinted:
+            _progress.note(f"Nothing is kept in the database for these inputs: {prints.unprinted_text()} "
+                           f"{'is a directory or URI' if len(prints.unprinted) == 1 else 'are directories or URIs'}, "
+                           "which abcde cannot fingerprint, so it could not tell when they change.")
+        return None
+    body = {"format": KEPT_FORMAT, "inputs": {r: prints.prints[r] for r in ("base", "exp", "items")
+                                              if r in prints.prints},
+            "columns": [inputs.item_id, inputs.base_cluster(), inputs.exp_cluster(), inputs.weight],
             "roles": list(roles)}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -291,18 +306,34 @@ def _kept_names(key: str) -> dict:
 
 def _keep(diff: Diff, key: str) -> Diff:
     """Store the diff's validated common items, fragments and items table under ``key`` (the
-    metadata last: a kept diff is complete when its metadata is there)."""
+    metadata last: a kept diff is complete when its metadata is there). The input files are
+    checked unchanged since their fingerprints (the key) were taken, after the last read and
+    before the metadata: a file changed meanwhile leaves nothing under the key."""
     eng, names = diff.engine, _kept_names(key)
     with _progress.step("Keeping the validated inputs and fragments in the database") as shown:
-        joined = eng.store(names["joined"], diff.joined)
-        fragments = eng.store(names["fragments"], diff.fragments)
-        items = eng.store(names["items"], diff.items) if diff.items is not None else None
+        try:
+            joined = eng.store(names["joined"], diff.joined)
+            fragments = eng.store(names["fragments"], diff.fragments)
+            items = eng.store(names["items"], diff.items) if diff.items is not None else None
+            diff.prints.check("keeping the validated inputs in the database")
+        except BaseException:
+            _unkeep(eng, key)
+            raise
         meta = {"restriction": diff.restriction.to_dict(), "labels": diff.labels, "attributes": diff.attributes,
                 "items": items is not None}
         eng.store(names["meta"], ibis.memtable({"meta": [json.dumps(meta, default=str)]}))
         shown.rows = diff.restriction.common_items
     return Diff(engine=eng, joined=joined, fragments=fragments, items=items, attributes=diff.attributes,
-                restriction=diff.restriction, labels=diff.labels)
+                restriction=diff.restriction, labels=diff.labels, prints=diff.prints)
+
+
+def _unkeep(eng: Engine, key: str) -> None:
+    """Drop what was stored under ``key`` (a kept diff not completed)."""
+    for name in _kept_names(key).values():
+        try:
+            eng.con.drop_table(name, force=True)
+        except Exception:  # noqa: BLE001 - best effort: without its metadata a partial kept diff is never read
+            pass
 
 
 def _load_kept(eng: Engine, key: str) -> Diff | None:

@@ -22,9 +22,10 @@ from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import check_slice_columns, overall
 from abcde.quality.judgements import judgement_files, load_judgements
-from abcde.quality.sample_dir import PairSampleDir, check_hidden, input_fingerprint, write_sample_dir
+from abcde.quality.sample_dir import PairSampleDir, StagedSample, check_hidden, stage_sample_dir, write_sample_dir
 from abcde.quality.stratified import LEGACY_STRATA, STRATA, sample_stratified, slice_self_terms, stratum_sigmas
 from abcde.sampling.pairs import PairSample, pair_class_of_draws, pair_counts, pairweight_expr, sample_pairs
+from abcde.util.files import InputPrints
 
 
 def draw_pair_sample(
@@ -121,15 +122,37 @@ def _draw_and_write(given: Inputs, out_dir, *, budget, seed, slice_by, estimator
         raise InputError(f"{what} needs an output directory (out_dir).")
     if estimator not in ("paper", "stratified"):
         raise InputError(f"estimator must be 'paper' or 'stratified'. Got {estimator!r} instead.")
+    # The inputs' fingerprints, taken before they are read (or before the caller's diff read them,
+    # when it hands one in: taken now, and checked again after the draw all the same).
+    prints = diff.prints if diff is not None and getattr(diff, "prints", None) is not None else InputPrints.of(given)
     if diff is None:
-        diff = build_diff(given, engine=engine, roles=("clustering", "clustering") if target == "precision"
-                          else ("base", "exp"))
+        diff = build_diff(given, engine=engine, roles=_roles(target), prints=prints)
     sigmas = pilot_sigmas_from_dir(pilot) if estimator == "stratified" and allocation == "neyman" and pilot else None
-    draws, items_t, meta, slices, hide = _draw(diff, given, budget=budget, seed=seed, slice_by=slice_by,
+    draws, items_t, meta, slices, hide = _draw(diff, given, prints, budget=budget, seed=seed, slice_by=slice_by,
                                                estimator=estimator, allocation=allocation, sigmas=sigmas, hide=hide)
     meta["target"] = target
+    prints.check("drawing the pairs")  # what the metadata records is what was read
     return write_sample_dir(out_dir, draws, items_t, meta, slices=slices, force=force, hidden=hide,
                             show_ids=show_ids)
+
+
+def _roles(target: str) -> tuple[str, str]:
+    return ("clustering", "clustering") if target == "precision" else ("base", "exp")
+
+
+def stage_pair_sample(given: Inputs, out_dir: str | os.PathLike, files: str | os.PathLike, *, diff, prints: InputPrints,
+                      budget: int, seed: int, slice_by: Sequence[str] = (), estimator: str = "stratified",
+                      force: bool = False, hide: Sequence[str] = ()) -> StagedSample:
+    """The pair sample :func:`draw_pair_sample` would write into ``out_dir``, drawn from ``diff``
+    (built from ``given``, whose fingerprints ``prints`` were taken before it was read) and written
+    into the new folder ``files`` instead, for a caller that swaps a whole directory in at once
+    (``abcde evaluate``); the caller checks ``prints`` after its last read of the inputs."""
+    if estimator not in ("paper", "stratified"):
+        raise InputError(f"estimator must be 'paper' or 'stratified'. Got {estimator!r} instead.")
+    draws, items_t, meta, slices, hide = _draw(diff, given, prints, budget=budget, seed=seed, slice_by=slice_by,
+                                               estimator=estimator, allocation="proportional", sigmas=None, hide=hide)
+    meta["target"] = "delta_precision"
+    return stage_sample_dir(out_dir, files, draws, items_t, meta, slices=slices, force=force, hidden=hide)
 
 
 def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int, base=None, exp=None, items=None,
@@ -152,15 +175,15 @@ def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int, base=None,
         raise InputError(f"The pair sample in '{s.path}' already holds all {m['judgeable_pairs']:,} pairs that need "
                          "a judgement; there is nothing to add. Its estimates use the whole population of pairs.")
     given = _recorded_inputs(s, base=base, exp=exp, items=items)
-    s.check_inputs(base=given.base, exp=given.exp, items=given.items)
-    diff = build_diff(given, engine=engine, roles=("clustering", "clustering") if m.get("target") == "precision"
-                      else ("base", "exp"))
+    prints = s.check_inputs(base=given.base, exp=given.exp, items=given.items)
+    diff = build_diff(given, engine=engine, roles=_roles(m.get("target", "delta_precision")), prints=prints)
     estimator = m.get("estimator") or "paper"
     draws, items_t, meta, slices, hide = _draw(
-        diff, given, budget=budget, seed=int(m["seed"]), slice_by=m.get("slice_by") or (), estimator=estimator,
-        allocation=m.get("allocation") or "proportional", sigmas=m.get("pilot_sigmas"), hide=s.hidden,
-        strata=tuple(m["budgets"]) if estimator == "stratified" else STRATA)
-    _check_continues(s, draws)
+        diff, given, prints, budget=budget, seed=int(m["seed"]), slice_by=m.get("slice_by") or (),
+        estimator=estimator, allocation=m.get("allocation") or "proportional", sigmas=m.get("pilot_sigmas"),
+        hide=s.hidden, strata=tuple(m["budgets"]) if estimator == "stratified" else STRATA)
+    prints.check("extending the pair sample")  # before comparing the draws: a file changed meanwhile is named
+    _check_continues(s, draws, prints)
     meta["target"] = m.get("target", "delta_precision")
     meta["extends"] = [*m.get("extends", []), {"sample_id": m["sample_id"], "budget": m["budget"],
                                                "judgeable_pairs": m["judgeable_pairs"]}]
@@ -186,10 +209,12 @@ def _recorded_inputs(s: PairSampleDir, *, base, exp, items) -> Inputs:
                   exp_cluster_id=cols.get("exp_cluster_id"), weight=cols.get("weight"))
 
 
-def _check_continues(s: PairSampleDir, draws: pa.Table) -> None:
+def _check_continues(s: PairSampleDir, draws: pa.Table, prints: InputPrints) -> None:
     """Refuse to write unless the new draws continue the sample's: per stratum (stratified) or
     overall (paper), the earlier draws are the first draws of the new sample; a stratum the new
-    budget covers whole (a census) must hold every earlier pair of that stratum."""
+    budget covers whole (a census) must hold every earlier pair of that stratum. The input files
+    were checked unchanged (``prints``); an input abcde cannot fingerprint (a directory, a URI) is
+    named as the likely cause."""
     def by_stratum(t: pa.Table) -> dict:
         strata = t.column("stratum").to_pylist() if "stratum" in t.column_names else [""] * t.num_rows
         rows = zip(strata, t.column("pair_id").to_pylist(), t.column("item_a").to_pylist(),
@@ -210,14 +235,20 @@ def _check_continues(s: PairSampleDir, draws: pa.Table) -> None:
         else:
             ok = new.get(st, [])[:len(rows)] == rows
         if not ok:
-            raise InputError(f"The new draws do not continue the sample in '{s.path}'"
-                             + (f" (stratum {st})" if st else "") + "; it was not changed. This is a bug in abcde: "
-                             "please report it with the sample's metadata.json.")
+            where = f"The new draws do not continue the sample in '{s.path}'" + (f" (stratum {st})" if st else "")
+            if prints.unprinted:
+                named = prints.unprinted_text()
+                raise InputError(f"{where}; it was not changed. {named[:1].upper() + named[1:]} probably "
+                                 "changed since the sample was drawn (abcde cannot fingerprint a directory or URI); "
+                                 "draw the sample again from the inputs as they are now.")
+            raise InputError(f"{where}, although every input file is the one it was drawn from (same "
+                             "fingerprints); it was not changed. Please report this with the sample's metadata.json.")
 
 
-def _draw(diff, given: Inputs, *, budget: int, seed: int, slice_by, estimator: str, allocation: str,
-          sigmas: dict | None, hide, strata: tuple = STRATA) -> tuple:
-    """The draws, item attributes, metadata and slice multipliers of a pair sample (not written)."""
+def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, slice_by, estimator: str,
+          allocation: str, sigmas: dict | None, hide, strata: tuple = STRATA) -> tuple:
+    """The draws, item attributes, metadata and slice multipliers of a pair sample (not written);
+    the metadata records ``prints``, the inputs' fingerprints taken before they were read."""
     check_slice_columns(diff, [(c,) for c in slice_by])
     hide = check_hidden(diff.attributes, hide)
     o = overall(diff)
@@ -272,9 +303,7 @@ def _draw(diff, given: Inputs, *, budget: int, seed: int, slice_by, estimator: s
         "columns": {"item_id": given.item_id, "cluster_id": given.cluster_id, "weight": given.weight,
                     **({"base_cluster_id": given.base_cluster_id} if given.base_cluster_id else {}),
                     **({"exp_cluster_id": given.exp_cluster_id} if given.exp_cluster_id else {})},
-        "input_fingerprints": {k: fp for k, fp in (("base", input_fingerprint(given.base)),
-                                                   ("exp", input_fingerprint(given.exp)),
-                                                   ("items", input_fingerprint(given.items))) if fp is not None},
+        "input_fingerprints": {k: dict(prints.prints[k]) for k in ("base", "exp", "items") if k in prints.prints},
     }
     return draws, items_t, meta, slices, hide
 

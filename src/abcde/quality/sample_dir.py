@@ -21,15 +21,12 @@ A pair sample (drawn by :func:`abcde.quality.draw_pair_sample`) lives in a direc
 
 from __future__ import annotations
 
-import ctypes
-import errno
+import contextlib
 import fcntl
-import glob
 import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +35,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from abcde.errors import InputError
-from abcde.util.files import FULL_DIGEST_LIMIT, describe_os_error, file_digest, input_fingerprint, write_table_file  # noqa: F401
+from abcde.util import progress as _progress
+from abcde.util.files import (InputPrints, aside_prefix, describe_fingerprint, describe_os_error, exchange_dirs,
+                              file_digest, make_temp_dir, remove_dead_leftovers, write_table_file)
 
 
 FORMAT = "abcde.pair_sample"
@@ -125,6 +124,29 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
     model judges hide the same; ``tasks.csv`` neutralises formula cells.
     """
     out = Path(out_dir)
+    plan = _plan(out, draws, items, meta, force=force, hidden=hidden, show_ids=show_ids, extends=extends,
+                 with_slices=slices is not None)
+    try:
+        _write_whole(out, lambda tmp: _write_files(tmp, plan, draws, items, slices), plan.aside)
+    except OSError as exc:
+        raise InputError(describe_os_error(exc, f"Cannot write the pair sample to '{out}':")) from exc
+    return out
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What writing a sample into ``out`` does with what ``out`` holds (decided by :func:`_plan`)."""
+
+    out: Path
+    meta: dict  # the new sample's metadata (sample id, blind settings, ``replaced``)
+    old_id: str | None  # the sample ``out`` held (None: none)
+    aside: tuple[Path, tuple] | None  # (folder relative to out, which of out's files) to keep aside
+
+
+def _plan(out: Path, draws: pa.Table, items: pa.Table, meta: dict, *, force: bool, hidden, show_ids: bool,
+          extends: str | None, with_slices: bool) -> _Plan:
+    """The checks of :func:`write_sample_dir` (nothing is written): the sample's metadata, and what
+    becomes of the sample and judgements ``out`` holds."""
     hidden = check_hidden(items.column_names, hidden)
     meta = {"format": FORMAT, "version": VERSION, **meta, "blind": {"hidden": hidden, "show_ids": bool(show_ids)}}
     meta["sample_id"] = _sample_id(draws, meta["seed"])
@@ -133,10 +155,7 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
     old_id = _existing_sample_id(out)
     aside: tuple[Path, tuple] | None = None  # (where in out, which of out's files) to keep aside
     if old_id is not None:
-        holder = served_by(out)
-        if holder is not None:
-            raise InputError(f"The sample directory '{out}' is being served ({holder}); stop that server before "
-                             "drawing pairs into it.")
+        _refuse_if_served(out)
         if old_id not in (meta["sample_id"], extends):
             if not force:
                 kept = [f for f in JUDGEMENT_FILES[:2] if (out / f).exists()]
@@ -149,33 +168,105 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
             aside = (_aside_name(out, old_id), SAMPLE_FILES + JUDGEMENT_FILES)
             meta["replaced"] = {"sample_id": old_id, "moved_to": str(out / aside[0])}
         else:
-            stale = [f for f in SAMPLE_FILES if (out / f).exists() and f == "slices.parquet" and slices is None]
+            stale = [f for f in SAMPLE_FILES if (out / f).exists() and f == "slices.parquet" and not with_slices]
             if stale:
                 aside = (_aside_name(out, old_id), tuple(stale))
                 meta["replaced"] = {"sample_id": old_id, "moved_to": str(out / aside[0]), "files": stale}
+    return _Plan(out, meta, old_id, aside)
 
-    def write(tmp: Path) -> None:
-        pq.write_table(items, tmp / "items.parquet")
-        if slices is not None:
-            pq.write_table(slices, tmp / "slices.parquet")
-        tasks = blind_tasks(task_table(draws, items), items.column_names, hidden=hidden, show_ids=show_ids)
-        tasks = tasks.replace_schema_metadata(None)
-        write_table_file(neutralise_formulas(tasks), tmp / "tasks.csv")
-        for ext in ("parquet", "jsonl"):
-            write_table_file(tasks, tmp / f"tasks.{ext}")
-        # Fingerprints: every file of the sample, the draws, and (last) the metadata itself.
-        meta["files"] = {f.name: file_digest(f) for f in sorted(tmp.iterdir())}
-        meta["draws_digest"] = draws_digest(draws)
-        meta["meta_digest"] = meta_digest(meta)
-        pq.write_table(draws.replace_schema_metadata({META_KEY: json.dumps(meta, default=str).encode()}),
-                       tmp / "pairs.parquet")
-        (tmp / "metadata.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
 
+def _refuse_if_served(out: Path) -> None:
+    holder = served_by(out)
+    if holder is not None:
+        raise InputError(f"The sample directory '{out}' is being served ({holder}); stop that server before "
+                         "drawing pairs into it.")
+
+
+def _write_files(tmp: Path, plan: _Plan, draws: pa.Table, items: pa.Table, slices: pa.Table | None) -> None:
+    """The sample's files, written into ``tmp``; the metadata records their fingerprints."""
+    meta = plan.meta
+    hidden = meta["blind"]["hidden"]
+    pq.write_table(items, tmp / "items.parquet")
+    if slices is not None:
+        pq.write_table(slices, tmp / "slices.parquet")
+    tasks = blind_tasks(task_table(draws, items), items.column_names, hidden=hidden,
+                        show_ids=meta["blind"]["show_ids"])
+    tasks = tasks.replace_schema_metadata(None)
+    write_table_file(neutralise_formulas(tasks), tmp / "tasks.csv")
+    for ext in ("parquet", "jsonl"):
+        write_table_file(tasks, tmp / f"tasks.{ext}")
+    # Fingerprints: every file of the sample, the draws, and (last) the metadata itself.
+    meta["files"] = {f.name: file_digest(f) for f in sorted(tmp.iterdir())}
+    meta["draws_digest"] = draws_digest(draws)
+    meta["meta_digest"] = meta_digest(meta)
+    pq.write_table(draws.replace_schema_metadata({META_KEY: json.dumps(meta, default=str).encode()}),
+                   tmp / "pairs.parquet")
+    (tmp / "metadata.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+
+
+@dataclass(frozen=True)
+class StagedSample:
+    """A pair sample written into a folder (``files``) that becomes the directory ``out`` as part
+    of a larger directory swapped in whole (``abcde evaluate``'s): :func:`stage_sample_dir`."""
+
+    out: Path
+    files: Path
+    plan: _Plan
+
+    @property
+    def metadata(self) -> dict:
+        return self.plan.meta
+
+    @contextlib.contextmanager
+    def kept_linked(self):
+        """Hard-link into ``files`` what ``out`` holds besides its sample's files (its judgements,
+        ``replaced/``, …; the earlier sample with its judgements into ``replaced/<id>-<time>/``
+        when it is replaced), as :func:`write_sample_dir` does; the caller swaps ``files`` in inside
+        the ``with`` block. Meanwhile ``out``'s in-use lock (:data:`LOCK_FILE`) is held exclusively,
+        so no judge writes between the links and the swap. Refuses when ``out`` is in use (served,
+        judged) or was drawn into since the sample was staged."""
+        out, plan = self.out, self.plan
+        lock = None
+        if out.is_dir():
+            lock = open(out / LOCK_FILE, "a+")
+            try:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                lock.seek(0)
+                holder = " ".join(lock.read().split()) or "another process"
+                lock.close()
+                raise InputError(f"The sample directory '{out}' is in use ({holder}); nothing was replaced. Stop "
+                                 "that process (a judging server, a model run) and run again.") from None
+        try:
+            now = _existing_sample_id(out)
+            if now != plan.old_id:
+                raise InputError(f"'{out}' changed while this sample was being drawn for it (it held sample "
+                                 f"{plan.old_id}, now {now}); nothing was replaced. Run again.")
+            if out.is_dir():
+                _link_kept(out, self.files, plan.aside)
+            yield
+        finally:
+            if lock is not None:
+                lock.close()
+
+
+def stage_sample_dir(out_dir: str | os.PathLike, files: str | os.PathLike, draws: pa.Table, items: pa.Table,
+                     meta: dict, *, slices: pa.Table | None = None, force: bool = False, hidden=(),
+                     show_ids: bool = False) -> StagedSample:
+    """Write the pair sample meant for ``out_dir`` into the new folder ``files`` (made here; its
+    parent must exist): the checks and files of :func:`write_sample_dir` (a directory holding
+    another sample refused unless ``force``; recorded paths are ``out_dir``'s), without touching
+    ``out_dir``. :meth:`StagedSample.kept_linked` then links what ``out_dir`` keeps (judgements,
+    ``replaced/``) into it, just before the caller swaps it in."""
+    out, files = Path(out_dir), Path(files)
+    plan = _plan(out, draws, items, meta, force=force, hidden=hidden, show_ids=show_ids, extends=None,
+                 with_slices=slices is not None)
     try:
-        _write_whole(out, write, aside)
+        files.mkdir()
+        _write_files(files, plan, draws, items, slices)
     except OSError as exc:
-        raise InputError(describe_os_error(exc, f"Cannot write the pair sample to '{out}':")) from exc
-    return out
+        raise InputError(describe_os_error(exc, f"Cannot write the pair sample for '{out}':")) from exc
+    return StagedSample(out, files, plan)
 
 
 def _write_whole(out: Path, write, aside: tuple[Path, tuple] | None = None) -> None:
@@ -192,45 +283,38 @@ def _write_whole(out: Path, write, aside: tuple[Path, tuple] | None = None) -> N
     """
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out)
-    new = Path(tempfile.mkdtemp(prefix=f".{out.name}.abcde-new-{os.getpid()}-", dir=out.parent))
+    new = make_temp_dir(out.parent, prefix=aside_prefix(out))
     try:
         write(new)
         if not out.exists():
             os.rename(new, out)  # the directory appears whole
             return
-        keep_aside = set(aside[1]) if aside else set()
-        for entry in out.iterdir():
-            if entry.name not in SAMPLE_FILES and entry.name not in keep_aside:
-                _link_tree(entry, new / entry.name)
-        if keep_aside:
-            folder = new / aside[0]
-            folder.mkdir(parents=True)
-            for name in aside[1]:
-                if (out / name).exists():
-                    _link_tree(out / name, folder / name)
+        _link_kept(out, new, aside)
         _exchange(new, out)
     finally:
         shutil.rmtree(new, ignore_errors=True)  # the new files if anything failed; else the old directory
+
+
+def _link_kept(out: Path, new: Path, aside: tuple[Path, tuple] | None) -> None:
+    """Hard-link everything of ``out`` that is not a file of the sample into ``new`` (``aside``: those
+    of ``out``'s files to link into that folder of ``new`` instead)."""
+    keep_aside = set(aside[1]) if aside else set()
+    for entry in out.iterdir():
+        if entry.name not in SAMPLE_FILES and entry.name not in keep_aside:
+            _link_tree(entry, new / entry.name)
+    if keep_aside:
+        folder = new / aside[0]
+        folder.mkdir(parents=True)
+        for name in aside[1]:
+            if (out / name).exists():
+                _link_tree(out / name, folder / name)
 
 
 def _remove_leftovers(out: Path) -> None:
     """Remove the hidden folders that earlier writers of ``out`` left when they were killed (named
     ``.<out>.abcde-new-<pid>-*``, a new sample never moved in; its files are only copies or links
     of files still in ``out``), those of processes no longer running."""
-    for p in out.parent.glob(f".{glob.escape(out.name)}.abcde-new-*"):
-        pid = p.name[len(f".{out.name}.abcde-new-"):].split("-", 1)[0]
-        if pid.isdigit() and not _running(int(pid)):
-            shutil.rmtree(p, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    remove_dead_leftovers(out)
 
 
 def _link_tree(src: Path, dst: Path) -> None:
@@ -243,27 +327,9 @@ def _link_tree(src: Path, dst: Path) -> None:
         os.link(src, dst, follow_symlinks=False)
 
 
-RENAME_EXCHANGE = 2
-
-
 def _exchange(a: Path, b: Path) -> None:
     """Swap two directories atomically (Linux), else with two renames."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError):
-        renameat2 = None
-    if renameat2 is not None:
-        at_fdcwd = -100
-        if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), RENAME_EXCHANGE) == 0:
-            return
-        err = ctypes.get_errno()
-        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            raise OSError(err, os.strerror(err), str(b))
-    aside = b.with_name(f".{b.name}.abcde-old-{os.getpid()}")
-    os.rename(b, aside)
-    os.rename(a, b)
-    os.rename(aside, a)
+    exchange_dirs(a, b)
 
 
 def draws_digest(draws: pa.Table) -> str:
@@ -396,24 +462,45 @@ class PairSampleDir:
                              f"{str(exc).splitlines()[0]}") from exc
         return cls(p, draws, meta, items)
 
-    def check_inputs(self, **inputs) -> None:
+    def check_inputs(self, **inputs) -> InputPrints:
         """Refuse inputs (``base=``, ``exp=``, ``items=``: paths) that differ from those the sample
-        was drawn from, as far as it recorded them (local files, by content)."""
+        was drawn from: each local file is fingerprinted by its whole content (sha256) and compared
+        with the fingerprint recorded when the sample was drawn, and a changed one is named.
+        Returns the fingerprints taken (:class:`~abcde.util.files.InputPrints`): a job that goes on
+        to read the inputs checks them again after its last read (:meth:`InputPrints.check`).
+
+        An input abcde cannot fingerprint (a directory of part files, a URI, a table) is not
+        checked, and it says so."""
         recorded = self.metadata.get("input_fingerprints") or {}
-        changed = []
-        for role, source in inputs.items():
-            was = recorded.get(role)
-            if source is None or was is None:
+        prints = InputPrints(inputs)
+        changed, partial = [], []
+        for role, source in prints.sources.items():
+            was, now = recorded.get(role), prints.prints.get(role)
+            if was is None or now is None:
                 continue
-            now = input_fingerprint(source)
-            if now is not None and now != was:
-                changed.append(f"{role} '{source}'")
+            if "sha256" not in was:  # an earlier abcde's fingerprint of a file over 1 GiB: its ends only
+                partial.append(f"{role} '{os.fspath(source)}'")
+            elif now != was:
+                changed.append(f"{role} '{os.fspath(source)}' differs from the file it was drawn from "
+                               f"('{Path(os.fspath(source)).name}' changed since the sample was drawn: "
+                               f"{describe_fingerprint(was)} then, {describe_fingerprint(now)} now)")
         if changed:
             raise InputError(
-                f"The pair sample in '{self.path}' was drawn from other inputs: {', '.join(changed)} "
-                f"{'differs' if len(changed) == 1 else 'differ'} from the file{'s' * (len(changed) > 1)} it was drawn "
-                "from (its fingerprint changed). Its estimates would not describe these inputs; draw the pairs "
-                "again from them.")
+                f"The pair sample in '{self.path}' was drawn from other inputs: {'; '.join(changed)}. Its estimates "
+                "would not describe these inputs; draw the pairs again from them.")
+        if partial:
+            raise InputError(
+                f"The pair sample in '{self.path}' recorded only part of the fingerprint of {', '.join(partial)} "
+                "(size, time and the first and last MiB, as abcde did for files over 1 GiB before), which cannot "
+                "show that the file is unchanged. Draw the sample again from the same inputs with the same seed and "
+                "budget (abcde pairs ... --out DIR): the same sample keeps its judgements and records whole "
+                "fingerprints.")
+        if prints.unprinted:
+            what = "is a directory or URI" if len(prints.unprinted) == 1 else "are directories or URIs"
+            _progress.note(f"Not checked against the sample in '{self.path}': {prints.unprinted_text()} {what}, "
+                           "which abcde cannot fingerprint; it cannot tell whether they changed since the sample "
+                           "was drawn.")
+        return prints
 
     @property
     def hidden(self) -> list[str]:

@@ -13,6 +13,14 @@ directory it writes::
     OUT/evaluate.json      how it was run: the inputs (as given, absolute, fingerprinted), the options,
                            the engine, the abcde version and where each output is (:func:`read_evaluation`)
 
+The whole directory is built aside (``.OUT.abcde-new-<pid>-…`` beside it) and swapped in at the end
+in one step, so ``OUT`` always holds one run's output, whole: an earlier run's until the new one is
+complete (a failure, a refusal or a kill at any moment leaves it as it was), then the new one. An
+earlier ``OUT/quality``'s judgements are hard-linked into the new directory just before the swap:
+the same sample keeps them, another one (``force``) moves them with its sample to
+``OUT/quality/replaced/``, as ``abcde pairs`` does. What a killed run left beside ``OUT`` is removed by
+the next run.
+
 Then: judge ``OUT/quality`` (``abcde judge serve OUT/quality``, a model, or an oracle column), and
 ``abcde report OUT`` (:func:`abcde.workflow.report.report_from_evaluation`) rebuilds the report from
 that record with every section and the quality estimates.
@@ -35,12 +43,13 @@ from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, impact
 from abcde.metrics.pointwise import PointwiseResult, pointwise
-from abcde.quality.draw import _full_path, draw_pair_sample
+from abcde.quality.draw import _full_path, stage_pair_sample
 from abcde.quality.sample_dir import check_hidden
 from abcde.report.build import Report, build_report
 from abcde.sampling.explore import ExplorationSample, sample_affected
 from abcde.util import progress
-from abcde.util.files import input_fingerprint, write_text
+from abcde.util.files import (InputPrints, aside_prefix, exchange_dirs, make_temp_dir, remove_dead_leftovers,
+                              write_text)
 
 #: The record of a run in its directory: how it was run and where each output is.
 RECORD = "evaluate.json"
@@ -51,6 +60,9 @@ OUTPUTS = {"impact": "impact", "exploration_sample": "explore/sample.parquet", "
            "report": "report.html", "markdown": "report.md"}
 #: What ``evaluate`` (and the demo, built on it) writes in its directory.
 ENTRIES = frozenset({"impact", "explore", "quality", "report.html", "report.md", RECORD})
+#: The entries that are directories, and what each holds (``quality``: anything; it is kept).
+SUBDIRS = {"impact": frozenset({"items.parquet", "base_clusters.parquet", "exp_clusters.parquet", "impact.json"}),
+           "explore": frozenset({"sample.parquet"}), "quality": None}
 
 
 @dataclass(frozen=True)
@@ -102,20 +114,37 @@ class EvaluateResult:
 
 def check_out_dir(out: Path, what: str = "evaluate") -> None:
     """Refuse an ``out`` that is neither new, nor empty, nor an earlier run's directory (which holds
-    only what this job writes, ``impact/`` first of all): the job replaces its report files there,
-    so a directory of someone else's files is left alone. Each step checks its own part again
-    (``impact/``, ``explore/sample.parquet``, the pair sample in ``quality/``)."""
+    only what this job writes, ``impact/`` first of all, and in ``impact/`` and ``explore/`` only their
+    files): the job replaces the whole directory, so a directory of someone else's files is left
+    alone. ``quality/`` may hold anything (judgements, earlier samples): it is carried over."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"The output directory '{out}' is a file; give --out a new or empty directory "
+                         f"(or one an earlier 'abcde {what}' wrote).")
     if not out.is_dir():
-        return  # new (made as the job writes) or a file in the way (the first write names it)
-    entries = sorted(p.name for p in out.iterdir() if not p.name.startswith(".abcde-"))
+        return  # new
+    entries = sorted(p.name for p in out.iterdir() if not _temporary(p.name))
     if not entries:
         return
     foreign = [n for n in entries if n not in ENTRIES]
+    if not foreign:
+        for name, files in SUBDIRS.items():
+            p = out / name
+            if p.exists() and (p.is_symlink() or not p.is_dir()):
+                foreign.append(name)
+            elif p.is_dir() and files is not None:
+                foreign += [f"{name}/{c.name}" for c in sorted(p.iterdir()) if c.name not in files
+                            and not _temporary(c.name)]
+        foreign += [n for n in ENTRIES - set(SUBDIRS) if (out / n).is_dir() or (out / n).is_symlink()]
     if foreign or "impact" not in entries:
         found = f"files that 'abcde {what}' does not write (first: {', '.join(repr(n) for n in foreign[:5])})" \
             if foreign else f"no impact/ of an earlier 'abcde {what}'"
         raise InputError(f"The output directory '{out}' is not empty and holds {found}. "
                          f"Give --out a new or empty directory (or one an earlier 'abcde {what}' wrote).")
+
+
+def _temporary(name: str) -> bool:
+    """Whether a name is one of abcde's temporary files or folders (left by a killed writer)."""
+    return name.startswith(".abcde-") or (name.startswith(".") and (".abcde-" in name or name.endswith(".tmp")))
 
 
 def evaluate(
@@ -155,8 +184,11 @@ def evaluate(
     ``quality_slice_by``: the attributes of ΔPrecision's slices in the report rebuilt once the pairs
     are judged (:func:`abcde.workflow.report.report_from_evaluation`); default: ``slice_by``.
 
-    Everything it was given is recorded in ``out_dir/evaluate.json`` (see :func:`read_evaluation`),
-    written last: a run that fails leaves no record of itself as finished.
+    Everything it was given is recorded in ``out_dir/evaluate.json`` (see :func:`read_evaluation`).
+    The whole directory is built aside and swapped in at the end (see the module's docstring): a
+    run that fails, is refused or is killed leaves ``out_dir`` as it was. The input files'
+    fingerprints are taken before they are read and checked after the last read: an input changed
+    meanwhile is refused, so what the record and the pair sample name is what was read.
     """
     out = Path(out_dir)
     check_out_dir(out)
@@ -166,37 +198,37 @@ def evaluate(
     def stage(name: str):
         return _Stage(name, stages)
 
-    existed = out.exists()
-    fresh = not existed or not any(out.iterdir())
+    # Before anything reads them: the fingerprints the record and the pair sample keep.
+    prints = InputPrints.of(given, truth=truth)
+    real = Path(os.path.realpath(out))  # where the directory is swapped in (a link to it: its target)
+    made = _make_parents(real.parent)
+    new, done = None, False
     try:
+        remove_dead_leftovers(real)
+        new = make_temp_dir(real.parent, prefix=aside_prefix(real))
         with stage("impact") as st:
             res = impact(given, slice_by=list(slice_by), top=top, engine=engine)
             st.rows = res.items
         check_hidden(res.diff.attributes, hide)  # before anything is written, not after half of it
-        record = _record(given, truth, slice_by=slice_by, explore_by=explore_by, top=top, sample_size=sample_size,
-                         budget=budget, seed=seed, estimator=estimator, hide=hide, title=title,
+        record = _record(given, truth, prints, slice_by=slice_by, explore_by=explore_by, top=top,
+                         sample_size=sample_size, budget=budget, seed=seed, estimator=estimator, hide=hide, title=title,
                          only_affected=only_affected, quality_slice_by=quality_slice_by, engine=res.diff.engine)
-        if not fresh:
-            # Over an earlier run: until this one is done, the record says it is not (from here on,
-            # that run's outputs are replaced one by one). A new directory is removed on failure.
-            write_text(out / RECORD, json.dumps({**record, "complete": False}, indent=2) + "\n")
         written: list[str | Path] = []
         with stage("impact tables") as st:
-            files = res.write(out / OUTPUTS["impact"], only_affected=only_affected)
-            written += files
+            written += res.write(new / OUTPUTS["impact"], only_affected=only_affected)
             st.rows = res.items
         with stage("exploration sample") as st:
             sample = sample_affected(res, size=sample_size, seed=seed, inputs={
                 k: os.fspath(v) for k, v in (("base", given.base), ("exp", given.exp), ("items", given.items))
                 if isinstance(v, (str, os.PathLike))})
-            sample_path = sample.write(out / OUTPUTS["exploration_sample"])
-            written.append(sample_path)
+            written.append(sample.write(new / OUTPUTS["exploration_sample"]))
             st.rows = sample.table.num_rows
         with stage("pair sample") as st:
-            pair_dir = draw_pair_sample(given, None, out / OUTPUTS["pair_sample"], budget=budget, seed=seed, slice_by=list(slice_by),
-                                        estimator=estimator, hide=hide, force=force, diff=res.diff)
-            written.append(pair_dir / "tasks.csv")
-            st.rows = _judgeable(pair_dir)
+            staged = stage_pair_sample(given, out / OUTPUTS["pair_sample"], new / OUTPUTS["pair_sample"],
+                                       diff=res.diff, prints=prints, budget=budget, seed=seed,
+                                       slice_by=list(slice_by), estimator=estimator, force=force, hide=hide)
+            written.append(new / OUTPUTS["pair_sample"] / "tasks.csv")
+            st.rows = int(staged.metadata["judgeable_pairs"])
         against: dict[str, PointwiseResult] = {}
         if truth is not None:
             with stage("pointwise against the truth") as st:
@@ -204,26 +236,68 @@ def evaluate(
                 st.rows = res.items
         with stage("report") as st:
             rep = evaluation_report(record, res, sample, truth=against)
-            report_path = out / OUTPUTS["report"]
-            written += rep.write(report_path, markdown=out / OUTPUTS["markdown"])
-            pair_meta = json.loads((pair_dir / "metadata.json").read_text())
-            record["options"]["allocation"] = pair_meta.get("allocation")
-            for role, fp in (pair_meta.get("input_fingerprints") or {}).items():  # the pair sample's own
-                record["inputs"][role]["fingerprint"] = fp
-            written.append(write_text(out / RECORD, json.dumps(record, indent=2) + "\n"))
+            written += rep.write(new / OUTPUTS["report"], markdown=new / OUTPUTS["markdown"])
+            record["options"]["allocation"] = staged.metadata.get("allocation")
+            # After the last read of the inputs: what the record names is what was read.
+            prints.check("evaluating")
+            written.append(write_text(new / RECORD, json.dumps(record, indent=2) + "\n"))
             st.rows = None
-    except BaseException:
-        # No partial output: a directory this run started from nothing is emptied again (an earlier
-        # run's directory keeps each entry whole: every stage replaces its own entry at once).
-        if fresh and not existed:
-            shutil.rmtree(out, ignore_errors=True)
-        elif fresh and out.is_dir():
-            for entry in out.iterdir():
-                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
-        raise
-    return EvaluateResult(out_dir=out, impact=res, exploration=sample, sample_path=sample_path, pair_dir=pair_dir,
-                          report=rep, report_path=report_path, pointwise_against_truth=against, stages=stages,
-                          written=written, record=record)
+        with staged.kept_linked():  # OUT/quality's judgements (and earlier samples), linked in for the swap
+            _swap_in(new, real)
+        done = True
+    finally:
+        if new is not None:
+            shutil.rmtree(new, ignore_errors=True)  # the new directory if anything failed; else the old one
+        if not done:
+            for d in reversed(made):  # the parents this run made, if they stayed empty
+                try:
+                    d.rmdir()
+                except OSError:
+                    break
+    written = [out / Path(p).relative_to(new) for p in written]
+    return EvaluateResult(out_dir=out, impact=res, exploration=sample, sample_path=out / OUTPUTS["exploration_sample"],
+                          pair_dir=out / OUTPUTS["pair_sample"], report=rep, report_path=out / OUTPUTS["report"],
+                          pointwise_against_truth=against, stages=stages, written=written, record=record)
+
+
+def _make_parents(d: Path) -> list[Path]:
+    """Make ``d`` and its missing parents; returns those made, outermost first."""
+    missing = []
+    while not d.exists():
+        missing.append(d)
+        if d.parent == d:
+            break
+        d = d.parent
+    missing.reverse()
+    for m in missing:
+        m.mkdir(exist_ok=True)
+    return missing
+
+
+def _swap_in(new: Path, dest: Path) -> None:
+    """Put the directory ``new`` in ``dest``'s place in one step: renamed there when ``dest`` is
+    missing, else the two exchanged (``new`` then holds the old directory, for the caller to remove).
+    A ``dest`` that cannot be moved (the working directory, or one holding it; a mount point) gets
+    ``new``'s entries one by one instead, the record removed first and put back last, so an interrupted
+    swap leaves a directory without a record (which 'abcde report' refuses as unfinished)."""
+    if not dest.exists() and not dest.is_symlink():
+        os.rename(new, dest)
+        return
+    cwd = os.path.realpath(os.getcwd())
+    if not (cwd == str(dest) or cwd.startswith(str(dest) + os.sep) or os.path.ismount(dest)):
+        exchange_dirs(new, dest)
+        return
+    old = new / ".abcde-old"  # removed with new
+    old.mkdir()
+    if (dest / RECORD).exists():
+        os.replace(dest / RECORD, old / RECORD)
+    for entry in sorted(new.iterdir()):
+        if entry.name in (RECORD, old.name):
+            continue
+        if (dest / entry.name).exists():
+            os.replace(dest / entry.name, old / entry.name)
+        os.replace(entry, dest / entry.name)
+    os.replace(new / RECORD, dest / RECORD)
 
 
 def evaluation_report(record: dict, result: ImpactResult, exploration: ExplorationSample, *,
@@ -341,17 +415,17 @@ def _record_checks(record: dict):
 _MISSING = object()
 
 
-def _record(given: Inputs, truth, *, slice_by, explore_by, top, sample_size, budget, seed, estimator, hide, title,
-            only_affected, quality_slice_by, engine: Engine) -> dict:
+def _record(given: Inputs, truth, prints: InputPrints, *, slice_by, explore_by, top, sample_size, budget, seed,
+            estimator, hide, title, only_affected, quality_slice_by, engine: Engine) -> dict:
     """The record of a run (:func:`read_evaluation` describes it); the inputs' fingerprints are
-    the pair sample's, added when it is written, and the truth's own."""
-    def source(v, *, fingerprint: bool = False) -> dict | None:
+    ``prints``, taken before the inputs were read (the pair sample records the same)."""
+    def source(v, role: str) -> dict | None:
         if v is None:
             return None
         if not isinstance(v, (str, os.PathLike)):
             return {"given": type(v).__name__, "path": None, "fingerprint": None}
-        return {"given": os.fspath(v), "path": _full_path(v),
-                "fingerprint": input_fingerprint(v) if fingerprint else None}
+        fp = prints.prints.get(role)
+        return {"given": os.fspath(v), "path": _full_path(v), "fingerprint": dict(fp) if fp else None}
 
     st = engine.settings
     database = st.get("database")
@@ -365,8 +439,8 @@ def _record(given: Inputs, truth, *, slice_by, explore_by, top, sample_size, bud
         "complete": True,
         "abcde_version": version,
         "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "inputs": {"base": source(given.base), "exp": source(given.exp), "items": source(given.items),
-                   "truth": source(truth, fingerprint=True)},
+        "inputs": {"base": source(given.base, "base"), "exp": source(given.exp, "exp"),
+                   "items": source(given.items, "items"), "truth": source(truth, "truth")},
         "columns": {"item_id": given.item_id, "cluster_id": given.cluster_id, "base_cluster_id": given.base_cluster_id,
                     "exp_cluster_id": given.exp_cluster_id, "weight": given.weight},
         "options": {"slice_by": list(slice_by), "explore_by": list(explore_by if explore_by is not None else slice_by),
@@ -378,10 +452,6 @@ def _record(given: Inputs, truth, *, slice_by, explore_by, top, sample_size, bud
                    "master": st.get("master"), "remote": st.get("remote")},
         "outputs": dict(OUTPUTS),
     }
-
-
-def _judgeable(pair_dir: Path) -> int:
-    return int(json.loads((pair_dir / "metadata.json").read_text())["judgeable_pairs"])
 
 
 class _Stage:
