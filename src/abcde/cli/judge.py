@@ -129,13 +129,16 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
 @click.option("--llm-base-url", default=None,
               help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (env ABCDE_LLM_BASE_URL / "
                    "OPENAI_BASE_URL; default https://api.openai.com/v1).")
-@click.option("--api-key", default=None, help="API key (better: env ABCDE_LLM_API_KEY or OPENAI_API_KEY).")
+@click.option("--api-key", default=None, help="API key (better: env ABCDE_LLM_API_KEY or OPENAI_API_KEY). Needed "
+              "unless the base URL is this machine (localhost, 127.0.0.1, ::1).")
+@click.option("--allow-insecure-http", is_flag=True,
+              help="Send the API key to a plain http:// base URL of another machine (refused otherwise).")
 @click.option("--prompt-template", type=click.Path(dir_okay=False, exists=True), default=None,
               help="File with the user prompt; {item_a} and {item_b} are replaced by the items' attributes.")
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1),
               help="Judge calls in flight at once.")
 @click.option("--max-retries", default=5, show_default=True, type=click.IntRange(min=0),
-              help="Retries on HTTP 429/5xx, timeouts and connection errors.")
+              help="Retries on HTTP 429/5xx, timeouts, connection errors and answers that are not a judgement.")
 @click.option("--retry-backoff", default=1.0, show_default=True, type=click.FloatRange(min=0),
               help="First backoff in seconds, doubled on each retry (or the server's Retry-After).")
 @click.option("--timeout", default=60.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
@@ -149,18 +152,22 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="Judge at most this many pairs now.")
 @json_option
 @handle_errors
-def judge_model(sample_dir, spec, model, llm_base_url, api_key, prompt_template, concurrency, max_retries,
-                retry_backoff, timeout, temperature, cache, name, hide, show_ids, limit, as_json):
+def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_http, prompt_template, concurrency,
+                max_retries, retry_backoff, timeout, temperature, cache, name, hide, show_ids, limit, as_json):
     """Judge the sample's pairs with a Python callable or an LLM (OpenAI-compatible API).
 
     Answers are recorded in SAMPLE_DIR/judgements.sqlite (source 'model') as they arrive; a run
-    resumes where an earlier one stopped. Unparseable LLM answers count as unsure.
+    resumes where an earlier one stopped. Only same, different or unsure is a judgement: any other
+    answer (an error page, a refusal, an essay) is asked again, then the pair is left unjudged
+    (never cached), counted, and the command exits 1; run it again to ask those pairs again.
     """
     from abcde.judging import LLMJudge, judge_with_model  # lazy: start-up time
     from abcde.judging.models import load_callable  # lazy: start-up time
+    from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
 
+    PairSampleDir.read(sample_dir)  # the sample first: a bad directory is named before the judge's options
     llm_opts = {"--model": model, "--llm-base-url": llm_base_url, "--api-key": api_key,
-                "--prompt-template": prompt_template, "--cache": cache}
+                "--allow-insecure-http": allow_insecure_http, "--prompt-template": prompt_template, "--cache": cache}
     if spec:
         given = [k for k, v in llm_opts.items() if v]
         if given:
@@ -178,21 +185,30 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, prompt_template,
                             cache=cache or Path(sample_dir) / "llm-cache.sqlite", max_retries=max_retries,
                             backoff=retry_backoff, timeout=timeout, temperature=temperature,
                             template_label=f"The prompt template '{prompt_template}'" if prompt_template
-                            else "The prompt template")
+                            else "The prompt template", allow_insecure_http=allow_insecure_http)
     res = judge_with_model(sample_dir, judge_fn, name=name, concurrency=concurrency, hide=hide, show_ids=show_ids,
                            limit=limit)
     d = res.to_dict()
+    unjudged = None
+    if res.unjudged:
+        first = res.unusable[0]
+        unjudged = (f"{res.unjudged} pair{'s' * (res.unjudged != 1)} got no usable answer (first: pair "
+                    f"{first['pair_id']!r}, {first['reason']}: {first['answer']!r}); left unjudged and not cached: "
+                    "run the command again to ask them again.")
     if as_json:
         emit_json(d)
+        if unjudged:
+            raise click.exceptions.Exit(1)
         return
     a = d["answers"]
     console().print(f"{res.rater}: judged {res.judged_now} pairs now (same {a['same']}, different {a['different']}, "
-                    f"unsure {a['unsure']}); {res.already} were judged before; {res.pairs} in the sample.")
-    if res.invalid:
-        console().print(f"[yellow]{res.invalid} answers were not same/different/unsure: recorded as unsure.[/yellow]")
+                    f"unsure {a['unsure']}); {res.unjudged} left unjudged; {res.already} were judged before; "
+                    f"{res.pairs} in the sample.")
     if res.stats:
         console().print("judge: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in res.stats.items()))
     console().print(f"stored in {res.store}; estimate with: abcde quality {sample_dir} --source model")
+    if unjudged:
+        raise click.ClickException(unjudged)
 
 
 @judge.command("export")

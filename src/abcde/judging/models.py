@@ -18,9 +18,14 @@ each answer in the sample's judgement store (source ``model``, rater
 - the client's timeout and retries (HTTP 408, 409, 429, 5xx, timeouts and connection errors),
   waiting ``backoff · 2^attempt`` seconds, or the server's ``Retry-After``; any other HTTP error
   (401, 400, …) stops at once with a one-line message; redirects are not followed;
-- a SQLite cache keyed by the model and the exact messages, so a pair is never paid for twice
-  (also across runs and samples);
-- an answer that does not parse as one of same/different/unsure is recorded as ``unsure``.
+- the key goes only where it is safe: a key to a plain ``http://`` URL of another machine needs
+  ``allow_insecure_http``; with no key at all only a server on this machine (loopback) is called;
+- only an answer is a judgement: a chat completion whose text parses to same, different or
+  unsure (:func:`parse_answer`). Anything else — an HTML page or a JSON error object sent with
+  HTTP 200, an empty or cut body, a refusal, an essay — is asked again (as a failed request is),
+  then the pair is left unjudged and counted; it is never cached and never recorded;
+- a SQLite cache of the usable answers, keyed by the model and the exact messages, so a pair is
+  never paid for twice (also across runs and samples).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import ipaddress
 import json
 import os
 import re
@@ -65,19 +71,43 @@ _WORD = re.compile(r"[a-z']+")
 _NEGATIONS = {"not", "no", "isn't", "aren't", "neither", "nor", "cannot", "can't"}
 
 
+#: A model run stops when this many pairs in a row got no usable answer (an endpoint answering
+#: every request with an error page would otherwise be asked about every pair, each retried).
+STOP_AFTER_UNUSABLE = 10
+
+#: An answer longer than this many words is not an answer to "one word" (an essay, a page).
+MAX_ANSWER_WORDS = 30
+
+
 class LLMError(AbcdeError):
     """The LLM endpoint refused or kept failing; the message names the URL and the status."""
+
+
+class UnusableAnswerError(LLMError):
+    """The endpoint's answers to one pair were not a judgement (not a chat completion whose text
+    parses to same/different/unsure), also when asked again: the pair stays unjudged."""
+
+    def __init__(self, message: str, answer: str = ""):
+        super().__init__(message)
+        self.answer = answer
 
 
 def parse_answer(text) -> str | None:
     """``same``/``different``/``unsure`` from a model's answer, or ``None`` when it does not parse.
 
     The answer must name exactly one of the three, either as its first word or in a
-    sentence without negation ("not the same" and "same or different" do not parse).
+    sentence without negation ("not the same" and "same or different" do not parse). Markup or
+    data (text starting with ``<``, ``{`` or ``[``, or holding a closing tag: an HTML page, a JSON
+    object) and answers of more than :data:`MAX_ANSWER_WORDS` words never parse.
     """
     if not isinstance(text, str):
         return None
+    bare = text.strip().lstrip("`").strip()
+    if bare[:1] in ("<", "{", "[") or "</" in text or "/>" in text:
+        return None
     words = _WORD.findall(text.lower())
+    if len(words) > MAX_ANSWER_WORDS:
+        return None
     if not words:
         return None
     named = {w for w in words if w in VOCABULARY}
@@ -141,6 +171,7 @@ class AnswerCache:
         return closing(con)
 
     def get(self, key: str) -> str | None:
+        """The cached answer text, or None (callers use it only when it parses)."""
         with self._connect() as con:
             row = con.execute("SELECT answer FROM answers WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
@@ -167,6 +198,17 @@ LLM_INSTALL = "pip install 'abcde[llm]'"
 
 #: Query parameters of a URL that carry a secret (``?api_key=…``, ``?token=…``, ``?sig=…``).
 _SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|session|code", re.IGNORECASE)
+
+
+def is_loopback_url(url: str) -> bool:
+    """Whether ``url``'s host is this machine: ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    host = (urllib.parse.urlsplit(url).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _secret_params(url: str) -> list[str]:
@@ -240,8 +282,12 @@ class LLMJudge:
     model
         Model name. Default: ``ABCDE_LLM_MODEL`` or ``OPENAI_MODEL``; required.
     api_key
-        Sent as ``Authorization: Bearer``. Default: ``ABCDE_LLM_API_KEY`` or ``OPENAI_API_KEY``;
-        none for a local server (then no ``Authorization`` header is sent).
+        Sent as ``Authorization: Bearer``. Default: ``ABCDE_LLM_API_KEY`` or ``OPENAI_API_KEY``.
+        Without one only a server on this machine (``localhost``, 127.0.0.0/8, ``::1``) is called,
+        with no ``Authorization`` header; another server is refused at once, naming the variables.
+    allow_insecure_http
+        Send the key to a plain ``http://`` base URL of another machine (refused otherwise: the key
+        would cross the network unencrypted). Loopback ``http://`` needs no permission.
     prompt_template
         The user message, with ``{item_a}`` and ``{item_b}`` (literal braces doubled).
     system_prompt
@@ -250,22 +296,25 @@ class LLMJudge:
         Path of the answer cache (SQLite); ``None``: no cache.
     max_retries, backoff, timeout
         Retries after the first attempt (on HTTP 408, 409, 429, 5xx, timeouts and connection
-        errors), the first backoff in seconds (doubled each time; the server's ``Retry-After``
-        instead when it sends one), and the request timeout in seconds.
+        errors, and after an answer that is not a judgement), the first backoff in seconds
+        (doubled each time; the server's ``Retry-After`` instead when it sends one), and the
+        request timeout in seconds.
     temperature
         Sent with every request (``None``: not sent).
     template_label
         How messages name the prompt template (e.g. its file).
 
-    ``stats`` counts ``requests`` (HTTP requests sent, retries included), ``retries``,
-    ``cache_hits`` and ``unparseable`` answers (recorded as unsure).
+    ``stats`` counts ``requests`` (HTTP requests sent, retries included), ``retries`` (the
+    client's, and asking again after an unusable answer), ``cache_hits`` and ``unusable_answers``
+    (answers that were not a judgement; never cached). A call whose answers stay unusable raises
+    :class:`UnusableAnswerError`.
     """
 
     def __init__(self, *, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  prompt_template: str | None = None, system_prompt: str | None = SYSTEM_PROMPT,
                  cache: str | os.PathLike | None = None, max_retries: int = 5, backoff: float = 1.0,
                  timeout: float = 60.0, temperature: float | None = 0.0,
-                 template_label: str = "The prompt template"):
+                 template_label: str = "The prompt template", allow_insecure_http: bool = False):
         self.base_url = (base_url or _env("ABCDE_LLM_BASE_URL", "OPENAI_BASE_URL") or "https://api.openai.com/v1")
         self.base_url = self.base_url.rstrip("/")
         if not self.base_url.startswith(("http://", "https://")):
@@ -296,10 +345,24 @@ class LLMJudge:
         self.temperature = temperature
         self._lock = threading.Lock()
         self._local = threading.local()  # requests sent for the current call, per thread
-        self.stats = {"requests": 0, "retries": 0, "cache_hits": 0, "unparseable": 0}
+        self.stats = {"requests": 0, "retries": 0, "cache_hits": 0, "unusable_answers": 0}
         self._client = _openai_client(base_url=self.base_url, api_key=self.api_key, timeout=timeout,
                                       max_retries=max_retries, backoff=backoff, on_request=self._on_request)
         self.cache = AnswerCache(cache) if cache else None
+        # The key goes only where it is safe (checked once the client exists, so that a missing
+        # 'openai' package is named first); nothing has been sent yet.
+        local = is_loopback_url(self.base_url)
+        if (not self.api_key and not local) or (self.api_key and self.base_url.startswith("http://") and not local
+                                                 and not allow_insecure_http):
+            self._client.close()
+        if not self.api_key and not local:
+            raise InputError(f"No API key for the LLM endpoint {redact_url(self.base_url)}: set ABCDE_LLM_API_KEY (or "
+                             "OPENAI_API_KEY), or pass --api-key (api_key=...). Only a server on this machine "
+                             "(localhost, 127.0.0.1, ::1) is called without a key.")
+        if self.api_key and self.base_url.startswith("http://") and not local and not allow_insecure_http:
+            raise InputError(f"The LLM base URL {redact_url(self.base_url)!r} is plain http:// to another machine: the "
+                             "API key would cross the network unencrypted. Use https://, or pass --allow-insecure-http "
+                             "(allow_insecure_http=True) on a network you trust.")
 
     @property
     def name(self) -> str:
@@ -381,35 +444,62 @@ class LLMJudge:
                 last = "connection error" + (f": {type(cause).__name__}: {cause}" if cause else "")
             raise LLMError(f"The LLM endpoint {url} failed {sent} time{'s' * (sent != 1)} (last: {last}); "
                            "the answers so far are saved, run again to resume.") from None
-        except openai.OpenAIError as exc:  # e.g. a body that is not a chat completion
-            raise LLMError(f"The LLM endpoint {url} gave an unusable answer: {type(exc).__name__}: "
-                           f"{' '.join(str(exc).split())[:300]}") from None
-        try:
-            content = resp.choices[0].message.content
-        except (AttributeError, IndexError, TypeError):
-            content = None
-        if isinstance(content, str):
-            return content
-        try:
-            return resp.model_dump_json()[:500]  # no text (e.g. a refusal or a tool call): unparseable
-        except Exception:  # not a pydantic model
-            return repr(resp)[:500]
+        except (openai.OpenAIError, ValueError) as exc:  # a body that is not a chat completion: not JSON (empty,
+            # cut short, trailing bytes: the client's JSONDecodeError is a ValueError) or not its shape
+            raise UnusableAnswerError(f"not a chat completion ({type(exc).__name__}: "
+                                      f"{self._clip(str(exc), 120)})", self._clip(getattr(exc, "doc", ""))) from None
+        return self._content(resp)
+
+    def _clip(self, text, n: int = 80) -> str:
+        """``text`` on one line, at most ``n`` characters, without the key."""
+        text = " ".join(str(text).split())
+        return (text.replace(self.api_key, "***") if self.api_key else text)[:n]
+
+    def _content(self, resp) -> str:
+        """The answer text of a chat completion, or :class:`UnusableAnswerError` (an HTML page or a
+        JSON error object sent with HTTP 200, no choices, a refusal, a tool call)."""
+        choices = getattr(resp, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            body = resp if isinstance(resp, str) else getattr(resp, "model_extra", None) or resp
+            what = "a text body" if isinstance(resp, str) else "no choices"
+            raise UnusableAnswerError(f"not a chat completion ({what})", self._clip(body))
+        message = getattr(choices[0], "message", None)
+        content = getattr(message, "content", None)
+        if not isinstance(content, str):
+            refusal = getattr(message, "refusal", None)
+            raise UnusableAnswerError("a refusal" if refusal else "a completion without text",
+                                      self._clip(refusal or ""))
+        return content
 
     def __call__(self, item_a: dict, item_b: dict) -> str:
+        """The judgement of one pair: same, different or unsure. An answer that is not a judgement is
+        asked again (up to ``max_retries`` times, waiting ``backoff · 2^attempt``), then
+        :class:`UnusableAnswerError`; only a usable answer is cached."""
         msgs = self.messages(item_a, item_b)
         key = self._cache_key(msgs)
-        text = self.cache.get(key) if self.cache else None
-        if text is not None:
+        cached = self.cache.get(key) if self.cache else None
+        if cached is not None and parse_answer(cached) is not None:  # (older versions cached anything)
             self._count("cache_hits")
-        else:
-            text = self.ask(msgs)
-            if self.cache:
-                self.cache.put(key, self.model, text)
-        answer = parse_answer(text)
-        if answer is None:
-            self._count("unparseable")
-            return "unsure"
-        return answer
+            return parse_answer(cached)
+        why, shown = "", ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self._count("retries")
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                text = self.ask(msgs)
+            except UnusableAnswerError as exc:
+                why, shown = str(exc), exc.answer
+            else:
+                answer = parse_answer(text)
+                if answer is not None:
+                    if self.cache:
+                        self.cache.put(key, self.model, text)
+                    return answer
+                why, shown = "an answer that is not same, different or unsure", self._clip(text)
+            self._count("unusable_answers")
+        n = self.max_retries + 1
+        raise UnusableAnswerError(f"no usable answer in {n} attempt{'s' * (n != 1)} (last: {why})", shown)
 
 
 # --------------------------------------------------------------------------- running a judge
@@ -429,10 +519,13 @@ class ModelJudgeResult:
         Pairs judged in this run, and pairs it had judged before (skipped).
     answers
         Counts of same / different / unsure among this run's judgements.
-    invalid
-        Answers outside the vocabulary, recorded as unsure.
+    unjudged
+        Pairs left unjudged because the judge's answer was not a judgement (an LLM: also when
+        asked again); nothing of them is recorded or cached, so a rerun asks exactly these again.
     stats
-        The judge's own counters (LLM: requests, retries, cache hits, unparseable).
+        The judge's own counters (LLM: requests, retries, cache hits, unusable answers).
+    unusable
+        The first few unjudged pairs: ``{"pair_id", "reason", "answer"}`` (the answer clipped).
     seconds
         Wall-clock time of the run.
     """
@@ -443,14 +536,15 @@ class ModelJudgeResult:
     judged_now: int
     already: int
     answers: dict
-    invalid: int
+    unjudged: int
     stats: dict = field(default_factory=dict)
     seconds: float = 0.0
+    unusable: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"rater": self.rater, "store": self.store, "pairs": self.pairs, "judged_now": self.judged_now,
-                "already_judged": self.already, "answers": self.answers, "invalid_answers": self.invalid,
-                "judge_stats": self.stats, "seconds": round(self.seconds, 3)}
+                "already_judged": self.already, "answers": self.answers, "unjudged_pairs": self.unjudged,
+                "unusable": self.unusable, "judge_stats": self.stats, "seconds": round(self.seconds, 3)}
 
 
 def judge_with_model(sample_dir, judge: Judge, *, name: str | None = None, concurrency: int = 4,
@@ -462,9 +556,12 @@ def judge_with_model(sample_dir, judge: Judge, *, name: str | None = None, concu
     sample_dir
         A directory written by ``abcde pairs``.
     judge
-        ``(item_a: dict, item_b: dict) -> "same" | "different" | "unsure"``; any other return
-        value is recorded as ``unsure`` (and counted). An exception stops the run (answers
-        already recorded stay).
+        ``(item_a: dict, item_b: dict) -> "same" | "different" | "unsure"`` (case and surrounding
+        space aside). Any other return value, or an LLM's :class:`UnusableAnswerError`, is not a
+        judgement: the pair is left unjudged and counted (``unjudged``), and the run goes on. Any
+        other exception stops the run (answers already recorded stay). The store is held in use
+        for the whole run (:meth:`~abcde.quality.store.JudgementStore.hold`): the pairs cannot be
+        drawn again under it.
     name
         Rater name suffix: judgements carry rater ``model:NAME`` (default: the judge's
         ``name`` attribute, or its ``__name__``).
@@ -497,28 +594,44 @@ def judge_with_model(sample_dir, judge: Judge, *, name: str | None = None, concu
     if limit is not None:
         todo = todo[:max(limit, 0)]
     answers = dict.fromkeys(VOCABULARY, 0)
-    invalid = 0
+    unusable: list[dict] = []
     judged = 0
+    in_a_row = 0
 
     def call(task):
         try:
             return task, judge(view(task["item_a"]), view(task["item_b"]))
+        except UnusableAnswerError as exc:
+            return task, exc
         except AbcdeError:
             raise
         except Exception as exc:
             raise InputError(f"The judge {name!r} failed on pair {task['pair_id']!r} ({task['item_a']!r}, "
                              f"{task['item_b']!r}): {type(exc).__name__}: {exc}") from exc
 
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+    with store.hold(f"abcde judge model (rater {rater})"), ThreadPoolExecutor(max_workers=concurrency) as pool:
         futures = [pool.submit(call, t) for t in todo]
         try:
             for fut in as_completed(futures):
                 task, ans = fut.result()
-                if isinstance(ans, str) and ans.strip().lower() in VOCABULARY:
-                    ans = ans.strip().lower()
-                else:
-                    invalid += 1
-                    ans = "unsure"
+                bad = None
+                if isinstance(ans, UnusableAnswerError):
+                    bad = {"pair_id": task["pair_id"], "reason": str(ans), "answer": ans.answer}
+                elif not (isinstance(ans, str) and ans.strip().lower() in VOCABULARY):
+                    bad = {"pair_id": task["pair_id"], "reason": "not same, different or unsure",
+                           "answer": " ".join(repr(ans).split())[:80]}
+                if bad is not None:  # not a judgement: the pair stays unjudged
+                    unusable.append(bad)
+                    in_a_row += 1
+                    if in_a_row >= STOP_AFTER_UNUSABLE:
+                        raise LLMError(
+                            f"The judge {name!r} gave no usable answer to {in_a_row} pairs in a row (last: pair "
+                            f"{bad['pair_id']!r}, {bad['reason']}: {bad['answer']!r}); stopped. {judged} pairs were "
+                            f"judged now and are saved; {len(unusable)} are left unjudged (never cached): fix the "
+                            "endpoint or the judge and run again to ask them.")
+                    continue
+                in_a_row = 0
+                ans = ans.strip().lower()
                 try:
                     store.record(task["pair_id"], ans, rater=rater, source="model")
                 except DuplicateJudgementError:  # another run of the same judge got there first
@@ -530,5 +643,5 @@ def judge_with_model(sample_dir, judge: Judge, *, name: str | None = None, concu
                 f.cancel()
             raise
     stats = dict(getattr(judge, "stats", {}) or {})
-    return ModelJudgeResult(rater, str(store.path), len(store.tasks), judged, len(done), answers, invalid, stats,
-                            time.perf_counter() - t0)
+    return ModelJudgeResult(rater, str(store.path), len(store.tasks), judged, len(done), answers, len(unusable),
+                            stats, time.perf_counter() - t0, unusable[:5])

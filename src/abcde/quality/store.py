@@ -5,11 +5,49 @@ app), models (``abcde judge model``) or an oracle, one row each, with its rater,
 its source (``person``, ``model`` or ``oracle``), an optional comment and the
 time. It is append-only: undo marks a row withdrawn instead of deleting it.
 
+One way in
+----------
+Every reader and writer (``judge serve``, ``judge model``, ``judge oracle``, ``judge export``,
+``quality``, ``report``) opens the store through :class:`JudgementStore`, which does all of this
+itself:
+
+- **The lock.** ``SAMPLE_DIR/.judging.lock`` is the directory's in-use lock (``flock``): every
+  operation on the store holds it shared, and a run that writes for a while (the judging server,
+  a model run) holds it shared for the whole run (:meth:`JudgementStore.hold`), with one SQLite
+  connection open. ``abcde pairs`` refuses to draw into a directory whose lock it cannot take
+  exclusively, so a sample is never drawn again under a writer. The kernel releases the lock
+  when a process ends, even by SIGKILL. One judging server per directory: it also holds an
+  exclusive ``flock`` on the directory itself (:func:`lock_directory`).
+- **What SQLite would replay.** When the lock can be taken exclusively, no process of abcde has
+  the store open, so a ``-wal`` or ``-journal`` beside it is a leftover, which SQLite replays into
+  the store on the next open, whoever wrote it. A rollback journal never belongs to this store
+  (it is always in WAL mode). A write-ahead log belongs to it only when every transaction in it
+  carries the store's stamp and the stamps chain onto the store file: each write transaction
+  writes page 1 with a fresh random nonce (``PRAGMA user_version``) and the nonce it replaced
+  (``PRAGMA application_id``), so every committed transaction of its log holds a copy of page 1;
+  the log is replayed only if those copies chain (each one's previous nonce is the nonce of the
+  transaction before) and the chain starts at, or passes through, the nonce of the store file
+  itself (:func:`wal_problem`). A log of another store, of a copy that went its own way, or of
+  another program does not, and is moved aside (``judgements.sqlite-wal.refused-<time>``, never
+  deleted: it may hold someone's judgements) and the open is refused in one line.
+- **Identity.** The file must be an SQLite database with abcde's tables (``meta``,
+  ``judgements``) recording the sample it belongs to: this sample or one it extends.
+- **Integrity.** The file is not truncated (its size against its header) and ``PRAGMA
+  quick_check`` passes (about 0.2 s for 100,000 judgements, a 16 MB store).
+- **The same file.** Each later operation opens the store without creating it and checks it is
+  still the file that was opened (device and inode): a store moved or replaced under a running
+  command stops it with one line instead of making an empty store in its place.
+
+A new store is built aside and linked into place whole. Every failure is a
+:class:`StoreError` (an :class:`~abcde.errors.AbcdeError`): one line naming the path and what
+was expected.
+
 Durability and safety
 ---------------------
 - WAL journal, ``synchronous=FULL``: a judgement is on disk when :meth:`JudgementStore.record`
   returns (the web app answers the request only after that), and survives a
-  killed process.
+  killed process. A write that fails (a full disk) raises and is not acknowledged; the
+  transaction is rolled back and what was stored before is untouched.
 - One transaction per judgement (``BEGIN IMMEDIATE``), so concurrent writers (two
   raters, a model run next to the web app) queue instead of corrupting anything.
 - A partial unique index allows one live judgement per rater and pair, and a
@@ -21,10 +59,18 @@ Durability and safety
 from __future__ import annotations
 
 import datetime as _dt
+import errno
+import fcntl
+import glob
 import json
 import os
 import re
+import secrets
 import sqlite3
+import stat
+import struct
+import time
+import urllib.parse
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,10 +80,12 @@ import pyarrow as pa
 from abcde.errors import AbcdeError, InputError, examples_text
 from abcde.core.names import SOURCES, VOCABULARY
 from abcde.quality.sample_dir import LOCK_FILE, PairSampleDir, check_hidden, sample_lineage, task_table
-from abcde.util.files import write_table_file
+from abcde.util.files import describe_os_error, write_table_file
 
 STORE_NAME = "judgements.sqlite"
 RATER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.@+-]{0,63}$")
+#: Seconds an operation waits for the in-use lock, or for another writer's transaction.
+LOCK_TIMEOUT = 30.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -57,6 +105,18 @@ CREATE INDEX IF NOT EXISTS judgements_pair ON judgements (pair_id);
 """
 
 
+class StoreError(AbcdeError):
+    """The judgement store cannot be used as asked: moved while in use, busy, or a write that
+    failed (a full disk; nothing of it is stored). The message is one line naming the path and
+    what was expected."""
+
+
+class StoreFileError(StoreError, InputError):
+    """The file in the store's place is not a usable store: not an SQLite database, not abcde's,
+    damaged or truncated, a directory, or a write-ahead log or journal beside it that is not its
+    own (moved aside). An :class:`~abcde.errors.InputError` too: a file abcde cannot use."""
+
+
 class DuplicateJudgementError(InputError):
     """A rater already judged this pair, or this request was already recorded (a replay)."""
 
@@ -65,8 +125,331 @@ class UnknownPairError(InputError):
     """The pair id is not one of the sample's pairs that need a judgement."""
 
 
-class StoreLockedError(AbcdeError):
+class StoreLockedError(StoreError):
     """Another ``abcde judge serve`` already serves this sample directory."""
+
+
+# --------------------------------------------------------------------------- the files SQLite reads
+_DB_MAGIC = b"SQLite format 3\x00"
+_WAL_MAGICS = (0x377F0682, 0x377F0683)  # checksums in little- or big-endian words
+_WAL_VERSION = 3007000
+
+
+def _db_header(path: Path) -> dict | None:
+    """The fields of an SQLite file's 100-byte header that the checks use, or None when the
+    file does not start like an SQLite database."""
+    with open(path, "rb") as fh:
+        head = fh.read(100)
+    if len(head) < 100 or not head.startswith(_DB_MAGIC):
+        return None
+    page_size = struct.unpack(">H", head[16:18])[0]
+    page_size = 65536 if page_size == 1 else page_size
+    change, pages = struct.unpack(">II", head[24:32])
+    valid_for = struct.unpack(">I", head[92:96])[0]
+    return {"page_size": page_size, "pages": pages if change == valid_for else 0,
+            "nonce": struct.unpack(">I", head[60:64])[0], "wal_mode": head[18] == 2 and head[19] == 2}
+
+
+def _wal_checksum(data: bytes, s1: int, s2: int, big_endian: bool) -> tuple[int, int]:
+    """SQLite's WAL checksum (walChecksumBytes) of ``data``, continuing from ``(s1, s2)``."""
+    words = struct.unpack(f"{'>' if big_endian else '<'}{len(data) // 4}I", data)
+    for i in range(0, len(words), 2):
+        s1 = (s1 + words[i] + s2) & 0xFFFFFFFF
+        s2 = (s2 + words[i + 1] + s1) & 0xFFFFFFFF
+    return s1, s2
+
+
+def wal_transactions(wal: Path) -> tuple[int, list[dict]]:
+    """What SQLite would replay from a write-ahead log: ``(page size, transactions)``, each
+    transaction ``{"pages": n, "page1": bytes | None}`` (its last copy of page 1). Read as SQLite's
+    recovery reads it: a valid header, then frames while their salts match the header's and their
+    cumulative checksums hold; only frames up to the last commit frame count. An empty or invalid
+    log replays nothing: ``(0, [])``."""
+    with open(wal, "rb") as fh:
+        data = fh.read()
+    if len(data) < 32:
+        return 0, []
+    magic, version, page_size, _seq, salt1, salt2, c1, c2 = struct.unpack(">8I", data[:32])
+    if magic not in _WAL_MAGICS or version != _WAL_VERSION or page_size < 512 or page_size & (page_size - 1):
+        return 0, []
+    big = bool(magic & 1)
+    s1, s2 = _wal_checksum(data[:24], 0, 0, big)
+    if (s1, s2) != (c1, c2):
+        return 0, []
+    done, current = [], {"pages": 0, "page1": None}
+    off, frame = 32, 24 + page_size
+    while off + frame <= len(data):
+        pgno, commit, f1, f2, k1, k2 = struct.unpack(">6I", data[off:off + 24])
+        if pgno == 0 or (f1, f2) != (salt1, salt2):
+            break
+        page = data[off + 24:off + frame]
+        s1, s2 = _wal_checksum(data[off:off + 8], s1, s2, big)
+        s1, s2 = _wal_checksum(page, s1, s2, big)
+        if (s1, s2) != (k1, k2):
+            break
+        current["pages"] += 1
+        if pgno == 1:
+            current["page1"] = page
+        if commit:
+            done.append(current)
+            current = {"pages": 0, "page1": None}
+        off += frame
+    return page_size, done
+
+
+def wal_problem(db: Path, wal: Path) -> str | None:
+    """Why the write-ahead log ``wal`` does not belong to the store ``db`` (None: it does, or it
+    replays nothing).
+
+    Every write transaction of the store stamps page 1 (:meth:`JudgementStore._transaction`):
+    ``user_version`` gets a fresh random nonce and ``application_id`` the nonce it replaces. The
+    log belongs to the store when every committed transaction in it holds such a copy of page 1,
+    each one's previous nonce is the nonce of the transaction before it, and the store file's own
+    nonce is where the chain starts (the first transaction's previous nonce) or one of its nonces
+    (a checkpoint that stopped part way copied that transaction's page 1 into the file). A log of
+    another store, or of a copy of this one that went its own way, starts from another nonce
+    (2^-31 to match by chance)."""
+    page_size, txs = wal_transactions(wal)
+    if not txs:
+        return None
+    head = _db_header(db)
+    if head is None:
+        return "the store beside it is not an SQLite database"
+    if page_size != head["page_size"]:
+        return f"its pages are {page_size} bytes, the store's {head['page_size']}"
+    chain = []
+    for k, tx in enumerate(txs):
+        if tx["page1"] is None:
+            return f"its transaction {k + 1} of {len(txs)} carries no stamp of the store: not written by abcde"
+        nonce, prev = struct.unpack(">I", tx["page1"][60:64])[0], struct.unpack(">I", tx["page1"][68:72])[0]
+        if chain and prev != chain[-1]:
+            return f"its transaction {k + 1} of {len(txs)} does not follow the one before"
+        if not chain:
+            chain.append(prev)
+        chain.append(nonce)
+    if head["nonce"] not in chain:
+        return "it continues another state than this file holds: the log of another store, or of a copy"
+    return None
+
+
+def _aside(path: Path) -> Path:
+    """Move ``path`` to a new ``<name>.refused-<UTC time>`` beside it (never deleted); its new path."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target, k = path.with_name(f"{path.name}.refused-{stamp}"), 1
+    while target.exists():
+        k += 1
+        target = path.with_name(f"{path.name}.refused-{stamp}-{k}")
+    os.rename(path, target)
+    return target
+
+
+def _check_side_files(db: Path) -> None:
+    """Refuse what SQLite would replay into ``db`` that is not its own (call only while no other
+    process has the store open: the in-use lock held exclusively): a rollback journal that is not
+    empty, a write-ahead log that is not the store's (:func:`wal_problem`). It is moved aside first,
+    never deleted."""
+    for suffix in ("-journal", "-wal"):
+        side = db.with_name(db.name + suffix)
+        try:
+            st = os.stat(side)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StoreError(_os_text(exc, f"Cannot check '{side}' beside the judgement store")) from None
+        if not stat.S_ISREG(st.st_mode):
+            why = "it is not a file"
+        elif suffix == "-journal":
+            if st.st_size == 0:
+                continue
+            why = "a rollback journal never belongs to the store (it is always in WAL mode)"
+        else:
+            try:
+                why = wal_problem(db, side) if db.exists() else "there is no store beside it"
+            except OSError as exc:
+                raise StoreError(_os_text(exc, f"Cannot read '{side}' beside the judgement store")) from None
+            if why is None:
+                continue
+        try:
+            moved = _aside(side)
+        except OSError as exc:
+            raise StoreFileError(f"'{side}' is not the judgement store's own ({why}) and cannot be moved aside "
+                             f"({_os_text(exc, 'moving it')}). Move it away yourself; nothing was read from it.") from None
+        raise StoreFileError(f"'{side}' beside the judgement store '{db}' is not its own: {why}. It was not replayed "
+                         f"and is now '{moved}' (keep it: it may hold another store's judgements). Run the command "
+                         "again to use the store as it was.")
+
+
+def _os_text(exc: OSError, doing: str) -> str:
+    """The one wording of a failed file operation (:func:`abcde.util.files.describe_os_error`)."""
+    return describe_os_error(exc, doing).rstrip(".")
+
+
+def _sqlite_error(exc: sqlite3.Error, path: Path) -> StoreError:
+    """One line for an SQLite failure on the store at ``path``: what happened and what to do."""
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    low = msg.lower()
+    if "disk is full" in low or "disk i/o error" in low:
+        why = "the disk is full" if "full" in low else "a disk I/O error (a full disk, a file size limit or a failing disk)"
+        return StoreError(f"The judgement store '{path}' could not be written: {why}. Nothing of this write was "
+                          "stored; the judgements stored before are intact. Free some space and try again.")
+    if "not a database" in low:
+        return StoreFileError(f"'{path}' is not a judgement store (not an SQLite database). Expected the SQLite file "
+                              "that 'abcde judge' writes; move it away to start a new store.")
+    if "malformed" in low or "corrupt" in low:
+        return StoreFileError(f"The judgement store '{path}' is damaged ({msg}). Nothing was written to it; restore "
+                              "it from a copy, or move it away to start a new store.")
+    if "unable to open" in low:
+        return StoreFileError(f"Cannot open the judgement store '{path}' ({msg}): expected an SQLite file there that "
+                              "this user can read and write.")
+    if "readonly" in low or "read-only" in low:
+        return StoreFileError(f"The judgement store '{path}' cannot be written ({msg}): give this user write access "
+                              "to it and its folder.")
+    if "locked" in low or "busy" in low:
+        return StoreError(f"The judgement store '{path}' stayed locked by another writer for {LOCK_TIMEOUT:g} s "
+                          f"({msg}); nothing was stored. Try again.")
+    if "no such table" in low or "no such column" in low:
+        return StoreFileError(f"'{path}' is not a judgement store of this abcde ({msg}). Expected the SQLite file "
+                              "that 'abcde judge' writes; move it away to start a new store.")
+    return StoreError(f"The judgement store '{path}' failed: {msg}.")
+
+
+class _InUseLock:
+    """The in-use lock of the directory holding a store (``LOCK_FILE``, an ``flock``)."""
+
+    def __init__(self, directory: Path):
+        self.path = directory / LOCK_FILE
+        self.fh = None
+        self.created = False  # this acquire made the lock file (see :meth:`forget`)
+
+    def acquire(self, timeout: float = LOCK_TIMEOUT) -> bool:
+        """Take the lock: exclusively when no one holds it (returns True: no other process of
+        abcde has the store open), else shared (False), waiting up to ``timeout`` seconds for a
+        process that holds it exclusively (``abcde pairs`` drawing, another opener checking)."""
+        try:
+            try:
+                fh = open(self.path, "x+")
+                self.created = True
+            except FileExistsError:
+                fh = open(self.path, "a+")
+        except FileNotFoundError:
+            raise StoreError(f"The folder '{self.path.parent}' of the judgement store is gone (moved or removed "
+                             "while in use, e.g. the sample drawn again?); nothing was stored.") from None
+        except OSError as exc:
+            raise StoreError(_os_text(exc, f"Cannot open the lock file '{self.path}' of the judgement store")
+                             + "; the store needs a folder this user can write.") from None
+        try:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                self.fh = fh
+                return True
+            except BlockingIOError:
+                pass
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    self.fh = fh
+                    return False
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        fh.seek(0)
+                        holder = " ".join(fh.read().split()) or "another process"
+                        raise StoreError(f"The judgement store in '{self.path.parent}' stayed locked for {timeout:g} s "
+                                         f"by {holder} (drawing the pairs again?); nothing was done. Try again.") from None
+                    time.sleep(0.05)
+        except BaseException:
+            if self.fh is None:
+                fh.close()
+            raise
+
+    def share(self) -> None:
+        """Turn the exclusive lock into a shared one."""
+        fcntl.flock(self.fh.fileno(), fcntl.LOCK_SH)
+
+    def describe(self, what: str, *, replace: bool) -> None:
+        """Say who holds the lock (``abcde pairs`` names it when it refuses to draw)."""
+        size = os.fstat(self.fh.fileno()).st_size
+        if (replace and (size or what)) or (size == 0 and what):
+            self.fh.seek(0)
+            self.fh.truncate()
+            if what:
+                self.fh.write(what + "\n")
+            self.fh.flush()
+
+    def forget(self) -> None:
+        """Remove the lock file this acquire made, while still holding it exclusively (an open that
+        failed leaves nothing behind; anyone waiting for it will fail on the same store)."""
+        if self.created and self.fh is not None:
+            try:
+                self.path.unlink()
+            except OSError:
+                pass
+
+    def release(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+            self.fh = None
+
+
+def _connect_existing(path: Path, *, check_same_thread: bool = True) -> sqlite3.Connection:
+    """A connection to an existing store (never creates one), WAL, ``synchronous=FULL``."""
+    uri = "file:" + urllib.parse.quote(os.fspath(path.absolute())) + "?mode=rw"
+    con = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT, isolation_level=None,
+                          check_same_thread=check_same_thread)
+    try:
+        con.execute("PRAGMA busy_timeout=%d" % int(LOCK_TIMEOUT * 1000))
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=FULL")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+class _Fd:
+    """An open file descriptor with ``fileno()`` and ``close()`` (a directory's, for its ``flock``)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _file_id(path: Path) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_dev, st.st_ino
+
+
+class StoreHold:
+    """The store kept in use (see :meth:`JudgementStore.hold`): the in-use lock held shared and one
+    connection open until :meth:`close` (or the end of a ``with`` block, or of the process)."""
+
+    def __init__(self, lock: _InUseLock, keeper: sqlite3.Connection | None, extra=()):
+        self._lock, self._keeper, self._extra = lock, keeper, list(extra)
+
+    def close(self) -> None:
+        if self._keeper is not None:
+            try:
+                self._keeper.close()
+            except sqlite3.Error:  # the process ends or the store went away: nothing to keep
+                pass
+            self._keeper = None
+        self._lock.release()
+        for fh in self._extra:
+            fh.close()
+        self._extra = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _now() -> str:
@@ -100,6 +483,44 @@ class Recorded:
                 "source": self.source, "comment": self.comment, "created_at": self.created_at}
 
 
+def _stamp(con: sqlite3.Connection) -> None:
+    """Stamp page 1 in the current write transaction: a fresh random nonce in ``user_version``,
+    the one it replaces in ``application_id`` (what :func:`wal_problem` checks a log by)."""
+    prev = con.execute("PRAGMA user_version").fetchone()[0]
+    new = prev
+    while new == prev:
+        new = 1 + secrets.randbelow(2**31 - 1)
+    con.execute(f"PRAGMA application_id = {int(prev)}")
+    con.execute(f"PRAGMA user_version = {int(new)}")
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_builds(db: Path) -> None:
+    """Remove stores that killed processes were building beside ``db`` (never linked into place)."""
+    for f in db.parent.glob(f".{glob.escape(db.name)}.new-*"):
+        pid = f.name[len(f".{db.name}.new-"):].split("-", 1)[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        try:
+            f.unlink()
+        except OSError:
+            pass
+
+
 class JudgementStore:
     """Judgements of one pair sample, in ``SAMPLE_DIR/judgements.sqlite``.
 
@@ -110,8 +531,21 @@ class JudgementStore:
     path
         The SQLite file (default ``SAMPLE_DIR/judgements.sqlite``).
 
-    Every method opens its own connection, so one store object may be used from
-    many threads (the web server's) and several processes may use one file.
+    Opening checks everything of the module's "One way in" (the lock, what SQLite would
+    replay, identity, integrity) and creates the store, whole, when there is none; any
+    failure is one :class:`StoreError` line (a store of another sample: an
+    :class:`~abcde.errors.InputError`). Every method opens its own connection under the
+    directory's in-use lock, so one store object may be used from many threads (the web
+    server's) and several processes may use one file; :meth:`hold` keeps the store in use
+    for a whole run.
+
+    Raises
+    ------
+    StoreError
+        Not an abcde store, damaged or truncated, a foreign write-ahead log or journal beside it
+        (moved aside), a directory in its place, a full disk while creating it.
+    InputError
+        The store belongs to another sample (the pairs were drawn again).
     """
 
     def __init__(self, sample_dir: str | os.PathLike, *, path: str | os.PathLike | None = None):
@@ -122,41 +556,241 @@ class JudgementStore:
         self.tasks = task_table(self.sample.draws, self.sample.items.select(["item_id"])).to_pylist()
         self.task_by_pair = {t["pair_id"]: t for t in self.tasks}
         self.pair_ids = [t["pair_id"] for t in self.tasks]
-        with self._connect() as con:
-            con.executescript(SCHEMA)
-            row = con.execute("SELECT value FROM meta WHERE key = 'sample_id'").fetchone()
-            if row is None:
-                con.execute("INSERT OR IGNORE INTO meta VALUES ('sample_id', ?)", (self.meta["sample_id"],))
-                con.execute("INSERT OR IGNORE INTO meta VALUES ('created_at', ?)", (_now(),))
-            elif row[0] not in sample_lineage(self.meta):
-                raise InputError(
-                    f"The judgement store '{self.path}' belongs to sample {row[0]!r}, but '{self.sample.path}' "
-                    f"now holds sample {self.meta['sample_id']!r} (the pairs were drawn again). Move the old "
-                    "store away, or judge in another directory."
-                )
+        self._file: tuple[int, int] | None = None
+        with self._use(opening=True):
+            pass
+
+    @classmethod
+    def open(cls, sample_dir: str | os.PathLike, *, path: str | os.PathLike | None = None) -> "JudgementStore":
+        """The one way to open a store (the same as ``JudgementStore(...)``)."""
+        return cls(sample_dir, path=path)
+
+    # ------------------------------------------------------------------ opening
+    @contextmanager
+    def _use(self, *, opening: bool = False):
+        """Hold the directory's in-use lock around one operation; when no other process has the
+        store open, first refuse side files that are not the store's own. ``opening``: check the
+        file (create it when missing), else check it is still the file that was opened."""
+        lock = _InUseLock(self.path.parent)
+        alone = lock.acquire()
+        try:
+            try:
+                if alone:
+                    lock.describe("", replace=True)  # no one else holds it: whatever it says is stale
+                    _check_side_files(self.path)
+                    _remove_stale_builds(self.path)
+                if opening:
+                    self._open(alone)
+                else:
+                    self._check_same_file()
+            except BaseException:
+                if alone:
+                    lock.forget()
+                raise
+            if alone:
+                lock.share()
+            yield
+        finally:
+            lock.release()
+
+    def _open(self, alone: bool) -> None:
+        path = self.path
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            raise StoreError(_os_text(exc, f"Cannot open the judgement store '{path}'")) from None
+        if st is None:
+            if not alone:
+                _check_side_files(path)  # no process has a store open that does not exist
+            self._create()
+            st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise StoreFileError(f"'{path}' is a directory; expected the judgement store there (an SQLite file that "
+                             "'abcde judge' writes). Move the directory away.")
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreFileError(f"'{path}' is not a regular file; expected the judgement store there (an SQLite file).")
+        self._check_size(st.st_size)
+        try:
+            con = _connect_existing(path)
+            try:
+                self._check_content(con)
+            finally:
+                con.close()
+        except sqlite3.Error as exc:
+            raise _sqlite_error(exc, path) from None
+        self._file = (st.st_dev, st.st_ino)
+
+    def _check_size(self, size: int) -> None:
+        path = self.path
+        if size == 0:
+            raise StoreFileError(f"The judgement store '{path}' is empty (0 bytes: truncated?); expected the SQLite file "
+                             "that 'abcde judge' writes. Restore it from a copy, or move it away to start a new store.")
+        try:
+            head = _db_header(path)
+        except OSError as exc:
+            raise StoreError(_os_text(exc, f"Cannot read the judgement store '{path}'")) from None
+        if head is None:
+            raise StoreFileError(f"'{path}' is not a judgement store (not an SQLite database). Expected the SQLite file "
+                             "that 'abcde judge' writes; move it away to start a new store.")
+        if not head["wal_mode"]:  # abcde's stores are in WAL mode from the start; opening must not convert another file
+            raise StoreFileError(f"'{path}' is an SQLite database but not a judgement store (not in WAL mode). Expected "
+                                 "the file that 'abcde judge' writes; move it away to start a new store.")
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists() and wal.stat().st_size >= 32:
+            return  # the log may hold the end of the file (a checkpoint cut short): quick_check decides
+        want = head["pages"] * head["page_size"]
+        if size % head["page_size"] or size < want:
+            raise StoreFileError(f"The judgement store '{path}' is truncated ({size} bytes; its header says "
+                             f"{head['pages']} pages of {head['page_size']} bytes). Restore it from a copy, or move it "
+                             "away to start a new store.")
+
+    def _check_content(self, con: sqlite3.Connection) -> None:
+        """abcde's tables, this sample's (or one it extends), and ``PRAGMA quick_check``."""
+        path = self.path
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not {"meta", "judgements"} <= tables:
+            raise StoreFileError(f"'{path}' is an SQLite database but not a judgement store (no 'judgements' and 'meta' "
+                             "tables). Expected the file that 'abcde judge' writes; move it away to start a new store.")
+        row = con.execute("SELECT value FROM meta WHERE key = 'sample_id'").fetchone()
+        if row is None:
+            raise StoreFileError(f"The judgement store '{path}' does not say which sample it belongs to (no sample_id); "
+                             "move it away to start a new store.")
+        if row[0] not in sample_lineage(self.meta):
+            raise InputError(
+                f"The judgement store '{path}' belongs to sample {row[0]!r}, but '{self.sample.path}' "
+                f"now holds sample {self.meta['sample_id']!r} (the pairs were drawn again). Move the old "
+                "store away, or judge in another directory."
+            )
+        problems = [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            first = " ".join(str(problems[0]).split())[:200] if problems else "no answer"
+            raise StoreFileError(f"The judgement store '{path}' is damaged (integrity check: {first}"
+                             f"{f'; {len(problems) - 1} more' if len(problems) > 1 else ''}). Nothing was written to "
+                             "it; restore it from a copy, or move it away to start a new store.")
+
+    def _create(self) -> None:
+        """Build a new store aside (tables, the sample's id, the first stamp), then link it into place
+        whole; when another process linked one first, that one is the store."""
+        path = self.path
+        tmp = path.with_name(f".{path.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            con = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                con.execute("PRAGMA synchronous=FULL")
+                con.execute("BEGIN IMMEDIATE")
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        con.execute(statement)
+                con.execute("INSERT INTO meta VALUES ('sample_id', ?)", (self.meta["sample_id"],))
+                con.execute("INSERT INTO meta VALUES ('created_at', ?)", (_now(),))
+                _stamp(con)
+                con.execute("COMMIT")
+                mode = con.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if mode != "wal":
+                    raise StoreError(f"Cannot create the judgement store '{path}': the file system does not allow "
+                                     "SQLite's WAL mode (the store needs it for safe concurrent writers).")
+            finally:
+                con.close()
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass  # another process made the store first: that one is the store
+            _fsync_dir(path.parent)
+        except sqlite3.Error as exc:
+            raise _sqlite_error(exc, path) from None
+        except OSError as exc:
+            raise StoreError(_os_text(exc, f"Cannot create the judgement store '{path}'")) from None
+        finally:
+            for f in (tmp, *(tmp.with_name(tmp.name + x) for x in ("-wal", "-shm", "-journal"))):
+                try:
+                    f.unlink()
+                except OSError:
+                    pass
+
+    def _check_same_file(self) -> None:
+        try:
+            now = _file_id(self.path)
+        except OSError:
+            now = None
+        if now != self._file:
+            raise StoreError(
+                f"The judgement store '{self.path}' was moved or replaced while in use (the pairs drawn again, or the "
+                "file moved); nothing more was stored. The judgements recorded so far are in the store where it went "
+                f"(after 'abcde pairs --force': under '{self.path.parent / 'replaced'}').")
 
     # ------------------------------------------------------------------ connection
     @contextmanager
     def _connect(self):
-        con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        try:
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute("PRAGMA synchronous=FULL")
-            con.execute("PRAGMA busy_timeout=30000")
-            yield con
-        finally:
-            con.close()
+        """A connection to the store for one operation, under the in-use lock; SQLite failures
+        become one-line :class:`StoreError` (but a unique index's IntegrityError, which the
+        callers turn into their own message)."""
+        with self._use():
+            try:
+                con = _connect_existing(self.path)
+            except sqlite3.Error as exc:
+                raise _sqlite_error(exc, self.path) from None
+            try:
+                yield con
+            except sqlite3.IntegrityError:
+                raise
+            except sqlite3.Error as exc:
+                raise _sqlite_error(exc, self.path) from None
+            finally:
+                con.close()
 
     @contextmanager
     def _transaction(self):
+        """One write transaction, stamped (:func:`_stamp`); on return it is on disk. A failure rolls
+        it back and raises: nothing of it is stored."""
         with self._connect() as con:
             con.execute("BEGIN IMMEDIATE")
             try:
                 yield con
+                _stamp(con)
+                con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                try:
+                    con.execute("ROLLBACK")
+                except sqlite3.Error:  # already rolled back by the failed COMMIT (or closing will)
+                    pass
                 raise
-            con.execute("COMMIT")
+
+    def hold(self, what: str = "abcde") -> StoreHold:
+        """Keep the store in use until the returned :class:`StoreHold` is closed: the directory's
+        in-use lock held shared and one connection open, for a run that writes for a while (a model
+        run; the judging server holds it through :func:`lock_directory`). While held, ``abcde pairs``
+        refuses to draw into the directory (naming ``what``), and no process's last connection closes,
+        so the store's write-ahead log stays the one checked when it was opened."""
+        lock = _InUseLock(self.path.parent)
+        alone = lock.acquire()
+        keeper = None
+        try:
+            if alone:
+                _check_side_files(self.path)
+            self._check_same_file()
+            keeper = _connect_existing(self.path, check_same_thread=False)
+            keeper.execute("SELECT count(*) FROM meta").fetchone()
+            lock.describe(f"pid {os.getpid()}: {what}", replace=alone)
+            if alone:
+                lock.share()
+        except sqlite3.Error as exc:
+            lock.release()
+            if keeper is not None:
+                keeper.close()
+            raise _sqlite_error(exc, self.path) from None
+        except BaseException:
+            lock.release()
+            if keeper is not None:
+                keeper.close()
+            raise
+        return StoreHold(lock, keeper)
 
     # ------------------------------------------------------------------ settings
     def settings(self, **given) -> dict:
@@ -357,26 +991,54 @@ def read_store_table(path: str | os.PathLike) -> pa.Table:
     return JudgementStore(p.parent, path=p).to_table()
 
 
-def lock_directory(sample_dir: Path, url: str):
-    """Take the serving lock of a sample directory (``.judging.lock``, an ``flock``), or raise
-    :class:`StoreLockedError` naming the server that holds it. The kernel releases the lock
-    when the process ends, even by SIGKILL; keep the returned file object open while serving."""
-    import fcntl
+def lock_directory(sample_dir, url: str) -> StoreHold:
+    """Take the serving lock of a sample directory, or raise :class:`StoreLockedError` naming the
+    server that holds it; keep the returned :class:`StoreHold` open while serving.
 
-    lock_path = Path(sample_dir) / LOCK_FILE
-    fh = open(lock_path, "a+")
+    One server per directory: an exclusive ``flock`` on the directory itself. Beside it, the
+    store is held in use as by :meth:`JudgementStore.hold` (the in-use lock ``.judging.lock``
+    shared, saying ``pid N at URL``, and one connection open), so ``abcde judge model`` and other
+    writers share the store with the server while ``abcde pairs`` refuses to draw into it. The
+    kernel releases both locks when the process ends, even by SIGKILL."""
+    sample_dir = Path(sample_dir)
+    line = f"pid {os.getpid()} at {url}"
     try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        fh.seek(0)
-        holder = fh.read().strip() or "another process"
-        fh.close()
-        raise StoreLockedError(
-            f"The sample directory '{sample_dir}' is already being served ({holder}). Open that server's "
-            "page (raters can share one server), or stop it first."
-        ) from None
-    fh.seek(0)
-    fh.truncate()
-    fh.write(f"pid {os.getpid()} at {url}\n")
-    fh.flush()
-    return fh
+        dfd = os.open(sample_dir, os.O_RDONLY)
+    except OSError as exc:
+        raise StoreError(_os_text(exc, f"Cannot open the sample directory '{sample_dir}'")) from None
+    served = _Fd(dfd)
+    lock = _InUseLock(sample_dir)
+    keeper = None
+    try:
+        try:
+            fcntl.flock(served.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = "another process"
+            try:
+                holder = " ".join((sample_dir / LOCK_FILE).read_text().split()) or holder
+            except OSError:
+                pass
+            raise StoreLockedError(
+                f"The sample directory '{sample_dir}' is already being served ({holder}). Open that server's "
+                "page (raters can share one server), or stop it first."
+            ) from None
+        alone = lock.acquire()
+        store = sample_dir / STORE_NAME
+        if store.exists():
+            if alone:
+                _check_side_files(store)
+            try:
+                keeper = _connect_existing(store, check_same_thread=False)
+                keeper.execute("SELECT count(*) FROM meta").fetchone()
+            except sqlite3.Error as exc:
+                raise _sqlite_error(exc, store) from None
+        lock.describe(line, replace=True)
+        if alone:
+            lock.share()
+    except BaseException:
+        if keeper is not None:
+            keeper.close()
+        lock.release()
+        served.close()
+        raise
+    return StoreHold(lock, keeper, extra=[served])
