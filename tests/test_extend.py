@@ -96,7 +96,9 @@ def test_an_extended_sample_is_the_fresh_draw_at_the_larger_budget(tmp_path, est
     oracle_judge(fresh, "entity_id")
     ext = estimate_quality(small, source="oracle", slice_by=["source"]).to_dict()
     new = estimate_quality(fresh, source="oracle", slice_by=["source"]).to_dict()
-    # (the same numbers and words; the next-step command names each one's own directory)
+    # (the same numbers and words; the next-step command names each one's own directory, and the
+    # extended one says it left the person's judgements out)
+    assert ext["design"].pop("judgements_used")["left_out"] and not new["design"].pop("judgements_used")["left_out"]
     ext, new = (json.loads(json.dumps(q, default=str).replace(str(d), "DIR")) for q, d in ((ext, small), (new, fresh)))
     assert same_values(ext, new)
     people_only = estimate_quality(small, source="person").to_dict()

@@ -672,3 +672,262 @@ def test_nested_attributes_are_written_to_task_files_as_json(ws):
                                   "--out", str(ws / "p")])
     assert r.exit_code == 0, r.output
     assert '""city"": ""' in (ws / "p" / "tasks.csv").read_text()
+
+
+# -- issue 25, classes 1 and 2: stale inputs and refused whole jobs (appended block) ------------------
+# A file changed where a partial fingerprint could not see it (same size, modification time put back)
+# is named as changed since the sample was drawn, never blamed on abcde; a whole job refused part
+# way leaves its earlier directory byte for byte as it was.
+
+def _plain_sample_changed_in_the_middle(w: Path) -> None:
+    """``{w}/plainbase.parquet`` (values stored plainly), a sample drawn from it into ``{w}/plainpairs``,
+    then one item's cluster id rewritten in place: same size, modification time put back."""
+    import struct
+
+    t = pq.read_table(w / "base.parquet")
+    f = w / "plainbase.parquet"
+    pq.write_table(t, f, compression="none", use_dictionary=False, write_statistics=False)
+    _cli("pairs", "--base", f, "--exp", w / "exp.parquet", "--items", w / "items.parquet", "--budget", 20,
+         "--seed", 1, "--out", w / "plainpairs", "-q")
+    ids = t.column("cluster_id").to_pylist()
+    row = len(ids) // 2
+    other = next(v for v in ids if len(v) == len(ids[row]) and v != ids[row])
+
+    def plain(values):
+        return b"".join(struct.pack("<i", len(v.encode())) + v.encode() for v in values)
+
+    data = f.read_bytes()
+    pattern = plain(ids[row - 1:row + 2])
+    assert data.count(pattern) == 1
+    at = data.index(pattern) + len(plain(ids[row - 1:row]))
+    st = f.stat()
+    with open(f, "r+b") as fh:
+        fh.seek(at)
+        fh.write(plain([other]))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert f.stat().st_size == st.st_size and pq.read_table(f).column("cluster_id")[row].as_py() == other
+
+
+def _an_earlier_evaluation(w: Path) -> None:
+    _cli("evaluate", "--base", w / "base.parquet", "--exp", w / "exp.parquet", "--items", w / "items.parquet",
+         "--sample-size", 50, "--budget", 12, "--seed", 1, "--out", w / "ev", "-q")
+
+
+PLAIN = ["--base", "{w}/plainbase.parquet", "--exp", E, "--items", I]
+CASES_25 = [
+    Case("extend-input-changed-in-the-middle", _plain_sample_changed_in_the_middle,
+         ["pairs", "--extend", "{w}/plainpairs", "--budget", "30"],
+         ["{w}/plainbase.parquet", "'plainbase.parquet' changed since the sample was drawn"], absent=["bug"]),
+    Case("report-quality-input-changed-in-the-middle", _plain_sample_changed_in_the_middle,
+         ["report", *PLAIN, "--quality", "{w}/plainpairs", "--out", "{w}/r.html"],
+         ["{w}/plainbase.parquet", "'plainbase.parquet' changed since the sample was drawn"], absent=["bug"]),
+    Case("evaluate-another-sample-refused-leaves-the-earlier-run", _an_earlier_evaluation,
+         ["evaluate", "--base", E, "--exp", B, "--items", I, "--sample-size", "50", "--budget", "12", "--seed", "1",
+          "--out", "{w}/ev", "-q"], ["{w}/ev/quality", "already holds pair sample"]),
+    Case("evaluate-out-holds-a-user-file-in-impact", lambda w: (_an_earlier_evaluation(w),
+                                                                (w / "ev" / "impact" / "notes.txt").write_text("mine")),
+         ["evaluate", "--base", B, "--exp", E, "--items", I, "--sample-size", "50", "--budget", "12", "--seed", "1",
+          "--out", "{w}/ev", "-q"], ["{w}/ev", "impact/notes.txt"]),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in CASES_25])
+def test_hostile_input_issue_25(case: Case, ws, tmp_path, monkeypatch):
+    test_hostile_input(case, ws, tmp_path, monkeypatch)
+
+
+# -- issue 25, classes 3 and 4: the judgement store and the model judge (appended block) -------------
+# A store that is not usable (truncated, a zeroed page, not a database, empty, someone else's SQLite
+# file, a directory in its place, another sample's) is one line naming it from every command that
+# opens it, and nothing is written; a model judge without a key for an endpoint elsewhere, or with a
+# key for plain http:// elsewhere, is refused before anything is sent. A write-ahead log that is not
+# the store's own is moved aside (kept byte for byte) and nothing else changes.
+
+def _in_store(change):
+    def setup(w: Path) -> None:
+        (w / "judges.py").write_text("def judge(a, b):\n    return 'same'\n")
+        change(w / "pairs" / "judgements.sqlite")
+    return setup
+
+
+def _truncated_store(f: Path) -> None:
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+
+
+def _zeroed_page_store(f: Path) -> None:
+    data = bytearray(f.read_bytes())
+    data[2 * 4096:3 * 4096] = bytes(4096)
+    f.write_bytes(bytes(data))
+
+
+def _directory_store(f: Path) -> None:
+    f.unlink()
+    f.mkdir()
+
+
+def _someone_elses_store(f: Path) -> None:
+    import sqlite3
+
+    f.unlink()
+    con = sqlite3.connect(f)
+    con.execute("CREATE TABLE recipes (name TEXT)")
+    con.commit()
+    con.close()
+
+
+def _store_of_another_sample(w: Path) -> None:
+    shutil.copy(w / "pairs" / "judgements.sqlite", w / "other" / "judgements.sqlite")
+
+
+STORE = "{w}/pairs/judgements.sqlite"
+CASES_25_STORE = [
+    Case("store-truncated-export", _in_store(_truncated_store), ["judge", "export", "{w}/pairs", "--out", "{w}/j.csv"],
+         [STORE, "truncated"]),
+    Case("store-zeroed-page-oracle", _in_store(_zeroed_page_store),
+         ["judge", "oracle", "{w}/pairs", "--oracle-column", "entity_id"], [STORE, "damaged"]),
+    Case("store-not-a-database-quality", _in_store(lambda f: f.write_text("pair_id,judgement\n")),
+         ["quality", "{w}/pairs"], [STORE, "not an SQLite database"]),
+    Case("store-empty-serve", _in_store(lambda f: f.write_bytes(b"")), ["judge", "serve", "{w}/pairs", "--port", "0"],
+         [STORE, "empty"]),
+    Case("store-a-directory-model", _in_store(_directory_store),
+         ["judge", "model", "{w}/pairs", "--callable", "{w}/judges.py:judge"], [STORE, "is a directory"]),
+    Case("store-someone-elses-database-export", _in_store(_someone_elses_store),
+         ["judge", "export", "{w}/pairs", "--out", "{w}/j.csv"], [STORE, "not a judgement store"]),
+    Case("store-of-another-sample-export", _store_of_another_sample,
+         ["judge", "export", "{w}/other", "--out", "{w}/j.csv"], ["{w}/other/judgements.sqlite", "belongs to sample"]),
+    Case("model-no-key", nothing, ["judge", "model", "{w}/pairs", "--model", "m"],
+         ["ABCDE_LLM_API_KEY", "OPENAI_API_KEY", "https://api.openai.com/v1"]),
+    Case("model-no-key-endpoint-elsewhere", nothing,
+         ["judge", "model", "{w}/pairs", "--model", "m", "--llm-base-url", "https://llm.example.invalid/v1", "--json"],
+         ["ABCDE_LLM_API_KEY", "https://llm.example.invalid/v1"]),
+    Case("model-key-to-plain-http-elsewhere", nothing,
+         ["judge", "model", "{w}/pairs", "--model", "m", "--llm-base-url", "http://192.0.2.1:9/v1", "--api-key",
+          SECRET], ["http://192.0.2.1:9/v1", "--allow-insecure-http"], absent=[SECRET]),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in CASES_25_STORE])
+def test_hostile_input_issue_25_store_and_model(case: Case, ws, tmp_path, monkeypatch):
+    for k in ("ABCDE_LLM_API_KEY", "OPENAI_API_KEY", "ABCDE_LLM_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(k, raising=False)
+    test_hostile_input(case, ws, tmp_path, monkeypatch)
+
+
+def test_hostile_foreign_wal_is_moved_aside_and_nothing_else_changes(ws, tmp_path, monkeypatch):
+    import sqlite3
+
+    from abcde.quality.store import JudgementStore
+
+    # another store of the same sample, its writer killed with its write-ahead log left
+    other = tmp_path / "other-store"
+    shutil.copytree(ws / "pairs", other, ignore=shutil.ignore_patterns("judgements*", ".judging*"))
+    code = ("import os, sqlite3, sys\nfrom abcde.quality.store import JudgementStore\n"
+            "st = JudgementStore(sys.argv[1])\nkeep = sqlite3.connect(st.path)\n"
+            "keep.execute('SELECT count(*) FROM judgements').fetchone()\n"
+            "for p in st.pair_ids[:4]:\n    st.record(p, 'different', rater='bob')\nos._exit(0)\n")
+    subprocess.run([sys.executable, "-c", code, str(other)], check=True, timeout=120)
+    wal = ws / "pairs" / "judgements.sqlite-wal"
+    shutil.copy(other / "judgements.sqlite-wal", wal)
+    shutil.rmtree(other)
+    before = snapshot(tmp_path)
+    r = run(ws, Case("foreign-wal", nothing, ["judge", "export", "{w}/pairs", "--out", "{w}/j.csv"], ""), monkeypatch)
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 1 and len(lines) == 1 and "Traceback" not in r.output, r.output
+    assert str(wal) in lines[0] and "was not replayed" in lines[0]
+    after = snapshot(tmp_path)
+    moved = [k for k in after if k not in before]
+    assert len(moved) == 1 and ".refused-" in moved[0] and after[moved[0]] == before[str(wal.relative_to(tmp_path))]
+    assert {k: v for k, v in before.items() if k != str(wal.relative_to(tmp_path))} == \
+        {k: v for k, v in after.items() if k != moved[0]}
+    con = sqlite3.connect(ws / "pairs" / "judgements.sqlite")
+    con.close()
+    assert not [j for j in JudgementStore(ws / "pairs").live() if j.rater == "bob"]
+
+
+# -- issue 25, classes 5 and 7: raters and types (appended block) -------------------------------------
+# A value of the wrong type in a judgement file (Parquet, JSONL or CSV) is one line naming the file,
+# the column, the row and both types; so is a filter comparing a column with a value of another kind.
+# A file without a rater column is one rater (itself): its contradiction names the file.
+
+def _judgements_table(name, **cols):
+    """A Parquet judgement file: ``cols`` maps a column to ``make(first_pair_id) -> list``."""
+    def setup(w):
+        p = pair_ids(w)[0]
+        pq.write_table(pa.table({c: make(p) for c, make in cols.items()}), w / name)
+    return setup
+
+
+def _jsonl(name, *rows):
+    """A JSONL judgement file: each row ``make(first_pair_id) -> dict``, one line each."""
+    def setup(w):
+        p = pair_ids(w)[0]
+        (w / name).write_text("".join(json.dumps(make(p)) + "\n" for make in rows))
+    return setup
+
+
+Q = ["quality", "{w}/pairs", "--judgements", "{w}/j.parquet"]
+QJ = ["quality", "{w}/pairs", "--judgements", "{w}/j.jsonl"]
+WHERE = ["explore", "query", "{w}/sample.parquet", "--where"]
+CASES_25_TYPES = [
+    Case("judgements-parquet-integer-answers",
+         _judgements_table("j.parquet", pair_id=lambda p: [p], judgement=lambda p: [1]), Q,
+         ["{w}/j.parquet", "'judgement'", "int64", "row 1"]),
+    Case("judgements-parquet-float-pair-ids", _judgements_table("j.parquet", pair_id=lambda p: [1.5],
+                                                                 judgement=lambda p: ["same"]),
+         Q, ["{w}/j.parquet", "'pair_id'", "double"]),
+    Case("judgements-parquet-list-raters", _judgements_table("j.parquet", pair_id=lambda p: [p],
+                                                              judgement=lambda p: ["same"], rater=lambda p: [["ann"]]),
+         Q, ["{w}/j.parquet", "'rater'", "list"]),
+    Case("judgements-parquet-struct-raters", _judgements_table("j.parquet", pair_id=lambda p: [p],
+                                                                judgement=lambda p: ["same"],
+                                                                rater=lambda p: [{"name": "ann"}]),
+         Q, ["{w}/j.parquet", "'rater'", "struct"]),
+    Case("judgements-parquet-integer-timestamps", _judgements_table("j.parquet", pair_id=lambda p: [p],
+                                                                     judgement=lambda p: ["same"],
+                                                                     timestamp=lambda p: [1700000000]),
+         Q, ["{w}/j.parquet", "'timestamp'", "int64"]),
+    Case("judgements-jsonl-struct-rater",
+         _jsonl("j.jsonl", lambda p: {"pair_id": p, "judgement": "same", "rater": {"name": "ann"}}),
+         QJ, ["{w}/j.jsonl", "Row 1", "'rater'", "an object"]),
+    Case("judgements-jsonl-mixed-types",
+         _jsonl("j.jsonl", lambda p: {"pair_id": p, "judgement": "same", "rater": "ann"},
+                lambda p: {"pair_id": p, "judgement": "same", "rater": 7}),
+         QJ, ["{w}/j.jsonl", "Row 2", "'rater'", "one column holds one type"]),
+    Case("judgements-jsonl-numeric-pair-id", _jsonl("j.jsonl", lambda p: {"pair_id": 12.5, "judgement": "same"}),
+         QJ, ["{w}/j.jsonl", "Row 1", "'pair_id'"]),
+    Case("judgements-jsonl-key-twice",
+         text_file("j.jsonl", '{"pair_id": "x", "judgement": "same", "judgement": "different"}\n'), QJ,
+         ["{w}/j.jsonl", "'judgement' twice"]),
+    Case("report-judgements-of-the-wrong-type", _judgements_table("j.parquet", pair_id=lambda p: [{"id": p}],
+                                                                   judgement=lambda p: ["same"]),
+         [*REPORT, "--quality", "{w}/pairs", "--judgements", "{w}/j.parquet", "--out", "{w}/r.html"],
+         ["{w}/j.parquet", "'pair_id'", "struct"]),
+    Case("judgements-file-without-raters-contradicts-itself",
+         judgement_file("j.csv", lambda p: f"pair_id,judgement\n{p},same\n{p},different\n"),
+         ["quality", "{w}/pairs", "--judgements", "{w}/j.csv"], ["{w}/j.csv", "no rater named", "row 2"]),
+    Case("query-text-column-vs-number", nothing, [*WHERE, "state = 3"],
+         ["'state = 3'", "'state' (string)", "a number"]),
+    Case("query-number-column-vs-text", nothing, [*WHERE, "weight > 'abc'"], ["'weight' (float64)", "'abc' (text)"]),
+    Case("query-in-list-of-mixed-kinds", nothing, [*WHERE, "state IN ('nsw', 3)"],
+         ["'state' (string)", "3 (a number)"]),
+    Case("query-between-text-bounds-on-a-number", nothing, [*WHERE, "draw_count BETWEEN 'a' AND 'z'"],
+         ["'draw_count' (int64)", "'a' (text)"]),
+    Case("query-like-on-a-number", nothing, [*WHERE, "weight LIKE '1%'"],
+         ["LIKE matches text", "'weight' (float64)"]),
+    Case("query-column-vs-column-of-another-kind", nothing, [*WHERE, "state = weight"],
+         ["'state' (string)", "'weight' (float64)"]),
+    Case("query-compare-with-null", nothing, [*WHERE, "state = NULL"], ["'state = NULL'", "IS NULL"]),
+    Case("query-integer-beyond-64-bits", nothing, [*WHERE, "draw_count > 99999999999999999999999"],
+         ["99999999999999999999999", "out of range"]),
+    Case("query-json-type-mismatch", nothing, [*WHERE, "state = 3", "--json"], ["'state = 3'", "a number"]),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in CASES_25_TYPES])
+def test_hostile_input_issue_25_types_and_raters(case: Case, ws, tmp_path, monkeypatch):
+    test_hostile_input(case, ws, tmp_path, monkeypatch)
+
+
+def test_issue_25_types_and_raters_catalogue_has_its_own_ids():
+    ids = [c.id for c in CASES_25_TYPES]
+    assert len(set(ids)) == len(ids) and not set(ids) & {c.id for c in CASES}

@@ -168,19 +168,43 @@ def precision(clustering, items, item_id, cluster_id, weight_column, budget, see
                    "and SAMPLE_DIR/judgements.sqlite.")
 @click.option("--slice-by", multiple=True, help="ΔPrecision per value of this vantage-item attribute.")
 @click.option("--source", type=click.Choice(["person", "model", "oracle"]), default=None,
-              help="Use only the judgements of this source (default: all).")
+              help="Use only the judgements of this source (default: all; the output says how many of each "
+                   "source were used).")
 @json_option
 @handle_errors
 def quality(sample_dir, judgements, slice_by, source, as_json):
     """ΔPrecision and Good/Bad Split/Merge rates with standard errors, from judged pairs.
 
-    Default judgements: SAMPLE_DIR/judgements.csv and the store SAMPLE_DIR/judgements.sqlite.
+    Default judgements: SAMPLE_DIR/judgements.csv and the store SAMPLE_DIR/judgements.sqlite, every
+    source (person, model, oracle); the last line (and 'judgements_used' in the JSON output) says how many
+    judgements of each source went into the estimates.
     """
     from abcde.quality.estimate import estimate_quality  # lazy: start-up time
 
     res = estimate_quality(sample_dir, list(judgements) or None, slice_by=slice_by, source=source)
     d = res.to_dict()
+    used = d["design"]["judgements_used"]
     if as_json:
-        emit_json(d)
+        emit_json({**d, "judgements_used": used})
         return
     print_quality(d)
+    text = judgements_used_text(used)
+    console().print(f"[yellow]{text}[/yellow]" if len(used["by_source"]) > 1 else text, soft_wrap=True)
+
+
+def judgements_used_text(used: dict) -> str:
+    """Which judgements went into the estimates, by source, in one sentence: "Judgements used: 300
+    oracle, 12 person by 2 raters (every source; pass --source to use one)."."""
+    by = used["by_source"]
+    if not by:
+        what = "none"
+    else:
+        what = ", ".join(f"{n:,} {src}" for src, n in sorted(by.items(), key=lambda kv: -kv[1]))
+        what += f" by {used['raters']:,} rater{'s' if used['raters'] != 1 else ''}"
+    if used.get("source"):
+        left = used.get("left_out") or {}
+        rest = f"; left out: {', '.join(f'{n:,} {s}' for s, n in left.items())}" if left else ""
+        return f"Judgements used: {what} (--source {used['source']}{rest})."
+    if len(by) > 1:
+        return f"Judgements used: {what} (every source; pass --source person, model or oracle to use one)."
+    return f"Judgements used: {what}."

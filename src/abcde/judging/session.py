@@ -27,6 +27,11 @@ Order
     draws (∝ u_ij), which both estimators weight per stratum (the paper's reweights each
     class). The order is a function of the rater, the seed and the judgements in the store, so
     a restarted server shows the same next pair, and an undone pair comes back next.
+A name costs nothing
+    Anyone can send any rater name to ``/api/state``. A rater exists once they judge: their
+    order is kept from then on; for names that have not judged, at most :data:`UNKNOWN_ORDERS`
+    orders are kept (least recently used dropped; recomputed alike when asked again), so
+    10,000 names that never judge leave the session's memory where it was.
 Live estimates
     The store's person judgements are passed (in memory) to
     :func:`abcde.quality.estimate_quality`, the function behind ``abcde quality``, so the
@@ -51,7 +56,7 @@ import shlex
 import sys
 import threading
 import traceback
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 
 from abcde.core.names import METRIC_LABELS
 from abcde.errors import InputError
@@ -68,6 +73,9 @@ from abcde.util import display
 #: The paper's classes of the pairs that need a judgement (its estimator reweights each).
 PAPER_CLASSES = ("split", "merge", "intersection")
 USABLE = ("same", "different")
+#: Pair orders kept for names that have not judged (a page open before its first judgement, or
+#: any name a client sends): least recently used dropped beyond this many.
+UNKNOWN_ORDERS = 32
 
 
 def _unit(seed, pair_id: str) -> float:
@@ -141,7 +149,11 @@ class JudgingSession:
         self.items = {r["item_id"]: r for r in items.to_pylist()}
         self.pair_ids = list(self.store.pair_ids)
         self.replicated = {p for p in self.pair_ids if _unit(self.seed, p) < self.replicate}
+        #: Orders of raters who have judged (a rater exists once they judge: bounded by the store),
+        #: and of at most :data:`UNKNOWN_ORDERS` other names, least recently used first. A name
+        #: costs nothing: any page can ask for any name, and its state is computed, not kept.
         self._orders: dict[str, list[str]] = {}
+        self._unknown_orders: OrderedDict[str, list[str]] = OrderedDict()
         meta = self.store.sample.metadata
         self.estimator = meta.get("estimator", "paper")
         if adaptive and self.estimator != "stratified":
@@ -184,14 +196,29 @@ class JudgingSession:
         return 2 if pair_id in self.replicated else 1
 
     # ------------------------------------------------------------------ order
-    def order(self, rater: str) -> list[str]:
-        """The rater's deterministic random order of the pairs (within a stratum, pairs are served in it)."""
+    def order(self, rater: str, *, judged: bool = False) -> list[str]:
+        """The rater's deterministic random order of the pairs (within a stratum, pairs are served in it).
+
+        A function of the seed and the name only, so keeping it is a cache: it is kept for
+        raters who have judged (``judged``), and for at most :data:`UNKNOWN_ORDERS` other names
+        (least recently used dropped), so that names which never judge take bounded memory."""
         with self._lock:
-            if rater not in self._orders:
+            ids = self._orders.get(rater)
+            if ids is None:
+                ids = self._unknown_orders.get(rater)
+                if ids is not None:
+                    self._unknown_orders.move_to_end(rater)
+            if ids is None:
                 ids = sorted(self.pair_ids)
                 random.Random(f"{self.seed}:{rater}").shuffle(ids)
+            if judged:
+                self._unknown_orders.pop(rater, None)
                 self._orders[rater] = ids
-            return self._orders[rater]
+            elif rater not in self._orders:
+                self._unknown_orders[rater] = ids
+                while len(self._unknown_orders) > UNKNOWN_ORDERS:
+                    self._unknown_orders.popitem(last=False)
+            return ids
 
     def next_pair(self, rater: str, live=None) -> str | None:
         """The rater's next pair: the first open pair in their order (not judged by them, still
@@ -205,7 +232,7 @@ class JudgingSession:
             if j.rater == rater:
                 mine.add(j.pair_id)
         first: dict = {}  # stratum -> its first open pair in the rater's order
-        for p in self.order(rater):
+        for p in self.order(rater, judged=bool(mine)):
             if p not in mine and count[p] < self._wanted(p):
                 first.setdefault(self._stratum_of.get(p), p)
         if not first:

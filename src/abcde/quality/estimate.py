@@ -65,7 +65,9 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         Judgement file(s) or Arrow table(s) in the judgement file format; default: ``judgements.csv`` and the judgement store
         ``judgements.sqlite`` (``abcde judge serve`` / ``model``) in the directory, those present.
     source
-        Use only the judgements of this source: ``person``, ``model`` or ``oracle``.
+        Use only the judgements of this source: ``person``, ``model`` or ``oracle`` (default: every
+        source). Which sources went in, and how many judgements of each, is in
+        ``result.design["judgements_used"]`` (:meth:`abcde.quality.judgements.ResolvedJudgements.used`).
     slice_by
         Attribute columns (of vantage items) for ΔPrecision(I) and its contribution;
         their exact multipliers must have been stored with ``--slice-by`` at sampling.
@@ -80,6 +82,9 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         judgements = [judgements]
     res = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"],
                           source=source) if judgements else None
+    # Which judgements the estimates use, by source: never mixed silently (``abcde quality`` shows it).
+    design["judgements_used"] = res.used(source) if res else {"by_source": {}, "total": 0, "raters": 0,
+                                                              "source": source, "left_out": {}}
     stored = s.slices() if slice_by else {}
     for col in slice_by:
         if col not in stored:

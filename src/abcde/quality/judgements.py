@@ -8,6 +8,16 @@ A judgement file (CSV, Parquet or JSONL) has, per row, a ``pair_id`` or both
 judge one pair: the majority wins and a tie is ``unsure`` (reported); one rater
 giving two different answers for one pair is an error. A judgement store
 (``judgements.sqlite``, see :mod:`abcde.judging`) can be read like a file.
+
+Raters are who they say: a row's rater is its ``rater`` name, and one name is one rater in
+every file and store (so a store and its export count once). A file without a ``rater`` column
+(or a row whose rater is empty) is one rater of its own, the file itself: ``alice/j.csv`` and
+``bob/j.csv`` are two raters, never merged by their names, and no rater name can stand for one.
+
+Every column is checked by type before use (:func:`check_judgement_types`): ids and answers
+are text (item ids may be integers), a rater is text or an integer, a timestamp is text or a
+time; a value of another type is an :class:`InputError` naming the file, the column, the row
+and both types.
 """
 
 from __future__ import annotations
@@ -62,8 +72,9 @@ def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
     if not p.exists():
         raise InputError(f"The {role} file '{p}' does not exist.")
     name = p.name.lower()
-    # Ids stay text: a pair id such as '12e4…' or an item id such as '007' must not become a number.
-    types = {c: pa.string() for c in ("pair_id", "item_a", "item_b", "rater", "source")} if role == "judgements" else {}
+    # A CSV has no types: every column of a judgement file is read as text (a pair id such as '12e4…'
+    # or an item id such as '007' must not become a number; a judgement '1' is then a bad answer).
+    types = {c: pa.string() for c in JUDGEMENT_COLUMNS} if role == "judgements" else {}
     t = None
     try:
         if name.endswith((".sqlite", ".sqlite3", ".db")) and role == "judgements":
@@ -74,8 +85,11 @@ def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
             t = pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(strings_can_be_null=True,
                                                                        column_types=types))
         elif name.endswith((".jsonl", ".ndjson", ".json")):
-            rows = [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
-            t = pa.Table.from_pylist(rows)
+            if role == "judgements":
+                t = _read_judgements_jsonl(p)
+            else:
+                rows = [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+                t = pa.Table.from_pylist(rows)
     except InputError:
         raise
     except Exception as exc:
@@ -88,8 +102,140 @@ def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
         if dups:
             raise InputError(f"The {role} file '{p}' has more than one column named {dups[0]!r}; "
                              "each column needs its own name.")
+        if role == "judgements":
+            check_judgement_types(t, p)
         return t
     raise InputError(f"Cannot tell the format of the {role} file '{p}'. Use .csv, .parquet or .jsonl.")
+
+
+#: The columns of a judgement file and the kinds of value each may hold (a column of nulls
+#: fits any): ``text`` (strings), ``integer``, ``time`` (dates and timestamps).
+JUDGEMENT_COLUMNS = {
+    "pair_id": ("text",),
+    "item_a": ("text", "integer"),
+    "item_b": ("text", "integer"),
+    "judgement": ("text",),
+    "rater": ("text", "integer"),
+    "source": ("text",),
+    "comment": ("text",),
+    "timestamp": ("text", "time"),
+}
+_WHAT = {"pair_id": "a pair id is text (as in tasks.csv)", "item_a": "an item id is text or an integer",
+         "item_b": "an item id is text or an integer", "judgement": "a judgement is the text same, different or unsure",
+         "rater": "a rater is a name: text (or an integer)", "source": "a source is the text person, model or oracle",
+         "comment": "a comment is text", "timestamp": "a timestamp is text (ISO 8601) or a date/time"}
+_KINDS = {"text": "text", "integer": "integers", "time": "dates or times"}
+
+
+def _arrow_kind(t: pa.DataType) -> str | None:
+    """``text``, ``integer``, ``time`` or ``null`` for an Arrow type that a judgement file may hold; None else."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_null(t):
+        return "null"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
+        return "text"
+    if pa.types.is_integer(t):
+        return "integer"
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return "time"
+    return None
+
+
+def _shown(v, limit: int = 60) -> str:
+    r = repr(v)
+    return r if len(r) <= limit else r[:limit] + "…"
+
+
+def check_judgement_types(t: pa.Table, path) -> None:
+    """Refuse a judgement table (read from ``path``) with a column of the wrong type: the file,
+    the column, its type, the first value and what the column must hold, in one line."""
+    for col in t.column_names:
+        allowed = JUDGEMENT_COLUMNS.get(col)
+        if allowed is None:
+            continue  # other columns are the user's, never read
+        dtype = t.schema.field(col).type
+        kind = _arrow_kind(dtype)
+        if kind == "null" or kind in allowed:
+            continue
+        values = t.column(col)
+        first = next(((k, v) for k, v in enumerate(values.to_pylist()) if v is not None), None)
+        at = f" (row {first[0] + 1}: {_shown(first[1])})" if first else ""
+        raise InputError(f"Column {col!r} of judgements file '{path}' holds {dtype} values{at}; "
+                         f"{_WHAT[col]}.")
+
+
+def _python_kind(v) -> str | None:
+    if v is None:
+        return "null"
+    if isinstance(v, str):
+        return "text"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return "integer" if -(2**63) <= v < 2**63 else None
+    return None
+
+
+def _json_type(v) -> str:
+    return {dict: "an object", list: "a list", bool: "true/false", float: "a decimal number",
+            int: "an integer", str: "text"}.get(type(v), type(v).__name__)
+
+
+def _read_judgements_jsonl(p: Path) -> pa.Table:
+    """A JSONL judgement file, each line an object, each known key's value checked by type
+    (one kind per column in the whole file; a key given twice in one object is refused);
+    other keys are the user's and are not read."""
+    rows: list[dict] = []
+    kinds: dict[str, tuple[str, int]] = {}  # column -> (kind, first row with it)
+
+    def no_duplicates(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise InputError(f"Row {len(rows) + 1} of judgements file '{p}' has the key {k!r} twice; "
+                                 "each key needs its own name.")
+            seen.add(k)
+        return dict(pairs)
+
+    for line in p.read_text().splitlines():
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line, object_pairs_hook=no_duplicates)
+        except ValueError as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(f"Row {len(rows) + 1} of judgements file '{p}' is not valid JSON: "
+                             f"{str(exc).splitlines()[0]}") from exc
+        if not isinstance(obj, dict):
+            raise InputError(f"Row {len(rows) + 1} of judgements file '{p}' is {_json_type(obj)}, not an object "
+                             "with pair_id (or item_a and item_b) and judgement.")
+        row = {}
+        for col, allowed in JUDGEMENT_COLUMNS.items():
+            if col not in obj:
+                continue
+            v = obj[col]
+            if col == "timestamp" and isinstance(v, str):
+                kind = "text"
+            else:
+                kind = _python_kind(v)
+            if kind is None or (kind != "null" and kind not in allowed):
+                big = isinstance(v, int) and not isinstance(v, bool) and kind is None
+                raise InputError(f"Row {len(rows) + 1} of judgements file '{p}': {col!r} is {_json_type(v)} "
+                                 f"({_shown(v)}{', beyond 64 bits' if big else ''}); {_WHAT[col]}.")
+            if kind != "null":
+                was = kinds.setdefault(col, (kind, len(rows) + 1))
+                if was[0] != kind:
+                    raise InputError(f"Row {len(rows) + 1} of judgements file '{p}': {col!r} is {_json_type(v)} "
+                                     f"({_shown(v)}), but row {was[1]} has {_KINDS[was[0]]}; one column holds "
+                                     "one type.")
+            row[col] = v
+        rows.append(row)
+    if not rows:
+        raise InputError(f"The judgements file '{p}' is empty.")
+    cols = [c for c in JUDGEMENT_COLUMNS if any(c in r for r in rows)]
+    arrow = {"text": pa.string(), "integer": pa.int64()}
+    return pa.table({c: pa.array([r.get(c) for r in rows], arrow.get(kinds.get(c, ("text",))[0], pa.string()))
+                     for c in cols})
 
 
 @dataclass(frozen=True)
@@ -106,6 +252,13 @@ class ResolvedJudgements:
         Pairs whose raters disagreed (resolved by majority; ties ⇒ unsure).
     ties
         Of those, pairs with a tie (now unsure).
+    sources
+        Judgements used per source (``person``, ``model``, ``oracle``): one per rater and pair of the
+        sample (the same rater's judgement read from a store and its export counts once).
+    raters
+        Distinct raters: rater names, and each file (or table) without one.
+    left_out
+        Judgements per source that the ``source`` filter left out (about; same-rater duplicates once).
     """
 
     by_pair: dict
@@ -113,6 +266,14 @@ class ResolvedJudgements:
     disagreements: int = 0
     ties: int = 0
     sources: dict = field(default_factory=dict)
+    raters: int = 0
+    left_out: dict = field(default_factory=dict)
+
+    def used(self, source: str | None = None) -> dict:
+        """Which judgements went into the estimates: ``{"by_source": {source: n, …}, "total": n,
+        "raters": n, "source": the filter or None (every source), "left_out": {source: n, …}}``."""
+        return {"by_source": dict(self.sources), "total": sum(self.sources.values()), "raters": self.raters,
+                "source": source, "left_out": dict(self.left_out)}
 
 
 def judgement_source(row: dict) -> str:
@@ -143,15 +304,18 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
         raise InputError(f"source must be one of {', '.join(SOURCES)}. Got {source!r} instead.")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    votes: dict[str, dict[str, str]] = defaultdict(dict)
+    votes: dict[str, dict[tuple, tuple[str, str]]] = defaultdict(dict)  # pair -> rater -> (answer, source)
     unknown: list = []
     n_rows = 0
-    sources: Counter = Counter()
-    for path in paths:
+    left_out: dict[str, set] = defaultdict(set)  # source -> (pair, rater) of judgements ``source`` leaves out
+    for n, path in enumerate(paths):
         if isinstance(path, pa.Table):  # judgements in memory (the judging page's live store): no file
             t, path = path, "(judgements in memory)"
+            check_judgement_types(t, path)
+            anonymous = ("table", n)
         else:
             t = read_table_file(path, "judgements")
+            anonymous = ("file", os.path.realpath(path))  # the file itself: one rater, distinct per file
         cols = t.column_names
         if "judgement" not in cols:
             raise InputError(
@@ -179,6 +343,9 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
             )
         for k, r in enumerate(rows):
             if source is not None and judgement_source(r) != source:
+                name = r.get("rater")
+                left_out[judgement_source(r)].add((r.get("pair_id") or (r.get("item_a"), r.get("item_b")),
+                                                   str(name) if name is not None and str(name) != "" else anonymous))
                 continue
             pid = r.get("pair_id")
             if pid is None:
@@ -196,15 +363,17 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
             if pid not in pair_ids:
                 unknown.append(pid if r.get("pair_id") else (r.get("item_a"), r.get("item_b")))
                 continue
-            rater = str(r.get("rater") or f"file:{Path(path).name}")
-            sources[judgement_source(r)] += 1
+            name = r.get("rater")
+            rater = ("name", str(name)) if name is not None and str(name) != "" else anonymous
             prev = votes[pid].get(rater)
-            if prev is not None and prev != r["judgement"]:
+            if prev is not None and prev[0] != r["judgement"]:
+                who = f"Rater {rater[1]!r}" if rater[0] == "name" else \
+                    f"The judgements file '{path}' (no rater named: the file is one rater)"
                 raise InputError(
-                    f"Rater {rater!r} judged pair {pid} both {prev!r} and {r['judgement']!r} "
+                    f"{who} judged pair {pid} both {prev[0]!r} and {r['judgement']!r} "
                     f"(judgements file '{path}', row {k + 1}). Keep one judgement per rater and pair."
                 )
-            votes[pid][rater] = r["judgement"]
+            votes[pid][rater] = (r["judgement"], judgement_source(r))
             n_rows += 1
     if unknown:
         raise InputError(
@@ -212,9 +381,14 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
             "Is the judgement file for another sample?"
         )
     by_pair, disagree, ties = {}, 0, 0
+    sources: Counter = Counter()
+    raters: set = set()
     for pid, rv in votes.items():
-        answers = list(rv.values())
+        answers = [a for a, _ in rv.values()]
         by_pair[pid], tied = vote(answers)
         disagree += len(set(answers)) > 1
         ties += tied
-    return ResolvedJudgements(by_pair, n_rows, disagree, ties, dict(sources))
+        sources.update(src for _, src in rv.values())
+        raters.update(rv)
+    return ResolvedJudgements(by_pair, n_rows, disagree, ties, {s: sources[s] for s in SOURCES if sources[s]},
+                              len(raters), {s: len(left_out[s]) for s in SOURCES if left_out.get(s)})
