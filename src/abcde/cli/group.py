@@ -28,6 +28,35 @@ def main():
     """
 
 
+INT64 = (-(2**63), 2**63 - 1)
+
+
+def _within_64_bits(callback):
+    """A parameter callback that refuses an integer beyond 64 bits (what the engines and Arrow
+    hold) as a usage error naming the option, never an OverflowError deep inside; then runs the
+    option's own callback."""
+
+    def check(ctx, param, value):
+        for v in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(v, int) and not isinstance(v, bool) and not INT64[0] <= v <= INT64[1]:
+                raise click.BadParameter(f"{v} does not fit in 64 bits ({INT64[0]:,} to {INT64[1]:,}).",
+                                         ctx=ctx, param=param)
+        return callback(ctx, param, value) if callback else value
+
+    return check
+
+
+def _bound_integers(cmd: click.Command) -> None:
+    """Every integer option and argument of ``cmd`` and its subcommands bounded to 64 bits (one
+    place; their help is unchanged)."""
+    for param in cmd.params:
+        if isinstance(param.type, click.types.IntParamType):
+            param.callback = _within_64_bits(param.callback)
+    for sub in getattr(cmd, "commands", {}).values():
+        _bound_integers(sub)
+
+
 for _command in (impact, pointwise, weights, explore, pairs, precision, judge, quality, report, evaluate, demo):
     main.add_command(_command)
 del _command
+_bound_integers(main)

@@ -166,7 +166,9 @@ class Engine(abc.ABC):
                 )
             # Force the schema (and the first bytes) to be read now, so a corrupt
             # file fails here with its name rather than deep inside a metric.
-            t.schema()
+            schema = t.schema()
+            if isinstance(path, Path) and not is_dir and name.endswith(PARQUET_SUFFIXES):
+                _check_parquet_names(path, role, schema.names)
             self._fetch(t.limit(1))
         except InputError:
             raise
@@ -402,6 +404,23 @@ def _check_csv_header(path: Path, role: str) -> None:
     dups = [c for c in header if c in seen or seen.add(c)]
     if dups:
         raise InputError(f"The header of the {role} file '{path}' names column {dups[0]!r} more than once; "
+                         "each column needs its own name.")
+
+
+def _check_parquet_names(path: Path, role: str, read_names) -> None:
+    """Refuse a Parquet file that names a column twice: engines rename one (DuckDB reads ``item_id``
+    twice as ``item_id`` and ``item_id_1``) and use whichever they read first. Only when the names
+    read hint at it (``x_1`` beside ``x``) is the file's own schema read, so the common case costs
+    nothing."""
+    names = set(read_names)
+    if not any(c.rsplit("_", 1)[0] in names for c in names if c.rsplit("_", 1)[-1].isdigit() and "_" in c):
+        return
+    import pyarrow.parquet as pq  # lazy: read only for a suspicious file
+
+    seen: set = set()
+    dups = [c for c in pq.read_schema(path).names if c in seen or seen.add(c)]
+    if dups:
+        raise InputError(f"The {role} file '{path}' names column {dups[0]!r} more than once; "
                          "each column needs its own name.")
 
 

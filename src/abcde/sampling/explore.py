@@ -128,6 +128,30 @@ def _is_sample_file(path: Path) -> bool:
         return False
 
 
+def _check_sample_types(path: Path, table: pa.Table) -> None:
+    """Refuse a sample whose columns are doubled or of the wrong type (an edited file): item ids are
+    integers or text, draw counts integers, weights and rates numbers."""
+    seen: set = set()
+    dups = [c for c in table.column_names if c in seen or seen.add(c)]
+    if dups:
+        raise InputError(f"The sample file '{path}' names column {dups[0]!r} more than once.")
+    for col in CORE_COLUMNS:
+        t = table.schema.field(col).type
+        if col == "item_id":
+            ok = pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+            want = "integers or text"
+        elif col == "draw_count":
+            ok, want = pa.types.is_integer(t), "integers"
+        elif col in ("base_cluster", "exp_cluster"):
+            ok = pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+            want = "integers or text"
+        else:
+            ok, want = pa.types.is_floating(t) or pa.types.is_integer(t), "numbers"
+        if not ok:
+            raise InputError(f"Column '{col}' of the sample file '{path}' holds {t} values; it must hold {want}. "
+                             "Draw the sample again with 'abcde explore sample'.")
+
+
 @dataclass(frozen=True)
 class ExplorationSample:
     """An importance sample of affected items (see the module docstring).
@@ -184,7 +208,8 @@ class ExplorationSample:
         try:
             table = pq.read_table(path)
         except Exception as exc:
-            raise InputError(f"Cannot read the sample file '{path}': {exc}") from exc
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise InputError(f"Cannot read the sample file '{path}': {first}") from exc
         raw = (table.schema.metadata or {}).get(METADATA_KEY)
         if raw is None:
             raise InputError(
@@ -205,6 +230,7 @@ class ExplorationSample:
         missing += [k for k in ("jaccard_distance_T", "seed", "size") if k not in meta]
         if missing:
             raise InputError(f"The sample file '{path}' lacks {', '.join(missing)}.")
+        _check_sample_types(path, table)
         return cls(table.replace_schema_metadata(None), meta)
 
     # -- estimates ---------------------------------------------------------
