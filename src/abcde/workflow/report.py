@@ -111,6 +111,13 @@ def run_report(
     """
     if quality is None and (judgements or quality_slice_by):
         raise InputError("judgements and quality_slice_by need a judged pair sample directory (quality=...).")
+    prints = None
+    if quality is not None:
+        from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
+
+        # The sample describes the inputs it was drawn from: refuse inputs that changed since, with
+        # fingerprints taken before anything reads them and checked again before anything is written.
+        prints = PairSampleDir.read(quality).check_inputs(base=base, exp=exp, items=items)
     res = impact(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight, slice_by=slice_by,
                  top=top, engine=engine)
     qual = None
@@ -118,9 +125,7 @@ def run_report(
     # (their imports are a tenth of the command's own start-up; see benchmarks/startup.py).
     if quality is not None:
         from abcde.quality.estimate import estimate_quality  # lazy: start-up time
-        from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
 
-        PairSampleDir.read(quality).check_inputs(base=base, exp=exp, items=items)
         qual = estimate_quality(quality, list(judgements) or None, slice_by=quality_slice_by)
         judged_by = judged_by or f"the judgements in {quality}"
     exploration = None
@@ -137,6 +142,8 @@ def run_report(
                    for side, source in (("base", base), ("exp", exp))}
     rep = build_report(res, quality=qual, judged_by=judged_by, exploration=exploration, explore_by=explore_by,
                        title=title, truth=against)
+    if prints is not None:
+        prints.check("building the report")
     written = rep.write(out, markdown=markdown)
     return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written)
 
@@ -203,7 +210,7 @@ def report_from_evaluation(
     qdir = d / places["pair_sample"]
     pairs = PairSampleDir.read(qdir)
     # The samples describe the inputs they were drawn from: refuse inputs that changed since.
-    pairs.check_inputs(base=given.base, exp=given.exp, items=given.items)
+    prints = pairs.check_inputs(base=given.base, exp=given.exp, items=given.items)
     _check_truth(d, record, truth)
     exploration = ExplorationSample.read(d / places["exploration_sample"])
     files = [Path(j) for j in judgements] or judgement_files(qdir)
@@ -226,6 +233,7 @@ def report_from_evaluation(
             eng.close()
     if out is None:
         out, markdown = d / places["report"], (d / places["markdown"] if markdown is None else markdown)
+    prints.check("rebuilding the report")  # the inputs read are the ones fingerprinted
     written = rep.write(out, markdown=markdown)
     return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written,
                         pointwise_against_truth=against, quality_dir=qdir)
