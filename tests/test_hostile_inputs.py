@@ -931,3 +931,62 @@ def test_hostile_input_issue_25_types_and_raters(case: Case, ws, tmp_path, monke
 def test_issue_25_types_and_raters_catalogue_has_its_own_ids():
     ids = [c.id for c in CASES_25_TYPES]
     assert len(set(ids)) == len(ids) and not set(ids) & {c.id for c in CASES}
+
+
+# -- issue 25, classes 6 and 8: weights at the edges of floating point, weights --out (appended block) ------
+
+def extreme_weights(values, name="xitems.parquet"):
+    """An items table of the small integer-id inputs (ids 1-5) with these weights."""
+    def setup(w):
+        write_pq(w / name, item_id=[1, 2, 3, 4, 5], weight=pa.array(values, pa.float64()))
+    return setup
+
+
+def wide_importance(w):
+    write_pq(w / "wimp.parquet", cluster_id=["a", "b", "c"], importance=[1e-200, 1.0, 1e100])
+
+
+SMALL_PAIRS = ["pairs", "--base", "{w}/ibase.parquet", "--exp", "{w}/iexp.parquet", "--seed", "1", "--budget", "3"]
+WEIGHTS_CMD = ["weights", "--past", "{w}/ibase.parquet", "--base", "{w}/ibase.parquet", "--exp", "{w}/iexp.parquet"]
+
+CASES_25_WEIGHTS = [
+    # a range of weights too wide for double precision: refused, naming the file, the column and both items
+    Case("weights-range-too-wide", extreme_weights([1.0, 1e-100, 1.0, 1e150, 1.0]),
+         [*SMALL, "--items", "{w}/xitems.parquet"],
+         ["{w}/xitems.parquet", "'weight'", "(item 2)", "(item 4)", "too wide for double precision"]),
+    Case("pairs-weights-range-too-wide", extreme_weights([1e-170, 1.0, 1.0, 1.0, 1e+40]),
+         [*SMALL_PAIRS, "--items", "{w}/xitems.parquet", "--out", "{w}/p"],
+         ["{w}/xitems.parquet", "(item 1)", "(item 5)"]),
+    Case("sample-weights-range-too-wide", extreme_weights([1.0, 1.0, 1e-300, 1.0, 1e-20]),
+         ["explore", "sample", "--base", "{w}/ibase.parquet", "--exp", "{w}/iexp.parquet", "--items",
+          "{w}/xitems.parquet", "--size", "3", "--seed", "1", "--out", "{w}/s.parquet"],
+         ["{w}/xitems.parquet", "(item 3)", "(item 1)"]),
+    # a sample whose remaining pairs carry almost no weight: refused in seconds, not drawn for ever
+    Case("pairs-budget-out-of-reach", extreme_weights([1.0, 2.0 ** -60, 1.0, 1.0, 2.0 ** -60]),
+         [*SMALL_PAIRS, "--items", "{w}/xitems.parquet", "--estimator", "paper", "--out", "{w}/p"],
+         ["1,000,000 draws", "budget of 3"]),
+    # importance values too wide apart for the derived weights
+    Case("weights-importance-range-too-wide", wide_importance,
+         [*WEIGHTS_CMD, "--importance", "{w}/wimp.parquet", "--out", "{w}/wout.parquet"],
+         ["{w}/wimp.parquet", "'importance'", "too wide for double precision"]),
+    # class 8: weights --out never overwrites a file (someone's data) unless --force
+    Case("weights-out-exists", clustering("imp.parquet", cluster_id=["a", "b"], importance=[1.0, 2.0]),
+         [*WEIGHTS_CMD, "--importance", "{w}/imp.parquet", "--out", "{w}/judged.csv"],
+         ["{w}/judged.csv", "exists", "--force"]),
+    Case("weights-json-out-exists", clustering("imp.parquet", cluster_id=["a", "b"], importance=[1.0, 2.0]),
+         [*WEIGHTS_CMD, "--importance", "{w}/imp.parquet", "--out", "{w}/items.parquet", "--json"],
+         ["{w}/items.parquet", "--force"]),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in CASES_25_WEIGHTS])
+def test_hostile_input_issue_25_weights(case: Case, ws, tmp_path, monkeypatch):
+    test_hostile_input(case, ws, tmp_path, monkeypatch)
+
+
+def test_issue_25_weights_catalogue_has_its_own_ids():
+    ids = [c.id for c in CASES_25_WEIGHTS]
+    others = {c.id for c in CASES}
+    for name in ("CASES_25", "CASES_25_STORE", "CASES_25_TYPES"):
+        others |= {c.id for c in globals().get(name, [])}
+    assert len(set(ids)) == len(ids) and not set(ids) & others

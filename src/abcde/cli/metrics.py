@@ -113,11 +113,12 @@ def pointwise(truth, clustering, items, item_id, cluster_id, weight_column, slic
 @click.option("--floor", type=float, default=None,
               help="Weight for items whose derived weight is 0 (default: smallest positive derived weight).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Output items table (.parquet or .csv).")
+@click.option("--force", is_flag=True, help="Replace an existing file at --out (never done otherwise).")
 @json_option
 @engine_options
 @handle_errors
 def weights(past, importance, importance_column, base, exp, items, item_id, cluster_id, weight_column, combine,
-            floor, out, as_json, engine):
+            floor, out, force, as_json, engine):
     """Item weights from a past clustering's cluster importance (paper: "Item weights").
 
     Writes an items table usable as --items.
@@ -128,6 +129,9 @@ def weights(past, importance, importance_column, base, exp, items, item_id, clus
                       ("--items", items)):
         if src is not None and os.path.exists(src) and os.path.exists(out) and os.path.samefile(src, out):
             raise InputError(f"--out '{out}' is the {flag} input; write the weights to a new file.")
+    if os.path.lexists(out) and not force:
+        raise InputError(f"The file '{out}' exists; abcde weights never overwrites a file. Give a new path, or "
+                         "--force to replace it.")
     res = derive_weights(past, importance, base, exp, items=items, item_id=item_id, cluster_id=cluster_id,
                          importance_column=importance_column, weight=weight_column, combine=combine, floor=floor,
                          engine=engine)

@@ -8,6 +8,7 @@ silently: restriction to common items is reported by the caller.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import ibis.expr.datatypes as dt
 
 from abcde.engine import Engine
 from abcde.errors import InputError, examples_text
+from abcde.util import progress as _progress
 
 DEFAULT_WEIGHT_COLUMN = "weight"
 
@@ -90,11 +92,13 @@ class Inputs:
 
 @dataclass(frozen=True)
 class Loaded:
-    """A validated input table and how to name it in messages."""
+    """A validated input table and how to name it in messages (an items table: also the power
+    of two its weights were divided by, :func:`weight_scale`)."""
 
     table: ibis.Table
     label: str
     rows: int = 0
+    weight_scale: float = 1.0
 
 
 def _require_columns(t: ibis.Table, label: str, columns: dict[str, str]) -> None:
@@ -174,6 +178,16 @@ def load_items(engine: Engine, source, *, item_id: str, weight: str | None) -> t
     ``weight=None`` uses a column named ``weight`` when there is one and weight 1
     otherwise; a name given explicitly must exist. Returns the table with columns
     ``item_id``, ``weight`` (float64) and the attributes, plus the attribute names.
+
+    Weights outside ``[2^-100, 2^100]`` are divided by a power of two that puts the largest in
+    [1, 2) (:func:`weight_scale`; exact, and said in a note): only relative weights matter, and
+    the sums, squares and products of weights the metrics and samplers compute then stay within
+    double precision at any scale.
+
+    Raises
+    ------
+    InputError
+        Also when the largest weight is more than ``2^MAX_SPAN_EXP`` times the smallest.
     """
     label = describe(source, "items")
     raw = engine.read(source, role="items")
@@ -209,6 +223,8 @@ def load_items(engine: Engine, source, *, item_id: str, weight: str | None) -> t
             nan_w=is_nan.sum(),
             inf_w=is_inf.sum(),
             nonpos_w=(w <= 0).fill_null(False).sum(),
+            min_w=w.min(),
+            max_w=w.max(),
         ),
         step="validate items",
     )
@@ -233,7 +249,11 @@ def load_items(engine: Engine, source, *, item_id: str, weight: str | None) -> t
                 f"(first: {_weight_examples(ex, what)}). "
                 "Weights must be positive finite numbers."
             )
-    return Loaded(t, label, int(stats["rows"])), attrs
+    scale = 1.0
+    if wcol is not None:
+        t, scale = _scaled_weights(engine, t, float(stats["min_w"]), float(stats["max_w"]), label=label,
+                                   column=wcol)
+    return Loaded(t, label, int(stats["rows"]), scale), attrs
 
 
 def check_duplicates(engine: Engine, loaded: Loaded, cluster: str | None = None) -> None:
@@ -303,6 +323,105 @@ def unify_id_types(loaded: dict[str, Loaded]) -> dict[str, Loaded]:
         )
     if set(kinds.values()) == {"integer"}:
         return {
-            k: Loaded(v.table.mutate(item_id=v.table.item_id.cast("int64")), v.label, v.rows) for k, v in loaded.items()
+            k: Loaded(v.table.mutate(item_id=v.table.item_id.cast("int64")), v.label, v.rows, v.weight_scale)
+            for k, v in loaded.items()
         }
     return loaded
+
+
+# --------------------------------------------------------------------------- weights at any scale
+#: Weights are used as given when every one lies in [2^-UNSCALED_EXP, 2^UNSCALED_EXP] (about 7.9e-31
+#: to 1.3e30): there, every sum, square and product of up to three weights that the metrics, pair
+#: weights, self term and samplers compute stays far inside double precision's normal range.
+UNSCALED_EXP = 100
+#: The widest ratio between the largest and the smallest weight abcde computes with: 2^MAX_SPAN_EXP
+#: (about 1.6e60). Beyond it the squares of the smallest weights (the self term's Σ w²) and the
+#: products of three weights in the stable pair weights would leave double precision's normal range
+#: (2.2e-308) and silently drop out of their sums.
+MAX_SPAN_EXP = 200
+
+
+def weight_scale(lo: float, hi: float, *, what: str, examples: tuple[str, str] = ("", ""),
+                 noun: str = "weights") -> float:
+    """The power of two to divide weights in ``[lo, hi]`` (``0 < lo <= hi < ∞``) by, so that
+    every computation on them is exact up to rounding: 1.0 when they lie in
+    ``[2^-UNSCALED_EXP, 2^UNSCALED_EXP]`` (used as given), else ``2^(e-1)`` with
+    ``hi = m·2^e`` (``0.5 <= m < 1``), which puts the largest weight in [1, 2).
+
+    Only relative weights matter (every metric, pair weight and estimate is scale-free), and
+    dividing by a power of two is exact in binary floating point unless the result leaves the
+    normal range, which :data:`MAX_SPAN_EXP` rules out.
+
+    Raises
+    ------
+    InputError
+        When ``hi / lo`` exceeds ``2^MAX_SPAN_EXP`` (:func:`too_wide`); ``what`` names the weights
+        in the message, ``examples`` the items holding ``lo`` and ``hi`` (e.g. ``" (item 'a')"``),
+        ``noun`` what they are (weights, importance values).
+    """
+    if too_wide(lo, hi):
+        limit = f"{2.0 ** MAX_SPAN_EXP:.1e}"
+        raise InputError(
+            f"{what} range from {lo:.6g}{examples[0]} to {hi:.6g}{examples[1]}, a ratio of about "
+            f"{_power_of_ten(hi, lo)}: too wide for double precision, in which {noun} more than 2^{MAX_SPAN_EXP} "
+            f"(about {limit}) times smaller than the largest drop out of the sums of squared weights and of pair "
+            f"weights. Only relative {noun} matter: raise the smallest (or lower the largest) to within a factor "
+            f"{limit} of the largest.")
+    if math.ldexp(1.0, -UNSCALED_EXP) <= lo and hi <= math.ldexp(1.0, UNSCALED_EXP):
+        return 1.0
+    return math.ldexp(1.0, math.frexp(hi)[1] - 1)
+
+
+def too_wide(lo: float, hi: float) -> bool:
+    """Whether ``hi / lo`` exceeds ``2^MAX_SPAN_EXP`` (compared by binary exponents: the quotient
+    itself may overflow)."""
+    return math.frexp(hi)[1] - math.frexp(lo)[1] > MAX_SPAN_EXP
+
+
+def _power_of_ten(hi: float, lo: float) -> str:
+    """``hi / lo`` as ``1e+250`` (the quotient itself may not be a finite double)."""
+    return f"1e{math.log10(hi) - math.log10(lo):+.0f}"
+
+
+def scale_text(scale: float) -> str:
+    """A power of two as ``2^498 (about 8.2e+149)``."""
+    return f"2^{math.frexp(scale)[1] - 1} (about {scale:.2g})"
+
+
+def _scaled_weights(engine: Engine, t: ibis.Table, lo: float, hi: float, *, label: str,
+                    column: str) -> tuple[ibis.Table, float]:
+    """``t`` with its ``weight`` column divided by :func:`weight_scale` (in the engine, so every
+    engine computes the same exact quotients), saying so when it is not 1; and the scale."""
+    what = f"The weights in column '{column}' of {label}"
+    examples = ("", "")
+    if too_wide(lo, hi):  # name the items holding the smallest and the largest weight
+        examples = tuple(f" (item {_item_with_weight(engine, t, v)})" for v in (lo, hi))
+    scale = weight_scale(lo, hi, what=what, examples=examples)
+    if scale == 1.0:
+        return t, scale
+    _progress.note(f"{what} range from {lo:.6g} to {hi:.6g}; they were divided by {scale_text(scale)} so "
+                   "that their sums and products stay within double precision. Only relative weights matter: "
+                   "every metric is unchanged, but the weights shown (total, cluster, slice and item weights) are "
+                   "in that unit.")
+    return t.mutate(weight=divided_by(t.weight, scale)), scale
+
+
+def divided_by(x: ibis.Value, scale: float) -> ibis.Value:
+    """``x / scale`` for a power of two ``scale``, exact whenever the quotient is a normal number:
+    a product with ``1/scale``, written as two factors when ``1/scale`` alone is beyond the
+    doubles (a denormal ``scale``: weights below 2.2e-308 scaled up)."""
+    return times_power_of_two(x, 1 - math.frexp(scale)[1])
+
+
+def times_power_of_two(x: ibis.Value, exponent: int) -> ibis.Value:
+    """``x · 2^exponent`` in the engine, each literal factor a normal double (exact in binary
+    floating point wherever the product is normal)."""
+    for part in ([exponent] if -1022 <= exponent <= 1023 else [exponent // 2, exponent - exponent // 2]):
+        x = x * ibis.literal(math.ldexp(1.0, part), type=dt.float64)
+    return x
+
+
+def _item_with_weight(engine: Engine, t: ibis.Table, value: float) -> str:
+    """The first item id (in id order) whose weight is ``value``, for a message."""
+    rows = engine.rows(t.filter(t.weight == value).select("item_id").order_by("item_id").limit(1), step="weight range")
+    return examples_text(r["item_id"] for r in rows)

@@ -15,10 +15,18 @@ This is done for Base and for Exp and combined into one weight per item (by
 default the maximum). Items whose combined weight is 0 (in clusters made only
 of new items) cannot be used as ABCDE weights, which must be positive: they get
 the ``floor`` weight, and how many did is reported.
+
+Only relative importance matters: importance values far from 1 (outside [2^-100, 2^100]) are
+divided by a power of two while the weights are derived, so that their sums stay within double
+precision, and the derived weights are multiplied back by it (both exact in binary floating
+point). A range of importance too wide for double precision, or derived weights beyond it (a sum
+of importance above 1.8e308, a share below 2.2e-308), is refused with :class:`InputError`.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass, field
 
 import ibis
@@ -28,7 +36,8 @@ from abcde.util import progress as _progress
 from abcde.engine import Engine, resolve
 from abcde.core.names import WEIGHT_COMBINE_RULES
 from abcde.errors import InputError, examples_text
-from abcde.core.inputs import bad_float_predicates, check_duplicates, describe, load_clustering, load_items, unify_id_types
+from abcde.core.inputs import (bad_float_predicates, check_duplicates, describe, divided_by, load_clustering,
+                               load_items, scale_text, times_power_of_two, unify_id_types, weight_scale)
 
 
 def _any_bad(x):
@@ -132,6 +141,8 @@ def derive_weights(
                 .fill_null(True)
                 .sum(),
                 dup=imp.count() - imp.c.nunique(),
+                lo=imp.importance.min(where=imp.importance > 0),
+                hi=imp.importance.max(),
             )
         )
         if bad["bad"]:
@@ -148,16 +159,33 @@ def derive_weights(
                 f"{bad['dup']} past cluster ids appear in more than one row of {imp_label} (first: "
                 f"{examples_text(r['c'] for r in eng.rows(dups))}). The importance table needs one row per cluster."
             )
+        # Only relative importance matters: importance values outside [2^-100, 2^100] are divided by a
+        # power of two (exact) so that their sums stay within double precision; the derived weights are
+        # multiplied back by it at the end (checked to fit).
+        imp_scale = 1.0
+        if bad["hi"] is not None and bad["hi"] > 0:
+            imp_scale = weight_scale(float(bad["lo"]), float(bad["hi"]), noun="importance values",
+                                     what=f"The importance values in column '{importance_column}' of {imp_label}")
+            if imp_scale != 1.0:
+                imp = imp.mutate(importance=divided_by(imp.importance, imp_scale))
+                _progress.note(f"The importance values in column '{importance_column}' of {imp_label} were divided "
+                               f"by {scale_text(imp_scale)} while deriving the weights (only relative importance "
+                               "matters); the derived weights are in the importance's own unit.")
 
     pt, bt, et = loaded["past"].table, loaded["base"].table, loaded["exp"].table
     it = loaded["items"].table if "items" in loaded else None
+
+    # An item without an intrinsic weight weighs 1 in the items table's unit (its weights may have been
+    # divided by a power of two as they were read, :func:`abcde.core.inputs.weight_scale`).
+    unit = 1.0 if it is None else _unit_weight(eng, loaded, pt, bt, et)
 
     def with_intrinsic(t: ibis.Table) -> ibis.Table:
         if it is None:
             return t.mutate(intr=ibis.literal(1.0), has_intr=ibis.literal(True))
         w = it.select(_iid="item_id", _w="weight")
         j = t.left_join(w, t.item_id == w._iid)
-        return j.select(*t.columns, intr=j._w.fill_null(1.0), has_intr=j._iid.notnull())
+        return j.select(*t.columns, intr=j._w.fill_null(ibis.literal(unit, type="float64")),
+                        has_intr=j._iid.notnull())
 
     with _progress.step("Deriving weights"):
         p = with_intrinsic(pt)
@@ -202,14 +230,23 @@ def derive_weights(
                 n=both.count(),
                 zero=(both.derived <= 0).sum(),
                 min_pos=both.derived.min(where=both.derived > 0),
+                lo=ibis.least(both.weight_base.min(where=both.weight_base > 0),
+                              both.weight_exp.min(where=both.weight_exp > 0)),
+                hi=ibis.greatest(both.weight_base.max(), both.weight_exp.max()),
             )
         )
-        fl = floor if floor is not None else st["min_pos"]
-        if fl is None:
+        if st["min_pos"] is None and floor is None:
             raise InputError(
                 "Every derived weight is 0: no present item belongs to a cluster with past importance. "
                 "Check that the past clustering and importance use the same ids, or pass --floor."
             )
+        _check_fits(st["lo"], st["hi"], imp_scale, importance_column, imp_label)
+        if imp_scale != 1.0:  # back to the importance's unit (exact: checked to fit)
+            e = math.frexp(imp_scale)[1] - 1
+            both = both.mutate(weight_base=times_power_of_two(both.weight_base, e),
+                               weight_exp=times_power_of_two(both.weight_exp, e),
+                               derived=times_power_of_two(both.derived, e))
+        fl = floor if floor is not None else float(st["min_pos"]) * imp_scale
         out = both.mutate(weight=ibis.ifelse(both.derived > 0, both.derived, float(fl)))
         out = out.select("item_id", "weight", "weight_base", "weight_exp")
         if it is not None and attrs:
@@ -225,3 +262,38 @@ def derive_weights(
         "past_items_without_intrinsic_weight": int(past_stats["no_intr"] or 0) if it is not None else 0,
     }
     return WeightsResult(table=table, summary=summary)
+
+
+def _check_fits(lo, hi, scale: float, column: str, label: str) -> None:
+    """Refuse derived weights that double precision cannot hold in the importance's unit: a
+    largest weight beyond the largest double (a sum of importance overflowed), or a smallest
+    positive one below the smallest normal double (it would lose its precision, or become 0 and
+    be taken for a new item's). ``lo``, ``hi``: the extremes computed in units of ``scale``."""
+    if hi is None or lo is None:
+        return
+    top, bottom = math.log10(hi) + math.log10(scale), math.log10(lo) + math.log10(scale)
+    if math.isinf(hi) or top >= math.log10(sys.float_info.max) or bottom < math.log10(sys.float_info.min):
+        raise InputError(
+            f"The weights derived from the importance values in column '{column}' of {label} would range from "
+            f"about 1e{bottom:+.0f} to 1e{top:+.0f}, beyond double precision (about 2.2e-308 to 1.8e+308). Only "
+            "relative importance matters: divide or multiply the importance values by one constant to bring them "
+            "nearer 1.")
+
+
+def _unit_weight(eng: Engine, loaded: dict, *clusterings: ibis.Table) -> float:
+    """Weight 1 (an item without an intrinsic weight) in the unit of the items table's weights as
+    read (divided by ``weight_scale``); refused when that is beyond the doubles (every intrinsic weight
+    below about 1e-308) and some item of the clusterings has no row in the items table."""
+    items = loaded["items"]
+    try:
+        return math.ldexp(1.0, 1 - math.frexp(items.weight_scale)[1])
+    except OverflowError:
+        pass
+    ids = items.table.select("item_id")
+    missing = sum(int(eng.one(c.select("item_id").anti_join(ids, "item_id").aggregate(n=ibis._.count()))["n"] or 0)
+                  for c in clusterings)
+    if missing:
+        raise InputError(f"The intrinsic weights of the {items.label} are all below 1e-308, so an item without a row "
+                         f"there ({missing} of them), which weighs 1, would outweigh them beyond double precision. "
+                         "Give every item a weight, or multiply the weights by one constant to bring them nearer 1.")
+    return 1.0  # never used: every item has its own weight

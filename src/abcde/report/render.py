@@ -358,18 +358,18 @@ def _md(v) -> str:
     bold text.
 
     CommonMark's markup is escaped: every character that can open a construct is backslash-escaped
-    (``\\ ` * [ ] | ~ # $ @``, and ``_`` unless it is inside a word, where it opens nothing), ``<``
-    and ``&`` are written as entities (no HTML, no autolink, no entity of the text's own), and a
-    first character that could start a block (a list, a heading, a quote) is escaped too. So
-    neither links nor images nor HTML nor emphasis come out of the text. GitHub's own links are
-    broken as well: ``:`` before anything but a space (``https://``, ``mailto:``, emoji codes),
-    and the ``.`` of ``www.``. A control character (a newline, a tab) shows as its Unicode
-    picture (``␊``, ``␉``), and a space at either end as ``&#32;`` (Markdown would drop it).
+    (``\\ * [ ] | ~ # $ @``, and ``_`` unless it is inside a word, where it opens nothing); ``<``,
+    ``&`` and the backtick are written as entities (no HTML, no autolink, no code span, no entity of
+    the text's own); a first character that could start a block (a list, a heading, a quote) is
+    escaped too. So neither links nor images nor HTML nor emphasis come out of the text. GitHub's
+    own links are broken as well: ``:`` before anything but a space (``https://``, ``mailto:``,
+    emoji codes), and the ``.`` of ``www.``. A control character (a newline, a tab) shows as its
+    Unicode picture (``␊``, ``␉``), and a space at either end as ``&#32;`` (Markdown would drop it).
 
     >>> print(_md("![t](https://example.com/x.png)"))
     \\!\\[t\\](https\\://example.com/x.png)
     >>> print(_md("a|b\\n`c` <d> snake_case _x"))
-    a\\|b␊\\`c\\` &lt;d> snake_case \\_x
+    a\\|b␊&#96;c&#96; &lt;d> snake_case \\_x
     """
     text = str(v)
     out = []
@@ -386,6 +386,8 @@ def _md(v) -> str:
             out.append("&amp;")
         elif ch == "<":
             out.append("&lt;")
+        elif ch == "`":
+            out.append("&#96;")  # (an entity is text, never markup; no backtick in the source at all)
         elif ch.isspace() and (k == 0 or k == n - 1):
             out.append(f"&#{o};")  # Markdown would drop it, or (next to "**") not make bold text
         elif ch in _MD_ESCAPED:
@@ -408,7 +410,7 @@ def _md(v) -> str:
 
 
 #: Characters :func:`_md` always backslash-escapes (each can open a Markdown construct anywhere).
-_MD_ESCAPED = frozenset("\\`*[]|~#$@")
+_MD_ESCAPED = frozenset("\\*[]|~#$@")
 #: CommonMark's ASCII punctuation: each may be backslash-escaped.
 _MD_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 

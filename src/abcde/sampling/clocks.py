@@ -31,10 +31,25 @@ import numpy as np
 import pyarrow as pa
 
 from abcde.engine import Engine
-from abcde.errors import InputError
+from abcde.errors import AbcdeError, InputError
 
 _HEX = "0123456789abcdef"
 HASH_DIGITS = 13  # 52 bits: every value is exact in a float64
+
+#: Draws replayed one by one for a sample of ``n`` elements (or pairs) stop at
+#: :func:`draw_limit` ``= max(DRAW_LIMIT_MIN, DRAWS_PER_ELEMENT · n)``: a population whose weights span
+#: a wide range needs about (largest / smallest weight) draws before its lightest elements come up
+#: (a ratio of 1e6 took 765,542 draws and 26 s for 3 pairs; 1e30 would never end).
+DRAW_LIMIT_MIN = 1_000_000
+DRAWS_PER_ELEMENT = 100
+#: At most this many draws in all for draw counts (:func:`draw_counts`): beyond 2^53 a count is no
+#: longer exact in double precision (and numpy's Poisson sampler refuses means beyond ~9.2e18).
+MAX_TOTAL_DRAWS = 2**53
+
+
+def draw_limit(n: int) -> int:
+    """How many successive draws may be replayed for a sample of ``n`` elements or pairs."""
+    return max(DRAW_LIMIT_MIN, DRAWS_PER_ELEMENT * int(n))
 
 
 def check_size(size, what: str = "size") -> int:
@@ -141,21 +156,46 @@ def smallest_draw_times_many(
     return out
 
 
+def _times_and_weights(top: pa.Table, weight: str) -> tuple[np.ndarray, np.ndarray]:
+    """``top``'s first draw times and weights, which must be finite and (weights) positive: with a
+    NaN or infinite time the draws would never pass the horizon (a hang), so one is refused. The
+    inputs' weights are validated and brought into range as they are read
+    (:func:`abcde.core.inputs.weight_scale`), so this never happens but through a bug."""
+    dt0 = np.asarray(top.column("dt0").to_numpy(zero_copy_only=False), dtype=float)
+    w = np.asarray(top.column(weight).to_numpy(zero_copy_only=False), dtype=float)
+    ok = np.isfinite(dt0) & np.isfinite(w) & (w > 0)
+    if not ok.all():
+        k = int(np.flatnonzero(~ok)[0])
+        raise AbcdeError(f"A sampling weight or draw time is not a positive finite number (weight {w[k]!r}, "
+                         f"draw time {dt0[k]!r}); nothing was drawn. This is a bug in abcde: please report it "
+                         "with the range of your weights.")
+    return dt0, w
+
+
 def draw_counts(top: pa.Table, *, weight: str, seed: int) -> WeightedSample:
     """Steps 2–3: ``M`` = largest ``dt0``; ``dc = 1 + Poisson(w · (M − dt0))``."""
     if top.num_rows == 0:
         return WeightedSample(top.append_column("draw_count", pa.array([], pa.int64())), 0.0, 0)
-    dt0 = np.asarray(top.column("dt0").to_numpy(zero_copy_only=False), dtype=float)
-    w = np.asarray(top.column(weight).to_numpy(zero_copy_only=False), dtype=float)
+    dt0, w = _times_and_weights(top, weight)
     horizon = float(dt0.max())
     rng = np.random.default_rng([seed, 1])
-    dc = 1 + rng.poisson(w * (horizon - dt0))
+    mean = w * (horizon - dt0)
+    total = float(mean.sum())
+    if total > MAX_TOTAL_DRAWS:
+        raise InputError(
+            f"A sample of {top.num_rows:,} elements drawn with replacement ∝ their weights ('{weight}') would take "
+            f"about {total:.2g} draws, more than 2^53 (about 9.0e+15), the most that double precision counts "
+            f"exactly: the weights span too wide a range (from {float(w.min()):.3g} to {float(w.max()):.3g}) for a "
+            "sample this size. Draw fewer elements, or make the weights less extreme.")
+    dc = 1 + rng.poisson(mean)
     return WeightedSample(top.append_column("draw_count", pa.array(dc, pa.int64())), horizon, int(dc.sum()))
 
 
 def replay(top: pa.Table, *, weight: str, seed: int, stream: int) -> Iterator[tuple[float, int]]:
     """Steps 3.1–3.2 of the appendix: every draw up to ``M`` (the largest ``dt0``), one at a
-    time in time order, as ``(time, row index into top)``.
+    time in time order, as ``(time, row index into top)``. (Callers stop after
+    :func:`draw_limit` draws: with weights spanning a wide range the draws up to ``M`` are
+    astronomically many.)
 
     ``top`` holds each element's first draw time ``dt0`` and its ``weight``; after each draw
     the element's next draw comes an Exponential(weight) time later, from numpy's generator
@@ -164,8 +204,7 @@ def replay(top: pa.Table, *, weight: str, seed: int, stream: int) -> Iterator[tu
     n = top.num_rows
     if n == 0:
         return
-    dt0 = np.asarray(top.column("dt0").to_numpy(zero_copy_only=False), dtype=float)
-    w = np.asarray(top.column(weight).to_numpy(zero_copy_only=False), dtype=float)
+    dt0, w = _times_and_weights(top, weight)
     horizon = float(dt0.max())
     rng = np.random.default_rng([seed, stream])
     heap = [(float(dt0[i]), i) for i in range(n)]
@@ -184,6 +223,12 @@ def successive_draws(top: pa.Table, *, weight: str, seed: int, unique: int | Non
     Stops after the ``unique``-th distinct element is first drawn, or when
     ``stop(row_index, is_new)`` returns True (called after each draw), or at ``M``.
     Returns the elements drawn at least once with their draw counts.
+
+    Raises
+    ------
+    InputError
+        When ``unique`` elements are not drawn within :func:`draw_limit` draws (weights spanning
+        a range too wide for a sample this size).
     """
     n = top.num_rows
     if n == 0:
@@ -191,7 +236,13 @@ def successive_draws(top: pa.Table, *, weight: str, seed: int, unique: int | Non
     counts = np.zeros(n, dtype=np.int64)
     seen = 0
     last = 0.0
-    for t_next, i in replay(top, weight=weight, seed=seed, stream=2):
+    limit = draw_limit(unique if unique is not None else n)
+    for k, (t_next, i) in enumerate(replay(top, weight=weight, seed=seed, stream=2)):
+        if k == limit:
+            raise InputError(
+                f"Drawing with replacement ∝ the weights ('{weight}') found {seen:,} distinct elements in "
+                f"{limit:,} draws, not the {unique or n:,} asked for: the elements not drawn yet carry a tiny share "
+                "of the weight (the weights span a wide range). Ask for fewer, or make the weights less extreme.")
         last = t_next
         is_new = counts[i] == 0
         counts[i] += 1

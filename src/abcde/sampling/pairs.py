@@ -28,6 +28,7 @@ number of draws, not with Σ|cluster|².
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass
 
@@ -38,7 +39,9 @@ import pyarrow as pa
 from abcde.util import progress as _progress
 from abcde.core.diff import Diff, affected_items
 from abcde.core.formulas import affected, merge_pair_weight, split_pair_weight, stable_label, stable_pair_weight
-from abcde.sampling.clocks import check_seed, check_size, hash_uniform_py, replay, smallest_draw_times_many
+from abcde.errors import InputError
+from abcde.sampling.clocks import (check_seed, check_size, draw_limit, hash_uniform_py, replay,
+                                   smallest_draw_times_many)
 
 CLASSES = ("split", "merge", "stable")
 LABEL = {"split": -1, "merge": 1}
@@ -171,10 +174,14 @@ def pairweight_expr(diff: Diff) -> ibis.Table:
     return t.select("item_id", "weight", pw=t.u_split + t.u_merge + t.u_stable)
 
 
-def draw_sequence(top: pa.Table, *, weight: str, seed: int) -> np.ndarray:
+def draw_sequence(top: pa.Table, *, weight: str, seed: int, limit: int | None = None) -> np.ndarray:
     """Steps 3.1–3.2 of the appendix: all draws up to ``M`` in time order, as row
-    indices into ``top`` (which holds ``dt0`` and ``weight``)."""
-    return np.fromiter((i for _, i in replay(top, weight=weight, seed=seed, stream=3)), dtype=np.int64)
+    indices into ``top`` (which holds ``dt0`` and ``weight``); with ``limit``, at most
+    ``limit + 1`` of them (more than ``limit``: the sequence was cut)."""
+    draws = (i for _, i in replay(top, weight=weight, seed=seed, stream=3))
+    if limit is not None:
+        draws = itertools.islice(draws, limit + 1)
+    return np.fromiter(draws, dtype=np.int64)
 
 
 def pair_id(a, b) -> str:
@@ -348,15 +355,21 @@ def fill_budgets(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seeds,
         return {s: (_empty_draws(id_type), 0, True) for s in seeds}
     eng = diff.engine
     n = min(n_pop, max(int(budget * oversample) + 10, 16))
+    # The draws in time order are cut after `limit`: their first `limit` are the same for any n (the
+    # elements beyond the n first drawn come up only after them), so a budget not reached within them
+    # is never reached in a reasonable time (weights spanning a wide range), and is refused.
+    limit = draw_limit(budget)
     done: dict = {}
     pending = seeds
     while pending:
         with _progress.step(f"Drawing vantage items and classes ({n:,})"):
             tops = smallest_draw_times_many(eng, pop, key="key", weight="u", n=n, seeds=pending, salt=salt,
                                             step="vantage")
-        parts, offset = [], 0
+        parts, offset, cut = [], 0, {}
         for s in pending:
-            seq = draw_sequence(tops[s], weight="u", seed=s)
+            seq = draw_sequence(tops[s], weight="u", seed=s, limit=limit)
+            cut[s] = len(seq) > limit
+            seq = seq[:limit]
             rows = tops[s].take(pa.array(seq, pa.int64()))
             parts.append(pa.table({
                 "draw": pa.array(offset + np.arange(len(seq)), pa.int64()),
@@ -379,7 +392,17 @@ def fill_budgets(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seeds,
         still, offset = [], 0
         for s, part in zip(pending, parts):
             k0, offset = offset, offset + part.num_rows
-            got = _select(part, b_all[k0:offset], budget=budget, drop_self=drop_self, exhausted=n >= n_pop)
+            got = _select(part, b_all[k0:offset], budget=budget, drop_self=drop_self,
+                          exhausted=n >= n_pop and not cut[s])
+            if got is None and cut[s]:
+                found = len({pair_id(a, b) for a, b in zip(part.column("vantage").to_pylist(), b_all[k0:offset])
+                             if a != b})
+                where = f" in the {salt[len('stratum-'):-1]} stratum" if salt.startswith("stratum-") else ""
+                raise InputError(
+                    f"Drawing pairs ∝ their weights u_ij found {found:,} distinct pairs to judge{where} in {limit:,} "
+                    f"draws, short of its budget of {budget:,}: the pairs not drawn yet carry a tiny share of the "
+                    "pair weight (the item weights span a wide range). Lower the budget, or make the weights less "
+                    "extreme.")
             if got is None:
                 still.append(s)
             else:
