@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import abcde
@@ -182,6 +182,7 @@ def test_an_exhausted_sample_says_there_is_nothing_to_add(tmp_path, write):
 @given(st.lists(st.floats(0.0, 1.0), min_size=4, max_size=4), st.integers(0, 120),
        st.sampled_from(["proportional", "neyman"]),
        st.none() | st.lists(st.integers(0, 60), min_size=4, max_size=4))
+@example([0.5, 0.02734375, 0.02734375, 0.02734375], 71, "proportional", None)
 def test_allocation_only_grows_with_the_budget(u, budget, allocation, caps):
     """House monotone: the budgets for N + 1 are those for N plus one judgement (so the draws of
     every stratum of a larger sample continue those of the smaller one); with caps (a stratum's
@@ -202,12 +203,14 @@ def test_allocation_only_grows_with_the_budget(u, budget, allocation, caps):
     assert sum(b[c] - a[c] for c in STRATA) == (1 if live else 0)
     if budget >= 2 * len(live):
         assert all(a[c] >= 2 for c in live)
-    # proportional: within one judgement of the quota U_c/ΣU · N (Sainte-Laguë) once every live
-    # stratum has its two
+    # proportional: near the quota U_c/ΣU · N (Sainte-Laguë) once every live stratum has its two.
+    # Sainte-Laguë (Webster) can exceed a quota by a little more than one seat: u = [0.5, 0.0273 ×3]
+    # at 71 gives the first stratum 62 against a quota of 60.99 (three small strata at 3 each), so
+    # the bound is two seats, not one.
     if allocation == "proportional" and live and budget >= 2 * len(live):
         s = sum(totals[c] for c in live)
         quota = {c: budget * totals[c] / s for c in live}
-        assert all(a[c] <= max(quota[c] + 1, 2) for c in live), (a, quota)
+        assert all(a[c] <= max(quota[c] + 2, 2) for c in live), (a, quota)
 
 
 def test_when_the_pairs_run_out_the_page_gives_the_budget_and_the_command(tmp_path, page):
