@@ -33,7 +33,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import ipaddress
 import json
 import os
 import re
@@ -47,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from abcde.util.net import is_loopback
 from abcde.errors import AbcdeError, InputError, MissingDependencyError
 from abcde.core.names import VOCABULARY
 from abcde.quality.sample_dir import shown_columns
@@ -202,13 +202,7 @@ _SECRET_PARAM = re.compile(r"key|token|secret|passw|pwd|auth|sig|credential|sess
 
 def is_loopback_url(url: str) -> bool:
     """Whether ``url``'s host is this machine: ``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
-    host = (urllib.parse.urlsplit(url).hostname or "").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(urllib.parse.urlsplit(url).hostname or "")
 
 
 def _secret_params(url: str) -> list[str]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.resources
-import ipaddress
 import json
 import logging
 import socket
@@ -51,6 +50,7 @@ from starlette.routing import BaseRoute, Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from abcde.core.names import METRIC_LABELS, PAGE_NAMES
+from abcde.util.net import is_loopback
 from abcde.util.templates import environment
 
 
@@ -319,14 +319,6 @@ def page_response(html: bytes) -> Response:
 
 
 # ----------------------------------------------------------------------------- the guard (ASGI)
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
 
 def allowed_hosts(host: str, port: int) -> frozenset[str] | None:
     """The ``Host`` values a server bound to ``host:port`` answers; ``None``: any (not loopback)."""
