@@ -990,3 +990,98 @@ def test_issue_25_weights_catalogue_has_its_own_ids():
     for name in ("CASES_25", "CASES_25_STORE", "CASES_25_TYPES"):
         others |= {c.id for c in globals().get(name, [])}
     assert len(set(ids)) == len(ids) and not set(ids) & others
+
+
+# -- issue 30: invite links (appended block) -----------------------------------------------------------
+# Serving to other machines needs invite links: on any address but loopback without --raters (and
+# without invites in the store) the server refuses to start, in one line naming what to pass, before
+# anything is opened or bound. A bad --raters (a bad or reserved name, a name twice, a file that is
+# missing, not a file, empty, not UTF-8 or huge) or --public-url, and every refusal of 'judge raters'
+# (an unknown name, a name both revoked and re-made, a bad directory) is one line, and writes nothing:
+# not a store, not an invite.
+
+def _invited(*names):
+    """The judged sample with invite links (made through the store, as 'judge serve --raters' does)."""
+    def setup(w: Path) -> None:
+        from abcde.quality.store import OWNER, JudgementStore
+
+        JudgementStore(w / "pairs").invite([*names, OWNER])
+    return setup
+
+
+SERVE_P = ["judge", "serve", "{w}/pairs", "--port", "0"]
+RATERS = ["judge", "raters", "{w}/pairs"]
+CASES_30 = [
+    Case("serve-judge-other-address-without-raters", nothing, [*SERVE_P, "--host", "0.0.0.0"],
+         ["'0.0.0.0'", "--raters NAME,NAME"]),
+    Case("serve-judge-all-interfaces-v6-without-raters", nothing, [*SERVE_P, "--host", "::", "--json"],
+         ["'::'", "--raters"]),
+    Case("serve-judge-other-address-no-store-creates-none", nothing,
+         ["judge", "serve", "{w}/other", "--port", "0", "--host", "192.0.2.7"], ["'192.0.2.7'", "--raters"]),
+    Case("serve-judge-raters-bad-name", nothing, [*SERVE_P, "--raters", "ann,<script>alert(1)</script>"],
+         ["--raters", "'<script>alert(1)</script>'"]),
+    Case("serve-judge-raters-name-twice", nothing, [*SERVE_P, "--raters", "ann,bob,ann"], ["'ann' twice"]),
+    Case("serve-judge-raters-owner", nothing, [*SERVE_P, "--raters", "ann,owner"], ["'owner'", "owner's link"]),
+    Case("serve-judge-raters-owner-in-another-case", nothing, [*SERVE_P, "--raters", "OWNER"], ["'OWNER'"]),
+    Case("serve-judge-raters-no-names", nothing, [*SERVE_P, "--raters", " , ,"], ["names no rater"]),
+    Case("serve-judge-raters-missing-file", nothing, [*SERVE_P, "--raters", "{w}/team.txt"],
+         ["{w}/team.txt", "does not exist"]),
+    Case("serve-judge-raters-a-directory", nothing, [*SERVE_P, "--raters", "{w}/other"], ["{w}/other", "not a file"]),
+    Case("serve-judge-raters-a-device", nothing, [*SERVE_P, "--raters", "/dev/zero"], ["/dev/zero", "not a file"]),
+    Case("serve-judge-raters-empty-file", text_file("team.txt", "# nobody yet\n\n"), [*SERVE_P, "--raters",
+                                                                                     "{w}/team.txt"],
+         ["{w}/team.txt", "names no rater"]),
+    Case("serve-judge-raters-not-utf8", text_file("team.txt", b"ann\n\xff\xfebob\n"),
+         [*SERVE_P, "--raters", "{w}/team.txt"], ["{w}/team.txt", "not UTF-8"]),
+    Case("serve-judge-raters-huge-file", text_file("team.txt", b"ann\n" * 300_000),
+         [*SERVE_P, "--raters", "{w}/team.txt"], ["{w}/team.txt", "larger than 1 MB"]),
+    Case("serve-judge-raters-bad-name-in-file", text_file("team.txt", "ann\nbob smith\n-carol\n"),
+         [*SERVE_P, "--raters", "{w}/team.txt"], ["{w}/team.txt", "'-carol'"]),
+    Case("serve-judge-public-url-with-a-path", nothing,
+         [*SERVE_P, "--raters", "ann", "--public-url", "https://judge.example.org/abcde/"],
+         ["--public-url", "'https://judge.example.org/abcde/'"]),
+    Case("serve-judge-public-url-not-http", nothing, [*SERVE_P, "--raters", "ann", "--public-url", "judge.example"],
+         ["--public-url", "'judge.example'"]),
+    Case("raters-revoke-unknown", nothing, [*RATERS, "--revoke", "bob"], ["'bob'", "{w}/pairs/judgements.sqlite"]),
+    Case("raters-revoke-unknown-among-invited", _invited("ann"), [*RATERS, "--revoke", "ann", "--revoke", "zoe"],
+         ["'zoe'", "ann, owner"]),
+    Case("raters-json-revoke-unknown", _invited("ann"), [*RATERS, "--revoke", "bob", "--json"], ["'bob'"]),
+    Case("raters-revoke-without-a-store", nothing, ["judge", "raters", "{w}/other", "--revoke", "ann"],
+         ["'ann'", "{w}/other/judgements.sqlite", "no store"]),
+    Case("raters-revoke-and-new-link", _invited("ann"), [*RATERS, "--revoke", "ann", "--new-link", "ann"],
+         ["'ann'", "--new-link"]),
+    Case("raters-new-link-bad-name", nothing, ["judge", "raters", "{w}/other", "--new-link", "<b>"], ["'<b>'"]),
+    Case("raters-new-link-bad-public-url", nothing,
+         ["judge", "raters", "{w}/other", "--new-link", "ann", "--public-url", "https://x.example/?t=1"],
+         ["--public-url", "'https://x.example/?t=1'"]),
+    Case("raters-missing-dir", nothing, ["judge", "raters", "{w}/nope"], "{w}/nope"),
+    Case("raters-not-a-sample", user_directory("mine"), ["judge", "raters", "{w}/mine"], "{w}/mine"),
+    Case("raters-store-truncated", _in_store(_truncated_store), RATERS, [STORE, "truncated"]),
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in CASES_30])
+def test_hostile_input_issue_30_invites(case: Case, ws, tmp_path, monkeypatch):
+    test_hostile_input(case, ws, tmp_path, monkeypatch)
+
+
+def test_issue_30_invites_catalogue_has_its_own_ids():
+    ids = [c.id for c in CASES_30]
+    others = {c.id for c in CASES}
+    for name in ("CASES_25", "CASES_25_STORE", "CASES_25_TYPES", "CASES_25_WEIGHTS"):
+        others |= {c.id for c in globals().get(name, [])}
+    assert len(set(ids)) == len(ids) and not set(ids) & others
+
+
+def test_issue_30_no_traceback_reaches_stderr_and_no_server_starts(ws, tmp_path):
+    """The refusal to serve elsewhere without invites, as a real process: one line on stderr,
+    nothing on stdout (no URL printed: nothing was bound), nothing written."""
+    case = next(c for c in CASES_30 if c.id == "serve-judge-other-address-without-raters")
+    before = snapshot(tmp_path)
+    exe = [str(ABCDE)] if ABCDE.exists() else [sys.executable, "-m", "abcde"]
+    p = subprocess.run([*exe, *[a.format(w=ws) for a in case.argv]], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"})
+    assert p.returncode == 1 and p.stdout == "" and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "--raters" in lines[0], p.stderr
+    assert snapshot(tmp_path) == before

@@ -9,7 +9,7 @@ Every command prints readable tables by default and one JSON object with
 - :mod:`~abcde.cli.metrics` — ``impact``, ``pointwise``, ``weights``
 - :mod:`~abcde.cli.explore` — ``explore sample|query|serve``
 - :mod:`~abcde.cli.quality` — ``pairs``, ``quality``
-- :mod:`~abcde.cli.judge` — ``judge oracle|serve|model|export``
+- :mod:`~abcde.cli.judge` — ``judge oracle|serve|raters|model|export``
 - :mod:`~abcde.cli.report` — ``report``
 - :mod:`~abcde.cli.demo` — ``demo``
 

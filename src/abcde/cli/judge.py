@@ -1,5 +1,6 @@
-"""``abcde judge oracle|serve|model|export``: collecting the judgements of a pair sample
-(:mod:`abcde.quality.oracle`, :mod:`abcde.judging`, :mod:`abcde.web.judging_server`)."""
+"""``abcde judge oracle|serve|raters|model|export``: collecting the judgements of a pair sample
+(:mod:`abcde.quality.oracle`, :mod:`abcde.judging`, :mod:`abcde.web.judging_server`), and who may
+judge on a served sample (invite links, :mod:`abcde.quality.store`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,116 @@ import click
 
 from abcde.cli.options import json_option
 from abcde.cli.tables import console, emit_json, handle_errors
-from abcde.errors import AbcdeError
+from abcde.errors import AbcdeError, InputError
+
+#: The largest raters file ``--raters FILE`` reads (one name a line).
+MAX_RATERS_FILE = 1 << 20
+
+
+def read_raters(value: str) -> list[str]:
+    """``--raters``: names separated by commas (``alice,bob``), or a file of names, one a line
+    (blank lines and lines starting with ``#`` skipped). A value naming an existing path is a
+    file; so is one without a comma that holds a path separator or a file extension. Each name is
+    checked as a rater name; a name twice, ``owner`` (the owner's link) or no name at all is
+    refused in one line."""
+    from abcde.quality.store import OWNER, check_invite_name  # lazy: start-up time
+
+    path = Path(value)
+    looks_like_a_file = "," not in value and (os.sep in value or path.suffix.lower() in (".txt", ".csv", ".lst",
+                                                                                        ".list"))
+    if os.path.lexists(value) or looks_like_a_file:
+        where = f"The raters file '{value}'"
+        if not path.exists():
+            raise InputError(f"{where} does not exist. --raters takes names separated by commas (alice,bob) or a "
+                             "file with one name a line.")
+        if not path.is_file():
+            raise InputError(f"'{value}' is not a file. --raters takes names separated by commas (alice,bob) or a "
+                             "file with one name a line.")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_RATERS_FILE + 1)
+        if len(data) > MAX_RATERS_FILE:
+            raise InputError(f"{where} is larger than {MAX_RATERS_FILE // (1 << 20)} MB; expected one rater name a "
+                             "line.")
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start}); expected one rater "
+                             "name a line.") from None
+        names = [ln.strip() for ln in text.splitlines()]
+        names = [n for n in names if n and not n.startswith("#")]
+    else:
+        where = f"--raters {value!r}"
+        names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise InputError(f"{where} names no rater; expected names such as alice,bob (in a file: one a line).")
+    for n in names:
+        if n == OWNER:
+            raise InputError(f"{where}: {OWNER!r} is the owner's link, made with every --raters; give the rater "
+                             "another name.")
+        try:
+            check_invite_name(n)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"{where} names {twice[0]!r} twice; each rater gets one link.")
+    return names
+
+
+def _when(ts: str | None) -> str:
+    """A stored time (ISO 8601, UTC) as a person reads it: ``2025-03-01 14:02 UTC``."""
+    return "" if not ts else ts[:16].replace("T", " ") + " UTC"
+
+
+def invite_rows(invites, counts: dict, links: dict) -> list[dict]:
+    """One row per name with an invite link (its live link, else its latest), then the raters
+    who judged without one: name, role, status, link made, revoked, judgements, link (made now)."""
+    latest: dict = {}
+    for inv in invites:
+        if inv.active or inv.name not in latest or not latest[inv.name].active:
+            latest[inv.name] = inv
+    rows = []
+    for name, inv in latest.items():
+        rows.append({"name": name, "role": inv.role, "status": "active" if inv.active else "revoked",
+                     "link_made": inv.created_at, "revoked": inv.revoked_at,
+                     "judgements": counts.get(name, 0) if inv.role == "rater" else None,
+                     "link": links.get(name)})
+    for name, n in counts.items():
+        if name not in latest:
+            rows.append({"name": name, "role": "rater", "status": "no link", "link_made": None, "revoked": None,
+                         "judgements": n, "link": None})
+    return rows
+
+
+def print_invites(rows: list[dict], sample_dir, *, invites_on: bool) -> None:
+    """The raters' table (no secrets), then each link made now on its own line (whole, to copy)."""
+    from abcde.cli.tables import new_table  # lazy: start-up time
+
+    con = console()
+    if not rows:
+        con.print(f"No invite links for {sample_dir}: 'abcde judge serve {sample_dir} --raters alice,bob' makes them.")
+        return
+    t = new_table(title="Raters and invite links", title_justify="left", header_style="bold")
+    for col in ("name", "role", "status", "link made", "revoked", "judgements"):
+        t.add_column(col, justify="right" if col == "judgements" else "left", overflow="fold")
+    for r in rows:
+        t.add_row(r["name"], r["role"], r["status"], _when(r["link_made"]), _when(r["revoked"]),
+                  "" if r["judgements"] is None else f"{r['judgements']:,}")
+    con.print(t)
+    made = [r for r in rows if r["link"]]
+    if made:
+        click.echo("New invite links (each signs a browser in as its name: send each person only their own; shown "
+                   "this once, the store keeps only a hash):")
+        width = max(len(r["name"]) for r in made)
+        for r in made:
+            note = "   (the owner's view and the export)" if r["role"] == "owner" else ""
+            click.echo(f"  {r['name']:<{width}}  {r['link']}{note}")
+    kept = [r["name"] for r in rows if r["status"] == "active" and not r["link"]]
+    if kept:
+        click.echo(f"Links made earlier ({', '.join(kept)}) still work and are not shown again; "
+                   f"'abcde judge raters {sample_dir} --new-link NAME' replaces one.")
+    if invites_on:
+        click.echo("Invites are on: every request needs a link (revoked ones stop at once, their judgements stay).")
 
 
 class _JudgeGroup(click.Group):
@@ -67,7 +177,7 @@ def judge_oracle(sample_dir, oracle_column, out, as_json):
 @judge.command("serve")
 @click.argument("sample_dir", type=click.Path(file_okay=False))
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Interface to bind; the default serves only this machine.")
+              help="Interface to bind; the default serves only this machine (any other needs invite links: --raters).")
 @click.option("--port", default=8766, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
 @click.option("--replicate", "--rater-share", "replicate", type=click.FloatRange(0, 1), default=None,
               help="Share of pairs to show to two raters, for agreement (Cohen's/Fleiss' kappa). "
@@ -83,34 +193,57 @@ def judge_oracle(sample_dir, oracle_column, out, as_json):
               help="Stratified samples: after each stratum's first judgements, serve the next pair from the "
                    "stratum whose judgement most reduces ΔPrecision's SE (adaptive Neyman allocation); pair it "
                    "with --target-width.")
-@click.option("--verbose", is_flag=True, help="Log every request to stderr.")
-@json_option(help="Print the URL etc. as one JSON line, then serve.")
+@click.option("--raters", "raters_spec", default=None, metavar="NAMES|FILE",
+              help="Invite these raters (alice,bob,carol, or a file with one name a line): prints one secret link per "
+                   "rater and one for the owner; without a valid link the server reads and writes nothing. Links "
+                   "are kept (hashed) in the store: a restarted server honours them. Needed on any --host but "
+                   "loopback, unless the sample already has invites.")
+@click.option("--public-url", default=None, metavar="URL",
+              help="The address raters open when a reverse proxy (TLS) is in front, e.g. https://judge.example.org/: "
+                   "invite links start with it and its name passes the Host check.")
+@click.option("--verbose", is_flag=True, help="Log every request to stderr (invite tokens hidden).")
+@json_option(help="Print the URL, the invite links etc. as one JSON line, then serve.")
 @handle_errors
-def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, show_ids, show_raters, adaptive, verbose,
-                as_json):
-    """A local web app where people judge the sample's pairs (blind, one at a time).
+def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, show_ids, show_raters, adaptive,
+                raters_spec, public_url, verbose, as_json):
+    """A web app where people judge the sample's pairs (blind, one at a time).
 
     Raters open the first URL printed and see their progress and one pair at a time, never the
     estimates; the owner's view (URL/owner) shows the live estimates, agreement and the verdict.
     Every judgement is committed to SAMPLE_DIR/judgements.sqlite before the next pair is shown;
     a restarted server resumes each rater where they stopped. Keys: s same, d different,
     u can't tell, z or Backspace undo.
+
+    Alone at this machine (127.0.0.1, the default), a rater types their name. A team at other
+    machines: --raters alice,bob prints an invite link per rater (their name comes from it) and
+    the owner's; see 'abcde judge raters' to list, revoke or replace them.
     """
     from abcde.web.judging_server import serve  # lazy: start-up time
 
+    raters = read_raters(raters_spec) if raters_spec is not None else []
     srv = serve(sample_dir, host=host, port=port, seed=seed, replicate=replicate, target_width=target_width,
-                hide=hide, show_ids=show_ids, verbose=verbose, adaptive=adaptive, show_raters=show_raters)
+                hide=hide, show_ids=show_ids, verbose=verbose, adaptive=adaptive, show_raters=show_raters,
+                raters=raters, public_url=public_url)
     s = srv.session
+    rows = []
+    if srv.invites_on:
+        counts = Counter(j.rater for j in s.store.live(source="person"))
+        rows = invite_rows(s.store.invites(), counts, srv.links)
     info = {"url": srv.url, "owner_url": srv.owner_url, "pid": os.getpid(), "sample_dir": str(s.sample_dir),
             "store": str(s.store.path), "pairs": len(s.pair_ids), "replicated_pairs": len(s.replicated),
-            "seed": s.seed, "replicate": s.replicate, "allocation": "adaptive Neyman" if s.adaptive else "as sampled"}
+            "seed": s.seed, "replicate": s.replicate, "allocation": "adaptive Neyman" if s.adaptive else "as sampled",
+            "invites": srv.invites_on, "links": srv.links, "raters": rows}
     if as_json:
         click.echo(json.dumps(info))
     else:
-        click.echo(f"abcde judge: serving {len(s.pair_ids)} pairs of {sample_dir} (Ctrl+C to stop); "
+        who = "to invited raters only" if srv.invites_on else "to this machine only; a rater types their name"
+        click.echo(f"abcde judge: serving {len(s.pair_ids)} pairs of {sample_dir} {who} (Ctrl+C to stop); "
                    f"judgements go to {s.store.path}\n"
-                   f"  raters judge at  {srv.url}\n"
-                   f"  the owner's view {srv.owner_url} (estimates, agreement, verdict; raters do not see them)")
+                   f"  raters judge at  {srv.link_base if srv.invites_on else srv.url}\n"
+                   f"  the owner's view {(srv.link_base if srv.invites_on else srv.url) + 'owner'} (estimates, "
+                   "agreement, verdict; raters do not see them)")
+        if srv.invites_on:
+            print_invites(rows, sample_dir, invites_on=False)
     sys.stdout.flush()
     try:
         srv.serve_forever()
@@ -118,6 +251,69 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
         pass
     if not as_json:
         click.echo(f"stopped; {len(s.store.live(source='person'))} person judgements in {s.store.path}")
+
+
+@judge.command("raters")
+@click.argument("sample_dir", type=click.Path(file_okay=False))
+@click.option("--revoke", multiple=True, metavar="NAME",
+              help="Revoke NAME's invite link (repeatable; 'owner' is the owner's): it stops working at once, also "
+                   "on a running server; NAME's judgements stay.")
+@click.option("--new-link", "new_link", multiple=True, metavar="NAME",
+              help="Make an invite link for NAME (repeatable): a new rater, or a replacement for a lost link (the "
+                   "old one stops working). Printed this once.")
+@click.option("--public-url", default=None, metavar="URL",
+              help="The address new links start with (default: the one the last server on this sample used).")
+@json_option
+@handle_errors
+def judge_raters(sample_dir, revoke, new_link, public_url, as_json):
+    """List a served sample's raters and invite links (never their secrets); revoke or replace links.
+
+    The table shows each name's link (active or revoked, when made), its judgements, and raters
+    who judged without a link. Changes take effect at once, also on a running server; judgements
+    are never touched.
+    """
+    from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
+    from abcde.quality.store import STORE_NAME, JudgementStore, check_invite_name  # lazy: start-up time
+    from abcde.web.judging_server import check_public_url  # lazy: start-up time
+
+    both = sorted(set(revoke) & set(new_link))
+    if both:
+        raise InputError(f"{both[0]!r} is given to both --revoke and --new-link; --new-link alone replaces a link "
+                         "(the old one stops working).")
+    for name in new_link:  # before anything is opened (a store made)
+        check_invite_name(name)
+    public_url = check_public_url(public_url)
+    sample = PairSampleDir.read(sample_dir)
+    if not (sample.path / STORE_NAME).exists() and not new_link:
+        if revoke:
+            raise InputError(f"No active invite link for {revoke[0]!r} in '{sample.path / STORE_NAME}' (there is no "
+                             "store yet). Names with an active link: none.")
+        store = None
+    else:
+        store = JudgementStore(sample_dir)
+    revoked, links = [], {}
+    if store is not None:
+        if revoke:
+            revoked = store.revoke(revoke)
+        if new_link:
+            base = public_url or store.link_base()
+            for inv in store.invite(new_link, replace=True):
+                links[inv.name] = f"{base or '/'}join/{inv.token}"
+    invites = store.invites() if store is not None else []
+    counts = Counter(j.rater for j in store.live(source="person")) if store is not None else {}
+    rows = invite_rows(invites, counts, links)
+    invites_on = bool(invites)
+    if as_json:
+        emit_json({"sample_dir": str(sample.path), "store": str(sample.path / STORE_NAME), "invites": invites_on,
+                   "link_base": store.link_base() if store is not None else None, "raters": rows,
+                   "revoked": [i.name for i in revoked], "new_links": links})
+        return
+    for inv in revoked:
+        click.echo(f"revoked the invite link of {inv.name!r} (made {_when(inv.created_at)}); its judgements stay.")
+    print_invites(rows, sample_dir, invites_on=invites_on)
+    if links and store.link_base() is None and public_url is None:
+        click.echo("No server has served this sample with invites yet: put the server's address before /join/ "
+                   "(or pass --public-url).")
 
 
 @judge.command("model")

@@ -54,6 +54,19 @@ Durability and safety
   unique ``request_id`` makes a replayed request fail instead of counting twice.
 - The store records the sample's id: after the pairs are re-drawn in the
   directory, the old store is refused instead of mixing samples.
+
+Invite links
+------------
+Who may judge on a server that others reach (``abcde judge serve --raters``) is kept in the
+store too, in its own table ``invites`` (made by the first invite; a store without invites has
+none): one row per link made, holding the rater's name (or :data:`OWNER`), the link's role
+(``rater`` or ``owner``), the SHA-256 of its secret token, when it was made and when it was
+revoked. The token itself is never stored: it is returned once, by :meth:`JudgementStore.invite`,
+to be printed in the link. A partial unique index allows one live link per name; a new link for
+a name revokes the old one in the same transaction. The invites go through the same one way in
+as the judgements (the lock, the identity checks, stamped transactions), and no invite
+operation reads or writes the ``judgements`` table: revoking a rater keeps every judgement
+they made.
 """
 
 from __future__ import annotations
@@ -62,6 +75,7 @@ import datetime as _dt
 import errno
 import fcntl
 import glob
+import hashlib
 import json
 import os
 import re
@@ -72,7 +86,7 @@ import struct
 import time
 import urllib.parse
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -103,6 +117,25 @@ CREATE TABLE IF NOT EXISTS judgements (
 CREATE UNIQUE INDEX IF NOT EXISTS judgements_live ON judgements (rater, pair_id) WHERE withdrawn_at IS NULL;
 CREATE INDEX IF NOT EXISTS judgements_pair ON judgements (pair_id);
 """
+
+#: The invite links (see "Invite links" above): created with the first invite.
+INVITES_SCHEMA = """
+CREATE TABLE IF NOT EXISTS invites (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('rater', 'owner')),
+    token_sha256 TEXT NOT NULL UNIQUE CHECK (length(token_sha256) = 64),
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS invites_live ON invites (name) WHERE revoked_at IS NULL;
+"""
+#: The name of the owner's invite link (the owner's view and the export; it does not judge).
+OWNER = "owner"
+#: What an invite token looks like (``secrets.token_urlsafe(32)``: 43 characters); anything else is no token.
+TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
+#: Bytes of randomness in a new token (256 bits).
+TOKEN_BYTES = 32
 
 
 class StoreError(AbcdeError):
@@ -481,6 +514,46 @@ class Recorded:
     def to_dict(self) -> dict:
         return {"id": self.id, "pair_id": self.pair_id, "judgement": self.judgement, "rater": self.rater,
                 "source": self.source, "comment": self.comment, "created_at": self.created_at}
+
+
+@dataclass(frozen=True)
+class Invite:
+    """One invite link as stored: whose (``name``: a rater, or :data:`OWNER`), its ``role``
+    (``rater`` or ``owner``), when it was made and revoked. ``token`` is the secret of a link
+    just made (:meth:`JudgementStore.invite`), ``None`` otherwise: the store keeps only its hash,
+    so a link is shown once. :meth:`to_dict` never holds the token."""
+
+    name: str
+    role: str
+    created_at: str
+    revoked_at: str | None = None
+    token: str | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "role": self.role, "active": self.active, "created_at": self.created_at,
+                "revoked_at": self.revoked_at}
+
+
+def token_hash(token: str) -> str:
+    """The SHA-256 (hex) of an invite token: what the store keeps instead of the token. A token
+    has 256 random bits, so a fast hash is enough (nobody can guess one from its hash)."""
+    return hashlib.sha256(token.encode("ascii")).hexdigest()
+
+
+def check_invite_name(name) -> str:
+    """A name an invite link may be made for: :data:`OWNER`, or a rater name (:func:`check_rater`)
+    that is not the owner's in another case ('Owner')."""
+    if name == OWNER:
+        return name
+    check_rater(name)
+    if name.lower() == OWNER:
+        raise InputError(f"{name!r} is too close to {OWNER!r}, the name of the owner's link; give the rater "
+                         "another name.")
+    return name
 
 
 def _stamp(con: sqlite3.Connection) -> None:
@@ -983,6 +1056,129 @@ class JudgementStore:
             raise InputError(f"The file '{out}' exists; an export never overwrites a judgement file. Give a new "
                              "path, or --force (force=True) to replace it.")
         return write_table_file(self.to_table(source=source), out)
+
+    # ------------------------------------------------------------------ invite links
+    @staticmethod
+    def _invites_table(con: sqlite3.Connection) -> bool:
+        found = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'invites'").fetchone()
+        return found is not None
+
+    @staticmethod
+    def _live_invites(con: sqlite3.Connection) -> dict[str, Invite]:
+        rows = con.execute("SELECT name, role, created_at, revoked_at FROM invites WHERE revoked_at IS NULL").fetchall()
+        return {r[0]: Invite(*r) for r in rows}
+
+    def invites(self) -> list[Invite]:
+        """Every invite link made for this sample, oldest first, revoked ones included (never a token)."""
+        with self._connect() as con:
+            if not self._invites_table(con):
+                return []
+            rows = con.execute("SELECT name, role, created_at, revoked_at FROM invites ORDER BY id").fetchall()
+        return [Invite(*r) for r in rows]
+
+    def has_invites(self) -> bool:
+        """Whether an invite link was ever made for this sample (revoked ones count: once a directory
+        has invites, every server on it asks for them; revoking everyone locks everyone out)."""
+        with self._connect() as con:
+            return self._invites_table(con) and con.execute("SELECT 1 FROM invites LIMIT 1").fetchone() is not None
+
+    def invite(self, names, *, replace: bool = False) -> list[Invite]:
+        """Make invite links, in one transaction (all or none), and return one :class:`Invite` per
+        name, in order.
+
+        A name without a live link gets a new one: its ``token`` is the secret to put in the link,
+        returned this once (the store keeps its SHA-256 only). A name with a live link keeps it
+        (``token`` None: it cannot be shown again) unless ``replace``, which revokes it and makes a
+        new one. :data:`OWNER` is the owner's link; every other name is a rater's
+        (:func:`check_invite_name`). Judgements are not read or written.
+
+        Raises
+        ------
+        InputError
+            A name that is not a rater name, or is given twice.
+        """
+        names = list(names)
+        for name in names:
+            check_invite_name(name)
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError(f"Each name gets one invite link; {examples_text(twice)} "
+                             f"{'is' if len(twice) == 1 else 'are'} given twice.")
+        now = _now()
+        out = []
+        with self._transaction() as con:
+            for statement in INVITES_SCHEMA.split(";"):
+                if statement.strip():
+                    con.execute(statement)
+            live = self._live_invites(con)
+            for name in names:
+                role = "owner" if name == OWNER else "rater"
+                if name in live and not replace:
+                    out.append(live[name])
+                    continue
+                if name in live:
+                    con.execute("UPDATE invites SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", (now, name))
+                token = secrets.token_urlsafe(TOKEN_BYTES)
+                con.execute("INSERT INTO invites (name, role, token_sha256, created_at) VALUES (?, ?, ?, ?)",
+                            (name, role, token_hash(token), now))
+                out.append(Invite(name, role, now, None, token))
+        return out
+
+    def revoke(self, names) -> list[Invite]:
+        """Revoke the live invite links of ``names`` (one transaction: all or none); their
+        judgements stay, and count as before. Returns the revoked links.
+
+        Raises
+        ------
+        InputError
+            A name without a live link (naming the names that have one); nothing is revoked.
+        """
+        names = list(dict.fromkeys(names))
+
+        def missing(live):
+            gone = [n for n in names if n not in live]
+            if gone:
+                have = ", ".join(sorted(live)) or "none"
+                raise InputError(f"No active invite link for {examples_text(gone)} in '{self.path}'. Names with "
+                                 f"an active link: {have}.")
+
+        with self._connect() as con:  # check first: a refusal writes nothing
+            missing(self._live_invites(con) if self._invites_table(con) else {})
+        now = _now()
+        with self._transaction() as con:
+            live = self._live_invites(con)
+            missing(live)
+            for name in names:
+                con.execute("UPDATE invites SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", (now, name))
+        return [Invite(live[n].name, live[n].role, live[n].created_at, now) for n in names]
+
+    def invite_for(self, token) -> Invite | None:
+        """The live invite link whose token is ``token``, or ``None`` (no such token, revoked or
+        replaced, or not a token at all). Looked up by the token's hash."""
+        if not isinstance(token, str) or not TOKEN_RE.match(token):
+            return None
+        with self._connect() as con:
+            if not self._invites_table(con):
+                return None
+            row = con.execute("SELECT name, role, created_at, revoked_at FROM invites WHERE token_sha256 = ? "
+                              "AND revoked_at IS NULL", (token_hash(token),)).fetchone()
+        return Invite(*row) if row else None
+
+    def link_base(self, url: str | None = None) -> str | None:
+        """The address invite links start with (``http://host:port/`` or ``--public-url``), as the
+        last server on this sample gave it (``url``: remember this one, written only when it
+        changed); ``None`` when no server gave one."""
+        key = "invites.base_url"
+        if url is None:
+            with self._connect() as con:
+                row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            return row[0] if row else None
+        with self._connect() as con:
+            row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is None or row[0] != url:
+            with self._transaction() as con:
+                con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, url))
+        return url
 
 
 def read_store_table(path: str | os.PathLike) -> pa.Table:

@@ -4,66 +4,275 @@ Routes (nothing else is served; no path from a request ever reaches the file sys
 
     GET  /                    the rater's page (web/templates/judge.html): progress and one pair at a time
     GET  /owner               the owner's page (web/templates/judge-owner.html): estimates, verdict, agreement
+    GET  /join/TOKEN          an invite link: sets the sign-in cookie, then opens / (a rater) or /owner
     GET  /static/NAME         their scripts and styles (a fixed set, read at start-up)
+    GET  /api/me              who this request is: {"invites": bool, "role": "rater"|"owner"|null, "rater"}
     GET  /api/state?rater=R   progress and R's next pair (no estimates: raters are not shown them)
     GET  /api/owner           progress per rater, live estimates, what ΔPrecision still needs,
                               agreement, the stop rule and the verdict
+    GET  /api/owner/export    every live judgement as a CSV judgement file (what 'abcde judge export' writes;
+                              a comment a spreadsheet would run as a formula starts with ')
     POST /api/judgements      {"rater", "pair_id", "judgement", "comment"?, "request_id"?}
     POST /api/undo            {"rater"}: withdraw R's last judgement
+
+Who may do what (:class:`InviteGate`, the one place that says who a request is):
+
+- **Open** (a loopback address, and no invite link ever made for the sample): today's
+  behaviour; a person alone at their machine types a name, and every route answers.
+- **Invites** (``--raters``, any other address, or a sample whose store holds invite links):
+  every route but ``/join/TOKEN`` and the static files needs a valid token, sent as the
+  sign-in cookie that ``/join/TOKEN`` sets (HttpOnly, SameSite=Strict, Path=/) or as
+  ``Authorization: Bearer TOKEN``. Without one: 401; with a token that is not (or no longer) a
+  live invite: 403. A rater's name comes from their token: a ``rater`` in a request that is not
+  the token's is a 403, so no one writes or reads as someone else. The owner's token opens the
+  owner's view and the export, and judges nothing. Tokens are looked up in the store on every
+  request, so a link revoked by ``abcde judge raters --revoke`` stops at once.
 
 The owner's routes go through :func:`owner_only`, the one place that decides who may see them.
 
 Errors are the one JSON shape of :mod:`abcde.web.server`, ``{"ok": false, "error": "...",
-"status": 4xx}``: 400 for a malformed body, bad vocabulary or rater name; 404 for an unknown
-route or pair; 405 for a wrong method; 409 for a double submit, a replayed request or nothing
-to undo; 403 for a request whose ``Host`` is not this server (DNS rebinding) when it listens
-on a loopback address; 413/408 for a body too large or too slow; 415 for a POST that is not
-JSON. A judgement is committed to the store before its response is sent.
+"status": 4xx}``: 400 for a malformed body, bad vocabulary or rater name; 401 without a token and
+403 with one that is not valid, or for another rater's name (a page, ``/`` or ``/owner``, answers
+with a short HTML page saying what to do instead); 404 for an unknown route or pair; 405 for a
+wrong method; 409 for a double submit, a replayed request or nothing to undo; 403 for a request
+whose ``Host`` is not this server (DNS rebinding) when it listens on a loopback address; 413/408
+for a body too large or too slow; 415 for a POST that is not JSON. A judgement is committed to
+the store before its response is sent.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import io
+import socket
 import time
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
 
+import pyarrow.csv as pacsv
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import Request, cookie_parser
+from starlette.responses import Response
 from starlette.routing import Route
 
 from abcde.errors import AbcdeError, InputError
 from abcde.judging.session import JudgingSession
-from abcde.quality.store import DuplicateJudgementError, UnknownPairError, lock_directory
-from abcde.web.server import (Assets, HTTPError, Limits, Server, create_app, json_response, page_response,
-                              read_json)
+from abcde.quality.sample_dir import neutralise_formulas
+from abcde.quality.store import (OWNER, STORE_NAME, TOKEN_RE, DuplicateJudgementError, Invite, JudgementStore,
+                                 UnknownPairError, check_invite_name, lock_directory)
+from abcde.util.net import is_loopback
+from abcde.web.server import (Assets, HTTPError, Limits, Server, create_app, error_response, json_response,
+                              page_response, read_json)
 
 ERRORS = {UnknownPairError: 404, DuplicateJudgementError: 409, InputError: 400, AbcdeError: 500}
 
 
-#: The pages and API routes of the owner's view (estimates, agreement, verdict).
-OWNER_PATHS = ("/owner", "/api/owner")
+#: The pages and API routes of the owner's view (estimates, agreement, verdict, export).
+OWNER_PATHS = ("/owner", "/api/owner", "/api/owner/export")
+#: Paths that answer without a token: invite links themselves and the static files.
+PUBLIC_PREFIXES = ("/join/", "/static/")
+PUBLIC_PATHS = ("/favicon.ico",)
+#: Paths a person opens (a refusal there is a short page, not JSON).
+PAGE_PATHS = ("/", "/owner")
+#: Seconds the sign-in cookie lasts (30 days; a revoked link stops at once regardless).
+COOKIE_MAX_AGE = 30 * 24 * 3600
+
+NO_TOKEN = ("This judging server is for invited raters: open the invite link you were sent (it ends in "
+            "/join/ and a long code). Lost it? Ask the person running the evaluation for a new one.")
+BAD_TOKEN = ("This invite link does not work: it was revoked or replaced by a newer one, or it is mistyped. "
+             "Ask the person running the evaluation for a new link.")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a request is: ``role`` ``open`` (no invites: anyone this server answers), ``rater``
+    (``rater``: the name bound to their token) or ``owner``."""
+
+    role: str
+    rater: str | None = None
+
+
+OPEN = Identity("open")
+
+
+class Refused(HTTPError):
+    """A request this identity may not make (401/403): a short page on :data:`PAGE_PATHS`, else
+    the one JSON error shape."""
+
+
+def identity(request: Request) -> Identity:
+    """The identity :class:`InviteGate` gave this request; a route it did not pass is refused
+    (fail closed: it cannot happen for the app's own routes)."""
+    who = request.scope.get("abcde.identity")
+    if not isinstance(who, Identity):
+        raise Refused(403, "This route needs a signed-in rater or the owner.")
+    return who
 
 
 def owner_only(endpoint):
     """An endpoint of the owner's view (:data:`OWNER_PATHS`): the one place that decides who may
-    see the estimates, agreement and verdict. Today everyone the server answers may (it binds
-    127.0.0.1 unless ``--host`` says otherwise); a check of the owner (say, an invite link's
-    token) belongs here, before ``endpoint`` runs."""
+    see the estimates, agreement, verdict and export. Without invites, everyone the server
+    answers may (it binds 127.0.0.1 unless ``--host`` says otherwise); with invites, only the
+    owner's token (:class:`InviteGate`)."""
 
     async def guarded(request: Request):
+        who = identity(request)
+        if who.role not in ("open", "owner"):
+            raise Refused(403, "The owner's view needs the owner's invite link; a rater's link opens the judging "
+                               "page only.")
         return await endpoint(request)
 
     guarded.__name__ = guarded.__qualname__ = endpoint.__name__
     return guarded
 
 
-def create_judging_app(session: JudgingSession):
-    """The judging app (ASGI) over ``session``; serve it with :class:`abcde.web.server.Server`."""
+def rater_of(request: Request, given) -> str | None:
+    """The rater a request judges or reads as: ``given`` (the request's ``rater``) without invites;
+    with invites, the name bound to the token (``given`` may be left out; another name is a 403).
+    The owner judges nothing (``None``; a ``rater`` given is a 403)."""
+    who = identity(request)
+    if who.role == "open":
+        return given
+    if who.role == "owner":
+        if given is not None:
+            raise Refused(403, "The owner's invite link does not judge; to judge too, make yourself a rater's link "
+                               "('abcde judge raters DIR --new-link NAME').")
+        return None
+    if given is not None and given != who.rater:
+        raise Refused(403, f"You are signed in as {who.rater!r}: you cannot judge or read as {given!r}.")
+    return who.rater
+
+
+class InviteGate:
+    """The ASGI layer that says who each request is (see the module's docstring): sets
+    ``scope["abcde.identity"]`` (an :class:`Identity`) or answers 401/403 itself. Inside
+    :class:`abcde.web.server.Guard` (the Host check and body limits come first).
+
+    ``required``: invites are needed whatever the store holds (``--raters``, or an address other
+    than loopback); otherwise they are once the store holds an invite link (checked per request
+    until it does: ``abcde judge raters --new-link`` on a running server turns them on)."""
+
+    def __init__(self, app, session: JudgingSession, *, required: bool, refuse):
+        self.app = app
+        self.store = session.store
+        self.required = required
+        self.refuse = refuse
+        self._checking: asyncio.Future | None = None
+
+    async def invites_on(self) -> bool:
+        """Whether invites are on. Until they are, the store is asked on every request, by one
+        look-up in the thread pool shared by the requests that arrive meanwhile (a crowd of slow
+        clients holds no thread each)."""
+        if self.required:
+            return True
+        if self._checking is None:
+            self._checking = asyncio.ensure_future(run_in_threadpool(self.store.has_invites))
+            self._checking.add_done_callback(lambda _: setattr(self, "_checking", None))
+        if await asyncio.shield(self._checking):
+            self.required = True  # invites are never deleted: once on, on for good
+        return self.required
+
+    def token(self, scope) -> str | None:
+        """The token a request carries: the sign-in cookie, or ``Authorization: Bearer TOKEN``."""
+        name = cookie_name(scope)
+        for k, v in scope["headers"]:
+            if k == b"cookie":
+                found = cookie_parser(v.decode("latin-1")).get(name)
+                if found:
+                    return found
+        for k, v in scope["headers"]:
+            if k == b"authorization":
+                kind, _, value = v.decode("latin-1").partition(" ")
+                if kind.lower() == "bearer" and value.strip():
+                    return value.strip()
+        return None
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        if path.startswith(PUBLIC_PREFIXES) or path in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        try:
+            on = await self.invites_on()
+            token = self.token(scope) if on else None
+            invite = None
+            if token is not None and TOKEN_RE.match(token):  # anything else is no token: no look-up
+                invite = await run_in_threadpool(self.store.invite_for, token)
+        except AbcdeError as exc:  # the store failed (moved, locked): the one error shape
+            await error_response(500, str(exc))(scope, receive, send)
+            return
+        if not on:
+            scope["abcde.identity"] = OPEN
+            await self.app(scope, receive, send)
+            return
+        if invite is None:
+            resp = self.refuse(path, scope["method"], 401 if token is None else 403,
+                               NO_TOKEN if token is None else BAD_TOKEN)
+            if token is not None:
+                resp.delete_cookie(cookie_name(scope), path="/", httponly=True, samesite="strict")
+            await resp(scope, receive, send)
+            return
+        scope["abcde.identity"] = Identity(invite.role, invite.name if invite.role == "rater" else None)
+        await self.app(scope, receive, send)
+
+
+def cookie_name(scope) -> str:
+    """The sign-in cookie's name: ``abcde_judge_PORT`` (PORT: the port this server listens on).
+    Browsers send a host's cookies to all its ports, so two servers on one machine keep apart."""
+    server = scope.get("server") or (None, None)
+    return f"abcde_judge_{server[1] or 0}"
+
+
+def create_judging_app(session: JudgingSession, *, invites_required: bool = False, secure_cookie: bool = False):
+    """The judging app (ASGI) over ``session``; serve it with :class:`abcde.web.server.Server`.
+
+    Invites are on when ``invites_required`` or once the store holds an invite link
+    (:class:`InviteGate`); ``secure_cookie`` makes the sign-in cookie ``Secure`` (served over
+    https through a proxy)."""
     assets = Assets({"judge.js": "web/static/judge.js", "judge.css": "web/static/judge.css",
-                     "judge-owner.js": "web/static/judge-owner.js"})
-    page = assets.render("judge.html")
+                     "judge-owner.js": "web/static/judge-owner.js", "judge-join.js": "web/static/judge-join.js"})
+    pages = {mode: assets.render("judge.html", mode=mode) for mode in ("open", "rater", "owner")}
     owner_page = assets.render("judge-owner.html")
+    joined = {"rater": assets.render("judge-join.html", next="/"),
+              "owner": assets.render("judge-join.html", next="/owner")}
+    store = session.store
+
+    @functools.lru_cache(maxsize=32)
+    def refusal_page(status: int, message: str) -> bytes:
+        return assets.render("judge-signin.html", status=status, message=message)
+
+    def refuse(path: str, method: str, status: int, message: str, headers=None) -> Response:
+        """The one answer of a refusal: a short page where a person opens one, else the JSON shape."""
+        if method in ("GET", "HEAD") and (path in PAGE_PATHS or path.startswith("/join/")):
+            return Response(refusal_page(status, message), status_code=status, media_type="text/html; charset=utf-8",
+                            headers=dict(headers or {}))
+        return error_response(status, message, headers=headers)
 
     async def index(request: Request):
-        return page_response(page)
+        return page_response(pages[identity(request).role])
+
+    async def join(request: Request):
+        token = request.path_params["token"]
+        invite: Invite | None = await run_in_threadpool(store.invite_for, token)
+        if invite is None:
+            raise Refused(403, BAD_TOKEN)
+        # A page that moves on to / (or /owner) by itself, not a 303: a cookie set with
+        # SameSite=Strict is not sent on a redirect that a click on another site started (an
+        # invite opened from web mail), but is on a navigation this page starts.
+        resp = page_response(joined[invite.role])
+        resp.set_cookie(cookie_name(request.scope), token, max_age=COOKIE_MAX_AGE, path="/", httponly=True,
+                        samesite="strict", secure=secure_cookie)
+        return resp
+
+    async def me(request: Request):
+        who = identity(request)
+        return json_response({"ok": True, "invites": who.role != "open",
+                              "role": None if who.role == "open" else who.role, "rater": who.rater})
 
     @owner_only
     async def owner(request: Request):
@@ -73,35 +282,95 @@ def create_judging_app(session: JudgingSession):
     async def owner_state(request: Request):
         return json_response(await run_in_threadpool(session.owner_state))
 
+    @owner_only
+    async def owner_export(request: Request):
+        def csv() -> bytes:
+            table = store.to_table()
+            k = table.column_names.index("comment")  # raters' free text: no formula runs when the owner opens it
+            table = table.set_column(k, "comment", neutralise_formulas(table.select([k])).column(0))
+            buf = io.BytesIO()
+            pacsv.write_csv(table, buf)
+            return buf.getvalue()
+
+        return Response(await run_in_threadpool(csv), media_type="text/csv; charset=utf-8",
+                        headers={"Content-Disposition": 'attachment; filename="judgements.csv"'})
+
     async def state(request: Request):
-        rater = request.query_params.get("rater") or None
+        rater = rater_of(request, request.query_params.get("rater") or None)
         return json_response(await run_in_threadpool(session.state, rater))
 
     async def judgements(request: Request):
         b = await read_json(request)
-        missing = [k for k in ("rater", "pair_id", "judgement") if k not in b]
+        rater = rater_of(request, b.get("rater"))
+        if identity(request).role == "owner":
+            raise Refused(403, "The owner's invite link does not judge; to judge too, make yourself a rater's link "
+                               "('abcde judge raters DIR --new-link NAME').")
+        missing = [k for k in ("rater", "pair_id", "judgement") if k not in b and not (k == "rater" and rater)]
         if missing:
             raise HTTPError(400, f"Missing field(s) {', '.join(map(repr, missing))}; a judgement needs "
                                  "'rater', 'pair_id' and 'judgement'.")
-        d = await run_in_threadpool(lambda: session.submit(b["rater"], b["pair_id"], b["judgement"],
+        d = await run_in_threadpool(lambda: session.submit(rater, b["pair_id"], b["judgement"],
                                                            comment=b.get("comment"), request_id=b.get("request_id")))
         return json_response(d, 201)
 
     async def undo(request: Request):
         b = await read_json(request)
-        if "rater" not in b:
+        rater = rater_of(request, b.get("rater"))
+        if rater is None:
+            if identity(request).role == "owner":
+                raise Refused(403, "The owner's invite link does not judge, so it has nothing to undo.")
             raise HTTPError(400, "Missing field 'rater'.")
-        d = await run_in_threadpool(session.undo, b["rater"])
+        d = await run_in_threadpool(session.undo, rater)
         if d is None:
-            raise HTTPError(409, f"Rater {b['rater']!r} has no judgement to undo.")
+            raise HTTPError(409, f"Rater {rater!r} has no judgement to undo.")
         return json_response(d)
 
     routes = [Route("/", index, methods=["GET"]), Route("/owner", owner, methods=["GET"]), *assets.routes(),
+              Route("/join/{token}", join, methods=["GET"]),
+              Route("/api/me", me, methods=["GET"]),
               Route("/api/state", state, methods=["GET"]),
               Route("/api/owner", owner_state, methods=["GET"]),
+              Route("/api/owner/export", owner_export, methods=["GET"]),
               Route("/api/judgements", judgements, methods=["POST"]),
               Route("/api/undo", undo, methods=["POST"])]
-    return create_app(routes, errors=ERRORS)
+    app = create_app(routes, errors=ERRORS)
+    app.add_exception_handler(Refused, lambda request, exc: refuse(request.url.path, request.method, exc.status,
+                                                                   str(exc), exc.headers))
+    return InviteGate(app, session, required=invites_required, refuse=refuse)
+
+
+# ----------------------------------------------------------------------------- invites at start-up
+def check_public_url(url: str | None) -> str | None:
+    """``--public-url``: the address raters open (a reverse proxy's, say ``https://judge.example.org/``),
+    normalised to end in ``/``; ``http(s)://host[:port]`` with no path, query or fragment (the app
+    is served at the root)."""
+    if url is None:
+        return None
+    parts = urllib.parse.urlsplit(url)
+    try:
+        parts.port
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.username and not parts.password
+    except ValueError:
+        ok = False
+    if not ok or parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise InputError(f"--public-url must be http(s)://HOST[:PORT]/ (the address raters open, served at its root; "
+                         f"no path, query or user). Got {url!r} instead.")
+    return f"{parts.scheme}://{parts.netloc}/"
+
+
+def public_hosts(url: str | None) -> tuple[str, ...]:
+    """The ``Host`` values a request through ``url`` (a reverse proxy that passes the name on) carries."""
+    if url is None:
+        return ()
+    parts = urllib.parse.urlsplit(url)
+    default = 443 if parts.scheme == "https" else 80
+    netloc = parts.netloc.lower()
+    return (netloc,) if parts.port else (netloc, f"{netloc}:{default}")
+
+
+def needs_invites_text(host: str) -> str:
+    return (f"Serving on {host!r} lets other machines in, so raters need invite links: pass --raters NAME,NAME "
+            "(or --raters FILE, one name a line); or serve on 127.0.0.1 to judge alone at this machine.")
 
 
 class JudgingServer:
@@ -110,13 +379,35 @@ class JudgingServer:
     Binds ``host:port`` (port 0: a free port), takes the directory's serving lock
     (a second server on the same directory is refused with a clear message), and
     serves :class:`JudgingSession` until :meth:`shutdown` (or Ctrl+C in :meth:`serve_forever`).
+
+    Invites (see the module's docstring): ``raters`` (names) makes an invite link for each name
+    without one, and the owner's, once the directory is locked; :attr:`invites` holds them (a
+    link made now carries its token, once) and :attr:`links` the URLs of the links made now. A
+    host other than loopback without ``raters`` and without invites in the store is refused
+    before anything is bound. ``public_url``: the address raters open when a reverse proxy is in
+    front (links start with it; its name passes the Host check; ``https``: the cookie is
+    ``Secure``).
     """
 
     def __init__(self, session: JudgingSession, *, host: str = "127.0.0.1", port: int = 0, verbose: bool = False,
-                 limits: Limits = Limits()):
+                 limits: Limits = Limits(), raters=None, public_url: str | None = None):
         self.session = session
-        self.server = Server(create_judging_app(session), host=host, port=port, limits=limits, verbose=verbose)
+        raters = list(raters or [])
+        for name in raters:
+            check_invite_name(name)
+        if OWNER in raters:
+            raise InputError(f"{OWNER!r} is the owner's link, made with every --raters; give the rater another name.")
+        self.public_url = check_public_url(public_url)
+        loopback = is_loopback(host)
+        had_invites = session.store.has_invites()
+        if not loopback and not raters and not had_invites:
+            raise InputError(needs_invites_text(host))
+        app = create_judging_app(session, invites_required=bool(raters) or not loopback,
+                                 secure_cookie=(self.public_url or "").startswith("https:"))
+        self.server = Server(app, host=host, port=port, limits=limits, verbose=verbose,
+                             also_hosts=public_hosts(self.public_url))
         self.port = self.server.port
+        self.cookie = cookie_name({"server": self.server.server_address})  # the sign-in cookie's name
         self.url = self.server.url  # the raters' page
         self.owner_url = self.url + "owner"  # the owner's page
         self.server_address = self.server.server_address
@@ -125,7 +416,33 @@ class JudgingServer:
         except BaseException:
             self.server.server_close()
             raise
+        self.invites: list[Invite] = []
+        self.links: dict[str, str] = {}
+        try:
+            if raters:
+                self.invites = session.store.invite([*raters, OWNER])
+            self.invites_on = bool(raters) or not loopback or had_invites
+            if self.invites_on:
+                session.store.link_base(self.link_base)
+        except BaseException:
+            self.close()
+            raise
+        self.links = {i.name: self.link(i.token) for i in self.invites if i.token}
         self.startup_seconds = 0.0
+
+    @property
+    def link_base(self) -> str:
+        """Where invite links start: ``public_url``, else this server's URL (on every interface,
+        this machine's name instead of 0.0.0.0)."""
+        if self.public_url:
+            return self.public_url
+        host = self.server.host
+        if host in ("", "0.0.0.0", "::"):
+            return f"http://{socket.gethostname()}:{self.port}/"
+        return self.url
+
+    def link(self, token: str) -> str:
+        return f"{self.link_base}join/{token}"
 
     def serve_forever(self) -> None:
         """Serve in this thread until Ctrl+C (a KeyboardInterrupt) or :meth:`shutdown`."""
@@ -153,12 +470,21 @@ class JudgingServer:
 
 def serve(sample_dir, *, host: str = "127.0.0.1", port: int = 0, seed: int | None = None,
           replicate: float | None = None, target_width: float | None = None, hide=(), show_ids: bool = False,
-          verbose: bool = False, adaptive: bool = False, show_raters: bool = False) -> JudgingServer:
-    """Open the store, build the session and bind the server (not yet serving)."""
+          verbose: bool = False, adaptive: bool = False, show_raters: bool = False, raters=None,
+          public_url: str | None = None) -> JudgingServer:
+    """Open the store, build the session and bind the server (not yet serving); ``raters``: make
+    their invite links (and the owner's), see :class:`JudgingServer`."""
     t0 = time.perf_counter()
+    raters = list(raters or [])
+    for name in raters:  # a bad name is refused before anything is opened
+        check_invite_name(name)
+    check_public_url(public_url)
+    if not is_loopback(host) and not raters and (not (Path(sample_dir) / STORE_NAME).exists()
+                                                 or not JudgementStore(sample_dir).has_invites()):
+        raise InputError(needs_invites_text(host))  # before the session writes its settings (or makes a store)
     session = JudgingSession(sample_dir, seed=seed, replicate=replicate, target_width=target_width, hide=hide,
                              show_ids=show_ids, adaptive=adaptive, show_raters=show_raters)
     session.estimates()  # warm: the owner's first page load is then as fast as the others
-    srv = JudgingServer(session, host=host, port=port, verbose=verbose)
+    srv = JudgingServer(session, host=host, port=port, verbose=verbose, raters=raters, public_url=public_url)
     srv.startup_seconds = time.perf_counter() - t0
     return srv

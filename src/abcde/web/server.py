@@ -22,6 +22,8 @@ Every answer that is not a page or a static file is JSON; every error has one sh
   are capped (a connection beyond the cap gets a 503 at once); see :class:`Limits`.
 - **Static files** are a fixed set read once at start-up and served by name: no path from a
   request reaches the file system.
+- **Secrets in paths.** A path holding ``/join/`` carries an invite link's token (the judging
+  app's): the access log (``--verbose``) shows it as ``/join/[token hidden]``, in every app.
 """
 
 from __future__ import annotations
@@ -320,13 +322,15 @@ def page_response(html: bytes) -> Response:
 
 # ----------------------------------------------------------------------------- the guard (ASGI)
 
-def allowed_hosts(host: str, port: int) -> frozenset[str] | None:
-    """The ``Host`` values a server bound to ``host:port`` answers; ``None``: any (not loopback)."""
+def allowed_hosts(host: str, port: int, also=()) -> frozenset[str] | None:
+    """The ``Host`` values a server bound to ``host:port`` answers; ``None``: any (not loopback).
+    ``also``: more ``Host`` values it answers (the public address of a reverse proxy in front of
+    it, which passes the public name on)."""
     if not is_loopback(host):
         return None
     shown = f"[{host}]" if ":" in host else host
     names = {"127.0.0.1", "localhost", "[::1]", shown.lower()}
-    return frozenset({f"{n}:{port}" for n in names} | (names if port == 80 else set()))
+    return frozenset({f"{n}:{port}" for n in names} | (names if port == 80 else set()) | {h.lower() for h in also})
 
 
 class Guard:
@@ -508,7 +512,7 @@ class Server:
     """
 
     def __init__(self, app, *, host: str = "127.0.0.1", port: int = 0, limits: Limits = Limits(),
-                 verbose: bool = False):
+                 verbose: bool = False, also_hosts=()):
         self.limits = limits
         #: the cap on open connections in force (``limits.max_connections``, unless the file limit is lower)
         self.max_connections = connection_cap(limits.max_connections)
@@ -518,7 +522,8 @@ class Server:
         self.port = self.server_address[1]
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{self.port}/"
-        self.app = Guard(app, hosts=allowed_hosts(host, self.port), limits=limits)
+        self.app = Guard(app, hosts=allowed_hosts(host, self.port, also_hosts), limits=limits)
+        logging.getLogger("uvicorn.access").addFilter(_REDACT_SECRETS)  # once: the same filter object
         protocol = type("Protocol", (_Protocol,), {"header_timeout": limits.header_timeout,
                                                    "max_connections": self.max_connections, "_lingering": set()})
         if verbose:
@@ -572,6 +577,26 @@ class Server:
         self._socket.close()
 
     close = server_close
+
+
+#: Where a path carries a secret (an invite link's token, ``/join/TOKEN``): logged up to here only.
+SECRET_PATH_MARK = "/join/"
+
+
+class _RedactSecrets(logging.Filter):
+    """Hide the token of an invite link (``/join/TOKEN``) in uvicorn's access log lines
+    (``'%s - "%s %s HTTP/%s" %d'``: client, method, path, version, status)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str) and SECRET_PATH_MARK in args[2]:
+            path = args[2]
+            record.args = (*args[:2], path[:path.index(SECRET_PATH_MARK) + len(SECRET_PATH_MARK)] + "[token hidden]",
+                           *args[3:])
+        return True
+
+
+_REDACT_SECRETS = _RedactSecrets()
 
 
 def _log_to_stderr() -> None:

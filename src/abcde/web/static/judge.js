@@ -5,6 +5,10 @@
   "use strict";
   const {byId: $, el, newId, ApiError} = abcde;
   let state = null, busy = false, acks = 0;
+  // The page's mode, as the server rendered it: "open" (no invites: the name typed in), "rater"
+  // (an invite link's: the server takes the name from it and says it in /api/state) or "owner"
+  // (the owner's link: progress only, it judges nothing).
+  const mode = $("judge-mode").dataset.mode;
 
   async function api(method, path, body) {
     try { return await abcde.api(method, path, body); }
@@ -21,6 +25,7 @@
     s.className = isError ? "error" : "";
   }
   function rater() { return $("rater").value.trim(); }
+  function statePath() { return mode === "open" ? "/api/state?rater=" + encodeURIComponent(rater()) : "/api/state"; }
 
   function renderPair(next) {
     const card = $("pair"), body = $("pair-body");
@@ -58,11 +63,12 @@
   }
 
   async function load() {
-    const r = rater();
-    if (!r) { $("start").hidden = false; $("judge").hidden = true; $("done").hidden = true; return; }
+    if (mode === "open" && !rater()) { $("start").hidden = false; $("judge").hidden = true; $("done").hidden = true; return; }
     $("start").hidden = true;
     try {
-      render(await api("GET", "/api/state?rater=" + encodeURIComponent(r)));
+      const s = await api("GET", statePath());
+      if (mode === "rater") { $("rater").value = s.rater; $("signed-in-name").textContent = s.rater; }
+      render(s);
       status("");
     } catch (e) { status(e.message, true); }
   }
@@ -131,16 +137,18 @@
   $("undo").addEventListener("click", undo);
   $("go").addEventListener("click", setRater);
 
-  const u = new URL(window.location.href);
-  let r = u.searchParams.get("rater");
-  if (!r) { try { r = localStorage.getItem("abcde-rater"); } catch (e) { /* no storage */ } }
-  if (r) $("rater").value = r;
+  if (mode === "open") {
+    const u = new URL(window.location.href);
+    let r = u.searchParams.get("rater");
+    if (!r) { try { r = localStorage.getItem("abcde-rater"); } catch (e) { /* no storage */ } }
+    if (r) $("rater").value = r;
+  }
   load();
   // Other raters' judgements move the progress: refresh it now and then
   // (the pair on screen is kept as long as it is still this rater's next one).
   setInterval(() => {
-    if (busy || !rater() || document.visibilityState !== "visible") return;
-    api("GET", "/api/state?rater=" + encodeURIComponent(rater())).then((d) => {
+    if (busy || mode === "owner" || !rater() || document.visibilityState !== "visible") return;
+    api("GET", statePath()).then((d) => {
       if (!busy && state && d.next && state.next && d.next.pair_id === state.next.pair_id) render(d);
     }).catch(() => {});
   }, 15000);
