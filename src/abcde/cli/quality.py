@@ -9,13 +9,18 @@ from pathlib import Path
 import click
 
 from abcde.cli.options import clustering_options, engine_options, input_options, json_option
-from abcde.cli.tables import console, emit_json, handle_errors, print_quality, table
+from abcde.cli.tables import console, emit_json, handle_errors, print_ppi, print_quality, table
 
 
 def draw_options(fn):
     """The options of a pair sample's draw, shared by ``pairs`` and ``precision``."""
     for option in reversed([
-        click.option("--budget", required=True, type=int, help="Distinct pairs to get judged."),
+        click.option("--budget", type=int, default=None,
+                     help="Distinct pairs to get judged (required, except with --extend --human-budget)."),
+        click.option("--human-budget", type=int, default=None,
+                     help="People judge a random subset of this many of the --budget pairs (the task files and "
+                          "the judging app show only those); a model judges them all (judge model), and "
+                          "'abcde quality' combines both without bias (prediction-powered)."),
         click.option("--seed", type=int, default=None, help="Random seed; same seed and inputs give the same pairs."),
         click.option("--slice-by", multiple=True,
                      help="Attribute column(s) whose exact slice multipliers to store, for 'quality --slice-by'."),
@@ -51,8 +56,8 @@ def draw_options(fn):
 @json_option
 @engine_options
 @handle_errors
-def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, slice_by, estimator, allocation, pilot,
-          out, extend, hide, show_ids, force, as_json, engine):
+def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, human_budget, seed, slice_by, estimator,
+          allocation, pilot, out, extend, hide, show_ids, force, as_json, engine):
     """Sample item pairs ∝ u_ij for same/different judgements (ABCDE quality).
 
     Writes pairs.parquet (every draw, vantage item first), items.parquet, tasks.csv/.parquet/.jsonl
@@ -74,9 +79,13 @@ def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, sl
             raise click.UsageError(f"--extend continues a sample with its own settings; leave out {', '.join(given)}.")
         from abcde.quality.draw import extend_pair_sample  # lazy: start-up time
 
-        path = extend_pair_sample(extend, budget=budget, base=base, exp=exp, items=items, engine=engine)
+        if budget is None and human_budget is None:
+            raise click.UsageError("--extend needs a larger --budget, --human-budget or both.")
+        path = extend_pair_sample(extend, budget=budget, base=base, exp=exp, items=items, engine=engine,
+                                  human_budget=human_budget)
     else:
-        missing = [o for o, v in (("--base", base), ("--exp", exp), ("--seed", seed), ("--out", out)) if v is None]
+        missing = [o for o, v in (("--base", base), ("--exp", exp), ("--budget", budget), ("--seed", seed),
+                                  ("--out", out)) if v is None]
         if missing:
             raise click.UsageError(f"Missing option(s) {', '.join(missing)} (or --extend DIR to grow a sample).")
         if allocation == "neyman" and not pilot:
@@ -86,7 +95,7 @@ def pairs(base, exp, items, item_id, cluster_id, weight_column, budget, seed, sl
         path = draw_pair_sample(base, exp, out, budget=budget, seed=seed, items=items, item_id=item_id,
                                 cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, estimator=estimator,
                                 allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
-                                engine=engine)
+                                engine=engine, human_budget=human_budget)
     print_sample(path, as_json=as_json, extended=bool(extend))
 
 
@@ -115,14 +124,27 @@ def print_sample(path, *, as_json: bool, extended: bool = False) -> None:
                                 "pairs in the stratum": counts.get(c), "Σu": t[c],
                                 "judged whole": "yes (census)" if c in census else ""} for c in strata],
                               "Strata (pairs to judge per stratum; a stratum judged whole is exact once judged)"))
-    console().print(f"wrote {path}/ (tasks.csv has the pairs to judge)")
+    people = meta.get("people")
+    if people:
+        console().print(table([{"stratum" if meta.get("budgets") else "class": c, "pairs": people["pairs"][c],
+                                "people's tasks": people["budgets"][c],
+                                "inclusion": people["budgets"][c] / people["pairs"][c] if people["pairs"][c] else 0.0}
+                               for c in people["pairs"]],
+                              f"People's tasks: {people['tasks']:,} of the {meta['judgeable_pairs']:,} pairs (a random "
+                              "subset of each; a model judges every pair)"))
+        console().print(f"wrote {path}/ (tasks.csv has the people's {people['tasks']:,} pairs to judge; "
+                        f"'abcde judge model {path} …' judges all {meta['judgeable_pairs']:,})")
+    else:
+        console().print(f"wrote {path}/ (tasks.csv has the pairs to judge)")
     if meta.get("target") == "precision":
         console().print("Judge the pairs (abcde judge serve / model / oracle), then 'abcde quality "
                         f"{path}' gives the clustering's Precision with its 95% interval.")
     if extended:
         was = meta["extends"][-1]
-        console().print(f"Extended from {was['judgeable_pairs']:,} to {meta['judgeable_pairs']:,} pairs to judge: "
-                        "the earlier draws are kept, and so are their judgements.")
+        console().print(f"Extended from {was['judgeable_pairs']:,} to {meta['judgeable_pairs']:,} pairs to judge"
+                        + (f" and from {was['people_tasks']:,} to {people['tasks']:,} people's tasks"
+                           if people and "people_tasks" in was else "")
+                        + ": the earlier draws are kept, and so are their judgements.")
     replaced = meta.get("replaced")
     if replaced:
         what = ", ".join(replaced["files"]) if replaced.get("files") else f"the earlier sample {replaced['sample_id']} " \
@@ -138,8 +160,8 @@ def print_sample(path, *, as_json: bool, extended: bool = False) -> None:
 @json_option
 @engine_options
 @handle_errors
-def precision(clustering, items, item_id, cluster_id, weight_column, budget, seed, slice_by, estimator, allocation,
-              pilot, out, hide, show_ids, force, as_json, engine):
+def precision(clustering, items, item_id, cluster_id, weight_column, budget, human_budget, seed, slice_by, estimator,
+              allocation, pilot, out, hide, show_ids, force, as_json, engine):
     """Sample pairs inside one clustering's clusters to estimate its absolute Precision.
 
     ABCDE with Base = every item alone (Precision 1) and Exp = --clustering: each pair to judge is
@@ -147,7 +169,7 @@ def precision(clustering, items, item_id, cluster_id, weight_column, budget, see
     ('abcde judge serve DIR', a model, the oracle); 'abcde quality DIR' then gives the Precision
     with its 95% interval (per slice with --slice-by). Writes the files of 'abcde pairs'.
     """
-    missing = [o for o, v in (("--seed", seed), ("--out", out)) if v is None]
+    missing = [o for o, v in (("--budget", budget), ("--seed", seed), ("--out", out)) if v is None]
     if missing:
         raise click.UsageError(f"Missing option(s) {', '.join(missing)}.")
     if allocation == "neyman" and not pilot:
@@ -157,7 +179,7 @@ def precision(clustering, items, item_id, cluster_id, weight_column, budget, see
     path = draw_precision_sample(clustering, out, budget=budget, seed=seed, items=items, item_id=item_id,
                                  cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, estimator=estimator,
                                  allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
-                                 engine=engine)
+                                 engine=engine, human_budget=human_budget)
     print_sample(path, as_json=as_json)
 
 
@@ -188,6 +210,8 @@ def quality(sample_dir, judgements, slice_by, source, as_json):
         emit_json({**d, "judgements_used": used})
         return
     print_quality(d)
+    if d["design"].get("ppi"):
+        print_ppi(d["design"]["ppi"])
     text = judgements_used_text(used)
     console().print(f"[yellow]{text}[/yellow]" if len(used["by_source"]) > 1 else text, soft_wrap=True)
 

@@ -242,6 +242,31 @@ def print_quality(d: dict, sentences=None) -> None:
         console().print(table(flat, f"ΔPrecision by {col} (vantage items)"))
 
 
+def print_ppi(ppi: dict) -> None:
+    """What a model's judgements added to people's (``design["ppi"]`` of a prediction-powered
+    estimate): λ per stratum, what they were worth in people's judgements, and a warning when
+    model and people disagree often."""
+    lam = ", ".join(f"{c} {v:.2f}" for c, v in ppi["lambdas"].items()) or "none"
+    console().print(f"Prediction-powered: the model judged {count(ppi['model_judgements'])} pairs "
+                    f"({count(ppi['model_unanswered'])} unanswered), people {count(ppi['people_judgements'])} of them; "
+                    f"the people's judgements correct the model's bias. λ (the model's weight) per stratum: {lam}.",
+                    soft_wrap=True)
+    worth = ppi.get("worth_people_judgements")
+    if worth is not None:
+        console().print(f"The model's {count(ppi['model_judgements'])} judgements were worth about "
+                        f"{count(round(worth))} people's judgements here (ΔPrecision's s.e. "
+                        f"{four(ppi['std_err'])} against {four(ppi['people_only_std_err'])} from the people's alone).",
+                        soft_wrap=True)
+    if ppi.get("both_judged"):
+        console().print(f"Model and people disagree on {count(ppi['disagreements'])} of the "
+                        f"{count(ppi['both_judged'])} pairs both judged.", soft_wrap=True)
+    for key in ("warning", "outside_note", "subset"):
+        if ppi.get(key):
+            text = ppi[key][:1].upper() + ppi[key][1:]
+            text = text.rstrip(".") + "."
+            console().print(f"[yellow]{text}[/yellow]" if key != "subset" else text, soft_wrap=True)
+
+
 def describe_quality_sample(d: dict) -> str:
     """One line on the design behind quality estimates: its strata, which were judged whole (a
     census), and whether the result is exact."""

@@ -35,6 +35,8 @@ VOCABULARY = ("same", "different", "unsure")
 
 #: Who gave a judgement.
 SOURCES = ("person", "model", "oracle")
+#: The sources that are people's judgements (the oracle stands for people in tests and benchmarks).
+PEOPLE = ("person", "oracle")
 
 #: How ``derive_weights`` combines the past importance of Base and Exp clusters into a weight.
 WEIGHT_COMBINE_RULES = ("max", "min", "mean", "base", "exp")

@@ -63,6 +63,7 @@ from abcde.errors import InputError
 from abcde.judging.agreement import agreement
 from abcde.quality.estimate import estimate_quality
 from abcde.quality.judgements import majority
+from abcde.quality.ppi import people_pairs
 from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import JudgementStore, check_rater
 from abcde.quality.stratified import next_stratum, stratum_values
@@ -147,7 +148,9 @@ class JudgingSession:
         self.show_ids = show_ids or self.store.sample.show_ids
         self.show_raters = show_raters
         self.items = {r["item_id"]: r for r in items.to_pylist()}
-        self.pair_ids = list(self.store.pair_ids)
+        # People judge the people's tasks: every pair, or the subset drawn for them (pairs --human-budget).
+        tasks = people_pairs(self.store.sample.draws, self.store.sample.metadata)
+        self.pair_ids = [p for p in self.store.pair_ids if tasks is None or p in tasks]
         self.replicated = {p for p in self.pair_ids if _unit(self.seed, p) < self.replicate}
         #: Orders of raters who have judged (a rater exists once they judge: bounded by the store),
         #: and of at most :data:`UNKNOWN_ORDERS` other names, least recently used first. A name
@@ -183,7 +186,8 @@ class JudgingSession:
             names, strata = d.column("stratum").to_pylist(), tuple(meta["budgets"])
         else:
             names, strata = pair_class_of_draws(d), PAPER_CLASSES
-        stratum_of = {p: c for p, c, n in zip(pids, names, need) if n}
+        tasks = people_pairs(d, meta)
+        stratum_of = {p: c for p, c, n in zip(pids, names, need) if n and (tasks is None or p in tasks)}
         present = set(stratum_of.values())
         if self.estimator == "stratified":  # a stratum with weight needs judgements, even one with no pair drawn
             weight = {c: float(totals.get(c, 0.0)) for c in strata if totals.get(c, 0.0) > 0}
@@ -352,10 +356,13 @@ class JudgingSession:
         with self._lock:
             if self._cache and self._cache[0] == version:
                 return self._cache[1:]
-        table = self.store.to_table(source="person")
+        # People's judgements, and a model's when one judged the sample (then prediction-powered).
+        person = self.store.to_table(source="person")
+        model = self.store.to_table(source="model") if person.num_rows else None
+        tables = [t for t in (person, model) if t is not None and t.num_rows]
         result, verdict_d = None, None
         try:  # in memory: judgements are never copied to a temporary file (one a crash would leave behind)
-            result = estimate_quality(self.sample_dir, [table] if table.num_rows else [])
+            result = estimate_quality(self.sample_dir, tables)
             est = result.to_dict()
         except Exception as exc:  # the app must keep collecting judgements even if an estimator fails
             traceback.print_exc(file=sys.stderr)

@@ -22,6 +22,7 @@ from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import check_slice_columns, overall
 from abcde.quality.judgements import judgement_files, load_judgements
+from abcde.quality.ppi import META_KEY as PEOPLE_KEY, check_human_budget, plan_people, units_of
 from abcde.quality.sample_dir import PairSampleDir, StagedSample, check_hidden, stage_sample_dir, write_sample_dir
 from abcde.quality.stratified import LEGACY_STRATA, STRATA, sample_stratified, slice_self_terms, stratum_sigmas
 from abcde.sampling.pairs import PairSample, pair_class_of_draws, pair_counts, pairweight_expr, sample_pairs
@@ -48,6 +49,7 @@ def draw_pair_sample(
     show_ids: bool = False,
     engine: Engine | str | None = None,
     diff=None,
+    human_budget: int | None = None,
 ) -> Path:
     """Sample pairs for judgement and write the sample directory (see module docstring).
 
@@ -72,11 +74,16 @@ def draw_pair_sample(
 
     ``diff``: the diff of these same inputs, already built (``ImpactResult.diff``), to draw from
     instead of reading and joining the inputs again (``abcde evaluate`` does the whole job from one).
+
+    ``human_budget``: mark a random subset of that many of the ``budget`` pairs as the people's tasks
+    (a simple random sample of each stratum's pairs, :func:`abcde.quality.ppi.plan_people`): the task
+    files and the judging app show only those, ``judge oracle`` judges only those, a model judges
+    every pair, and ``abcde quality`` combines the two without bias (:mod:`abcde.quality.combined`).
     """
     given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
     return _draw_and_write(given, out_dir, budget=budget, seed=seed, slice_by=slice_by, estimator=estimator,
                            allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
-                           engine=engine, what="draw_pair_sample", diff=diff)
+                           engine=engine, what="draw_pair_sample", diff=diff, human_budget=human_budget)
 
 
 def draw_precision_sample(
@@ -97,6 +104,7 @@ def draw_precision_sample(
     hide: Sequence[str] = (),
     show_ids: bool = False,
     engine: Engine | str | None = None,
+    human_budget: int | None = None,
 ) -> Path:
     """Sample pairs inside the clusters of one ``clustering`` to estimate its absolute Precision
     (``abcde precision``), and write the sample directory.
@@ -113,13 +121,16 @@ def draw_precision_sample(
                    base_cluster_id=item_id, weight=weight)
     return _draw_and_write(given, out_dir, budget=budget, seed=seed, slice_by=slice_by, estimator=estimator,
                            allocation=allocation, pilot=pilot, force=force, hide=hide, show_ids=show_ids,
-                           engine=engine, what="draw_precision_sample", target="precision")
+                           engine=engine, what="draw_precision_sample", target="precision",
+                           human_budget=human_budget)
 
 
 def _draw_and_write(given: Inputs, out_dir, *, budget, seed, slice_by, estimator, allocation, pilot, force, hide,
-                    show_ids, engine, what: str, target: str = "delta_precision", diff=None) -> Path:
+                    show_ids, engine, what: str, target: str = "delta_precision", diff=None,
+                    human_budget: int | None = None) -> Path:
     if out_dir is None:
         raise InputError(f"{what} needs an output directory (out_dir).")
+    check_human_budget(human_budget, budget)
     if estimator not in ("paper", "stratified"):
         raise InputError(f"estimator must be 'paper' or 'stratified'. Got {estimator!r} instead.")
     # The inputs' fingerprints, taken before they are read (or before the caller's diff read them,
@@ -131,6 +142,7 @@ def _draw_and_write(given: Inputs, out_dir, *, budget, seed, slice_by, estimator
     draws, items_t, meta, slices, hide = _draw(diff, given, prints, budget=budget, seed=seed, slice_by=slice_by,
                                                estimator=estimator, allocation=allocation, sigmas=sigmas, hide=hide)
     meta["target"] = target
+    _with_people(draws, meta, human_budget)
     prints.check("drawing the pairs")  # what the metadata records is what was read
     return write_sample_dir(out_dir, draws, items_t, meta, slices=slices, force=force, hidden=hide,
                             show_ids=show_ids)
@@ -155,12 +167,33 @@ def stage_pair_sample(given: Inputs, out_dir: str | os.PathLike, files: str | os
     return stage_sample_dir(out_dir, files, draws, items_t, meta, slices=slices, force=force, hidden=hide)
 
 
-def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int, base=None, exp=None, items=None,
-                       engine: Engine | str | None = None) -> Path:
+def _with_people(draws: pa.Table, meta: dict, human_budget: int | None, old: dict | None = None) -> None:
+    """Record the people's tasks in ``meta`` (:func:`abcde.quality.ppi.plan_people`): ``human_budget``
+    of the drawn pairs, or (``old``: a sample's plan before ``--extend``) every earlier task and more."""
+    if human_budget is None and not old:
+        return
+    # People's tasks ∝ each stratum's exact pair weight U_c, as the people-only design allocates (the
+    # paper's design: ∝ each class's draws, its share of the pair weight)
+    units = units_of(draws, meta)
+    if meta.get("estimator") == "stratified":
+        weights = {c: float(meta["pair_totals"].get(c, 0.0)) for c in set(units.values())}
+    else:
+        drawn = pair_class_of_draws(draws) if draws.num_rows else []
+        weights = {c: float(sum(1 for x in drawn if x == c)) for c in set(units.values())}
+    meta[PEOPLE_KEY] = plan_people(units, int(meta["seed"]), human_budget, old=old, weights=weights)
+
+
+def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int | None = None, base=None, exp=None, items=None,
+                       engine: Engine | str | None = None, human_budget: int | None = None) -> Path:
     """Grow the pair sample in ``sample_dir`` to ``budget`` distinct pairs to judge, continuing its
     successive draws: the same seed, clocks, estimator, allocation (per stratum for the stratified
     design), slices and blind settings, so the result is exactly the sample a fresh draw at
     ``budget`` gives, every existing judgement stays valid, and the estimates use all of them.
+
+    ``human_budget``: grow the people's tasks (``pairs --human-budget``) to that many pairs, every
+    earlier task kept; with the same ``budget`` (or None), only the people's tasks grow. Growing
+    ``budget`` alone keeps each stratum's inclusion threshold, so new pairs join the people's tasks
+    at the same rate.
 
     The inputs are those the sample was drawn from (their recorded paths; give ``base``, ``exp``,
     ``items`` for tables, or when the files moved), checked against the recorded fingerprints.
@@ -168,10 +201,28 @@ def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int, base=None,
     """
     s = PairSampleDir.read(sample_dir)
     m = s.metadata
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= int(m["budget"]):
+    old_people = m.get(PEOPLE_KEY)
+    if human_budget is not None:
+        check_human_budget(human_budget, budget if budget is not None else int(m["budget"]))
+        if not old_people:
+            raise InputError(
+                f"The pair sample in '{s.path}' was drawn without --human-budget: every pair is a people's task. "
+                "Extend it with --budget alone (a model can judge the new pairs, and the people's judgements so "
+                "far, the first pairs of each stratum, stay a random subset), or draw a new sample with "
+                "--human-budget.")
+        had = int(old_people["tasks"])
+        if human_budget <= int(old_people["asked"]):
+            raise InputError(f"The pair sample in '{s.path}' has {had:,} people's tasks; give a larger "
+                             f"--human-budget to extend them (got {human_budget:,}).")
+        if budget is None:
+            budget = int(m["budget"])
+    elif budget is None:
+        raise InputError(f"Give a larger --budget (or --human-budget) to extend the pair sample in '{s.path}'.")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < int(m["budget"]) or (
+            budget == int(m["budget"]) and human_budget is None):
         raise InputError(f"The pair sample in '{s.path}' has a budget of {m['budget']:,} pairs; give a larger "
                          f"budget to extend it (got {budget!r}).")
-    if m.get("exhausted"):
+    if m.get("exhausted") and budget > int(m["budget"]):
         raise InputError(f"The pair sample in '{s.path}' already holds all {m['judgeable_pairs']:,} pairs that need "
                          "a judgement; there is nothing to add. Its estimates use the whole population of pairs.")
     given = _recorded_inputs(s, base=base, exp=exp, items=items)
@@ -185,8 +236,10 @@ def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int, base=None,
     prints.check("extending the pair sample")  # before comparing the draws: a file changed meanwhile is named
     _check_continues(s, draws, prints)
     meta["target"] = m.get("target", "delta_precision")
+    _with_people(draws, meta, human_budget, old=old_people)
     meta["extends"] = [*m.get("extends", []), {"sample_id": m["sample_id"], "budget": m["budget"],
-                                               "judgeable_pairs": m["judgeable_pairs"]}]
+                                               "judgeable_pairs": m["judgeable_pairs"],
+                                               **({"people_tasks": old_people["tasks"]} if old_people else {})}]
     return write_sample_dir(s.path, draws, items_t, meta, slices=slices, hidden=hide, show_ids=s.show_ids,
                             extends=m["sample_id"])
 

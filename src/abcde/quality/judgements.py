@@ -298,9 +298,11 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
     id_type
         ``"integer"`` or ``"string"``: how item ids are compared with the sample.
     source
-        Keep only the judgements of this source (``person``, ``model`` or ``oracle``).
+        Keep only the judgements of this source (``person``, ``model`` or ``oracle``), or of these
+        sources (a tuple: ``("person", "oracle")`` are people's).
     """
-    if source is not None and source not in SOURCES:
+    wanted = None if source is None else ({source} if isinstance(source, str) else set(source))
+    if wanted is not None and not wanted <= set(SOURCES):
         raise InputError(f"source must be one of {', '.join(SOURCES)}. Got {source!r} instead.")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -342,7 +344,7 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
                 "(first: " + ", ".join(f"row {k + 1}: {v!r}" for k, v in bad_src[:5]) + ")."
             )
         for k, r in enumerate(rows):
-            if source is not None and judgement_source(r) != source:
+            if wanted is not None and judgement_source(r) not in wanted:
                 name = r.get("rater")
                 left_out[judgement_source(r)].add((r.get("pair_id") or (r.get("item_a"), r.get("item_b")),
                                                    str(name) if name is not None and str(name) != "" else anonymous))

@@ -10,13 +10,15 @@ from pathlib import Path
 import pyarrow as pa
 
 from abcde.errors import InputError
+from abcde.quality.ppi import people_pairs
 from abcde.quality.sample_dir import PairSampleDir, task_table
 from abcde.quality.store import JudgementStore
 from abcde.util.files import write_table_file
 
 
 def oracle_judge(sample_dir: str | os.PathLike, column: str, *, out: str | os.PathLike | None = None) -> Path:
-    """Judge every pair from a ground-truth attribute: equal values ⇒ ``same``,
+    """Judge every people's task (every pair, or the subset ``pairs --human-budget`` drew for people:
+    the oracle stands for people) from a ground-truth attribute: equal values ⇒ ``same``,
     different ⇒ ``different``, a null on either side ⇒ ``unsure``.
 
     The judgements go into the sample's judgement store (``judgements.sqlite``) beside
@@ -33,7 +35,8 @@ def oracle_judge(sample_dir: str | os.PathLike, column: str, *, out: str | os.Pa
             f"Columns: {', '.join(repr(c) for c in s.items.column_names if c != 'item_id')}."
         )
     value = dict(zip(s.items.column("item_id").to_pylist(), s.items.column(column).to_pylist()))
-    tasks = task_table(s.draws, s.items.select(["item_id"]))
+    # The oracle stands for people: it judges the people's tasks (all pairs, or those of --human-budget).
+    tasks = task_table(s.draws, s.items.select(["item_id"]), people_pairs(s.draws, s.metadata))
     rows = []
     for r in tasks.to_pylist():
         va, vb = value.get(r["item_a"]), value.get(r["item_b"])

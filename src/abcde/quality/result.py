@@ -3,6 +3,7 @@ error, degrees of freedom and interval) and :class:`QualityResult` (all of them)
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -14,6 +15,7 @@ from abcde.util import display
 Z95 = 1.959963984540054
 
 
+@functools.lru_cache(maxsize=4096)
 def quantile(n_judgements: int, confidence_level: float = 0.95) -> float:
     """The two-sided quantile of every interval: Student t on ``n_judgements − 1`` degrees of
     freedom, the normal quantile when fewer than two judgements.

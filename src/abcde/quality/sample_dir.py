@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from abcde.errors import InputError
+from abcde.quality.ppi import people_pairs
 from abcde.util import progress as _progress
 from abcde.util.files import (InputPrints, aside_prefix, describe_fingerprint, describe_os_error, exchange_dirs,
                               file_digest, make_temp_dir, remove_dead_leftovers, write_table_file)
@@ -189,7 +190,8 @@ def _write_files(tmp: Path, plan: _Plan, draws: pa.Table, items: pa.Table, slice
     pq.write_table(items, tmp / "items.parquet")
     if slices is not None:
         pq.write_table(slices, tmp / "slices.parquet")
-    tasks = blind_tasks(task_table(draws, items), items.column_names, hidden=hidden,
+    # The task files hold the people's tasks: every pair, or the subset drawn for people (--human-budget).
+    tasks = blind_tasks(task_table(draws, items, people_pairs(draws, meta)), items.column_names, hidden=hidden,
                         show_ids=meta["blind"]["show_ids"])
     tasks = tasks.replace_schema_metadata(None)
     write_table_file(neutralise_formulas(tasks), tmp / "tasks.csv")
@@ -399,16 +401,17 @@ def _sample_id(draws: pa.Table, seed: int) -> str:
     return h.hexdigest()[:16]
 
 
-def task_table(draws: pa.Table, items_t: pa.Table) -> pa.Table:
+def task_table(draws: pa.Table, items_t: pa.Table, only=None) -> pa.Table:
     """One row per pair needing a judgement: ``pair_id, item_a, item_b`` and both
-    items' attributes side by side (``a_<col>``, ``b_<col>``), in first-draw order."""
+    items' attributes side by side (``a_<col>``, ``b_<col>``), in first-draw order; ``only``: just
+    these pair ids (the people's tasks, :func:`abcde.quality.ppi.people_pairs`)."""
     attrs = {r["item_id"]: r for r in items_t.to_pylist()}
     cols = [c for c in items_t.column_names if c != "item_id"]
     rows, seen = [], set()
     if draws.num_rows:
         for a, b, pid, need in zip(draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist(),
                                    draws.column("pair_id").to_pylist(), draws.column("needs_judgement").to_pylist()):
-            if not need or pid in seen:
+            if not need or pid in seen or (only is not None and pid not in only):
                 continue
             seen.add(pid)
             row = {"pair_id": pid, "item_a": a, "item_b": b}

@@ -396,6 +396,19 @@ def slice_self_terms(diff: Diff, column: str, total_weight: float) -> dict:
     return {json.dumps(r[column], default=str): (float(r["s"] or 0.0) / W, float(r["u"] or 0.0) / W) for r in rows}
 
 
+def slice_ranges(sample: StratifiedSample, multipliers: dict, self_terms: dict):
+    """Per slice value, largest pair weight first: ``(value, weight(I), pairweight(I), self term(I),
+    Σ_{i∈I} u_ii, feasible range of ΔPrecisionContribution(I))``. The range is the exact self term(I)
+    plus the slice's other pairs, ``pairweight(I) − Σ_I u_ii``, each of weight ``u_ij·l_ij·1(i ≡ j)``,
+    a term of its stratum's sign."""
+    live = [_LABEL.get(c) for c in sample.strata if sample.totals[c] > 0]
+    down, up = any(lab != 1 for lab in live), any(lab != -1 for lab in live)
+    for value, (w_i, pw) in sorted(multipliers.items(), key=lambda kv: -kv[1][1]):
+        st, st_u = self_terms.get(value, (0.0, 0.0))
+        rest = max(pw - st_u, 0.0)
+        yield value, w_i, pw, st, st_u, (st - rest * down, st + rest * up)
+
+
 def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_value: dict, multipliers: dict,
                                self_terms: dict, *, total_weight: float) -> list[dict]:
     """ΔPrecisionContribution(I) and ΔPrecision(I) per slice value under the stratified design.
@@ -421,15 +434,8 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
             drawn[k] = drawn.get(k, 0) + 1
     census = sorted(sample.census, key=sample.strata.index)
     method = f"stratified ({sample.allocation})" + (f"; census of {', '.join(census)}" if census else "")
-    live = [_LABEL.get(c) for c in sample.strata if sample.totals[c] > 0]
-    down, up = any(lab != 1 for lab in live), any(lab != -1 for lab in live)
     rows = []
-    for value, (w_i, pw) in sorted(multipliers.items(), key=lambda kv: -kv[1][1]):
-        st, st_u = self_terms.get(value, (0.0, 0.0))
-        # Feasible range: the exact self term(I) plus the slice's other pairs, pairweight(I) − Σ_I u_ii,
-        # each of weight u_ij·l_ij·1(i ≡ j), a term of its stratum's sign.
-        rest = max(pw - st_u, 0.0)
-        bounds = (st - rest * down, st + rest * up)
+    for value, w_i, pw, st, st_u, bounds in slice_ranges(sample, multipliers, self_terms):
         est, var, n_in, note = st, 0.0, 0, ""
         if pw - st_u <= 1e-12 * max(pw, 1e-300):  # only self pairs (or none): exact
             pass

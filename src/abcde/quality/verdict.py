@@ -145,6 +145,17 @@ def _more_pairs(q: dict, half_width: float, target: float) -> dict | None:
     n = int(q.get("judged_pairs") or 0)
     if n < 2 or not (half_width > target > 0):
         return None
+    ppi = design.get("ppi")
+    if ppi:  # prediction-powered: more people's judgements of the drawn pairs, and more pairs once all are
+        n, N = int(ppi["people_judgements"]), int(ppi["pairs"])
+        ratio = (target / half_width) ** 2
+        need = int(math.ceil(1.0 / ((1.0 / n - 1.0 / N) * ratio + 1.0 / N) if N > n else n / ratio))
+        budget = int(design.get("budget") or N)
+        grow = need >= N  # the drawn pairs cannot get there: draw more, people keeping their share
+        return {"target_half_width": target, "half_width": half_width, "judged_pairs": n, "pairs_needed": need,
+                "more_pairs": max(need - n, 1), "human_budget": max(need, n + 1),
+                "budget": int(math.ceil(budget * need / max(n, 1))) if grow else budget, "population": N,
+                "sample_dir": design.get("sample_dir"), "people": True}
     census = set(q.get("census") or ())
     counts = design.get("pair_counts") or {}
     N = sum(v for c, v in counts.items() if c in (q.get("strata") or ()) and c not in census) or None
@@ -281,8 +292,17 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
                 f"{display.pct(e['precision'])}, Recall {display.pct(b['recall'])} → {display.pct(e['recall'])} "
                 f"({base} → {exp}).")
 
-    # Next step: when the interval still holds 0 (or the estimate is undefined).
     design = q.get("design") or {}
+    ppi = design.get("ppi")
+    if ppi:
+        worth = ppi.get("worth_people_judgements")
+        sentences.append(f"Prediction-powered: {display.count(ppi['model_judgements'])} model judgements corrected "
+                         f"by {display.count(ppi['people_judgements'])} people's"
+                         + (f"; the model's were worth about {display.count(round(worth))} people's judgements"
+                            if worth is not None else "") + "."
+                         + (" Model and people disagree on more than a fifth of the pairs both judged."
+                            if ppi.get("warning") else ""))
+    # Next step: when the interval still holds 0 (or the estimate is undefined).
     where = design.get("sample_dir") or "DIR"
     step = None
     if not exact and p["direction"] == "undefined":
@@ -298,6 +318,15 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
             step = {"kind": "judge", "missing_pairs": missing, "command": f"abcde judge serve {where}"}
             sentences.append(f"Next: {display.count(missing)} pairs of the sample are not judged yet "
                              f"({step['command']}).")
+        elif more and more.get("people"):
+            grow = more["budget"] > int(design.get("budget") or 0)
+            step = {"kind": "extend", **more,
+                    "command": f"abcde pairs --extend {where} " + (f"--budget {more['budget']} " if grow else "")
+                    + f"--human-budget {more['human_budget']}"}
+            aim = f"±{display.four(target)}"
+            sentences.append(f"Next: to tell a change of {aim} from none, about {display.count(more['more_pairs'])} "
+                             f"more people's judgements: {step['command']}, then judge the new tasks"
+                             + (" (and the model the new pairs)." if grow else "."))
         elif more:
             step = {"kind": "extend", **more,
                     "command": f"abcde pairs --extend {where} --budget {more['budget']}"}

@@ -1,0 +1,344 @@
+"""Quality estimates from a model's judgements of every drawn pair and people's judgements of a
+random subset of them (prediction-powered, :mod:`abcde.quality.ppi`), for both designs: per
+stratum (the stratified design, census strata included) or per class, post-stratified (the
+paper's). The people's judgements correct the model's bias: the estimates stay unbiased
+whatever the model's accuracy; their standard errors shrink as far as the model agrees with people.
+
+Every estimate is the one :mod:`abcde.quality.stratified` / :mod:`abcde.quality.paper` makes
+from people's judgements alone, with each unit's mean replaced by its prediction-powered mean
+(:func:`abcde.quality.ppi.ppi_mean`); ``lam=0`` gives exactly the people-only estimates on the
+people's judgements.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from abcde.quality.paper import delta_precision_bounds
+from abcde.quality.ppi import (DISAGREEMENT_WARNING, Part, agreement, fold_lambdas, model_value, ppi_census_total,
+                               ppi_mean)
+from abcde.quality.result import Estimate, QualityResult
+from abcde.quality.stratified import _LABEL, slice_ranges
+from abcde.sampling.pairs import pair_class_of_draws
+
+METHOD = "prediction-powered (model + people)"
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Per draw of a table of draws: label ``l_ij``, the people's 1(same) (NaN where they gave none
+    usable), the model's share "same", whether the draw is labeled (a people's task with a usable
+    judgement), the vantage and other item, and the pair weight (census strata)."""
+
+    label: np.ndarray
+    people: np.ndarray
+    model: np.ndarray
+    labeled: np.ndarray
+    item_a: list
+    item_b: list
+    pair_weight: np.ndarray | None
+    pairs: np.ndarray | None = None
+
+    @property
+    def y(self) -> np.ndarray:  # l·1(i ≡ j) as people judged it (0 where unlabeled; never read there)
+        return self.label * np.nan_to_num(self.people)
+
+    @property
+    def f(self) -> np.ndarray:  # l·(the model's share same)
+        return self.label * self.model
+
+
+def judged(draws: pa.Table, people: dict, model: dict, tasks: frozenset | None, *, self_known: bool = False) -> Judged:
+    """The arrays of ``draws`` (see :class:`Judged`). ``tasks``: the people's tasks (None: every pair);
+    ``self_known``: self draws (the paper's design) are labeled "same" by definition, model included."""
+    n = draws.num_rows
+    if not n:
+        z = np.zeros(0)
+        return Judged(z, z, z, np.zeros(0, dtype=bool), [], [], None)
+    pids = draws.column("pair_id").to_pylist()
+    label = np.asarray(draws.column("label").to_pylist(), dtype=float)
+    selfs = draws.column("is_self").to_pylist() if self_known else [False] * n
+    ppl, mod, lab = np.full(n, np.nan), np.empty(n), np.zeros(n, dtype=bool)
+    for k, (p, s) in enumerate(zip(pids, selfs)):
+        if s:
+            ppl[k], mod[k], lab[k] = 1.0, 1.0, True
+            continue
+        a = people.get(p) if tasks is None or p in tasks else None
+        if a in ("same", "different"):
+            ppl[k], lab[k] = (1.0 if a == "same" else 0.0), True
+        mod[k] = model_value(model.get(p))
+    pw = (np.asarray(draws.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float)
+          if "pair_weight" in draws.column_names else None)
+    return Judged(label, ppl, mod, lab, draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist(), pw,
+                  np.asarray(pids, dtype=object))
+
+
+def _estimate(name, part: Part, scale: float, *, bounds, note: str = "", shift: float = 0.0,
+              flip: bool = False) -> Estimate:
+    """``shift + scale·part`` (``flip``: ``scale·(1 − part)``) as an :class:`Estimate`."""
+    if not math.isfinite(part.value):
+        return Estimate(name, math.nan, math.nan, part.n, method=METHOD, note=note or "no usable people's judgement",
+                        bounds=bounds)
+    v = scale * (1.0 - part.value) if flip else shift + scale * part.value
+    se = abs(scale) * math.sqrt(part.var) if math.isfinite(part.var) else math.nan
+    return Estimate(name, v, se, part.n, method=METHOD, note=note, centre=v,
+                    interval_se=abs(scale) * math.sqrt(part.ivar) if math.isfinite(part.ivar) else None,
+                    bounds=bounds)
+
+
+def _sum_parts(parts: list[tuple[float, Part]], shift: float = 0.0) -> Part:
+    """``shift + Σ scale·part`` over independent parts (strata)."""
+    value, var, ivar, var0, n, lambdas = shift, 0.0, 0.0, 0.0, 0, {}
+    for scale, p in parts:
+        if not math.isfinite(p.value):
+            return Part.undefined(n + p.n)
+        value += scale * p.value
+        var += scale * scale * p.var
+        ivar += scale * scale * p.ivar
+        var0 += scale * scale * p.var_people
+        n += p.n
+        lambdas.update(p.lambdas)
+    return Part(value, var, ivar, n, lambdas, var0)
+
+
+def _fallback(arrays: dict) -> dict:
+    """The λ per fold pooled over a sample's strata (:func:`abcde.quality.ppi.fold_lambdas`)."""
+    return fold_lambdas([(j.y, j.f, j.labeled, j.pairs) for j in arrays.values() if len(j.label)])
+
+
+def _rate_part(j: Judged, census: bool, lam=None, fallback=None) -> Part:
+    """The share judged "same" of a split or merge unit (a census: weighted by pair weight)."""
+    if census:
+        t = ppi_census_total(j.pair_weight, np.nan_to_num(j.people), j.model, j.labeled, lam=lam, pairs=j.pairs,
+                             fallback=fallback)
+        W = float(j.pair_weight.sum())
+        return Part(t.value / W, t.var / W ** 2, t.ivar / W ** 2, t.n, t.lambdas, t.var_people / W ** 2)
+    return ppi_mean(np.zeros(len(j.label)), np.nan_to_num(j.people), j.model, j.labeled, lam=lam, pairs=j.pairs,
+                    fallback=fallback)
+
+
+def _rates(parts: dict, split_rate: float, merge_rate: float) -> dict:
+    out = {}
+    for cls, rate, good_is_same in (("split", split_rate, False), ("merge", merge_rate, True)):
+        p = parts.get(cls)
+        for good in (True, False):
+            name = f"{'good' if good else 'bad'}_{cls}_rate"
+            if rate == 0:
+                out[name] = Estimate(name, 0.0, 0.0, p.n if p else 0, method=METHOD,
+                                     note=f"no {cls}s: the {cls} rate is 0", bounds=(0.0, 0.0))
+            elif p is None:
+                out[name] = Estimate(name, math.nan, math.nan, 0, method=METHOD, note=f"no judged {cls} pairs",
+                                     bounds=(0.0, rate))
+            else:
+                out[name] = _estimate(name, p, rate, bounds=(0.0, rate), flip=good != good_is_same,
+                                      note="" if math.isfinite(p.value) else f"no judged {cls} pairs")
+    return out
+
+
+def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: set, n_draws: int) -> dict:
+    """What the model added, for ``design["ppi"]``."""
+    both, dis = agreement({p: people[p] for p in labeled_pairs if p in people}, model, labeled_pairs)
+    n = len(labeled_pairs)
+    worth = (n * (dp.var_people / dp.var - 1.0) if math.isfinite(dp.var) and dp.var > 0
+             and math.isfinite(dp.var_people) else None)
+    share = dis / both if both else None
+    facts = {
+        "lambdas": {k: round(v, 6) for k, v in dp.lambdas.items()},
+        "model_judgements": sum(1 for p in pair_ids if model.get(p) in ("same", "different")),
+        "model_unanswered": sum(1 for p in pair_ids if model.get(p) not in ("same", "different")),
+        "people_judgements": n,
+        "people_tasks": None if tasks is None else len(tasks),
+        "pairs": len(pair_ids),
+        "worth_people_judgements": None if worth is None else max(worth, 0.0),
+        "both_judged": both,
+        "disagreements": dis,
+        "disagreement_share": share,
+        "people_only_std_err": math.sqrt(dp.var_people) if math.isfinite(dp.var_people) else None,
+        "std_err": math.sqrt(dp.var) if math.isfinite(dp.var) else None,
+    }
+    if share is not None and share > DISAGREEMENT_WARNING:
+        facts["warning"] = (f"The model and people disagree on {dis:,} of the {both:,} pairs both judged "
+                            f"({share:.0%}, more than a fifth): the estimates stay unbiased, but the model adds "
+                            "little; check its prompt or use people's judgements alone (--source person).")
+    if tasks is None:
+        facts["subset"] = ("the people's judgements are taken as a random subset of the drawn pairs (the sample "
+                           "was drawn without --human-budget; the judging app serves each stratum's pairs in "
+                           "their random order)")
+    return facts
+
+
+def _labeled_pairs(tables, people, tasks) -> set:
+    out = set()
+    for d in tables:
+        if d.num_rows:
+            for p, need in zip(d.column("pair_id").to_pylist(), d.column("needs_judgement").to_pylist()):
+                if need and (tasks is None or p in tasks) and people.get(p) in ("same", "different"):
+                    out.add(p)
+    return out
+
+
+def _counts(pair_ids, people, tasks) -> tuple[int, int, int]:
+    mine = [p for p in pair_ids if tasks is None or p in tasks]
+    judged = sum(1 for p in mine if people.get(p) in ("same", "different"))
+    unsure = sum(1 for p in mine if people.get(p) == "unsure")
+    return judged, unsure, len(mine) - judged - unsure
+
+
+def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | None, *, split_rate: float,
+                        merge_rate: float, lam=None) -> QualityResult:
+    """ΔPrecision and the Good/Bad rates of a stratified sample (:class:`StratifiedSample`):
+    the exact self term plus, per stratum, ``U_c`` times its prediction-powered mean (a census
+    stratum: its prediction-powered total)."""
+    parts, rate_parts = [], {}
+    lo = hi = sample.self_term
+    missing = []
+    arrays = {c: judged(sample.draws[c], people, model, tasks) for c in sample.strata}
+    fb = _fallback(arrays)
+    for c in sample.strata:
+        U = sample.totals[c]
+        if U == 0:
+            continue
+        lab = _LABEL.get(c)
+        lo, hi = lo - (U if lab != 1 else 0.0), hi + (U if lab != -1 else 0.0)
+        j = arrays[c]
+        census = c in sample.census
+        if census:
+            p = ppi_census_total(j.pair_weight, j.y, j.f, j.labeled, lam=lam, answers=j.people, pairs=j.pairs,
+                                 fallback=fb)
+            parts.append((1.0, _named(p, c)))
+        else:
+            p = ppi_mean(np.zeros(len(j.label)), j.y, j.f, j.labeled, lam=lam, pairs=j.pairs, fallback=fb)
+            parts.append((U, _named(p, c)))
+        if not math.isfinite(p.value):
+            missing.append(c)
+        if c in ("split", "merge") and sample.draws[c].num_rows:
+            rate_parts[c] = _rate_part(j, census, lam, fb)
+    dp = _sum_parts(parts, sample.self_term)
+    note = (f"no usable people's judgement yet in the {', '.join(missing)} "
+            + ("strata" if len(missing) > 1 else "stratum")) if missing else ""
+    census = sorted(sample.census, key=sample.strata.index)
+    pair_ids = sorted({p for c in sample.strata if sample.draws[c].num_rows
+                       for p in sample.draws[c].column("pair_id").to_pylist()})
+    labeled = _labeled_pairs(sample.draws.values(), people, tasks)
+    judged_n, unsure, missing_n = _counts(pair_ids, people, tasks)
+    return QualityResult(
+        delta_precision=_estimate("delta_precision", dp, 1.0, bounds=(lo, hi), note=note),
+        **_rates(rate_parts, split_rate, merge_rate),
+        split_rate=split_rate, merge_rate=merge_rate,
+        judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n,
+        draws={c: sample.draws[c].num_rows for c in sample.strata},
+        estimator="stratified", allocation=sample.allocation, strata=sample.strata, census=tuple(census),
+        design={"ppi": _facts(dp, people, model, pair_ids, tasks, labeled, 0)},
+    )
+
+
+def _named(p: Part, unit: str) -> Part:
+    """A stratum's part with its λ named by the stratum."""
+    lam = next(iter(p.lambdas.values()), None) if p.lambdas else None
+    return Part(p.value, p.var, p.ivar, p.n, {unit: lam} if lam is not None else {}, p.var_people)
+
+
+def combined_stratified_slices(sample, people: dict, model: dict, tasks: frozenset | None, vantage_value: dict,
+                               multipliers: dict, self_terms: dict, *, total_weight: float, lam=None) -> list[dict]:
+    """ΔPrecisionContribution(I) and ΔPrecision(I) per slice value (see
+    :func:`abcde.quality.stratified.estimate_stratified_slices`), each stratum's mean of
+    ``l·1(i ≡ j)·1(i ∈ I)`` prediction-powered."""
+    arrays = {c: judged(sample.draws[c], people, model, tasks) for c in sample.strata}
+    fb = _fallback(arrays)
+    rows = []
+    for value, w_i, pw, st, st_u, bounds in slice_ranges(sample, multipliers, self_terms):
+        rest = max(pw - st_u, 0.0)
+        parts, n_in, drawn = [], 0, 0
+        for c in sample.strata:
+            j = arrays[c]
+            in_a = np.array([vantage_value.get(a) == value for a in j.item_a], dtype=float)
+            drawn += int(in_a.sum())
+            if sample.totals[c] == 0 or rest <= 1e-12 * max(pw, 1e-300):
+                continue
+            if c in sample.census:
+                in_b = np.array([vantage_value.get(b) == value for b in j.item_b], dtype=float)
+                share = (in_a + in_b) / 2
+                parts.append((1.0, ppi_census_total(j.pair_weight, j.y * share, j.f * share, j.labeled, lam=lam,
+                                                    answers=j.people, pairs=j.pairs, fallback=fb)))
+                n_in += int((j.labeled & (share > 0)).sum())
+            else:
+                parts.append((sample.totals[c], ppi_mean(np.zeros(len(j.label)), j.y * in_a, j.f * in_a,
+                                                         j.labeled, lam=lam, pairs=j.pairs, fallback=fb)))
+                n_in += int((j.labeled & (in_a > 0)).sum())
+        p = _sum_parts(parts, st)
+        note = ""
+        if not math.isfinite(p.value):
+            note = "no usable people's judgement in a stratum"
+        elif parts and n_in == 0:
+            p, note = Part.undefined(), "no judged pair has its vantage item in this slice"
+        p = Part(p.value, p.var, p.ivar, n_in, p.lambdas, p.var_people)
+        contrib = _estimate("delta_precision_contribution", p, 1.0, bounds=bounds, note=note)
+        scale = float(total_weight) / w_i if w_i else math.nan
+        dpi = _estimate("delta_precision", p, scale, bounds=(bounds[0] * scale, bounds[1] * scale), note=note)
+        rows.append({"value": json.loads(value), "weight": w_i, "pairweight": pw, "self_term": st,
+                     "sampled_draws": drawn, "delta_precision": dpi.to_dict(),
+                     "delta_precision_contribution": contrib.to_dict()})
+    return rows
+
+
+def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset | None, totals: dict,
+                   split_rate: float, merge_rate: float, *, items: pa.Table | None = None,
+                   slice_multipliers: dict | None = None, total_weight: float | None = None,
+                   lam=None) -> QualityResult:
+    """The paper's design: ΔPrecision = Σ u_ij times the prediction-powered mean of ``l·1(i ≡ j)``
+    over all draws, post-stratified by class (self draws known "same"); the rates from the split and
+    merge classes; slices from the draws whose vantage item is in the slice."""
+    j = judged(draws, people, model, tasks, self_known=True)
+    cls = np.asarray(pair_class_of_draws(draws) if draws.num_rows else [], dtype=object)
+    if totals["all"] == 0:
+        dp = Estimate("delta_precision", 0.0, 0.0, 0, method=METHOD, note="Base and Exp agree on every item",
+                      bounds=(0.0, 0.0))
+        dp_part = Part(0.0, 0.0, 0.0, 0, {}, 0.0)
+    else:
+        dp_part = ppi_mean(cls, j.y, j.f, j.labeled, lam=lam, pairs=j.pairs)
+        dp_part = Part(dp_part.value, dp_part.var, dp_part.ivar, int((j.labeled & (cls != "self")).sum()),
+                       {k: v for k, v in dp_part.lambdas.items() if k != "self"}, dp_part.var_people)
+        dp = _estimate("delta_precision", dp_part, totals["all"], bounds=delta_precision_bounds(totals))
+    rate_parts = {}
+    fb = fold_lambdas([(j.y, j.f, j.labeled & (cls == c), j.pairs) for c in ("split", "merge", "intersection")])
+    for c in ("split", "merge"):
+        m = cls == c
+        if m.any():
+            rate_parts[c] = ppi_mean(np.zeros(int(m.sum())), np.nan_to_num(j.people[m]), j.model[m], j.labeled[m],
+                                     lam=lam, pairs=j.pairs[m], fallback=fb)
+    slices = {}
+    if slice_multipliers:
+        attrs = {r["item_id"]: r for r in items.to_pylist()}
+        for col, stored in slice_multipliers.items():
+            vals = np.array([json.dumps(attrs.get(v, {}).get(col), default=str) for v in j.item_a])
+            rows = []
+            for value, (w_i, pw) in sorted(stored.items(), key=lambda kv: -kv[1][1]):
+                m = vals == value
+                p = (ppi_mean(cls[m], j.y[m], j.f[m], j.labeled[m], lam=lam, pairs=j.pairs[m]) if m.any()
+                     else Part.undefined())
+                p = Part(p.value, p.var, p.ivar, int((j.labeled & m & (cls != "self")).sum()), p.lambdas,
+                         p.var_people)
+                note = "" if math.isfinite(p.value) else "no usable people's judgement among this slice's draws"
+                contrib = _estimate("delta_precision_contribution", p, pw, bounds=(-pw, pw), note=note)
+                scale = total_weight / w_i
+                dpi = _estimate("delta_precision", p, pw * scale, bounds=(-pw * scale, pw * scale), note=note)
+                rows.append({"value": json.loads(value), "weight": w_i, "pairweight": pw,
+                             "sampled_draws": int(m.sum()), "delta_precision": dpi.to_dict(),
+                             "delta_precision_contribution": contrib.to_dict()})
+            slices[col] = rows
+    need = draws.column("needs_judgement").to_pylist() if draws.num_rows else []
+    pair_ids = sorted({p for p, n in zip(draws.column("pair_id").to_pylist(), need) if n}) if draws.num_rows else []
+    labeled = _labeled_pairs([draws], people, tasks)
+    judged_n, unsure, missing_n = _counts(pair_ids, people, tasks)
+    counts = {c: int((cls == c).sum()) for c in ("self", "split", "merge", "intersection")}
+    return QualityResult(
+        delta_precision=dp, **_rates(rate_parts, split_rate, merge_rate),
+        split_rate=split_rate, merge_rate=merge_rate,
+        judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n, draws=counts, slices=slices,
+        design={"ppi": _facts(dp_part, people, model, pair_ids, tasks, labeled, draws.num_rows)},
+    )

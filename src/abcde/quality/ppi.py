@@ -1,0 +1,428 @@
+"""Prediction-powered estimates: a model judges every drawn pair, people judge a random subset
+of them, and the people's judgements correct the model's bias (Angelopoulos et al., Science 2023;
+PPI++'s power tuning, Angelopoulos, Duchi & Zrnic, arXiv 2311.01453; stratified as in Fisch et
+al., arXiv 2406.04291).
+
+**The design** (``abcde pairs --budget N --human-budget n``). The N drawn pairs are split into
+units: the strata of the stratified design, the classes (split, merge, intersection) of the
+paper's. Each distinct pair gets a priority ``ρ ∈ [0, 1)`` from a hash of the seed and its pair id;
+in unit ``c`` the pairs with ``ρ ≤ τ_c`` are the people's tasks, ``τ_c`` chosen so that unit ``c``
+has its share ``n_c`` of ``n`` (∝ its distinct pairs, at least 2). The priorities are independent
+uniform draws, so the people's tasks are a simple random sample of each unit's pairs, whatever the
+pairs are. ``--extend`` keeps every ``τ_c`` (so every task stays a task) and raises it to reach a
+larger ``--human-budget``.
+
+**The estimator**, per unit ``c`` with ``N_c`` draws of which the ``n_c`` labeled ones carry a
+person's judgement ``y`` (same/different), and a model value ``f`` on every draw::
+
+    θ̂_c = λ_c · mean_{N_c}(f) + mean_{n_c}(y − λ_c·f)
+    Var  = s²(y)/N_c + (1 − n_c/N_c) · s²(y − λ_c·f)/n_c
+    λ_c  = Cov(y, f) / Var(f) on the labeled draws, clipped to [0, 1]
+
+Given the draws, the labeled ones are a simple random sample of them, so ``θ̂_c`` is unbiased for
+the draws' mean of ``y`` whatever ``λ_c`` and the model are; the first variance term is the draws'
+(N_c draws ∝ u_ij), the second the subsample's. ``λ = 0`` is the people-only estimate on the
+subset (and its variance ``s²/n_c``); a model equal to the people gives ``λ = 1`` and ``s²/N_c``, the
+variance of N_c people's judgements. PPI++ writes the same estimator with an unlabeled set disjoint
+from the labeled one: its ``λ_PPI++ = (1 − n/N)·λ`` (:func:`ppi_plus_plus_lambda`).
+
+The paper's design weights its classes by their draws (post-stratified, ``θ̂ = Σ_c (N_c/N) θ̂_c``),
+with the first term the variance of all N draws' mean. A census stratum (every pair listed once
+with its pair weight) estimates its total ``Σ w·y`` the same way, with weights.
+
+A pair the model did not answer (unsure, failed, not judged) gets the fixed model value
+:data:`MODEL_MISSING`: any fixed value keeps the estimate unbiased; a missing answer only lowers
+what the model is worth. Unsure people's judgements are left out within a unit, as everywhere.
+
+**Intervals** follow the rules of every other estimate: Student t on the people's judgements − 1,
+cut to the feasible range, and defined from one judgement per unit: the variances under them are
+floored by the Agresti–Coull variance ``p̃(1 − p̃)`` of the people's answers (and the residual's by
+``(1 − λ)²`` times it), so a few agreeing judgements never give a zero-width interval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from abcde.errors import InputError
+
+#: The model value of a pair the model answered ``unsure``, failed on or did not judge (as a share
+#: "same"; times the pair's label): a fixed value, so the estimate stays unbiased.
+MODEL_MISSING = 0.5
+#: Above this share of disagreement between model and people on the doubly judged pairs,
+#: ``abcde quality`` warns (the estimate stays unbiased; the model adds little).
+DISAGREEMENT_WARNING = 0.2
+#: Where the people's tasks and their priorities are recorded in a sample's metadata.
+META_KEY = "people"
+
+
+# ---------------------------------------------------------------------------------- the design
+def priority(seed: int, pair_id: str) -> float:
+    """A pair's priority for the people's tasks: uniform in [0, 1), from the seed and the pair id
+    (53 bits of sha256, so exact as a float).
+
+    >>> priority(1, "a|b") == priority(1, "a|b") != priority(2, "a|b")
+    True
+    """
+    h = hashlib.sha256(f"abcde.people|{int(seed)}|{pair_id}".encode()).digest()
+    return (int.from_bytes(h[:8], "big") >> 11) / float(1 << 53)
+
+
+def units_of(draws: pa.Table, meta: dict) -> dict:
+    """``{pair_id: unit}`` of the pairs needing a judgement: their stratum (stratified samples) or
+    class (the paper's design: split, merge, intersection)."""
+    if not draws.num_rows:
+        return {}
+    pids, need = draws.column("pair_id").to_pylist(), draws.column("needs_judgement").to_pylist()
+    if meta.get("estimator") == "stratified":
+        names = draws.column("stratum").to_pylist()
+    else:
+        from abcde.sampling.pairs import pair_class_of_draws  # lazy: ibis stays out of reading a sample's files
+
+        names = pair_class_of_draws(draws)
+    return {p: c for p, c, n in zip(pids, names, need) if n}
+
+
+def plan_people(units: dict, seed: int, budget: int | None, *, old: dict | None = None,
+                weights: dict | None = None) -> dict:
+    """The people's tasks: per unit the threshold ``τ_c`` (a pair is a task iff its priority is
+    ``≤ τ_c``), for ``budget`` tasks in all: ∝ each unit's ``weights`` (its exact pair weight ``U_c``,
+    as the people-only design allocates; default: its distinct pairs), at least 2 each, at most its
+    pairs (Sainte-Laguë, :func:`abcde.quality.stratified.allocate`); ``old`` (a plan from before
+    ``--extend``) keeps every earlier ``τ_c``: its tasks stay tasks.
+
+    Returns ``{"asked": budget, "thresholds": {c: τ_c}, "budgets": {c: tasks}, "pairs": {c: pairs}}``."""
+    from abcde.quality.stratified import allocate  # lazy: ibis stays out of reading a sample's files
+
+    by_unit: dict = {}
+    for p, c in units.items():
+        by_unit.setdefault(c, []).append(priority(seed, p))
+    for c in by_unit:
+        by_unit[c].sort()
+    names = tuple(sorted(by_unit))
+    counts = {c: len(by_unit[c]) for c in names}
+    old_t = (old or {}).get("thresholds") or {}
+    asked = int(budget) if budget is not None else int((old or {}).get("asked") or 0)
+    if budget is not None:
+        score = {c: float((weights or counts).get(c, 0.0)) for c in names}
+        want = allocate(int(budget), score, caps=counts, strata=names)
+    else:
+        want = dict.fromkeys(names, 0)
+    thresholds, budgets = {}, {}
+    for c in names:
+        pr = by_unit[c]
+        tau = float(old_t.get(c, -1.0))
+        if want[c] > 0:
+            tau = max(tau, pr[want[c] - 1])
+        thresholds[c] = tau
+        budgets[c] = sum(1 for x in pr if x <= tau)
+    return {"asked": asked, "thresholds": thresholds, "budgets": budgets, "pairs": counts,
+            "tasks": sum(budgets.values())}
+
+
+def people_pairs(draws: pa.Table, meta: dict) -> frozenset | None:
+    """The pair ids that are the people's tasks (``pairs --human-budget``); None when the sample has
+    no such split (every pair is a people's task)."""
+    plan = meta.get(META_KEY)
+    if not plan:
+        return None
+    seed, t = int(meta["seed"]), plan["thresholds"]
+    return frozenset(p for p, c in units_of(draws, meta).items() if priority(seed, p) <= t.get(c, -1.0))
+
+
+# ---------------------------------------------------------------------------------- the estimator
+@dataclass(frozen=True)
+class Part:
+    """One prediction-powered mean (or a census total): its value, variance, the variance under its
+    interval (floored, see the module docstring), the people's judgements it rests on, the λ of
+    each unit, and the people-only variance of the same judgements (what the model is worth)."""
+
+    value: float
+    var: float
+    ivar: float
+    n: int
+    lambdas: dict = field(default_factory=dict)
+    var_people: float = math.nan
+
+    @staticmethod
+    def undefined(n: int = 0) -> "Part":
+        return Part(math.nan, math.nan, math.nan, n)
+
+
+def _var(x: np.ndarray, ddof: int = 1) -> float:
+    return float(x.var(ddof=ddof)) if len(x) > ddof else math.nan
+
+
+def tuned_lambda(y: np.ndarray, f: np.ndarray) -> float:
+    """``Cov(y, f) / Var(f)`` on the labeled draws, clipped to [0, 1]; 0 without two labeled draws
+    or when the model's values on them do not vary."""
+    if len(y) < 2:
+        return 0.0
+    vf = float(f.var(ddof=1))
+    if not vf > 0:
+        return 0.0
+    c = float(np.cov(y, f, ddof=1)[0, 1])
+    return min(max(c / vf, 0.0), 1.0)
+
+
+def ppi_plus_plus_lambda(lam: float, n: int, n_total: int) -> float:
+    """Our ``λ`` (the model's weight in the mean of all ``N`` draws) as PPI++ writes it, for an
+    unlabeled set of the ``N − n`` draws people did not judge: ``λ_PPI++ = (1 − n/N)·λ``; its
+    tuned value ``Cov/((1 + n/(N − n))·Var f)`` is ours, ``Cov/Var f``, times ``1 − n/N``."""
+    return (1.0 - n / n_total) * lam
+
+
+def _floor(y: np.ndarray) -> float:
+    """``p̃(1 − p̃)`` of the people's answers ``|y|`` (0/1 up to the label's sign), ``p̃ = (k + ½)/(n + 1)``
+    (Jeffreys' half a success and half a failure): a variance that is never 0."""
+    p = (float(np.abs(y).sum()) + 0.5) / (len(y) + 1.0)
+    return p * (1.0 - p)
+
+
+def _residual_var(r: np.ndarray, pairs) -> tuple[float, int]:
+    """The residual's variance per labeled draw, and the number of people's pairs behind it.
+
+    People judge pairs; a pair drawn twice is two draws with one judgement. The labeled draws are
+    then clusters (a simple random sample of pairs), and their mean is a ratio estimate: with
+    ``e_p = Σ_{k ∈ p} (r_k − r̄)`` per pair, ``Σ e_p² / (n_p − 1)`` over the ``n_p`` pairs, divided by the
+    mean draws per pair squared (one draw per pair: the plain ``s²(r)``)."""
+    n = len(r)
+    e = r - r.mean()
+    if pairs is None:
+        k, tot = n, e
+    else:
+        _, inverse = np.unique(np.asarray(pairs, dtype=object).astype(str), return_inverse=True)
+        tot = np.bincount(inverse, weights=e)
+        k = len(tot)
+    if k < 2:
+        return math.nan, k
+    m = n / k
+    return float((tot * tot).sum() / (k - 1)) / (m * m), k
+
+
+def _fold(pair_id) -> int:
+    """A pair's fold (0 or 1) for cross-fitting λ: a hash of its id, independent of every answer."""
+    return hashlib.sha256(f"abcde.fold|{pair_id}".encode()).digest()[0] & 1
+
+
+def fold_lambdas(units) -> dict:
+    """``{fold: λ}`` pooled over several units (strata, or a design's classes): per fold, the
+    regression of the people's values on the model's, each unit's values centred on its own means,
+    clipped to [0, 1]. The λ a unit's fold falls back on when the unit's other fold alone cannot
+    tune one (fewer than two people's judgements there, or a model that does not vary on them: a
+    nearly pure stratum). ``units``: ``(y, f, labeled, pairs)`` per unit (``pairs`` None: draw k is
+    pair k). Each fold's λ uses that fold only, so cross-fitting stays unbiased."""
+    cov, var = {0: 0.0, 1: 0.0}, {0: 0.0, 1: 0.0}
+    for y, f, labeled, pairs in units:
+        labeled = np.asarray(labeled, dtype=bool)
+        idx = np.flatnonzero(labeled)
+        if not len(idx):
+            continue
+        folds = np.array([_fold(p) for p in (np.asarray(pairs, dtype=object)[idx] if pairs is not None else idx)])
+        yl, fl = np.asarray(y, dtype=float)[idx], np.asarray(f, dtype=float)[idx]
+        for k in (0, 1):
+            m = folds == k
+            if m.sum() >= 2:
+                yc, fc = yl[m] - yl[m].mean(), fl[m] - fl[m].mean()
+                cov[k] += float((yc * fc).sum())
+                var[k] += float((fc * fc).sum())
+    return {k: (min(max(cov[k] / var[k], 0.0), 1.0) if var[k] > 0 else 0.0) for k in (0, 1)}
+
+
+def _other_lambda(y, f, other, fallback, k) -> float:
+    """The λ for fold ``k``: tuned on the other fold's draws ``other``, else the pooled λ of the
+    other fold (``fallback``, :func:`fold_lambdas`), else 0."""
+    if len(other) >= 2 and float(f[other].var()) > 0:
+        return tuned_lambda(y[other], f[other])
+    return float(fallback.get(1 - k, 0.0)) if fallback else 0.0
+
+
+def _cross_fitted(y: np.ndarray, f: np.ndarray, in_g: np.ndarray, labeled: np.ndarray, folds: np.ndarray,
+                  fallback: dict | None = None):
+    """The cross-fitted estimate of one group: the labeled draws split in two folds by pair; each
+    fold's residuals use the λ tuned on the other fold, and its model mean is taken over the draws
+    not in the other fold::
+
+        θ̂ = Σ_k (n_k/n) · (mean_k(y) + λ_{−k} · (mean_{g ∖ L_{−k}}(f) − mean_k(f)))
+
+    Given the other fold, a fold's pairs are a simple random sample of the rest of the group, so
+    each term is unbiased whatever λ_{−k} is: the estimate is unbiased, even though λ is tuned on
+    the data (a λ tuned on the same draws it corrects is not: it would give the model no weight
+    exactly when the people's pairs miss a stratum's few "different" ones). Returns the estimate,
+    each labeled draw's λ, and the λ of the whole group (shown)."""
+    L = in_g & labeled
+    n = int(L.sum())
+    theta, lam_of = 0.0, np.zeros(n)
+    idx = np.flatnonzero(L)
+    fl = folds[idx]
+    for k in (0, 1):
+        mine, other = idx[fl == k], idx[fl != k]
+        if not len(mine):
+            continue
+        lk = _other_lambda(y, f, other, fallback, k)
+        rest = in_g.copy()
+        rest[other] = False
+        c = float(f[rest].mean())
+        theta += len(mine) / n * (float(y[mine].mean()) + lk * (c - float(f[mine].mean())))
+        lam_of[fl == k] = lk
+    return theta, lam_of
+
+
+def ppi_mean(groups, y, f, labeled, *, lam=None, pairs=None, population: bool = False,
+             fallback: dict | None = None) -> Part:
+    """The prediction-powered mean of ``y`` over all draws, post-stratified by ``groups`` (one group:
+    the plain mean).
+
+    ``y``: the people's value per draw (read only where ``labeled``); ``f``: the model's value per
+    draw (every draw); ``lam``: None (tuned per group, cross-fitted: :func:`_cross_fitted`), a number
+    or ``{group: λ}`` (fixed: ``λ·mean(f) + mean_L(y − λ·f)``); ``pairs``: each draw's pair id, when a
+    pair can be drawn more than once (the people's tasks are then a random sample of pairs, see
+    :func:`_residual_var`; also the folds); ``population``: the "draws" are every pair of a census
+    stratum, listed once, so only the people's subsample varies (no first-phase variance);
+    ``fallback``: ``{fold: λ}`` pooled over other units (:func:`fold_lambdas`; default: over this
+    call's groups) for a group whose other fold cannot tune λ."""
+    groups = np.asarray(groups, dtype=object)
+    pairs = None if pairs is None else np.asarray(pairs, dtype=object)
+    y, f, labeled = np.asarray(y, dtype=float), np.asarray(f, dtype=float), np.asarray(labeled, dtype=bool)
+    N = len(groups)
+    if N == 0:
+        return Part.undefined()
+    folds = np.array([_fold(p) for p in (pairs if pairs is not None else range(N))], dtype=np.int8) \
+        if lam is None else None
+    value, var2, ivar2, var0, n_all = 0.0, 0.0, 0.0, 0.0, 0
+    within, iwithin, means, lambdas = 0.0, 0.0, {}, {}
+    if lam is None and fallback is None:
+        fallback = fold_lambdas([(y, f, labeled & (groups == g), pairs) for g in dict.fromkeys(groups.tolist())
+                                 if not labeled[groups == g].all()])  # not the self pairs, known exactly
+    for g in dict.fromkeys(groups.tolist()):
+        in_g = groups == g
+        Ng, L = int(in_g.sum()), in_g & labeled
+        yl, fl = y[L], f[L]
+        n = len(yl)
+        if n == 0:
+            return Part.undefined(n_all)
+        if lam is None:
+            theta, lam_of = _cross_fitted(y, f, in_g, labeled, folds, fallback)
+            lambdas[g] = tuned_lambda(yl, fl)  # shown; each fold used the other's
+        else:
+            lg = lam.get(g, 0.0) if isinstance(lam, dict) else float(lam)
+            lam_of = np.full(n, lg)
+            theta = lg * float(f[in_g].mean()) + float((yl - lg * fl).mean())
+            lambdas[g] = lg
+        r = yl - lam_of * fl
+        share = Ng / N
+        value += share * theta
+        means[g] = (share, theta)
+        gp = None if pairs is None else pairs[L]
+        s2r, k = _residual_var(r, gp)
+        s2y0, _ = _residual_var(yl, gp)
+        s2y = _var(yl)
+        # the share of the group's pairs (draws, when every pair is drawn once) people judged
+        fpc = 1.0 - (k / len(set(pairs[in_g].tolist())) if pairs is not None else n / Ng)
+        var2 += share * share * fpc * s2r / k if fpc > 0 else 0.0
+        var0 += share * share * fpc * s2y0 / k if fpc > 0 else 0.0
+        fy = max(s2y if math.isfinite(s2y) else 0.0, _floor(yl))
+        lbar = float(lam_of.mean())
+        fr = max(s2r if math.isfinite(s2r) else 0.0, (1.0 - lbar) ** 2 * fy)
+        ivar2 += share * share * fpc * fr / k if fpc > 0 else 0.0
+        within += share * s2y
+        iwithin += share * fy
+        n_all += n
+    if population:
+        return Part(value, var2, ivar2, n_all, lambdas, var0)
+    between = sum(s * (t - value) ** 2 for s, t in means.values())
+    var1, ivar1 = (within + between) / N, (iwithin + between) / N
+    return Part(value, var1 + var2, ivar1 + ivar2, n_all, lambdas, var1 + var0)
+
+
+def ppi_census_total(w, y, f, labeled, *, lam=None, answers=None, pairs=None, fallback: dict | None = None) -> Part:
+    """``Σ w·y`` over a census stratum (every pair once, with its pair weight ``w``; the people's
+    pairs a simple random sample of them), as the people-only estimate makes it (the people's
+    pairs' weighted mean times ``W = Σ w``) with the model's part added::
+
+        T̂ = λ·Σ w·f + W · Σ_L w·(y − λ·f) / Σ_L w
+
+    (every pair labeled: the exact total). λ tuned is cross-fitted (each fold of the people's pairs
+    uses the other's, :func:`_cross_fitted`). Variance of the ratio estimate under simple random
+    sampling of the ``P`` pairs: ``P²·(1 − n/P)/n · s²(w·(r − R̂))/w̄²·(W/P)²``; the interval's floor
+    is the people's answers' (``answers``: their 0/1, default ``|y|``) Jeffreys variance."""
+    w, y, f = np.asarray(w, dtype=float), np.nan_to_num(np.asarray(y, dtype=float)), np.asarray(f, dtype=float)
+    labeled = np.asarray(labeled, dtype=bool)
+    P = len(w)
+    if P == 0:
+        return Part(0.0, 0.0, 0.0, 0, {}, 0.0)
+    idx = np.flatnonzero(labeled)
+    n = len(idx)
+    if n == 0:
+        return Part.undefined()
+    W, F = float(w.sum()), float((w * f).sum())
+    if lam is None:
+        folds = np.array([_fold(p) for p in (pairs if pairs is not None else range(P))], dtype=np.int8)[idx]
+        lam_of = np.zeros(n)
+        value = 0.0
+        for k in (0, 1):
+            mine, other = idx[folds == k], idx[folds != k]
+            if not len(mine):
+                continue
+            lk = _other_lambda(y, f, other, fallback, k)
+            lam_of[folds == k] = lk
+            r = y[mine] - lk * f[mine]
+            value += len(mine) / n * (lk * F + W * float((w[mine] * r).sum() / w[mine].sum()))
+        shown = tuned_lambda(y[idx], f[idx])
+    else:
+        lam_of = np.full(n, float(lam))
+        r = y[idx] - lam_of * f[idx]
+        value = float(lam) * F + W * float((w[idx] * r).sum() / w[idx].sum())
+        shown = float(lam)
+    if n == P:
+        return Part(float((w * y).sum()), 0.0, 0.0, n, {"census": shown}, 0.0)
+    wl = w[idx]
+    fpc = 1.0 - n / P
+    scale = P * P * fpc / n * (W / P / float(wl.mean())) ** 2
+
+    def s2(v):
+        R = float((wl * v).sum() / wl.sum())
+        d = wl * (v - R)
+        return float((d * d).sum() / (n - 1)) if n > 1 else math.nan
+
+    r = y[idx] - lam_of * f[idx]
+    a = np.abs(y if answers is None else np.asarray(answers, dtype=float))[idx]
+    floor = _floor(a) * float((wl * wl).mean())
+    s2r, s2y = s2(r), s2(y[idx])
+    ivar_r = max(s2r if math.isfinite(s2r) else 0.0, (1.0 - float(lam_of.mean())) ** 2 * floor)
+    return Part(value, scale * s2r, scale * ivar_r, n, {"census": shown}, scale * s2y)
+
+
+# ---------------------------------------------------------------------------------- judgements
+def model_value(answer: str | None) -> float:
+    """The model's share "same" for one pair: 1, 0, or :data:`MODEL_MISSING` (unsure, failed, none)."""
+    return 1.0 if answer == "same" else 0.0 if answer == "different" else MODEL_MISSING
+
+
+def agreement(people: dict, model: dict, pair_ids) -> tuple[int, int]:
+    """``(pairs both judged same/different, of which they disagree on)``."""
+    both = dis = 0
+    for p in pair_ids:
+        a, b = people.get(p), model.get(p)
+        if a in ("same", "different") and b in ("same", "different"):
+            both += 1
+            dis += a != b
+    return both, dis
+
+
+def check_human_budget(human_budget, budget=None) -> int | None:
+    """``--human-budget``: a positive integer, not above the budget."""
+    if human_budget is None:
+        return None
+    if not isinstance(human_budget, int) or isinstance(human_budget, bool) or human_budget < 1:
+        raise InputError(f"The people's budget (--human-budget) must be a positive number of pairs. "
+                         f"Got {human_budget!r} instead.")
+    if budget is not None and human_budget > budget:
+        raise InputError(f"The people's budget (--human-budget {human_budget:,}) is more than the pairs drawn "
+                         f"(--budget {budget:,}): people judge a subset of the drawn pairs.")
+    return human_budget

@@ -1,0 +1,518 @@
+"""Prediction-powered estimates (issue 26): a model judges every drawn pair, people judge a random
+subset, and the combination stays unbiased whatever the model's accuracy.
+
+The reference for the plain case (one stratum, unweighted) is PPI++'s mean estimator written here
+from the paper (Angelopoulos, Duchi & Zrnic, arXiv 2311.01453, Example "mean estimation"): labeled
+``(Y_i, f_i)``, i = 1..n, and unlabeled predictions ``f̃_j``, j = 1..N_U, disjoint::
+
+    θ̂_λ = λ · mean(f̃) + mean(Y − λ·f),   Var = Var(Y − λf)/n + λ²·Var(f)/N_U,
+    λ̂  = Cov(Y, f) / ((1 + n/N_U)·Var(f)).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import simcheck as sc
+from abcde.cli import main
+from abcde.errors import InputError
+from abcde.quality.combined import combined_paper, combined_stratified, combined_stratified_slices
+from abcde.quality.ppi import (MODEL_MISSING, _fold, plan_people, ppi_mean, ppi_plus_plus_lambda, priority,
+                               tuned_lambda)
+from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices, sample_stratified_many
+from abcde.sampling.pairs import sample_pairs_many
+
+
+# ---------------------------------------------------------------------------------- the plain case
+def _ppi_plus_plus(Y, f, f_unlabeled, lam):
+    """PPI++'s point estimate and variance, from the paper (see the module docstring)."""
+    n, NU = len(Y), len(f_unlabeled)
+    theta = lam * f_unlabeled.mean() + (Y - lam * f).mean()
+    var = (Y - lam * f).var(ddof=1) / n + lam * lam * f.var(ddof=1) / NU
+    return theta, var
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_plain_case_equals_ppi_plus_plus_written_from_the_paper(seed):
+    rng = np.random.default_rng(seed)
+    N, n = 400, 60
+    truth = (rng.random(N) < 0.3).astype(float)
+    f = np.where(rng.random(N) < 0.8, truth, 1 - truth)
+    labeled = np.zeros(N, dtype=bool)
+    labeled[rng.choice(N, n, replace=False)] = True
+    Y, fl, fu = truth[labeled], f[labeled], f[~labeled]
+    # λ: ours is the model's weight in the mean of all N; PPI++'s, for the disjoint unlabeled set,
+    # is (1 − n/N) times it, and its tuned value is ours times (1 − n/N) (Var f on the labeled).
+    lam = tuned_lambda(Y, fl)
+    lam_paper = np.cov(Y, fl, ddof=1)[0, 1] / ((1 + n / (N - n)) * fl.var(ddof=1))
+    assert ppi_plus_plus_lambda(lam, n, N) == pytest.approx(lam_paper, rel=1e-12)
+    for forced in (0.0, 0.37, lam, 1.0):
+        got = ppi_mean(np.zeros(N), np.where(labeled, truth, np.nan), f, labeled, lam=forced)
+        want, var = _ppi_plus_plus(Y, fl, fu, ppi_plus_plus_lambda(forced, n, N))
+        assert got.value == pytest.approx(want, abs=1e-12)
+        # the same variance: the paper's Var(f) on the labeled draws, as ours
+        ours = Y.var(ddof=1) / N + (1 - n / N) * (Y - forced * fl).var(ddof=1) / n
+        assert got.var == pytest.approx(ours, rel=1e-12)
+        assert ours == pytest.approx(var, rel=1e-12)
+
+
+def test_lambda_zero_is_people_only_and_a_perfect_model_is_n_people():
+    rng = np.random.default_rng(1)
+    N, n = 300, 40
+    y = (rng.random(N) < 0.4).astype(float)
+    lab = np.zeros(N, dtype=bool)
+    lab[rng.choice(N, n, replace=False)] = True
+    f = (rng.random(N) < 0.5).astype(float)
+    p0 = ppi_mean(np.zeros(N), y, f, lab, lam=0.0)
+    assert p0.value == y[lab].mean() and p0.var == pytest.approx(y[lab].var(ddof=1) / n, rel=1e-12)
+    perfect = ppi_mean(np.zeros(N), y, y, lab)
+    assert perfect.lambdas == {0.0: 1.0}
+    assert perfect.var == pytest.approx(y[lab].var(ddof=1) / N, rel=1e-12)  # the SE of N judgements
+    # cross-fitted: each fold's people's mean is replaced by the mean over the draws outside the
+    # other fold (its own and the unlabeled ones): nearly all N
+    fold = np.array([_fold(k) for k in range(N)])
+    want = sum((lab & (fold == k)).sum() / n * y[~(lab & (fold != k))].mean() for k in (0, 1))
+    assert perfect.value == pytest.approx(want, abs=1e-12)
+    assert abs(perfect.value - y.mean()) < 0.2 * abs(p0.value - y.mean()) + 1e-9
+    # λ is clipped to [0, 1]: a model against the people gets 0, never a negative weight
+    assert tuned_lambda(y[lab], 1 - y[lab]) == 0.0
+    assert tuned_lambda(y[lab], 0.5 * y[lab]) == 1.0
+
+
+def test_intervals_have_width_when_every_judgement_agrees():
+    N, n = 100, 5
+    y, lab = np.ones(N), np.arange(N) < n
+    p = ppi_mean(np.zeros(N), y, y, lab)
+    assert p.var == 0.0 and p.ivar > 0  # SE 0 from five agreeing answers, but an honest interval
+    one = ppi_mean(np.zeros(N), y, y, np.arange(N) < 1)
+    assert math.isnan(one.var) and one.ivar > 0  # one judgement: no SE yet, an interval all the same
+
+
+# ---------------------------------------------------------------------------------- the design
+def test_people_tasks_are_a_random_subset_of_each_stratum_and_extensions_keep_them():
+    units = {f"p{k}": ("split" if k % 3 else "merge") for k in range(900)}
+    plan = plan_people(units, 7, 90)
+    assert plan["tasks"] == 90 and sum(plan["budgets"].values()) == 90
+    assert plan["budgets"] == {"merge": 30, "split": 60}  # ∝ each stratum's pairs
+    tasks = {p for p, c in units.items() if priority(7, p) <= plan["thresholds"][c]}
+    assert len(tasks) == 90
+    # a larger people's budget keeps every task
+    more = plan_people(units, 7, 150, old=plan)
+    tasks2 = {p for p, c in units.items() if priority(7, p) <= more["thresholds"][c]}
+    assert tasks <= tasks2 and len(tasks2) == 150
+    # more pairs, same thresholds: every task stays one, new pairs join at the same rate
+    units2 = {**units, **{f"q{k}": "split" for k in range(600)}}
+    grown = plan_people(units2, 7, None, old=plan)
+    tasks3 = {p for p, c in units2.items() if priority(7, p) <= grown["thresholds"][c]}
+    assert tasks <= tasks3 and 0 < len(tasks3 - tasks) < 120
+    # the priority is uniform: over many pairs each decile holds about a tenth (a fixed seed: exact counts)
+    pr = np.array([priority(3, f"x{k}") for k in range(20000)])
+    counts = np.histogram(pr, bins=10, range=(0, 1))[0]
+    assert abs(counts - 2000).max() < 4 * math.sqrt(2000 * 0.9)
+
+
+def _uniforms(pairs, salt="m") -> dict:
+    """Three fixed uniforms per pair (a hash of the pair id): a model's answer is a fixed function
+    of the pair, never redrawn."""
+    out = {}
+    for p in pairs:
+        h = hashlib.sha256(f"{salt}|{p}".encode()).digest()
+        out[p] = tuple(int.from_bytes(h[k:k + 8], "big") / 2 ** 64 for k in (0, 8, 16))
+    return out
+
+
+def _model(truth: dict, accuracy, *, same_bias=0.0, strata=None, unanswered=0.0, uniforms=None):
+    """A model's fixed answers: the truth flipped with probability 1 − accuracy; ``same_bias``: a
+    "different" pair answered "same" with this extra probability (a model that says same too often);
+    ``accuracy`` a dict: per stratum (``strata``: the pair's stratum); ``unanswered``: the share of
+    pairs it gives no answer (unsure)."""
+    u = uniforms or _uniforms(truth)
+    out = {}
+    for p, v in truth.items():
+        u1, u2, u3 = u[p]
+        if u3 < unanswered:
+            out[p] = "unsure"
+            continue
+        acc = accuracy[strata[p]] if isinstance(accuracy, dict) else accuracy
+        ans = v if u1 < acc else ("different" if v == "same" else "same")
+        if v == "different" and u2 < same_bias:
+            ans = "same"
+        out[p] = ans
+    return out
+
+
+def _add(res: dict, r) -> None:
+    """A result's five estimates into simcheck's results (from the Estimate objects)."""
+    for m in METRICS:
+        e = getattr(r, m)
+        lo, hi = e.confidence_interval()
+        sc.add(res, m, e.value, e.standard_error, (hi - lo) / 2, lo, hi)
+
+
+def _oracle(draws, t):
+    return {p: ("same" if t[a] == t[b] else "different") for p, a, b in zip(
+        draws.column("pair_id").to_pylist(), draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist())}
+
+
+def _tasks(ss, seed, n):
+    units = {p: c for c, d in ss.draws.items() for p in d.column("pair_id").to_pylist()}
+    plan = plan_people(units, seed, n, weights=ss.totals)  # ∝ U_c, as `abcde pairs --human-budget`
+    return frozenset(p for p, c in units.items() if priority(seed, p) <= plan["thresholds"][c]), units
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    from test_quality import dicts, world
+
+    from abcde.core.diff import build_diff
+    from abcde.core.inputs import Inputs
+    from abcde.metrics.impact import overall
+
+    base, exp, items = world(400, seed=5)
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    return d, o, dicts(base, exp, items)[3], items
+
+
+def test_lambda_zero_gives_exactly_the_people_only_estimates(small):
+    d, o, t, items = small
+    from abcde.quality.stratified import slice_self_terms
+    from abcde.quality.draw import _slice_multipliers
+
+    multipliers = {r["value"]: (r["weight"], r["pairweight"])
+                   for r in _slice_multipliers(d, ["kind"], o["total_weight"]).to_pylist()}
+    selfs = slice_self_terms(d, "kind", o["total_weight"])
+    kind = {i: json.dumps(k) for i, k in zip(items.column("item_id").to_pylist(), items.column("kind").to_pylist())}
+    for seed, ss in enumerate(sample_stratified_many(d, budget=200, seeds=range(4), total_weight=o["total_weight"])):
+        truth = {}
+        for dr in ss.draws.values():
+            truth.update(_oracle(dr, t))
+        tasks, _ = _tasks(ss, seed, 50)
+        people = {p: v for p, v in truth.items() if p in tasks}
+        model = _model(truth, 0.8)
+        kw = dict(split_rate=o["split_rate"], merge_rate=o["merge_rate"])
+        got = combined_stratified(ss, people, model, tasks, lam=0, **kw).to_dict()
+        want = estimate_stratified(ss, people, **kw).to_dict()
+        for m in ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate"):
+            assert got[m]["estimate"] == pytest.approx(want[m]["estimate"], abs=1e-12), (seed, m)
+        # Its SE too once no pair is drawn twice (with repeats the people's tasks are a sample of pairs,
+        # not of draws: the prediction-powered SE counts that, the people-only one takes draws as
+        # independent): the same sample with each pair's first draw only.
+        once = _first_draws(ss)
+        got1 = combined_stratified(once, people, model, tasks, lam=0, **kw).to_dict()
+        want1 = estimate_stratified(once, people, **kw).to_dict()
+        for m in ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate"):
+            assert want1[m]["std_err"] is not None
+            assert got1[m]["std_err"] == pytest.approx(want1[m]["std_err"], rel=1e-12), (seed, m)
+        gs = combined_stratified_slices(ss, people, model, tasks, kind, multipliers, selfs,
+                                        total_weight=o["total_weight"], lam=0)
+        ws = estimate_stratified_slices(ss, people, kind, multipliers, selfs, total_weight=o["total_weight"])
+        for g, w in zip(gs, ws):
+            assert g["delta_precision"]["estimate"] == pytest.approx(w["delta_precision"]["estimate"], abs=1e-12)
+        # the tuned estimate differs, and says what the model added
+        tuned = combined_stratified(ss, people, model, tasks, **kw)
+        assert tuned.delta_precision.method.startswith("prediction-powered")
+        assert set(tuned.design["ppi"]["lambdas"]) <= set(ss.strata)
+        assert all(0.0 <= v <= 1.0 for v in tuned.design["ppi"]["lambdas"].values())
+
+
+def _first_draws(ss):
+    from dataclasses import replace
+
+    out = {}
+    for c, dr in ss.draws.items():
+        seen, keep = set(), []
+        for k, p in enumerate(dr.column("pair_id").to_pylist()):
+            if p not in seen:
+                seen.add(p)
+                keep.append(k)
+        out[c] = dr.take(pa.array(keep, pa.int64()))
+    return replace(ss, draws=out)
+
+
+def test_unanswered_model_pairs_have_the_fixed_value(small):
+    d, o, t, _ = small
+    ss = sample_stratified_many(d, budget=120, seeds=[2], total_weight=o["total_weight"])[0]
+    truth = {}
+    for dr in ss.draws.values():
+        truth.update(_oracle(dr, t))
+    tasks, _ = _tasks(ss, 2, 40)
+    people = {p: v for p, v in truth.items() if p in tasks}
+    model = {p: v for p, v in truth.items()}
+    gone = dict(model)
+    for p in list(gone)[::3]:
+        del gone[p]  # failed: no answer
+    filled = {p: gone.get(p, "unsure") for p in model}  # answered unsure
+    kw = dict(split_rate=o["split_rate"], merge_rate=o["merge_rate"])
+    a = combined_stratified(ss, people, gone, tasks, **kw)
+    b = combined_stratified(ss, people, filled, tasks, **kw)
+    assert a.delta_precision.value == b.delta_precision.value  # failed = unsure = MODEL_MISSING
+    assert a.design["ppi"]["model_unanswered"] == len(model) - len(gone) and MODEL_MISSING == 0.5
+
+
+# ---------------------------------------------------------------------------------- simulation
+SEEDS = 1000
+N_PAIRS, N_PEOPLE = 1000, 100
+METRICS = ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate")
+MODELS = {  # name: model options
+    "60% symmetric": dict(accuracy=0.6),
+    "80% symmetric": dict(accuracy=0.8),
+    "95% symmetric": dict(accuracy=0.95),
+    "90%, says same too often": dict(accuracy=0.9, same_bias=0.4),
+    "errors in the split stratum only": dict(accuracy={"split": 0.55, "merge": 1.0, "intersection+": 1.0,
+                                                       "intersection-": 1.0}),
+    "80%, a fifth unanswered": dict(accuracy=0.8, unanswered=0.2),
+}
+
+
+@pytest.fixture(scope="module")
+def ppi_runs(big_world):
+    """Stratified samples of 1,000 pairs on the ~52k-item world, :data:`SEEDS` seeds; people judge a
+    random 100 (the oracle), each model of :data:`MODELS` judges all 1,000; and the people's
+    judgements alone (λ = 0, the people-only estimate on the same 100: exactly unbiased)."""
+    w = big_world
+    d, o, t, truth = w["d"], w["o"], w["t"], w["truth"]
+    samples = sample_stratified_many(d, budget=N_PAIRS, seeds=range(SEEDS), total_weight=o["total_weight"],
+                                     batch=250)
+    res = {name: sc.new_results(truth) for name in (*MODELS, "people only")}
+    lambdas = {name: [] for name in MODELS}
+    worth = {name: [] for name in MODELS}
+    kw = dict(split_rate=o["split_rate"], merge_rate=o["merge_rate"])
+    for seed, ss in enumerate(samples):
+        true = {}
+        for dr in ss.draws.values():
+            true.update(_oracle(dr, t))
+        tasks, units = _tasks(ss, seed, N_PEOPLE)
+        people = {p: v for p, v in true.items() if p in tasks}
+        u = _uniforms(true)
+        _add(res["people only"], combined_stratified(ss, people, {}, tasks, lam=0, **kw))
+        for name, opts in MODELS.items():
+            r = combined_stratified(ss, people, _model(true, strata=units, uniforms=u, **opts), tasks, **kw)
+            _add(res[name], r)
+            lambdas[name].append(r.design["ppi"]["lambdas"])
+            worth[name].append(r.design["ppi"]["worth_people_judgements"])
+    return truth, res, lambdas, worth
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(MODELS))
+def test_simulation_unbiased_with_honest_intervals_whatever_the_model(ppi_runs, name):
+    """1,000 seeds per model: simcheck's bands (mean, SE against the spread, coverage; a false-alarm
+    rate of 1/1000 per test, Bonferroni over the 5 metrics × 3 bands) and, as the issue asks,
+    ΔPrecision's mean within 3 SEs of the brute-force truth."""
+    truth, res, _, _ = ppi_runs
+    rows = sc.assert_bands(res[name], truth)
+    dp = next(r for r in rows if r["metric"] == "delta_precision")
+    assert abs(dp["z_mean"]) <= 3.0, sc.describe(rows)
+    # Paired with the people-only estimate of the same seeds (exactly unbiased): what the model's
+    # correction adds has mean 0 (the shared people's noise cancels, so this band is tighter).
+    for m in METRICS:
+        diff = sc.arrays(res[name], m)[0] - sc.arrays(res["people only"], m)[0]
+        if diff.std() > 1e-12:
+            assert abs(diff.mean()) <= 3.0 * diff.std(ddof=1) / math.sqrt(len(diff)), (m, diff.mean(), diff.std())
+
+
+@pytest.mark.slow
+def test_simulation_coverage_pooled_over_models_is_95_percent(ppi_runs):
+    """Every model's 95% intervals of ΔPrecision and the four rates pooled (6 models × 1,000 seeds × 5
+    metrics = 30,000 intervals): coverage between 93% and 97%."""
+    truth, res, _, _ = ppi_runs
+    cover = []
+    for name in MODELS:
+        for m in METRICS:
+            lo, hi = sc.bounds(res[name], m)
+            cover.append(((lo <= truth[m] + 1e-15) & (truth[m] - 1e-15 <= hi)).mean())
+    assert 0.93 <= float(np.mean(cover)) <= 0.97, cover
+
+
+@pytest.mark.slow
+def test_a_better_model_gets_more_weight_and_is_worth_more(ppi_runs):
+    _, res, lambdas, worth = ppi_runs
+    mean_lam = {n: np.mean([v for d in lambdas[n] for v in d.values()]) for n in MODELS}
+    assert mean_lam["60% symmetric"] < mean_lam["80% symmetric"] < mean_lam["95% symmetric"]
+    sd = {n: sc.arrays(res[n], "delta_precision")[0].std() for n in MODELS}
+    assert sd["95% symmetric"] < sd["80% symmetric"] < sd["60% symmetric"]
+    w = {n: np.median([x for x in worth[n] if x is not None]) for n in MODELS}
+    assert w["95% symmetric"] > N_PEOPLE > w["60% symmetric"] and w["95% symmetric"] > w["80% symmetric"]
+
+
+@pytest.mark.slow
+def test_simulation_paper_design(big_world):
+    """The paper's design (classes post-stratified, self draws known): 500 seeds of 1,000 draws,
+    people judge 100 pairs, an 80%-accurate model every pair: simcheck's bands."""
+    w = big_world
+    d, o, t, truth = w["d"], w["o"], w["t"], w["truth"]
+    samples = sample_pairs_many(d, budget=N_PAIRS, seeds=range(500), total_weight=o["total_weight"], batch=250)
+    res = sc.new_results(truth)
+    from abcde.sampling.pairs import pair_class_of_draws
+
+    for seed, ps in enumerate(samples):
+        dr = ps.draws
+        true = _oracle(dr, t)
+        need = dr.column("needs_judgement").to_pylist()
+        units = {p: c for p, c, k in zip(dr.column("pair_id").to_pylist(), pair_class_of_draws(dr), need) if k}
+        drawn = pair_class_of_draws(dr)
+        plan = plan_people(units, seed, N_PEOPLE, weights={c: float(drawn.count(c)) for c in set(units.values())})
+        tasks = frozenset(p for p, c in units.items() if priority(seed, p) <= plan["thresholds"][c])
+        people = {p: v for p, v in true.items() if p in tasks}
+        _add(res, combined_paper(dr, people, _model(true, 0.8), tasks, ps.totals, o["split_rate"], o["merge_rate"]))
+    sc.assert_bands(res, truth)
+
+
+# ---------------------------------------------------------------------------------- end to end
+def _cli(*args, ok=True):
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    if ok:
+        assert r.exit_code == 0, r.output
+    return r
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    """The bundled example: 400 pairs, 60 of them the people's tasks."""
+    from abcde.examples import example_paths
+
+    p = example_paths("febrl3")
+    d = tmp_path_factory.mktemp("ppi") / "pairs"
+    _cli("pairs", "--base", p["base"], "--exp", p["exp"], "--items", p["items"], "--weight-column", "weight",
+         "--budget", 400, "--human-budget", 60, "--seed", 3, "--hide", "entity_id", "--out", d)
+    return d
+
+
+def _copy(d, tmp_path):
+    from judging_helpers import fresh_copy
+
+    return fresh_copy(d, tmp_path)
+
+
+def test_people_see_only_their_tasks_and_the_oracle_judges_only_those(drawn, tmp_path):
+    from abcde.judging.session import JudgingSession
+    from abcde.quality.ppi import people_pairs
+    from abcde.quality.sample_dir import PairSampleDir
+
+    d = _copy(drawn, tmp_path)
+    s = PairSampleDir.read(d)
+    tasks = people_pairs(s.draws, s.metadata)
+    assert len(tasks) == 60 == s.metadata["people"]["tasks"]
+    for ext in ("csv", "parquet", "jsonl"):
+        from abcde.quality.judgements import read_table_file
+
+        assert set(read_table_file(d / f"tasks.{ext}", "tasks").column("pair_id").to_pylist()) == tasks
+    session = JudgingSession(d)
+    assert set(session.pair_ids) == tasks
+    assert session.next_pair("ann") in tasks
+    r = json.loads(_cli("judge", "oracle", d, "--oracle-column", "entity_id", "--json").output)
+    assert r["judgements"] == 60
+    from abcde.quality.store import JudgementStore
+
+    judged = {row["pair_id"] for row in JudgementStore(d).to_table(source="oracle").to_pylist()}
+    assert judged == tasks
+
+
+def test_model_all_pairs_people_their_tasks_quality_is_prediction_powered(drawn, tmp_path):
+    d = _copy(drawn, tmp_path)
+    _cli("judge", "model", d, "--callable", "abcde.examples.judges:fields_agree")
+    _cli("judge", "oracle", d, "--oracle-column", "entity_id")
+    q = json.loads(_cli("quality", d, "--json").output)
+    ppi = q["design"]["ppi"]
+    assert q["delta_precision"]["method"] == "prediction-powered (model + people)"
+    assert ppi["people_judgements"] == 60 and ppi["people_tasks"] == 60 and ppi["pairs"] == 400
+    assert ppi["model_judgements"] + ppi["model_unanswered"] == 400
+    assert set(ppi["lambdas"]) <= {"split", "merge", "intersection+", "intersection-"}
+    assert "Prediction-powered" in q["verdict"]
+    lo, hi = q["delta_precision"]["range"]
+    assert lo <= q["delta_precision"]["ci_low"] <= q["delta_precision"]["ci_high"] <= hi
+    text = _cli("quality", d).output
+    assert "λ (the model's weight) per stratum" in text and "Judgements used: 400 model, 60 oracle" in text
+    # one source alone is still one source alone
+    people = json.loads(_cli("quality", d, "--source", "oracle", "--json").output)
+    assert "ppi" not in people["design"] and people["judged_pairs"] == 60
+    # people's judgements outside their tasks are left out, and said so
+    from abcde.quality.store import JudgementStore
+    from abcde.quality.ppi import people_pairs
+    from abcde.quality.sample_dir import PairSampleDir
+
+    s = PairSampleDir.read(d)
+    outside = next(p for p in JudgementStore(d).pair_ids if p not in people_pairs(s.draws, s.metadata))
+    JudgementStore(d).record(outside, "same", rater="ann")
+    q2 = json.loads(_cli("quality", d, "--json").output)
+    assert q2["design"]["ppi"]["people_outside_tasks"] == 1 and q2["design"]["ppi"]["people_judgements"] == 60
+    assert q2["delta_precision"]["estimate"] == q["delta_precision"]["estimate"]
+
+
+def test_a_model_that_disagrees_with_people_is_warned_about(drawn, tmp_path):
+    d = _copy(drawn, tmp_path)
+    judge = tmp_path / "contrary.py"
+    judge.write_text("from abcde.examples.judges import fields_agree\n"
+                     "def judge(a, b):\n    return {'same': 'different', 'different': 'same'}.get(fields_agree(a, b), "
+                     "'different')\n")
+    _cli("judge", "model", d, "--callable", f"{judge}:judge")
+    _cli("judge", "oracle", d, "--oracle-column", "entity_id")
+    q = json.loads(_cli("quality", d, "--json").output)
+    assert q["design"]["ppi"]["disagreement_share"] > 0.2 and "more than a fifth" in q["design"]["ppi"]["warning"]
+    assert all(v == 0.0 for v in q["design"]["ppi"]["lambdas"].values())  # a contrary model gets no weight
+    assert "more than a fifth" in _cli("quality", d).output
+
+
+def test_the_llm_judge_path_with_a_local_openai_compatible_server(drawn, tmp_path):
+    from test_model_judge import FakeLLM
+
+    d = _copy(drawn, tmp_path)
+    llm = FakeLLM()
+    try:
+        r = _cli("judge", "model", d, "--llm-base-url", llm.url, "--model", "fake-1", "--retry-backoff", "0.01",
+                 "--max-retries", "0", "--json", ok=False)
+        out = json.loads(r.output)
+        assert out["pairs"] == 400  # the model is asked every pair, not only the people's
+    finally:
+        llm.close()
+    _cli("judge", "oracle", d, "--oracle-column", "entity_id")
+    q = json.loads(_cli("quality", d, "--json").output)
+    assert q["design"]["ppi"]["model_judgements"] == out["judged_now"]
+    assert q["design"]["ppi"]["model_unanswered"] == 400 - out["judged_now"]  # garbage: no model value
+
+
+def test_extending_either_budget_keeps_every_task_and_judgement(drawn, tmp_path):
+    from abcde.quality.ppi import people_pairs
+    from abcde.quality.sample_dir import PairSampleDir
+
+    d = _copy(drawn, tmp_path)
+    _cli("judge", "oracle", d, "--oracle-column", "entity_id")
+    before = people_pairs(PairSampleDir.read(d).draws, PairSampleDir.read(d).metadata)
+    out = _cli("pairs", "--extend", d, "--human-budget", 90).output
+    assert "from 60 to 90 people's tasks" in out
+    s = PairSampleDir.read(d)
+    grown = people_pairs(s.draws, s.metadata)
+    assert before < grown and len(grown) == 90 and s.metadata["budget"] == 400
+    _cli("pairs", "--extend", d, "--budget", 800)
+    s = PairSampleDir.read(d)
+    more = people_pairs(s.draws, s.metadata)
+    assert grown <= more and s.metadata["judgeable_pairs"] > 400
+    r = json.loads(_cli("judge", "oracle", d, "--oracle-column", "entity_id", "--json").output)
+    q = json.loads(_cli("quality", d, "--source", "oracle", "--json").output)
+    assert q["judged_pairs"] == len(more)
+    for bad, msg in ((["--human-budget", 50], "give a larger --human-budget"),
+                     (["--human-budget", 5000], "more than the pairs drawn")):
+        r = _cli("pairs", "--extend", d, *bad, ok=False)
+        assert r.exit_code == 1 and msg in r.output, r.output
+
+
+def test_bad_human_budgets_are_one_line(tmp_path):
+    from abcde.examples import example_paths
+
+    p = example_paths("febrl3")
+    base = ["pairs", "--base", p["base"], "--exp", p["exp"], "--seed", 1, "--out", tmp_path / "x"]
+    for args, msg in (([ "--budget", 10, "--human-budget", 0], "must be a positive number"),
+                      (["--budget", 10, "--human-budget", 11], "more than the pairs drawn")):
+        r = _cli(*base, *args, ok=False)
+        assert r.exit_code == 1 and msg in r.output and "Traceback" not in r.output, r.output
+    r = _cli("pairs", "--base", p["base"], "--exp", p["exp"], "--seed", 1, "--out", tmp_path / "y", ok=False)
+    assert r.exit_code == 2 and "--budget" in r.output
