@@ -136,6 +136,27 @@ COMMANDS = [["impact"], ["pointwise"], ["weights"], ["demo"], ["explore", "sampl
 def test_every_command_has_help_and_json(command):
     text = run(*command, "--help")
     assert "Usage:" in text and "--json" in text
+    assert "-q, --quiet" in text  # the README says -q works on every command
+
+
+def test_quiet_silences_progress_of_a_command_without_engine_options(tmp_path):
+    from abcde.examples import example_paths
+    from abcde.util import progress
+
+    p = example_paths()
+    d = tmp_path / "pairs"
+    r = CliRunner().invoke(main, ["pairs", "--base", str(p["base"]), "--exp", str(p["exp"]), "--budget", "20",
+                                  "--seed", "1", "--out", str(d), "-q"])
+    assert r.exit_code == 0, r.output
+    seen = []
+    real = progress.set_enabled
+    try:
+        progress.set_enabled = lambda v: (seen.append(v), real(v))
+        r = CliRunner().invoke(main, ["quality", str(d), "-q"])
+    finally:
+        progress.set_enabled = real
+    assert r.exit_code == 0, r.output
+    assert seen == [False, None]  # off while quality runs, the default again after it
 
 
 def test_the_command_list_is_complete():
@@ -306,3 +327,32 @@ def test_report_truth_adds_pointwise_metrics(small, tmp_path):
     assert t["exp"]["precision"] == pytest.approx(1 - imp.merge_rate) and t["exp"]["recall"] == pytest.approx(
         1 - imp.split_rate)
     assert 'id="truth"' in out.read_text() and "Against the ground truth" in (tmp_path / "r.md").read_text()
+
+
+def test_errors_name_options_the_way_the_reader_passes_them(tmp_path):
+    """A message names --force on a command that has it, force=True in Python, and no option at
+    all where the command has none (issue 27: demo has no --force)."""
+    from abcde.errors import InputError, with_option
+    from abcde.examples import example_paths
+    from abcde.quality import draw_pair_sample
+
+    p = example_paths()
+    d = tmp_path / "pairs"
+    args = ["pairs", "--base", str(p["base"]), "--exp", str(p["exp"]), "--budget", "10", "--out", str(d)]
+    assert CliRunner().invoke(main, [*args, "--seed", "1"]).exit_code == 0
+    r = CliRunner().invoke(main, [*args, "--seed", "2"])
+    assert r.exit_code == 1 and "pass --force to replace it" in r.output and "force=True" not in r.output
+    with pytest.raises(InputError, match="pass force=True to replace it") as exc:
+        draw_pair_sample(p["base"], p["exp"], d, budget=10, seed=2)
+    assert "--force" not in str(exc.value)
+    assert exc.value.render(set()).endswith("Draw into a new directory.")  # a command without --force
+    assert "[[" not in InputError("x" + with_option("force", " {option}")).render({"force"})
+
+
+def test_the_example_readme_demo_help_points_to_exists():
+    from abcde.examples import HERE
+
+    text = run("demo", "--help")
+    assert "examples/febrl3/README.md" in text
+    readme = (HERE / "febrl3" / "README.md").read_text()
+    assert "entity_id" in readme and "--hide entity_id" in readme

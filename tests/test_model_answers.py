@@ -283,7 +283,7 @@ def test_a_key_to_plain_http_elsewhere_needs_allow_insecure_http(how, sample, tm
     assert "plain http://" in line and "--allow-insecure-http" in line and secret not in r.stdout + r.stderr
     # with the option it is allowed (the judge is made; no request is sent here)
     LLMJudge(base_url="http://192.0.2.1:8000/v1", model="m", api_key=secret, allow_insecure_http=True).close()
-    with pytest.raises(InputError, match="allow-insecure-http"):
+    with pytest.raises(InputError, match="allow_insecure_http=True"):
         LLMJudge(base_url="http://192.0.2.1:8000/v1", model="m", api_key=secret)
 
 

@@ -24,7 +24,8 @@ from abcde.cli.tables import (console, emit_json, estimate_row, handle_errors, n
 def demo(out, as_json, engine):
     """Run the main job on the bundled example data (FEBRL 3 people records).
 
-    Base and Exp are two record-linkage rules; see the example's README.
+    Base and Exp are two record-linkage rules; see src/abcde/examples/febrl3/README.md
+    (in an installed abcde: abcde/examples/febrl3/README.md beside the data).
     """
     from abcde.workflow.demo import PAIR_BUDGET, run_demo  # lazy: start-up time
 

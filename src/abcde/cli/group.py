@@ -7,6 +7,8 @@ imports the library modules it uses when it runs.
 
 from __future__ import annotations
 
+import functools
+
 import click
 
 from abcde.cli.demo import demo
@@ -56,7 +58,37 @@ def _bound_integers(cmd: click.Command) -> None:
         _bound_integers(sub)
 
 
+def _quiet(callback):
+    """``callback`` with ``--quiet``: no progress display while it runs (the default again after it,
+    so one quiet command does not silence later library calls in a notebook or a test)."""
+
+    @functools.wraps(callback)
+    def run(*args, quiet: bool = False, **kwargs):
+        from abcde.util import progress  # lazy: start-up time
+
+        progress.set_enabled(False if quiet else None)
+        try:
+            return callback(*args, **kwargs)
+        finally:
+            progress.set_enabled(None)
+
+    return run
+
+
+def _quiet_everywhere(cmd: click.Command) -> None:
+    """``-q``/``--quiet`` on every command (those with engine options have it already)."""
+    subs = getattr(cmd, "commands", None)
+    if subs is not None:
+        for sub in subs.values():
+            _quiet_everywhere(sub)
+        return
+    if not any(p.name == "quiet" for p in cmd.params):
+        cmd.params.append(click.Option(["--quiet", "-q"], is_flag=True, help="No progress display."))
+        cmd.callback = _quiet(cmd.callback)
+
+
 for _command in (impact, pointwise, weights, explore, pairs, precision, judge, quality, report, evaluate, demo):
     main.add_command(_command)
 del _command
 _bound_integers(main)
+_quiet_everywhere(main)

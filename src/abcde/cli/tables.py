@@ -143,7 +143,10 @@ def handle_errors(fn):
         try:
             return fn(*args, **kwargs)
         except AbcdeError as exc:
-            raise click.ClickException(str(exc)) from exc
+            # options named the way this command spells them, or not at all when it has none such
+            ctx = click.get_current_context(silent=True)
+            options = {p.name for p in ctx.command.params} if ctx is not None else set()
+            raise click.ClickException(exc.render(options)) from exc
         except OSError as exc:  # an output path with a file in its way, a read-only place, a full disk
             from abcde.util.files import describe_os_error  # lazy: start-up time
 

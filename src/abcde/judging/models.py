@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Callable
 
 from abcde.util.net import is_loopback
-from abcde.errors import AbcdeError, InputError, MissingDependencyError
+from abcde.errors import AbcdeError, InputError, MissingDependencyError, with_option
 from abcde.core.names import VOCABULARY
 from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import DuplicateJudgementError, JudgementStore
@@ -351,12 +351,12 @@ class LLMJudge:
             self._client.close()
         if not self.api_key and not local:
             raise InputError(f"No API key for the LLM endpoint {redact_url(self.base_url)}: set ABCDE_LLM_API_KEY (or "
-                             "OPENAI_API_KEY), or pass --api-key (api_key=...). Only a server on this machine "
-                             "(localhost, 127.0.0.1, ::1) is called without a key.")
+                             "OPENAI_API_KEY)" + with_option("api_key", ", or pass {option}", "...")
+                             + ". Only a server on this machine (localhost, 127.0.0.1, ::1) is called without a key.")
         if self.api_key and self.base_url.startswith("http://") and not local and not allow_insecure_http:
             raise InputError(f"The LLM base URL {redact_url(self.base_url)!r} is plain http:// to another machine: the "
-                             "API key would cross the network unencrypted. Use https://, or pass --allow-insecure-http "
-                             "(allow_insecure_http=True) on a network you trust.")
+                             "API key would cross the network unencrypted. Use https://"
+                             + with_option("allow_insecure_http", ", or pass {option} on a network you trust") + ".")
 
     @property
     def name(self) -> str:

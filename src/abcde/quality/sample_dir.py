@@ -34,7 +34,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from abcde.errors import InputError
+from abcde.errors import InputError, with_option
 from abcde.quality.ppi import people_pairs
 from abcde.util import progress as _progress
 from abcde.util.files import (InputPrints, aside_prefix, describe_fingerprint, describe_os_error, exchange_dirs,
@@ -163,9 +163,9 @@ def _plan(out: Path, draws: pa.Table, items: pa.Table, meta: dict, *, force: boo
                 raise InputError(
                     f"'{out}' already holds pair sample {old_id}"
                     + (f" with judgements ({', '.join(kept)})" if kept else "")
-                    + "; drawing another sample there would orphan them. Draw into a new directory, or pass "
-                    "--force (force=True) to replace it: the earlier sample and its judgements are then moved to "
-                    f"'{out / REPLACED_DIR}/{old_id}-<time>/'.")
+                    + "; drawing another sample there would orphan them. Draw into a new directory"
+                    + with_option("force", ", or pass {option} to replace it: the earlier sample and its judgements "
+                                  f"are then moved to '{out / REPLACED_DIR}/{old_id}-<time>/'") + ".")
             aside = (_aside_name(out, old_id), SAMPLE_FILES + JUDGEMENT_FILES)
             meta["replaced"] = {"sample_id": old_id, "moved_to": str(out / aside[0])}
         else:
