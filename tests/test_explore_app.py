@@ -5,6 +5,7 @@ Numbers on the page must equal the Python API's for the same slice and grouping.
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 import subprocess
@@ -215,6 +216,13 @@ def test_the_page_works_under_its_csp(server, browser):
         page.locator("#examples tr.ex").first.click()
         page.wait_for_selector("#detail [data-side=exp] table")
         assert page.problems == []
+        # sorting, the address and a CSV download (a blob: link) work under the policy too
+        page.locator('#groups thead th[data-col="state"] button').click()
+        page.wait_for_selector('#groups thead th[data-col="state"][aria-sort="ascending"]')
+        assert "_sort=state" in page.url and "_group=state" in page.url and "_item=" in page.url
+        name, rows = read_download(page, "#groups-tools button.csv")
+        assert name == "abcde-groups-state.csv" and len(rows) > 3
+        assert page.problems == []
 
 
 def test_slow_clients_do_not_hold_the_server(sample_path):
@@ -367,3 +375,358 @@ def test_explore_serve_takes_a_query_timeout(sample_path):
     r = subprocess.run([sys.executable, "-m", "abcde", "explore", "serve", str(sample_path), "--query-timeout", "0",
                         "--port", "0"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--query-timeout" in r.stderr
+
+
+# ----------------------------------------------------------------------------- pages that show everything (issue 27)
+ATTRIBUTES = ("entity_id", "source", "given_name", "surname", "date_of_birth", "postcode", "state", "suburb")
+TILE_NAMES = tuple(METRIC_LABELS[m] for m in ("split_rate", "merge_rate", "jaccard_distance"))
+
+
+def headers(page, table: str) -> list[str]:
+    return [h.strip() for h in page.locator(f"{table} thead th").all_inner_texts()]
+
+
+def column(page, table: str, col: str) -> list[str]:
+    return page.locator(f'{table} tbody tr [data-col="{col}"]').all_inner_texts()
+
+
+def address(page) -> dict[str, list[str]]:
+    from urllib.parse import parse_qs, urlsplit
+
+    return parse_qs(urlsplit(page.url).query)
+
+
+def detail_in_view(page) -> None:
+    """The item's section is where the reader looks: its top in the upper half of the window, or
+    in the window with the page scrolled to its end (it can go no higher)."""
+    page.wait_for_function("""() => { const r = document.getElementById('detail-section').getBoundingClientRect();
+      const end = scrollY + innerHeight >= document.documentElement.scrollHeight - 1;
+      return r.top >= -1 && (r.top < innerHeight / 2 || (end && r.top < innerHeight - 200)); }""", timeout=30000)
+
+
+def test_meta_counts_each_columns_values_and_names_the_columns(sample_path):
+    from abcde.quality.sample_dir import FORMULA_STARTS
+    from abcde.web import explore_app
+
+    s = ExplorationSample.read(sample_path)
+    meta = ExploreApp(sample_path).meta()
+    t = s.table
+    assert meta["rows"] == t.num_rows and meta["low_count"] == explore_app.LOW_COUNT
+    assert meta["csv_formula_starts"] == list(FORMULA_STARTS)
+    cols = {c["name"]: c for c in meta["columns"]}
+    assert list(cols) == t.column_names  # every column, not only the attributes
+    for name, c in cols.items():
+        values = collections.Counter(t.column(name).to_pylist())  # null counts as a value: a group of its own
+        assert c["distinct"] == len(values), name
+        small = sum(n for n in values.values() if n < explore_app.LOW_COUNT)
+        assert c["low_count_share"] == pytest.approx(small / t.num_rows), name
+        assert c["id_like"] == (small > explore_app.ID_LIKE_SHARE * t.num_rows), name
+    assert cols["item_id"]["id_like"] and not cols["state"]["id_like"] and not cols["source"]["id_like"]
+    assert cols["given_name"]["id_like"] and cols["entity_id"]["id_like"]  # a few records per person
+    assert cols["state"]["distinct"] > 8  # the example's misspelt states
+    assert {cols[m]["label"] for m in ("split_rate", "merge_rate", "jaccard_distance")} == set(TILE_NAMES)
+    assert cols["base_cluster"]["label"] == "Base cluster" and cols["suburb"]["label"] == "suburb"
+
+
+def test_every_attribute_is_shown_and_headers_use_the_tiles_names(server, sample_path, page):
+    """Examples and clusters show every attribute (the table scrolls sideways within its section at
+    800 px, the item's column stays in view), headed by the metric names of the tiles."""
+    page.set_viewport_size({"width": 800, "height": 900})
+    page.goto(server.url + "?_group=state")
+    wait_ready(page, 1)
+    s = ExplorationSample.read(sample_path)
+    ex = headers(page, "#examples")
+    assert ex[:6] == ["item", "Base cluster", "Exp cluster", *TILE_NAMES]
+    assert ex[6:] == s.attributes and set(ATTRIBUTES) <= set(ex)
+    gh = headers(page, "#groups")
+    assert [f"{m} contribution" for m in TILE_NAMES] == gh[3:6] and gh[-1] == f"share of the overall {TILE_NAMES[2]}"
+    assert not any("_" in h for h in ex[:6] + gh)  # no snake_case header
+    # the values are the sample's, for every attribute
+    rows = {r["item_id"]: r for r in s.table.to_pylist()}
+    first = page.locator("#examples tbody tr").first
+    me = rows[first.locator('[data-col="item_id"]').inner_text()]
+    for a in s.attributes:
+        want = me[a] if me[a] is not None else "(null)"
+        assert first.locator(f'[data-col="{a}"]').inner_text() == str(want), a
+    # nothing overflows its section: the wide table scrolls inside its own scroller
+    assert page.evaluate(OVERFLOWING) == []
+    scroller = page.locator("#examples").locator("xpath=..")
+    assert page.evaluate("e => e.scrollWidth > e.clientWidth", scroller.element_handle())
+    assert "scroll sideways" in page.inner_text("#examples-tools")
+    page.evaluate("e => { e.scrollLeft = e.scrollWidth; }", scroller.element_handle())
+    box = scroller.bounding_box()
+    suburb = page.locator('#examples thead th[data-col="suburb"]').bounding_box()
+    item = page.locator('#examples tbody tr [data-col="item_id"]').first.bounding_box()
+    assert box["x"] <= suburb["x"] and suburb["x"] + suburb["width"] <= box["x"] + box["width"] + 1
+    assert abs(item["x"] - box["x"]) <= 1  # the item's column stays in view
+    # an item's clusters: every attribute, values that differ from the item's marked
+    first.locator('[data-col="item_id"]').click()
+    page.wait_for_selector("#detail [data-side=exp] table")
+    for side in ("base", "exp"):
+        h = headers(page, f"#detail [data-side={side}] table")
+        assert h[2:] == s.attributes, side
+    assert page.locator("#detail tr.me").count() == 2  # the item itself, in both its clusters
+    assert page.evaluate(OVERFLOWING) == []
+    assert page.errors == []
+
+
+OVERFLOWING = """
+() => [...document.querySelectorAll('section, .card, main > div, aside')]
+  .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+  .map(e => (e.id || e.className || e.tagName) + ' ' + e.scrollWidth + '>' + e.clientWidth)
+"""
+
+
+@pytest.mark.parametrize("width", (800, 1400))
+def test_an_item_opened_or_looked_up_is_brought_into_view(server, page, width):
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(server.url)
+    wait_ready(page, 1)
+    # looked up from the controls at the top of the page
+    page.fill("#lookup", "rec-0-org")
+    page.press("#lookup", "Enter")
+    page.wait_for_selector("#detail-id")
+    detail_in_view(page)
+    # opened from the first example (the item's section lies below the twenty examples)
+    page.evaluate("window.scrollTo(0, 0)")
+    row = page.locator("#examples tbody tr.ex").first
+    item_id = row.locator('[data-col="item_id"]').inner_text()
+    row.scroll_into_view_if_needed()
+    before = page.evaluate("document.getElementById('detail-section').getBoundingClientRect().top")
+    assert before > 450  # below where the reader looks, before
+    row.click()
+    page.wait_for_function(f"(document.getElementById('detail-id') || {{}}).textContent === {json.dumps(item_id)}")
+    detail_in_view(page)
+    assert page.errors == []
+
+
+def test_the_address_keeps_the_slice_for_a_link_a_reload_and_back(server, sample_path, page, browser):
+    s = ExplorationSample.read(sample_path)
+    page.goto(server.url)
+    wait_ready(page, 1)
+    page.click("#add-filter")
+    page.select_option(".f-col", "source")
+    page.fill(".f-val", "duplicate")
+    page.check('input.gb[value="state"]')
+    page.select_option("#metric", "split")
+    page.click("#run")
+    wait_ready(page, 2)
+    assert address(page) == {"source": ["duplicate"], "_group": ["state"], "_rank": ["split"]}
+    api = s.group(["state"], where=DUP, metric="split", top=20)
+
+    def shows_the_slice(pg):
+        assert pg.input_value(".f-col") == "source" and pg.input_value(".f-val") == "duplicate"
+        assert pg.is_checked('input.gb[value="state"]') and pg.input_value("#metric") == "split"
+        assert column(pg, "#groups", "state") == [g.group["state"] or "(null)" for g in api]
+        got = [float(v) for v in pg.locator('#groups tbody [data-col="split_contribution"]').evaluate_all(
+            "tds => tds.map(td => td.dataset.value)")]
+        assert got == pytest.approx([g.split_contribution for g in api], rel=1e-12)
+
+    shows_the_slice(page)
+    link = page.url
+    page.reload()
+    wait_ready(page, 1)
+    shows_the_slice(page)
+    # the link, opened elsewhere
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)  # (for wait_for_function)
+    other = ctx.new_page()
+    try:
+        other.goto(link)
+        other.wait_for_function("(window.__ready || 0) >= 1", timeout=30000)
+        shows_the_slice(other)
+    finally:
+        ctx.close()
+    # a click on a group drills in (a new entry); Back returns to the slice, Forward to the group
+    top_state = api[0].group["state"]
+    page.locator("#groups tbody tr.group").first.click()
+    wait_ready(page, 2)
+    assert address(page)["state"] == [top_state]
+    drilled = s.estimate(DUP + [{"column": "state", "op": "=", "value": top_state}])
+    value = lambda: float(page.get_attribute('[data-key="jaccard_contribution"] b', "data-value"))  # noqa: E731
+    assert value() == pytest.approx(drilled.jaccard_contribution, rel=1e-12)
+    # an item opened is in the address too
+    page.locator("#examples tbody tr.ex").first.click()
+    page.wait_for_selector("#detail-id")
+    item_id = page.inner_text("#detail-id")
+    assert address(page)["_item"] == [item_id]
+    page.go_back()
+    page.wait_for_function("!document.getElementById('detail-id')")
+    assert "_item" not in address(page) and value() == pytest.approx(drilled.jaccard_contribution, rel=1e-12)
+    page.go_back()
+    wait_ready(page, 3)
+    assert "state" not in address(page) and page.locator("#filters .row").count() == 1
+    shows_the_slice(page)
+    page.go_forward()
+    wait_ready(page, 4)
+    assert value() == pytest.approx(drilled.jaccard_contribution, rel=1e-12)
+    assert page.locator("#filters .row").count() == 2
+    page.go_forward()
+    page.wait_for_function(f"(document.getElementById('detail-id') || {{}}).textContent === {json.dumps(item_id)}")
+    detail_in_view(page)
+    assert page.errors == []
+
+
+def test_a_hand_written_address_is_read_as_datasette_reads_one(server, sample_path, page):
+    s = ExplorationSample.read(sample_path)
+    page.goto(server.url + "?jaccard_distance__gte=0.5&state__in=nsw,vic&postcode__notnull=1&_group=source"
+                           "&_rank=merge&_top=5")
+    wait_ready(page, 1)
+    where = [{"column": "jaccard_distance", "op": ">=", "value": "0.5"},
+             {"column": "state", "op": "in", "value": ["nsw", "vic"]},
+             {"column": "postcode", "op": "is not null", "value": ""}]
+    want = s.estimate(where)
+    assert float(page.get_attribute('[data-key="jaccard_contribution"] b', "data-value")) == pytest.approx(
+        want.jaccard_contribution, rel=1e-12)
+    assert page.input_value("#metric") == "merge" and page.input_value("#top") == "5"
+    assert column(page, "#groups", "source") == [g.group["source"] for g in s.group(["source"], where=where,
+                                                                                  metric="merge", top=5)]
+    assert page.locator("#filters .row").count() == 3
+    # a column the sample lacks: the server's message, the filter kept for the reader to mend
+    page.goto(server.url + "?nope=1")
+    page.wait_for_function("document.getElementById('error').textContent.length > 0")
+    assert "unknown column 'nope'" in page.inner_text("#error")
+    assert "nope (not a column)" in page.inner_text("#filters")
+    assert page.errors == []
+
+
+def test_tables_sort_on_a_header_click_and_keep_the_order_in_the_address(server, page):
+    page.goto(server.url + "?_group=state")
+    wait_ready(page, 1)
+    ranked = column(page, "#groups", "state")
+    head = lambda col: page.locator(f'#groups thead th[data-col="{col}"]')  # noqa: E731
+    head("state").locator("button").click()
+    states = column(page, "#groups", "state")
+    named = [v for v in states if v != "(null)"]
+    assert named == sorted(named) and head("state").get_attribute("aria-sort") == "ascending"
+    head("state").locator("button").click()
+    assert [v for v in column(page, "#groups", "state") if v != "(null)"] == sorted(named, reverse=True)
+    assert address(page)["_sort_desc"] == ["state"]
+    head("state").locator("button").click()  # a third click: the ranking again
+    assert column(page, "#groups", "state") == ranked and "_sort" not in address(page)
+    # numbers: largest first, then smallest first; kept over a reload
+    head("sampled_items").locator("button").click()
+    counts = [int(v.replace(",", "")) for v in column(page, "#groups", "sampled_items")]
+    assert counts == sorted(counts, reverse=True) and address(page)["_sort_desc"] == ["sampled_items"]
+    page.reload()
+    wait_ready(page, 1)
+    assert [int(v.replace(",", "")) for v in column(page, "#groups", "sampled_items")] == counts
+    assert "sampled items (largest first)" in page.inner_text("#groups-tools")
+    # the examples sort too, by any attribute
+    page.locator('#examples thead th[data-col="suburb"] button').click()
+    suburbs = [v for v in column(page, "#examples", "suburb") if v != "(null)"]
+    assert suburbs == sorted(suburbs, key=str.casefold) and address(page)["_ex_sort"] == ["suburb"]
+    assert page.errors == []
+
+
+def read_download(page, selector: str) -> tuple[str, list[list[str]]]:
+    import csv
+    import io
+
+    with page.expect_download() as d:
+        page.click(selector)
+    download = d.value
+    with open(download.path(), newline="", encoding="utf-8") as f:
+        body = f.read()
+    return download.suggested_filename, list(csv.reader(io.StringIO(body)))
+
+
+def test_csv_export_is_what_the_table_shows(server, sample_path, page):
+    s = ExplorationSample.read(sample_path)
+    page.goto(server.url + "?source=duplicate&_group=state&_sort=state")
+    wait_ready(page, 1)
+    name, rows = read_download(page, "#groups-tools button.csv")
+    assert name == "abcde-groups-state.csv"
+    assert rows[0] == headers(page, "#groups")[:7] + ["low count", headers(page, "#groups")[7]]
+    assert [r[0] for r in rows[1:]] == [v if v != "(null)" else "" for v in column(page, "#groups", "state")]
+    api = {g.group["state"]: g for g in s.group(["state"], where=DUP, top=20)}
+    for r in rows[1:]:
+        g = api[r[0] or None]
+        assert int(r[1]) == g.sampled_items
+        assert float(r[5]) == pytest.approx(g.jaccard_contribution, rel=1e-12)  # unrounded
+        assert float(r[6]) == pytest.approx(g.std_err["jaccard_contribution"], rel=1e-12)
+        assert r[7] == ("yes" if g.sampled_items < 5 else "no")
+    # the examples: every attribute, in the order shown
+    page.locator('#examples thead th[data-col="date_of_birth"] button').click()
+    name, rows = read_download(page, "#examples-tools button.csv")
+    assert name == "abcde-examples.csv"
+    assert rows[0] == headers(page, "#examples") and set(ATTRIBUTES) <= set(rows[0])
+    assert [r[0] for r in rows[1:]] == column(page, "#examples", "item_id")
+    # a cluster's members
+    page.locator("#examples tbody tr.ex").first.click()
+    page.wait_for_selector("#detail [data-side=base] table")
+    name, rows = read_download(page, "#detail [data-side=base] button.csv")
+    assert name.startswith("abcde-base-cluster-") and rows[0][:3] == ["item", "Exp cluster", "relation"]
+    assert len(rows) - 1 == page.locator("#detail [data-side=base] tbody tr").count()
+    assert page.errors == []
+
+
+def test_csv_export_neutralises_formulas_as_tasks_csv_does(tmp_path, write, page):
+    """Text a spreadsheet would run as a formula gets a leading ' (neutralise_formulas, the rule of
+    tasks.csv); numbers, even negative, stay numbers; commas and quotes are quoted."""
+    from abcde.quality.sample_dir import neutralise_formulas
+    import pyarrow as pa
+
+    tags = ["=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tx", "plain, \"quoted\"", "-", "ok"]
+    n = len(tags)
+    base = write("base.parquet", item_id=list(range(n)), cluster_id=[0] * n)
+    exp = write("exp.parquet", item_id=list(range(n)), cluster_id=[k % 2 for k in range(n)])
+    items = write("items.parquet", item_id=list(range(n)), tag=tags, score=[-1.5 * k for k in range(n)])
+    out = tmp_path / "s.parquet"
+    abcde.sample_items(base, exp, items=items, size=200, seed=1).write(out)
+    srv = Server(out)
+    try:
+        page.goto(srv.url + "?_group=tag&_sort=tag&_top=50")
+        wait_ready(page, 1)
+        _, rows = read_download(page, "#groups-tools button.csv")
+        shown = [r[0] for r in rows[1:]]
+        cells = page.locator('#groups tbody [data-col="tag"]').evaluate_all("tds => tds.map(td => td.textContent)")
+        assert sorted(cells) == sorted(tags)
+        want = neutralise_formulas(pa.table({"tag": cells})).column("tag").to_pylist()
+        assert shown == want and "'=HYPERLINK(\"http://x\")" in shown and "plain, \"quoted\"" in shown
+        assert "'-2" in shown and "'+1" in shown and "'@SUM(A1)" in shown and "'\tx" in shown
+        _, rows = read_download(page, "#examples-tools button.csv")
+        score = rows[0].index("score")
+        assert any(r[score].startswith("-") for r in rows[1:])  # a negative number is a number, left as it is
+        assert all(not r[score].startswith("'") for r in rows[1:])
+        assert page.errors == []
+    finally:
+        srv.close()
+
+
+def test_group_by_hints_values_and_flags_low_counts(server, sample_path, page):
+    s = ExplorationSample.read(sample_path)
+    t = s.table
+    page.goto(server.url)
+    wait_ready(page, 1)
+    for c in s.attributes + ["base_cluster", "split_rate"]:  # every column is offered, with its count
+        label = page.locator(f'label.gb-label:has(input[value="{c}"])')
+        assert label.locator(".gb-n").text_content() == f"{len(set(t.column(c).to_pylist())):,}", c  # (some folded)
+    meta = {c["name"]: c for c in ExploreApp(sample_path).meta()["columns"]}
+    id_like = {c for c in s.attributes if meta[c]["id_like"]}
+    assert id_like and "state" not in id_like
+    shown = set(page.locator("label.gb-label.id-like input").evaluate_all("es => es.map(e => e.value)"))
+    assert shown & set(s.attributes) == id_like and "item_id" in shown
+    # the id-like attributes come after the others, under their own heading
+    order = page.locator("#groupby > .gb-grid input.gb").evaluate_all("es => es.map(e => e.value)")
+    assert order == [a for a in s.attributes if a not in id_like] + [a for a in s.attributes if a in id_like]
+    assert page.locator("#gb-id-like").is_visible()
+    # a group of one sampled item: a low-count flag, no ± equal to its estimate
+    page.check('input.gb[value="state"]')
+    page.click("#run")
+    wait_ready(page, 2)
+    groups = s.group(["state"], top=20)
+    assert any(g.sampled_items == 1 for g in groups) and any(g.sampled_items >= 5 for g in groups)
+    rows = page.locator("#groups tbody tr.group")
+    for k, g in enumerate(groups):
+        se = rows.nth(k).locator('[data-col="std_err"]')
+        if g.sampled_items < 5:
+            assert se.inner_text() == "low count" and "few" in rows.nth(k).get_attribute("class")
+            assert "Only" in se.locator(".low").get_attribute("title")
+        else:
+            assert_shows(se.inner_text(), g.std_err["jaccard_contribution"])
+    # a slice of a single item: its cards are flagged as well
+    one = next(g for g in groups if g.sampled_items == 1)
+    page.locator("#groups tbody tr.group").nth(groups.index(one)).click()
+    wait_ready(page, 3)
+    assert page.locator("#slice .card .low").count() == 4 and "±" not in page.inner_text("#slice")
+    assert page.errors == []

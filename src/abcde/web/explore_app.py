@@ -9,6 +9,11 @@ number comes from the same library calls as ``abcde explore query``
 (:meth:`ExplorationSample.estimate`, :meth:`~ExplorationSample.group`,
 :meth:`~ExplorationSample.examples`).
 
+The page keeps its state in its address (filters, group-by, ranking, sort order, the item open), so
+a slice is shared as a link and a reload restores it; the group-by choices carry each column's
+number of distinct values (id-like columns set apart), and a group of fewer than :data:`LOW_COUNT`
+sampled items is flagged rather than given a standard error.
+
 Cluster members come from the full clusterings when the sample records its inputs
 (``abcde explore sample`` does) or when they are given; otherwise from the sample.
 
@@ -34,9 +39,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.routing import Route
 
+from abcde.core.names import IMPACT_METRICS, METRIC_LABELS
 from abcde.engine import Engine, connect
 from abcde.errors import AbcdeError, EngineError, InputError
 from abcde.metrics.impact import impact
+from abcde.quality.sample_dir import FORMULA_STARTS
 from abcde.sampling.explore import CORE_COLUMNS, ExplorationSample
 from abcde.web.server import Assets, Limits, Server, create_app, json_response, page_response, read_json
 
@@ -45,6 +52,16 @@ MAX_EXAMPLES = 200
 VALUE_HINTS = 50
 MAX_GROUPS = 100_000  #: groups a query may give (ranked in Python: more would hold a thread and the GIL)
 QUERY_TIMEOUT = 30.0  #: seconds a query may run before it is interrupted (``explore serve --query-timeout``)
+#: A group (or slice) with fewer sampled items than this gets a low-count flag on the page instead of a
+#: ± s.e.: with one item the standard error equals the estimate, and a few items tell no more.
+LOW_COUNT = 5
+#: A column is id-like (de-emphasised as a group-by choice) when grouping by it would put more than this
+#: share of the sampled items into low-count groups: about one value per item (or per few items, as
+#: names and dates of birth are within a cluster), so its groups tell nothing one by one.
+ID_LIKE_SHARE = 0.5
+#: How the page heads the sample's own columns: the metrics by the paper's names (as its tiles say).
+COLUMN_LABELS = {**{m: METRIC_LABELS[m] for m in IMPACT_METRICS}, "item_id": "item", "base_cluster": "Base cluster",
+                 "exp_cluster": "Exp cluster", "weight": "weight", "draw_count": "draws", "importance_weight": "w(i)"}
 
 
 class QueryTimeout(AbcdeError):
@@ -220,16 +237,25 @@ class ExploreApp:
     def _compute_meta(self) -> dict:
         s = self.sample
         t = s.table
+        rows = t.num_rows
         cols = []
         for name in t.column_names:
             typ = t.schema.field(name).type
             kind = "number" if (pa.types.is_integer(typ) or pa.types.is_floating(typ)
                                 or pa.types.is_decimal(typ)) else "text"
-            entry = {"name": name, "type": str(typ), "kind": kind, "attribute": name not in CORE_COLUMNS}
-            if kind == "text" and name not in ("item_id",):
+            # The groups a group-by on this column gives (null is a group of its own), and the share of
+            # the sampled items that would be in a group with a low count.
+            try:
                 vc = t.column(name).value_counts().to_pylist()
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # a type Arrow cannot count (lists, maps)
+                vc = None
+            small = sum(r["counts"] for r in vc if r["counts"] < LOW_COUNT) if vc is not None else 0
+            entry = {"name": name, "label": COLUMN_LABELS.get(name, name), "type": str(typ), "kind": kind,
+                     "attribute": name not in CORE_COLUMNS, "distinct": len(vc) if vc is not None else None,
+                     "low_count_share": small / rows if rows else 0.0,
+                     "id_like": rows > 0 and small > ID_LIKE_SHARE * rows}
+            if kind == "text" and name not in ("item_id",) and vc is not None:
                 vc.sort(key=lambda r: -r["counts"])
-                entry["distinct"] = len(vc)
                 entry["values"] = [_clean(r["values"]) for r in vc[:VALUE_HINTS]]
             cols.append(entry)
         with self._on_sample() as view:
@@ -238,7 +264,9 @@ class ExploreApp:
         names = {k: Path(str(v)).name for k, v in self._inputs.items() if k in ("base", "exp", "items") and v}
         return _clean({"sample": {k: v for k, v in s.metadata.items() if k != "inputs"},
                        "inputs": names or None, "whole_clusters_from": self.whole_clusters_from,
-                       "columns": cols, "attributes": s.attributes, "overall": overall})
+                       "columns": cols, "attributes": s.attributes, "overall": overall, "rows": rows,
+                       "low_count": LOW_COUNT, "id_like_share": ID_LIKE_SHARE,
+                       "csv_formula_starts": list(FORMULA_STARTS)})
 
     # -- queries -----------------------------------------------------------
     @staticmethod
@@ -354,7 +382,7 @@ def create_explore_app(app: ExploreApp):
     ``GET /api/cluster?side=&id=``, ``POST /api/query``, ``POST /api/examples``; errors are the
     one JSON shape of :mod:`abcde.web.server`."""
     assets = Assets({"explore.js": "web/static/explore.js", "explore.css": "web/static/explore.css"})
-    page = assets.render("explore.html")
+    page = assets.render("explore.html", low_count=LOW_COUNT)
 
     async def index(request: Request):
         return page_response(page)
