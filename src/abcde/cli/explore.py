@@ -10,7 +10,7 @@ import warnings
 import click
 
 from abcde.cli.options import clustering_options, engine_options, input_options, json_option
-from abcde.cli.tables import console, emit_json, estimate_row, handle_errors, table
+from abcde.cli.tables import METRIC_BY_OPTION, console, emit_json, estimate_row, handle_errors, table
 
 
 @click.group()
@@ -140,7 +140,8 @@ def explore_query(sample, where, group_by, metric, top, examples, seed, as_json)
     console().print(table(rows, "Estimates (contribution = share of the overall metric)", ["", *cols]))
     if groups:
         console().print(table([estimate_row(g) for g in groups],
-                              f"Top {len(groups)} groups by {metric} contribution", [*group_by, *cols]))
+                              f"Top {len(groups)} groups by {METRIC_BY_OPTION[metric]} contribution",
+                              [*group_by, *cols]))
     if ex:
         show = ["item_id", "base_cluster", "exp_cluster", "split_rate", "merge_rate", "importance_weight",
                 *[a for a in s.attributes][:4]]

@@ -126,10 +126,11 @@ def print_sample(path, *, as_json: bool, extended: bool = False) -> None:
                               "Strata (pairs to judge per stratum; a stratum judged whole is exact once judged)"))
     people = meta.get("people")
     if people:
+        order = [c for c in (meta.get("budgets") or ("split", "merge", "intersection")) if c in people["pairs"]]
         console().print(table([{"stratum" if meta.get("budgets") else "class": c, "pairs": people["pairs"][c],
                                 "people's tasks": people["budgets"][c],
                                 "inclusion": people["budgets"][c] / people["pairs"][c] if people["pairs"][c] else 0.0}
-                               for c in people["pairs"]],
+                               for c in order + [c for c in people["pairs"] if c not in order]],
                               f"People's tasks: {people['tasks']:,} of the {meta['judgeable_pairs']:,} pairs (a random "
                               "subset of each; a model judges every pair)"))
         console().print(f"wrote {path}/ (tasks.csv has the people's {people['tasks']:,} pairs to judge; "

@@ -74,7 +74,12 @@ LEFT = {"side", "cluster_id", "item_id", "base_cluster", "exp_cluster"}
 #: Columns holding a rate or a share, shown as percentages (util.display.pct), and a weight
 #: (util.display.weight); a whole number elsewhere is a count.
 RATES = {"split_rate", "merge_rate", "jaccard_distance", "contribution", "precision", "recall", "f1", "weight_share",
-         "split_contribution", "merge_contribution", "jaccard_contribution", "jaccard_contribution_se"}
+         "split_contribution", "merge_contribution", "jaccard_contribution", "jaccard_contribution_se",
+         "JaccardDistance(T)", "inclusion", "Σu", *(f"Σu {c}" for c in ("split", "merge", "intersection",
+                                                                      "intersection+", "intersection-", "self"))}
+#: ``--metric`` of ``explore query`` named as everywhere else.
+METRIC_BY_OPTION = {"split": METRIC_LABELS["split_rate"], "merge": METRIC_LABELS["merge_rate"],
+                    "jaccard": METRIC_LABELS["jaccard_distance"]}
 WEIGHTS = {"weight", "total_weight", "importance_weight"}
 
 
