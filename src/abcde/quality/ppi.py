@@ -35,9 +35,13 @@ A pair the model did not answer (unsure, failed, not judged) gets the fixed mode
 what the model is worth. Unsure people's judgements are left out within a unit, as everywhere.
 
 **Intervals** follow the rules of every other estimate: Student t on the people's judgements − 1,
-cut to the feasible range, and defined from one judgement per unit: the variances under them are
-floored by the Agresti–Coull variance ``p̃(1 − p̃)`` of the people's answers (and the residual's by
-``(1 − λ)²`` times it), so a few agreeing judgements never give a zero-width interval.
+cut to the feasible range, and defined from one judgement per unit. The people's answers' variance
+under them is at least Jeffreys' ``p̃(1 − p̃)``, ``p̃ = (k + ½)/(n + 1)``; a residual that does not vary
+on the people's pairs (a model that agreed with all of them) is given ``(1 − λ)²`` times that, and
+in a census stratum (where no first-phase variance gives the interval width) also ``λ²`` times the
+Jeffreys variance of the model's share of errors: a few agreeing judgements never give a zero-width
+interval, and a model that was right on every people's pair is not taken to be right on every
+other.
 """
 
 from __future__ import annotations
@@ -184,6 +188,17 @@ def _floor(y: np.ndarray) -> float:
     return p * (1.0 - p)
 
 
+def _residual_floor(yl: np.ndarray, fl: np.ndarray, lam: float, fy: float) -> float:
+    """The residual's variance under an interval when the residuals on the people's pairs do not
+    vary (or there is one): ``(1 − λ)²`` times the people's
+    answers' floor, plus ``λ²`` times the Jeffreys variance of the share of people's pairs the model
+    got wrong (``|y − f| ≥ ½``): a model that agreed with every people's judgement so far may still
+    be wrong on the pairs people did not judge, so the interval never shrinks to a point."""
+    k = float((np.abs(yl - fl) >= 0.5).sum())
+    d = (k + 0.5) / (len(yl) + 1.0)
+    return (1.0 - lam) ** 2 * fy + lam * lam * d * (1.0 - d)
+
+
 def _residual_var(r: np.ndarray, pairs) -> tuple[float, int]:
     """The residual's variance per labeled draw, and the number of people's pairs behind it.
 
@@ -327,8 +342,11 @@ def ppi_mean(groups, y, f, labeled, *, lam=None, pairs=None, population: bool = 
         var2 += share * share * fpc * s2r / k if fpc > 0 else 0.0
         var0 += share * share * fpc * s2y0 / k if fpc > 0 else 0.0
         fy = max(s2y if math.isfinite(s2y) else 0.0, _floor(yl))
+        # A residual that does not vary on the people's pairs: (1 − λ)² of the answers' floor; the
+        # model's own error share counts only where nothing else gives the interval width (a census).
         lbar = float(lam_of.mean())
-        fr = max(s2r if math.isfinite(s2r) else 0.0, (1.0 - lbar) ** 2 * fy)
+        fr = s2r if math.isfinite(s2r) and s2r > 0 else (
+            _residual_floor(yl, fl, lbar, fy) if population else (1.0 - lbar) ** 2 * fy)
         ivar2 += share * share * fpc * fr / k if fpc > 0 else 0.0
         within += share * s2y
         iwithin += share * fy
@@ -392,9 +410,9 @@ def ppi_census_total(w, y, f, labeled, *, lam=None, answers=None, pairs=None, fa
 
     r = y[idx] - lam_of * f[idx]
     a = np.abs(y if answers is None else np.asarray(answers, dtype=float))[idx]
-    floor = _floor(a) * float((wl * wl).mean())
+    floor = _residual_floor(y[idx], f[idx], float(lam_of.mean()), _floor(a)) * float((wl * wl).mean())
     s2r, s2y = s2(r), s2(y[idx])
-    ivar_r = max(s2r if math.isfinite(s2r) else 0.0, (1.0 - float(lam_of.mean())) ** 2 * floor)
+    ivar_r = s2r if math.isfinite(s2r) and s2r > 0 else floor
     return Part(value, scale * s2r, scale * ivar_r, n, {"census": shown}, scale * s2y)
 
 
