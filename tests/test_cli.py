@@ -356,3 +356,28 @@ def test_the_example_readme_demo_help_points_to_exists():
     assert "examples/febrl3/README.md" in text
     readme = (HERE / "febrl3" / "README.md").read_text()
     assert "entity_id" in readme and "--hide entity_id" in readme
+
+
+@pytest.mark.parametrize("width", [40, 80, 160])
+def test_terminal_tables_never_break_a_token_nor_drop_a_column(width, monkeypatch):
+    """A row table wraps at spaces only; one that cannot fit the terminal that way is shown one
+    block per row (issue 27: 'rec-844-d' / 'up-3', columns gone on a narrow terminal)."""
+    import io
+
+    from rich.console import Console
+
+    from abcde.cli import tables
+
+    out = io.StringIO()
+    monkeypatch.setattr(tables, "_console", Console(file=out, width=width))
+    rows = [{"item_id": f"rec-{k}-dup-3", "past_clusters_without_importance": 0.25 * k, "split_rate": 0.1,
+             "merge_rate": 0.2, "jaccard_distance": 0.3, "weight": 1.5} for k in range(3)]
+    tables.console().print(tables.table(rows, "Items"))
+    text = out.getvalue()
+    for r in rows:
+        assert r["item_id"] in text  # whole, on one line
+    for header in ("item_id", "past_clusters_without_importance", "SplitRate", "MergeRate", "JaccardDistance",
+                   "weight"):
+        assert header in text  # no column left out
+    assert max(len(line) for line in text.splitlines()) <= width
+    assert ("one block per row" in text) == (width < 100)

@@ -104,17 +104,45 @@ def new_table(**kwargs) -> Table:
     return Table(**kwargs)
 
 
-def table(rows: list[dict], title: str | None = None, columns: list[str] | None = None, limit: int = 25) -> Table:
-    """Rows (dicts) as a table of at most ``limit`` rows, with a caption saying how many more there are."""
+def table(rows: list[dict], title: str | None = None, columns: list[str] | None = None, limit: int = 25):
+    """Rows (dicts) as a table of at most ``limit`` rows, with a caption saying how many more there are.
+
+    A table wider than the terminal is never squeezed (rich would break ids and names mid-token, or
+    leave columns out): it is shown expanded instead, one block of ``column  value`` lines per row,
+    as ``psql``'s ``\\x`` does."""
     cols = columns or (list(rows[0].keys()) if rows else [])
     shown = rows[:limit]
     caption = f"… and {len(rows) - limit} more rows (--json for all)" if len(rows) > limit else None
     t = new_table(title=title, title_justify="left", header_style="bold", caption=caption, caption_justify="left")
-    for c in cols:
-        t.add_column(HEADERS.get(c, c), justify="left" if c in LEFT else "right", overflow="fold")
-    for r in shown:
-        t.add_row(*[cell(c, r.get(c)) for c in cols])
+    cells = [[cell(c, r.get(c)) for c in cols] for r in shown]
+    for k, c in enumerate(cols):
+        # wrapped at spaces only: never narrower than the column's longest word (an id, a number)
+        words = [w for text in [HEADERS.get(c, c), *(row[k] for row in cells)] for w in text.split()]
+        t.add_column(HEADERS.get(c, c), justify="left" if c in LEFT else "right", overflow="fold",
+                     min_width=max(map(len, words), default=1))
+    for row in cells:
+        t.add_row(*row)
+    out = console()
+    # the narrowest it can be (console.measure would cap it at the terminal's width)
+    if shown and t.__rich_measure__(out, out.options.update(width=10**6)).minimum > out.width:
+        return _expanded(shown, cols, title, caption)
     return t
+
+
+def _expanded(rows: list[dict], cols: list[str], title: str | None, caption: str | None):
+    """The rows of a table too wide for the terminal, one ``column  value`` block per row."""
+    from rich.console import Group  # lazy: start-up time
+    from rich.text import Text
+
+    parts = [Text(f"{title} (one block per row: too wide for {console().width} columns)", style="italic")] \
+        if title else []
+    for k, r in enumerate(rows):
+        parts.append(Text(f"row {k + 1}", style="bold"))
+        for c in cols:  # wrapped at spaces, as any text
+            parts.append(Text(f"  {HEADERS.get(c, c) or '(row)'}: {cell(c, r.get(c))}"))
+    if caption:
+        parts.append(Text(caption))
+    return Group(*parts)
 
 
 def emit_json(obj) -> None:
