@@ -285,3 +285,107 @@ def test_a_report_leaves_no_temporary_table_behind():
     for _ in range(2):
         assert build_report(res).to_dict()["neighbourhoods"] == first
     assert temporary() == before and eng._temp == handles
+
+
+# --------------------------------------------------------------------------- reading the numbers (issue 27)
+def test_slice_tables_show_counts_with_separators_and_charts_say_null(demo):
+    """The slice tables' counts read "1,581" beside "3,111" (display.count), and a chart names the
+    missing group "(null)", as the table beside it does — never "None"."""
+    out, _ = demo
+    text = (out / "report.html").read_text()
+    data = json.loads(re.search(r'id="report-data">(.*?)</script>', text, re.S).group(1))
+    specs = json.loads(re.search(r'id="chart-specs">(.*?)</script>', text, re.S).group(1))
+    rows = data["slices"]["state"]
+    big = [r for r in rows if r["items"] >= 1000]
+    assert big, "the example has a state with over 1,000 items"
+    for r in big:
+        assert f">{r['items']:,}</td>" in text and f"{r['items']:,}" != str(r["items"])
+        assert f'<td data-col="items">{r["items"]}</td>' not in text
+    assert any(r["state"] is None for r in rows), "the example has items without a state"
+    assert '<td data-col="state">(null)</td>' in text
+    shown = {v["slice"] for v in specs["slice:state"]["data"]["values"]}
+    assert "(null)" in shown and "None" not in shown
+
+
+def test_most_affected_clusters_say_how_many_and_agree_with_impact(tmp_path):
+    """`--top K`: the report's first ranking is exactly the K rows `abcde impact --top K` lists (Base
+    and Exp ranked together), its caption says so; each side's tab holds that side's K."""
+    p = example_paths("febrl3")
+    k = 3
+    imp = json.loads(abcde_cli("impact", "--base", p["base"], "--exp", p["exp"], "--items", p["items"],
+                               "--top", k, "--json").stdout)
+    abcde_cli("report", "--base", p["base"], "--exp", p["exp"], "--items", p["items"], "--top", k,
+              "--out", tmp_path / "r.html", "--markdown", tmp_path / "r.md", "-q")
+    text = (tmp_path / "r.html").read_text()
+    panels = re.findall(r'data-panel="(\w+)"><p class="caption">(.*?)</p>(.*?)</table>', text, re.S)
+    assert [key for key, _, _ in panels] == ["interleaved", "base", "exp"]
+    caption = panels[0][1]
+    for key, cap, body in panels:
+        rows = re.findall(r'<tr class="cluster" data-side="(\w+)" data-cluster="([^"]+)"', body)
+        want = [(r["side"], str(r["cluster_id"])) for r in imp["top_clusters"][key]]
+        assert rows == want and len(rows) == k, key
+        if key == "interleaved":
+            assert cap == f"The {k} most affected clusters (Base and Exp ranked together)"
+        else:
+            assert cap.startswith(f"The {k} clusters of {'Base' if key == 'base' else 'Exp'} ")
+    specs = json.loads(re.search(r'id="chart-specs">(.*?)</script>', text, re.S).group(1))
+    assert specs["cluster_contributions"]["title"]["subtitle"] == caption
+    assert len({v["cluster"] for v in specs["cluster_contributions"]["data"]["values"]}) == k
+    assert "most affected clusters (Base and Exp ranked together):" in (tmp_path / "r.md").read_text()
+
+
+# The charts: each one's drawn width against its container's, and the smallest font of its axes and legends.
+CHART_SIZES = """
+() => [...document.querySelectorAll('.chart')].map(c => {
+  const svg = c.querySelector('svg');
+  const fonts = [...c.querySelectorAll('.role-axis text, .role-legend text')].map(t => parseFloat(getComputedStyle(t).fontSize));
+  return {id: c.id, chart: svg.getBoundingClientRect().width, room: c.parentElement.clientWidth, fonts: fonts.length,
+          smallest: Math.min(...fonts)};
+})
+"""
+
+# Texts that must stay on one line: every id in the clusters' tables and in the open Figure 1. A Range over
+# the text has one rectangle per line it takes.
+BROKEN_IDS = """
+() => [...document.querySelectorAll('table.clusters td[data-col=cluster_id], tr.detail .id')]
+  .filter(e => e.offsetParent !== null)
+  .map(e => { const r = document.createRange(); r.selectNodeContents(e);
+              return [e.textContent, [...r.getClientRects()].filter(x => x.width > 0).length]; })
+  .filter(([t, n]) => n !== 1)
+"""
+
+
+@pytest.mark.parametrize("width", (800, 1400))
+def test_charts_fill_the_page_with_readable_fonts_and_ids_stay_whole(demo, browser, width, screenshot):
+    out, d = demo
+    ctx = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
+    page = ctx.new_page()
+    try:
+        page.goto((out / "report.html").resolve().as_uri())
+        page.wait_for_function("window.__reportReady === true")
+        n = page.locator(".chart").count()
+        page.wait_for_function(f"window.__charts >= {n}", timeout=30000)
+        sizes = page.evaluate(CHART_SIZES)
+        assert len(sizes) == n >= 5
+        for s in sizes:
+            assert s["chart"] >= 0.9 * s["room"], s  # the page's width, not a fixed 520 px
+            assert s["chart"] <= s["room"] + 1, s  # and no wider
+            assert s["fonts"] and s["smallest"] >= 12, s
+        # Figure 1: each listed member shows its attributes by name ("surname: wyllie").
+        page.locator("tr.cluster").first.click()
+        fig = page.locator("tr.detail .fig")
+        names = fig.locator("li").first.locator(".k").all_inner_texts()
+        data = json.loads(re.search(r'id="report-data">(.*?)</script>', (out / "report.html").read_text(), re.S)
+                          .group(1))
+        assert names == [f"{a}:" for a in data["attributes"]] and "surname:" in names
+        assert "·" not in fig.inner_text()  # no bare values joined by dots
+        # Ids are never broken at a hyphen, even in the narrow window with a cluster open.
+        assert page.locator("tr.detail .id").count() > 3
+        assert page.evaluate(BROKEN_IDS) == []
+        for section in ("clusters", "charts"):  # docs/report-clusters-800.png, ...
+            page.evaluate("window.scrollTo(0, 0)")
+            box = page.evaluate(f"(() => {{ const r = document.getElementById('{section}').getBoundingClientRect();"
+                                " return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}; })()")
+            screenshot(page, f"report-{section}-{width}.png", full_page=True, clip=box)
+    finally:
+        ctx.close()

@@ -21,6 +21,7 @@ from abcde.examples import example_paths
 from abcde.quality import estimate_quality
 from abcde.report import build_report
 from abcde.report.charts import SCHEMA, VEGA_LITE_VERSION, WIDTH, chart_specs
+from abcde.util.display import NULL_TEXT
 
 alt = pytest.importorskip("altair")
 
@@ -39,19 +40,22 @@ def altair_specs(data: dict) -> dict[str, dict]:
             y=alt.Y("weight_share:Q", title="share of affected weight", axis=alt.Axis(format="%")),
             tooltip=[alt.Tooltip("from:Q", title="from"), alt.Tooltip("to:Q", title="to"),
                      alt.Tooltip("items:Q"), alt.Tooltip("weight_share:Q", format=".1%")],
-        ).properties(width=520, height=220,
-                     title=f"Distribution of {L['jaccard_distance']} over the affected weight").to_dict()
+        ).properties(width="container", height=220,
+                     title=f"Distribution of {L['jaccard_distance']} over the affected weight")
+        specs["jaccard_histogram"] = _configured(specs["jaccard_histogram"])
     if c.get("cluster_contributions"):
         rows = [{"cluster": r["cluster"], "part": part, "contribution": r[part]}
                 for r in c["cluster_contributions"] for part in ("split", "merge")]
         specs["cluster_contributions"] = _stacked(
             rows, "cluster",
-            f"Contributions of the most affected clusters to {L['split_rate']}(T) and {L['merge_rate']}(T)")
+            alt.Title(f"Contributions to {L['split_rate']}(T) and {L['merge_rate']}(T)",
+                      subtitle=f"The {len(c['cluster_contributions'])} most affected clusters (Base and Exp ranked "
+                               "together)"))
     for name, rows in data["slices"].items():
         W = data["headline"]["total_weight"] or 1.0
         top = sorted(rows, key=lambda r: -(r.get("contribution") or 0))[:15]
         cols = name.split(",")
-        vals = [{"slice": ", ".join(str(r.get(col)) for col in cols), "part": part,
+        vals = [{"slice": ", ".join(NULL_TEXT if r.get(col) is None else str(r.get(col)) for col in cols), "part": part,
                  "contribution": (r["weight"] or 0) * (r.get(f"{part}_rate") or 0) / W}
                 for r in top for part in ("split", "merge")]
         if any(v["contribution"] for v in vals):
@@ -63,7 +67,7 @@ def altair_specs(data: dict) -> dict[str, dict]:
         if pts:
             specs["quality"] = _errorbars(pts, "metric", "Quality estimates with 95% intervals")
         for col, rows in (q.get("slices") or {}).items():
-            pts = [{"slice": str(r["value"]), "estimate": r["delta_precision"]["estimate"],
+            pts = [{"slice": NULL_TEXT if r["value"] is None else str(r["value"]), "estimate": r["delta_precision"]["estimate"],
                     "low": r["delta_precision"]["ci_low"], "high": r["delta_precision"]["ci_high"]}
                    for r in rows if r["delta_precision"]["estimate"] is not None]
             if pts:
@@ -77,13 +81,13 @@ def _stacked(rows, key, title):
     for r in rows:
         if r[key] not in order:
             order.append(r[key])
-    return alt.Chart(alt.Data(values=rows)).mark_bar().encode(
+    return _configured(alt.Chart(alt.Data(values=rows)).mark_bar().encode(
         y=alt.Y(f"{key}:N", sort=order, title=None),
         x=alt.X("sum(contribution):Q", title="contribution", axis=alt.Axis(format=".2%")),
         color=alt.Color("part:N", title=None, scale=alt.Scale(domain=["split", "merge"],
                                                                range=["#d62728", "#1f77b4"])),
         tooltip=[alt.Tooltip(f"{key}:N"), alt.Tooltip("part:N"), alt.Tooltip("contribution:Q", format=".4%")],
-    ).properties(width=520, title=title).to_dict()
+    ).properties(width="container", title=title))
 
 
 def _errorbars(rows, key, title):
@@ -98,7 +102,13 @@ def _errorbars(rows, key, title):
         tooltip=[alt.Tooltip(f"{key}:N"), alt.Tooltip("estimate:Q", format=".4f"),
                  alt.Tooltip("low:Q", format=".4f"), alt.Tooltip("high:Q", format=".4f")])
     zero = alt.Chart(alt.Data(values=[{"x": 0}])).mark_rule(strokeDash=[4, 4], color="gray").encode(x="x:Q")
-    return (bars + pts + zero).properties(width=520, title=title).to_dict()
+    return _configured((bars + pts + zero).properties(width="container", title=title))
+
+
+def _configured(chart) -> dict:
+    """Fonts of at least 12 px on axes and legends (issue 27)."""
+    return (chart.configure_axis(labelFontSize=12, titleFontSize=13).configure_axisQuantitative(tickCount=8)
+            .configure_legend(labelFontSize=12, titleFontSize=13).configure_title(fontSize=15, subtitleFontSize=13).to_dict())
 
 
 # --------------------------------------------------------------------------- data
@@ -165,7 +175,7 @@ def test_specs_are_valid_vega_lite(demo_data):
     assert SCHEMA.endswith(f"/v{VEGA_LITE_VERSION}.json")
     for name, data in variants(demo_data).items():
         for k, spec in chart_specs(data).items():
-            assert spec["width"] == WIDTH
+            assert spec["width"] == WIDTH == "container"
             validate_jsonschema(json.loads(json.dumps(spec)), schema)  # raises on an invalid spec
     bad = chart_specs(demo_data)["quality"]
     bad["layer"][0]["mark"]["type"] = "errorbars"  # not a Vega-Lite mark: the check can fail

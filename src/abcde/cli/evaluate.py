@@ -16,7 +16,7 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_impact, ta
 @click.option("--slice-by", multiple=True,
               help="Attribute column for impact slices, the pair sample's exact slice multipliers and the report's "
                    "exploration groups (repeatable).")
-@click.option("--top", type=int, default=10, show_default=True, help="Most affected clusters per side.")
+@click.option("--top", type=int, default=10, show_default=True, help="Most affected clusters to list (ranked together, and per side).")
 @click.option("--sample-size", type=int, default=1000, show_default=True,
               help="Draws of the exploration sample (affected items ∝ weight·JaccardDistance).")
 @click.option("--budget", type=int, default=300, show_default=True, help="Distinct pairs to judge.")

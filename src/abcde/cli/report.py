@@ -25,7 +25,7 @@ ENGINE = ("engine", "database", "memory_limit", "threads", "temp_directory", "sp
 @click.argument("evaldir", required=False, type=click.Path())
 @clustering_options(required=False)
 @click.option("--slice-by", multiple=True, help="Attribute column(s) to slice by; repeat, or 'a,b' to group by both.")
-@click.option("--top", default=20, show_default=True, type=click.IntRange(min=0), help="Most affected clusters per side.")
+@click.option("--top", default=20, show_default=True, type=click.IntRange(min=0), help="Most affected clusters to list (ranked together, and per side).")
 @click.option("--quality", "quality_dir", type=click.Path(file_okay=False), default=None,
               help="A judged pair sample directory (from 'abcde pairs'): adds the quality estimates.")
 @click.option("--judgements", multiple=True, type=click.Path(dir_okay=False),

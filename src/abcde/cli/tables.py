@@ -219,8 +219,9 @@ def print_impact(res: ImpactResult, *, top: int) -> None:
         console().print("[green]Base and Exp are identical on the common items: nothing changed.[/green]")
         return
     cols = ["side", "cluster_id", "size", "weight", "split_rate", "merge_rate", "jaccard_distance", "contribution"]
-    console().print(table(res.top_clusters["interleaved"],
-                          f"Top {top} most affected clusters of each side (Base and Exp interleaved)", cols))
+    rows = res.top_clusters["interleaved"][:top]
+    console().print(table(rows, f"The {len(rows)} most affected clusters (Base and Exp ranked together)", cols,
+                          limit=max(len(rows), 1)))
     for name, rows in res.slices.items():
         console().print(table(rows, f"Slices by {name}"))
 

@@ -19,12 +19,21 @@ with Altair.
 from __future__ import annotations
 
 from abcde.core.names import METRIC_LABELS, QUALITY_METRICS
+from abcde.util.display import NULL_TEXT
 
 #: The Vega-Lite version the specs are written for; the report inlines vl-convert's bundle
 #: of the same minor version (:func:`abcde.report.render._vega_bundle`).
 VEGA_LITE_VERSION = "6.4.1"
 SCHEMA = f"https://vega.github.io/schema/vega-lite/v{VEGA_LITE_VERSION}.json"
-WIDTH = 520
+#: Every chart takes its container's width (the page's column; vega redraws it when the window
+#: resizes), so a chart is as wide as the tables beside it at any window size.
+WIDTH = "container"
+#: Fonts a person reads without leaning in: axis labels and titles, legends, chart titles (px).
+#: At most about 8 ticks on a value axis: a wide chart would otherwise get one every 40 px, and label
+#: only every fourth of them (ticks such as -0.042, -0.034).
+FONTS = {"axis": {"labelFontSize": 12, "titleFontSize": 13}, "axisQuantitative": {"tickCount": 8},
+         "legend": {"labelFontSize": 12, "titleFontSize": 13},
+         "title": {"fontSize": 15, "subtitleFontSize": 13}}
 SPLIT_MERGE_COLOURS = ("#d62728", "#1f77b4")  # red: split (Base's side), blue: merge (Exp's side)
 
 
@@ -50,14 +59,16 @@ def chart_specs(data: dict) -> dict[str, dict]:
     if c.get("cluster_contributions"):
         rows = [{"cluster": r["cluster"], "part": part, "contribution": r[part]}
                 for r in c["cluster_contributions"] for part in ("split", "merge")]
+        n = len(c["cluster_contributions"])
         specs["cluster_contributions"] = _stacked(
             rows, "cluster",
-            f"Contributions of the most affected clusters to {L['split_rate']}(T) and {L['merge_rate']}(T)")
+            {"text": f"Contributions to {L['split_rate']}(T) and {L['merge_rate']}(T)",
+             "subtitle": most_affected(n)[0].upper() + most_affected(n)[1:]})
     for name, rows in data["slices"].items():
         W = data["headline"]["total_weight"] or 1.0
         top = sorted(rows, key=lambda r: -(r.get("contribution") or 0))[:15]
         cols = name.split(",")
-        vals = [{"slice": ", ".join(str(r.get(col)) for col in cols), "part": part,
+        vals = [{"slice": ", ".join(_text(r.get(col)) for col in cols), "part": part,
                  "contribution": (r["weight"] or 0) * (r.get(f"{part}_rate") or 0) / W}
                 for r in top for part in ("split", "merge")]
         if any(v["contribution"] for v in vals):
@@ -69,7 +80,7 @@ def chart_specs(data: dict) -> dict[str, dict]:
         if pts:
             specs["quality"] = _errorbars(pts, "metric", "Quality estimates with 95% intervals")
         for col, rows in (q.get("slices") or {}).items():
-            pts = [{"slice": str(r["value"]), "estimate": r["delta_precision"]["estimate"],
+            pts = [{"slice": _text(r["value"]), "estimate": r["delta_precision"]["estimate"],
                     "low": r["delta_precision"]["ci_low"], "high": r["delta_precision"]["ci_high"]}
                    for r in rows if r["delta_precision"]["estimate"] is not None]
             if pts:
@@ -78,9 +89,26 @@ def chart_specs(data: dict) -> dict[str, dict]:
     return specs
 
 
-def _top_level(data: dict, *, title: str, height: int | None = None, **spec) -> dict:
+def most_affected(n: int) -> str:
+    """What the report's ranking of clusters (``top_clusters["interleaved"]``) holds, in words: the
+    ``n`` clusters of Base and Exp with the largest contribution, both sides in one ranking — as
+    ``abcde impact --top n`` lists them.
+
+    >>> most_affected(3), most_affected(1)
+    ('the 3 most affected clusters (Base and Exp ranked together)', 'the most affected cluster (Base and Exp ranked together)')
+    """
+    what = "the most affected cluster" if n == 1 else f"the {n:,} most affected clusters"
+    return f"{what} (Base and Exp ranked together)"
+
+
+def _text(v) -> str:
+    """An attribute value as a chart shows it: as the tables do, a missing value as ``(null)``."""
+    return NULL_TEXT if v is None else str(v)
+
+
+def _top_level(data: dict, *, title: str | dict, height: int | None = None, **spec) -> dict:
     """A whole chart: ``spec`` (a mark and its encoding, or layers) with its data, size and title."""
-    out = {"$schema": SCHEMA, "config": {"view": {"continuousWidth": 300, "continuousHeight": 300}},
+    out = {"$schema": SCHEMA, "config": {"view": {"continuousWidth": 300, "continuousHeight": 300}, **FONTS},
            "data": data, **spec, "title": title, "width": WIDTH}
     if height is not None:
         out["height"] = height
@@ -97,7 +125,7 @@ def _n(field: str, **kw) -> dict:
     return {"field": field, "type": "nominal", **kw}
 
 
-def _stacked(rows: list[dict], key: str, title: str) -> dict:
+def _stacked(rows: list[dict], key: str, title: str | dict) -> dict:
     """Horizontal bars of ``contribution`` per ``key``, split (red) stacked with merge (blue),
     in the rows' order."""
     order = list(dict.fromkeys(r[key] for r in rows))

@@ -30,7 +30,7 @@ from markupsafe import Markup
 
 from abcde.core.diff import describe_restriction
 from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, PAGE_NAMES, QUALITY_COLUMNS, QUALITY_METRICS
-from abcde.report.charts import VEGA_LITE_VERSION, chart_specs
+from abcde.report.charts import VEGA_LITE_VERSION, chart_specs, most_affected
 from abcde.util import display
 from abcde.util.display import interval
 from abcde.util.files import write_text
@@ -69,13 +69,13 @@ def four(x) -> str:
     return display.four(x)
 
 
-def count(x: int) -> str:
-    """An integer with thousands separators.
+def count(x: int | None) -> str:
+    """An integer with thousands separators (``n/a`` when missing), as every count on the page.
 
-    >>> count(1234567)
-    '1,234,567'
+    >>> count(1234567), count(None)
+    ('1,234,567', 'n/a')
     """
-    return display.count(x)
+    return "n/a" if x is None else display.count(x)
 
 
 class Column(NamedTuple):
@@ -116,6 +116,7 @@ def _view(data: dict) -> dict:
     L = METRIC_LABELS
     h = data["headline"]
     names = data["names"]
+    top = data["top_clusters"]
     impact_cols = [Column(k, L[k], pct) for k in IMPACT_METRICS]
     view: dict[str, Any] = {
         "h": h,
@@ -126,14 +127,19 @@ def _view(data: dict) -> dict:
              "shown": count(h["affected_items"])},
             {"key": "items", "label": "items", "value": h["items"], "shown": count(h["items"])}],
         "restriction": describe_restriction(data["restriction"], (names["base"], names["exp"]), num),
-        "tabs": [{"key": "interleaved", "label": "Base and Exp interleaved"}, {"key": "base", "label": "Base"},
-                 {"key": "exp", "label": "Exp"}],
-        "cluster_columns": [Column("side", "side"), Column("cluster_id", "cluster"), Column("size", "size"),
+        # Each tab is one ranking of K clusters (K: --top), the first exactly what `abcde impact --top K` lists.
+        "most_affected": most_affected(len(top["interleaved"])),
+        "tabs": [{"key": "interleaved", "label": "Base and Exp ranked together",
+                  "caption": _sentence(most_affected(len(top["interleaved"])))},
+                 *({"key": side, "label": f"{names[side]} only",
+                    "caption": f"The {_n_clusters(len(top[side]))} of {names[side]} with the largest contribution, "
+                               f"ranked on their own"} for side in ("base", "exp"))],
+        "cluster_columns": [Column("side", "side"), Column("cluster_id", "cluster"), Column("size", "size", count),
                             Column("weight", "weight", num), *impact_cols,
                             Column("contribution", "contribution", pct)],
         "slices": [{"name": name, "rows": rows,
                     "columns": [Column(c, c) for c in name.split(",")] + [
-                        Column("items", "items"), Column("weight", "weight", num), *impact_cols,
+                        Column("items", "items", count), Column("weight", "weight", num), *impact_cols,
                         Column("contribution", "contribution", pct)]}
                    for name, rows in data["slices"].items()],
         "quality": _quality_view(data.get("quality")),
@@ -147,13 +153,26 @@ def _view(data: dict) -> dict:
         view["exploration"] = {
             "unique_items": x["sample"].get("unique_items", 0),
             "groups": [{"name": col, "rows": rows, "columns": [
-                Column(col, col), Column("sampled_items", "sampled items"),
+                Column(col, col), Column("sampled_items", "sampled items", count),
                 Column("weight_share", "weight share", pct),
                 Column("split_contribution", f"{L['split_rate']} contribution", pct),
                 Column("merge_contribution", f"{L['merge_rate']} contribution", pct),
                 Column("jaccard_contribution", f"{L['jaccard_distance']} contribution", pct)]}
                 for col, rows in x["groups"].items()]}
     return view
+
+
+def _sentence(text: str) -> str:
+    """``text`` with its first letter upper case (str.capitalize would lower the rest: "exp")."""
+    return text[:1].upper() + text[1:]
+
+
+def _n_clusters(n: int) -> str:
+    """
+    >>> _n_clusters(1), _n_clusters(1234)
+    ('cluster', '1,234 clusters')
+    """
+    return "cluster" if n == 1 else f"{n:,} clusters"
 
 
 def _quality_view(q: dict | None) -> dict | None:
@@ -177,7 +196,7 @@ def _quality_view(q: dict | None) -> dict | None:
              "dp": r["delta_precision"]["estimate"], "se": r["delta_precision"]["std_err"],
              "interval": interval(r["delta_precision"]),
              "contribution": r["delta_precision_contribution"]["estimate"]} for r in rows],
-            "columns": [Column("value", col), Column("weight", "weight", num), Column("draws", "draws"),
+            "columns": [Column("value", col), Column("weight", "weight", num), Column("draws", "draws", count),
                         Column("dp", dp, four), Column("se", "± s.e.", four), Column("interval", "95% interval"),
                         Column("contribution", "contribution", four)]}
             for col, rows in (q.get("slices") or {}).items()],
@@ -334,7 +353,7 @@ def render_markdown(data: dict) -> str:
                   f"{_md(n['base'])}, {r['exp_only_items']:,} only in {_md(n['exp'])} were excluded.", ""]
     top = data["top_clusters"]["interleaved"][:5]
     if top:
-        lines += ["Most affected clusters:", "",
+        lines += [f"{_sentence(most_affected(len(top)))}:", "",
                   f"| side | cluster | size | {L['split_rate']} | {L['merge_rate']} | contribution |",
                   "|---|---|---:|---:|---:|---:|"]
         lines += [f"| {c['side']} | {_md(c['cluster_id'])} | {c['size']:,} | {pct(c['split_rate'])} | "

@@ -28,7 +28,16 @@ function showTab(k){tabs.forEach(t=>t.classList.toggle('active', t.dataset.tab==
 if (tabs.length) showTab('interleaved');
 tabs.forEach(t=>t.addEventListener('click', ()=>showTab(t.dataset.tab)));
 // Cluster neighbourhoods: split / stable / merge from one member's point of view (paper, Figure 1).
-function memberLabel(m){const a = Object.entries(m.attributes||{}).filter(([k,v])=>v!=null&&v!=='').map(([k,v])=>v).join(' · ');return String(m.item_id) + (a ? ' — ' + a : '');}
+// A member: its id (never broken at a hyphen), then each attribute as "name: value" (a missing one as (null)).
+function memberLabel(m){
+  const parts = [el('span', {class:'id'}, String(m.item_id))];
+  for (const [k, v] of Object.entries(m.attributes||{})) {
+    const missing = v === null || v === undefined;
+    parts.push(' ', el('span', {class:'kv'}, el('span', {class:'k'}, k+':'), ' ',
+                       el('span', {class: missing ? 'v null' : 'v'}, missing ? abcde.NULL_TEXT : String(v))));
+  }
+  return parts;
+}
 function figure(side, cid, nb, pov){
   const box = el('div', {class:'figwrap'});
   const own = nb.fragments.filter(f=>f.own_frag);
@@ -44,22 +53,22 @@ function figure(side, cid, nb, pov){
   fig.style.gridTemplateColumns = ['split','stable','merge'].map(g => exact[g][0] ? 'minmax(0,3fr)' : 'minmax(7em,1fr)').join(' ');
   for (const g of ['split','stable','merge']) {
     const col = el('div', {class:'col '+g, 'data-group':g});
-    col.append(el('h4', {}, g[0].toUpperCase()+g.slice(1)), el('div', {class:'lab', 'data-count':exact[g][0]}, exact[g][0].toLocaleString()+' items, weight '+num(exact[g][1])));
+    col.append(el('h4', {}, g[0].toUpperCase()+g.slice(1)), el('div', {class:'lab', 'data-count':exact[g][0]}, abcde.count(exact[g][0])+' items, weight '+num(exact[g][1])));
     const ul = el('ul');
     let shown = 0;
     for (const f of groups[g]) for (const m of nb.members) {
       if (String(m.base_cluster)!==String(f.base_cluster) || String(m.exp_cluster)!==String(f.exp_cluster)) continue;
       shown++;
-      const li = el('li', {title:'weight '+num(m.weight)+' · Base '+m.base_cluster+' · Exp '+m.exp_cluster}, memberLabel(m));
+      const li = el('li', {title:'weight '+num(m.weight)+' · Base '+m.base_cluster+' · Exp '+m.exp_cluster}, ...memberLabel(m));
       if (povItem && m.item_id===povItem.item_id) li.classList.add('pov');
       if (f.own_frag) li.addEventListener('click', ()=>{box.replaceWith(figure(side, cid, nb, f));});
       ul.append(li);
     }
     col.append(ul);
-    if (shown < exact[g][0]) col.append(el('div', {class:'lab more'}, '… and '+(exact[g][0]-shown).toLocaleString()+' more not listed'));
+    if (shown < exact[g][0]) col.append(el('div', {class:'lab more'}, '… and '+abcde.count(exact[g][0]-shown)+' more not listed'));
     fig.append(col);
   }
-  box.append(el('p', {class:'lab'}, 'Point of view: item ', el('b', {}, povItem ? String(povItem.item_id) : '?'), ' — Base(i) = cluster '+B+' (red), Exp(i) = cluster '+E+' (blue).'));
+  box.append(el('p', {class:'lab'}, 'Point of view: item ', el('b', {class:'id'}, povItem ? String(povItem.item_id) : '?'), ' — Base(i) = cluster ', el('span', {class:'id'}, String(B)), ' (red), Exp(i) = cluster ', el('span', {class:'id'}, String(E)), ' (blue).'));
   box.append(fig);
   if (nb.fragments_total > nb.fragments_shown) box.append(el('p', {class:'lab'}, 'Showing '+nb.fragments_shown+' of '+nb.fragments_total+' fragments around this cluster.'));
   return box;
