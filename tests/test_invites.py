@@ -91,8 +91,17 @@ def path_of(link: str) -> str:
 ROUTES = [("GET", "/", None), ("GET", "/owner", None), ("GET", "/api/me", None), ("GET", "/api/state", None),
           ("GET", "/api/state?rater=alice", None), ("GET", "/api/owner", None), ("GET", "/api/owner/export", None),
           ("POST", "/api/judgements", {"rater": "alice", "pair_id": "x", "judgement": "same"}),
-          ("POST", "/api/undo", {"rater": "alice"}), ("GET", "/nope", None), ("GET", "/judgements.sqlite", None),
+          ("POST", "/api/undo", {"rater": "alice"}),
+          # a rater's own judgements, and the owner's settle queue (issue 27)
+          ("GET", "/api/mine", None), ("GET", "/api/mine?rater=alice&offset=0", None),
+          ("GET", "/api/mine/pair?pair_id=x", None),
+          ("POST", "/api/change", {"rater": "alice", "pair_id": "x", "judgement": "same"}),
+          ("GET", "/settle", None), ("GET", "/api/owner/settle", None),
+          ("POST", "/api/owner/settle", {"pair_id": "x", "judgement": "same"}),
+          ("GET", "/nope", None), ("GET", "/judgements.sqlite", None),
           ("PUT", "/", None), ("DELETE", "/api/judgements", None), ("GET", "/owner/../judgements.sqlite", None)]
+#: The app's own routes among them (the rest are not routes).
+GUARDED = ROUTES[:16]
 
 
 def test_without_a_valid_token_every_route_but_the_links_and_static_files_is_refused(invited):
@@ -100,15 +109,15 @@ def test_without_a_valid_token_every_route_but_the_links_and_static_files_is_ref
     for method, path, body in ROUTES:
         code, payload, headers = c.call(method, path, body)
         assert code == 401, (method, path, code, payload)
-        if method == "GET" and path in ("/", "/owner"):  # a page a person opens: what to do, as a page
+        if method == "GET" and path in ("/", "/owner", "/settle"):  # a page a person opens: what to do, as a page
             assert headers["content-type"][0].startswith("text/html") and "invite link" in payload
-            assert "judge.js" not in payload and "judge-owner.js" not in payload
+            assert "judge.js" not in payload and "judge-owner.js" not in payload and "judge-settle.js" not in payload
         else:
             assert_error((code, payload), 401, "invite link")
     # a made-up or malformed token, as the cookie or as a bearer token: 403, and the cookie is cleared
     for forged in ("A" * 43, "x", "", "not a token at all", token_of(invited.links["alice"])[:-1] + "_"):
         for kw in ({"token": forged}, {"bearer": forged}):
-            for method, path, body in ROUTES[:9]:
+            for method, path, body in GUARDED:
                 code, payload, headers = c.call(method, path, body, **kw)
                 assert code in (401, 403), (forged, kw, path, code)
                 if code == 403 and "token" in kw:
@@ -184,12 +193,73 @@ def test_a_rater_cannot_write_or_read_as_another(invited):
     assert_error(c.json("POST", "/api/undo", {}, token=alice), 409, "no judgement to undo")
     live = invited.session.store.live()
     assert [(j.rater, j.judgement) for j in live] == [("bob", "different")]
-    # a rater does not see the owner's view
-    for path in ("/owner", "/api/owner", "/api/owner/export"):
+    # a rater does not see the owner's view, nor the settle queue (other raters' answers)
+    for path in ("/owner", "/settle", "/api/owner", "/api/owner/export", "/api/owner/settle"):
         code, payload, headers = c.call("GET", path, token=alice)
         assert code == 403 and "owner's invite link" in (html.unescape(payload) if isinstance(payload, str)
                                                          else payload["error"])
     assert c.call("GET", "/owner", token=alice)[2]["content-type"][0].startswith("text/html")
+
+
+def test_a_rater_lists_opens_and_changes_only_their_own_and_only_the_owner_settles(invited):
+    """Issue 27 through the same guards: a rater's own judgements are theirs (the name comes from the
+    token); the settle queue is the owner's (owner_only), whose vote is recorded as the rater 'owner'."""
+    c = Client(invited.url)
+    alice, bob, owner = (token_of(invited.links[n]) for n in ("alice", "bob", OWNER))
+    pids = {}
+    for name, token, answer in (("alice", alice, "same"), ("bob", bob, "different")):
+        pid = c.json("GET", "/api/state", token=token)[1]["next"]["pair_id"]
+        assert c.json("POST", "/api/judgements", {"pair_id": pid, "judgement": answer}, token=token)[0] == 201
+        pids[name] = pid
+    # alice lists and opens her own; another's name is a 403, another's pair is not hers (404)
+    code, mine = c.json("GET", "/api/mine", token=alice)
+    assert code == 200 and mine["rater"] == "alice" and [j["pair_id"] for j in mine["judgements"]] == [pids["alice"]]
+    assert mine["judgements"][0]["judgement"] == "same" and mine["total"] == 1
+    assert_error(c.json("GET", "/api/mine?rater=bob", token=alice), 403, "signed in as 'alice'")
+    assert_error(c.json("GET", f"/api/mine/pair?pair_id={pids['bob']}&rater=bob", token=alice), 403, "signed in as")
+    if pids["bob"] != pids["alice"]:
+        assert_error(c.json("GET", f"/api/mine/pair?pair_id={pids['bob']}", token=alice), 404, "no judgement")
+        assert_error(c.json("POST", "/api/change", {"pair_id": pids["bob"], "judgement": "same"}, token=alice), 404,
+                     "no judgement")
+    code, opened = c.json("GET", f"/api/mine/pair?pair_id={pids['alice']}", token=alice)
+    assert code == 200 and opened["judgement"]["judgement"] == "same" and opened["pair"]["pair_id"] == pids["alice"]
+    # she changes hers, never bob's
+    assert_error(c.json("POST", "/api/change", {"rater": "bob", "pair_id": pids["bob"], "judgement": "same"},
+                        token=alice), 403, "signed in as 'alice'")
+    code, d = c.json("POST", "/api/change", {"pair_id": pids["alice"], "judgement": "unsure"}, token=alice)
+    assert code == 200 and d["changed"] and d["now"]["rater"] == "alice" and d["was"]["judgement"] == "same"
+    assert {(j.rater, j.judgement) for j in invited.session.store.live()} == {("alice", "unsure"), ("bob", "different")}
+    # the owner's link has no judgements of its own to list or change
+    for method, path, body in (("GET", "/api/mine", None), ("GET", f"/api/mine/pair?pair_id={pids['alice']}", None),
+                               ("POST", "/api/change", {"pair_id": pids["alice"], "judgement": "same"})):
+        assert_error(c.json(method, path, body, token=owner), 403, "does not judge")
+    # the settle queue: the owner's page and API; raters get 403 (a page where a person opens one)
+    for token in (alice, bob):
+        code, page, headers = c.call("GET", "/settle", token=token)
+        assert code == 403 and headers["content-type"][0].startswith("text/html") and "judge-settle.js" not in page
+        assert_error(c.json("GET", "/api/owner/settle", token=token), 403, "owner's invite link")
+        assert_error(c.json("POST", "/api/owner/settle", {"pair_id": pids["alice"], "judgement": "same"},
+                            token=token), 403, "owner's invite link")
+    code, page, _ = c.call("GET", "/settle", token=owner)
+    assert code == 200 and "judge-settle.js" in page
+    code, q = c.json("GET", "/api/owner/settle", token=owner)
+    assert code == 200 and q["waiting_total"] == 0  # no pair has two raters' votes yet
+    assert_error(c.json("POST", "/api/owner/settle", {"pair_id": pids["alice"], "judgement": "same"}, token=owner),
+                 409, "nothing to settle")
+    # bob judges alice's pair the other way: two votes that tie; the owner's vote settles it
+    pid = pids["alice"]
+    if pid != pids["bob"]:
+        assert c.json("POST", "/api/judgements", {"pair_id": pid, "judgement": "different"}, token=bob)[0] == 201
+    assert c.json("POST", "/api/change", {"pair_id": pid, "judgement": "same"}, token=alice)[0] == 200
+    code, q = c.json("GET", "/api/owner/settle", token=owner)
+    assert q["waiting_total"] == 1 and q["waiting"][0]["pair"]["pair_id"] == pid
+    assert sorted(v["judgement"] for v in q["waiting"][0]["votes"]) == ["different", "same"]
+    code, d = c.json("POST", "/api/owner/settle", {"pair_id": pid, "judgement": "same"}, token=owner)
+    assert code == 201 and d["vote"]["rater"] == OWNER and d["waiting_total"] == 0 and d["settled_total"] == 1
+    assert d["settled"][0]["result"] == "same"
+    live = invited.session.store.live()
+    assert sorted((j.rater, j.judgement) for j in live if j.pair_id == pid) == [("alice", "same"), ("bob", "different"),
+                                                                                 (OWNER, "same")]
 
 
 def test_the_owner_link_opens_the_owner_view_and_the_export_and_judges_nothing(invited):
@@ -241,7 +311,7 @@ def test_a_revoked_link_stops_at_once_and_its_judgements_stay(invited):
     out = cli("judge", "raters", d, "--revoke", "bob")  # another "process" on the served directory
     assert "revoked the invite link of 'bob'" in out and "its judgements stay" in out
     # at once, on the running server: every route refuses bob (his page too)
-    for method, path, body in ROUTES[:9]:
+    for method, path, body in GUARDED:
         code, _, _ = c.call(method, path, body, token=bob)
         assert code == 403, (path, code)
     assert c.call("GET", path_of(invited.links["bob"]))[0] == 403

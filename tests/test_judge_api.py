@@ -182,7 +182,8 @@ def test_foreign_host_header_is_refused_and_headers_are_strict(server):
     assert "innerHTML" not in page and "http://" not in page and "https://" not in page  # no CDN
     # The page's script and styles are files of this server, pinned by hash, with no CDN either.
     files = assert_page_is_strict(server.url)
-    assert set(files) == {"/static/common.js", "/static/common.css", "/static/judge.js", "/static/judge.css"}
+    assert set(files) == {"/static/common.js", "/static/common.css", "/static/judge-pair.js", "/static/judge.js",
+                          "/static/judge.css"}
     # the fetch wrapper is written once, in the shared file, and the page's script uses it
     assert b"fetch(" in files["/static/common.js"] and b"fetch(" not in files["/static/judge.js"]
     assert b"abcde.api(" in files["/static/judge.js"]

@@ -201,11 +201,15 @@ def judge_oracle(sample_dir, oracle_column, out, as_json):
 @click.option("--public-url", default=None, metavar="URL",
               help="The address raters open when a reverse proxy (TLS) is in front, e.g. https://judge.example.org/: "
                    "invite links start with it and its name passes the Host check.")
+@click.option("--instructions", type=click.Path(dir_okay=False), default=None, metavar="FILE.md",
+              help="Instructions for raters (Markdown: headings, lists, emphasis, code, http(s) links; no HTML), "
+                   "shown on the judging page. Kept in the store: a restarted server shows them without the file; "
+                   "an empty file removes them.")
 @click.option("--verbose", is_flag=True, help="Log every request to stderr (invite tokens hidden).")
 @json_option(help="Print the URL, the invite links etc. as one JSON line, then serve.")
 @handle_errors
 def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, show_ids, show_raters, adaptive,
-                raters_spec, public_url, verbose, as_json):
+                raters_spec, public_url, instructions, verbose, as_json):
     """A web app where people judge the sample's pairs (blind, one at a time).
 
     Raters open the first URL printed and see their progress and one pair at a time, never the
@@ -223,7 +227,7 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
     raters = read_raters(raters_spec) if raters_spec is not None else []
     srv = serve(sample_dir, host=host, port=port, seed=seed, replicate=replicate, target_width=target_width,
                 hide=hide, show_ids=show_ids, verbose=verbose, adaptive=adaptive, show_raters=show_raters,
-                raters=raters, public_url=public_url)
+                raters=raters, public_url=public_url, instructions=instructions)
     s = srv.session
     rows = []
     if srv.invites_on:
@@ -232,7 +236,8 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
     info = {"url": srv.url, "owner_url": srv.owner_url, "pid": os.getpid(), "sample_dir": str(s.sample_dir),
             "store": str(s.store.path), "pairs": len(s.pair_ids), "replicated_pairs": len(s.replicated),
             "seed": s.seed, "replicate": s.replicate, "allocation": "adaptive Neyman" if s.adaptive else "as sampled",
-            "invites": srv.invites_on, "links": srv.links, "raters": rows}
+            "invites": srv.invites_on, "links": srv.links, "raters": rows,
+            "instructions": s.store.instructions() is not None}
     if as_json:
         click.echo(json.dumps(info))
     else:
@@ -419,6 +424,7 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_h
 def judge_export(sample_dir, out, source, force, as_json):
     """Write the store's judgements (SAMPLE_DIR/judgements.sqlite) as a judgement file, with agreement."""
     from abcde.judging import JudgementStore, agreement  # lazy: start-up time
+    from abcde.quality.store import OWNER  # lazy: start-up time
 
     if not (Path(sample_dir) / "judgements.sqlite").exists():
         raise AbcdeError(f"There is no judgement store (judgements.sqlite) in '{sample_dir}'; "
@@ -429,7 +435,8 @@ def judge_export(sample_dir, out, source, force, as_json):
     d = {"written": str(path), "judgements": len(live), "pairs_judged": len({j.pair_id for j in live}),
          "pairs": len(store.pair_ids), "by_source": dict(Counter(j.source for j in live)),
          "by_rater": dict(Counter(j.rater for j in live)),
-         "person_agreement": agreement([j for j in live if j.source == "person"])}
+         # the owner's settling votes are cast only where raters disagree: not part of the agreement
+         "person_agreement": agreement([j for j in live if j.source == "person" and j.rater != OWNER])}
     if as_json:
         emit_json(d)
         return

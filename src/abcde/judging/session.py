@@ -44,6 +44,22 @@ Two views
     :meth:`JudgingSession.owner_state` is the owner's: progress per rater, the estimates with
     95% intervals, what ΔPrecision still needs while undefined, agreement, the stop rule and
     the verdict.
+One's own judgements
+    :meth:`JudgingSession.mine` lists a rater's live judgements (the latest answer of each pair
+    they judged), :meth:`JudgingSession.my_judgement` opens one with its history, and
+    :meth:`JudgingSession.change` changes it: a new judgement that supersedes the old one
+    (:meth:`abcde.quality.store.JudgementStore.change`; the old row is kept, withdrawn). The
+    estimates read live judgements only, so they use each rater's latest answer per pair.
+Settling
+    Pairs whose raters disagree so that the vote rule ties (two raters: same and different, or
+    one of them unsure) wait in the owner's queue (:meth:`JudgingSession.settle_state`). The
+    owner's settling answer (:meth:`JudgingSession.settle`) is recorded as one more person
+    judgement, by the rater :data:`~abcde.quality.store.OWNER`, and counts as one more vote under
+    the vote rule of ``abcde quality`` (:func:`abcde.quality.judgements.vote`): with two raters
+    split, a same or different decides the pair 2 to 1; a can't-tell leaves the tie (unsure).
+    Nothing of the raters' judgements changes, the export carries the owner's vote like any
+    other, and ``abcde quality`` on it gives the owner's view's estimates. Agreement (kappa) is
+    computed without the owner's votes: they are cast only where raters disagree.
 """
 
 from __future__ import annotations
@@ -62,10 +78,10 @@ from abcde.core.names import METRIC_LABELS
 from abcde.errors import InputError
 from abcde.judging.agreement import agreement
 from abcde.quality.estimate import estimate_quality
-from abcde.quality.judgements import majority
+from abcde.quality.judgements import majority, vote
 from abcde.quality.ppi import people_pairs
 from abcde.quality.sample_dir import shown_columns
-from abcde.quality.store import JudgementStore, check_rater
+from abcde.quality.store import KEEP, OWNER, JudgementStore, NotJudgedError, check_rater
 from abcde.quality.stratified import next_stratum, stratum_values
 from abcde.quality.verdict import verdict as quality_verdict
 from abcde.sampling.pairs import pair_class_of_draws
@@ -77,6 +93,25 @@ USABLE = ("same", "different")
 #: Pair orders kept for names that have not judged (a page open before its first judgement, or
 #: any name a client sends): least recently used dropped beyond this many.
 UNKNOWN_ORDERS = 32
+#: A rater's own judgements listed at once (:meth:`JudgingSession.mine`; ``offset`` pages on).
+MINE_PAGE = 20
+#: Pairs of the settle queue listed at once (the queue's length is given in full).
+SETTLE_PAGE = 100
+#: Values of each item in a pair's summary (a rater's list), and its length in characters.
+SUMMARY_VALUES, SUMMARY_CHARS = 3, 60
+
+
+class NothingToSettleError(InputError):
+    """The owner tried to settle a pair whose raters' votes do not tie (or that fewer than two raters judged)."""
+
+
+def check_person(rater) -> str:
+    """A person's rater name (:func:`abcde.quality.store.check_rater`) that is not the owner's:
+    :data:`~abcde.quality.store.OWNER` (in any case) is the name the owner's settling votes carry."""
+    check_rater(rater)
+    if rater.lower() == OWNER:
+        raise InputError(f"{rater!r} is the name of the owner's settling judgements; give the rater another name.")
+    return rater
 
 
 def _unit(seed, pair_id: str) -> float:
@@ -397,9 +432,14 @@ class JudgingSession:
         """How raters are named to ``rater``: themselves by name, the others by name only with
         ``show_raters``, else as "rater 1", "rater 2", … (in the order they first judged)."""
         alias: dict = {}
+        n = 0
         for j in live:
             if j.rater not in alias:
-                alias[j.rater] = j.rater if self.show_raters or j.rater == rater else f"rater {len(alias) + 1}"
+                if j.rater == OWNER:  # the owner's settling votes: a role, not a person's name
+                    alias[j.rater] = OWNER
+                    continue
+                n += 1
+                alias[j.rater] = j.rater if self.show_raters or j.rater == rater else f"rater {n}"
         return alias
 
     @staticmethod
@@ -407,7 +447,7 @@ class JudgingSession:
         return {**ag, "cohen": [{**c, "raters": [alias.get(r, r) for r in c["raters"]]} for c in ag.get("cohen", [])]}
 
     def _progress(self, live) -> dict:
-        count = Counter(j.pair_id for j in live)
+        count = Counter(j.pair_id for j in live if j.rater != OWNER)
         done = sum(min(count[p], self._wanted(p)) for p in self.pair_ids)
         needed = len(self.pair_ids) + len(self.replicated)
         return {
@@ -417,7 +457,7 @@ class JudgingSession:
             "budget": self.store.meta["budget"],
             "replicated_pairs": len(self.replicated),
             "needed_judgements": needed,
-            "judgements": len(live),
+            "judgements": sum(count.values()),  # the raters' (the owner's settling votes are not needed ones)
             "judged_pairs": len(count),
             "all_judged": done >= needed,
         }
@@ -428,7 +468,7 @@ class JudgingSession:
         No estimate, agreement, stop rule or verdict: raters judge without seeing numbers that
         could sway them (those are in :meth:`owner_state`)."""
         if rater is not None:
-            check_rater(rater)
+            check_person(rater)
         live = self.store.live(source="person")
         d = self._progress(live)
         if rater is not None:
@@ -467,10 +507,171 @@ class JudgingSession:
             "ci_width": width,
             "can_stop": bool(self.target_width is not None and width is not None and width <= self.target_width),
             "more_pairs": self.more_pairs(width, d["judged_pairs"]),
-            "agreement": self._aliased(agreement(live), alias),
+            # the owner's settling votes are cast only where raters disagree: not evidence of agreement
+            "agreement": self._explained(self._aliased(agreement([j for j in live if j.rater != OWNER]), alias)),
             "verdict": verdict_d,
         })
+        waiting, settled = self._disputes(live)
+        d["settle"] = {"waiting": len(waiting), "settled": len(settled)}
+        d["next_step"] = self.next_step(d)
         return d
+
+    @staticmethod
+    def _explained(ag: dict) -> dict:
+        """Agreement with the reason beside each kappa that is undefined (``fleiss_note``, each Cohen
+        row's ``note``), so that no "n/a" stands without one."""
+        ag = dict(ag)
+        if ag.get("fleiss_kappa") is None:
+            ag["fleiss_note"] = ("no pair is judged by two raters yet" if not ag.get("replicated_pairs") else
+                                 "every rating of the pairs judged twice is the same answer, so agreement by chance "
+                                 "is certain and kappa is undefined")
+        rows = []
+        for c in ag.get("cohen", []):
+            c = dict(c)
+            if c.get("cohen_kappa") is None:
+                c["note"] = (f"both gave one same answer on all {c['pairs']} pair{'s' * (c['pairs'] != 1)} they share: "
+                             "agreement by chance is certain, so kappa is undefined")
+            rows.append(c)
+        ag["cohen"] = rows
+        return ag
+
+    def next_step(self, d: dict) -> dict | None:
+        """What the owner does once every pair has its judgements (None before, or while "more
+        pairs" says how to grow the sample): settle the pairs waiting, then ``abcde quality DIR``."""
+        if not d["all_judged"] or d.get("more_pairs"):
+            return None
+        command = f"abcde quality {self.given_dir}"
+        waiting = d["settle"]["waiting"]
+        first = (f"{waiting} pair{'s' * (waiting != 1)} where raters disagree {'wait' if waiting != 1 else 'waits'} "
+                 "to be settled (until then each counts as can't tell); then " if waiting else "")
+        return {"command": command, "settle_first": waiting,
+                "message": f"Every pair has the judgements it needs. Next: {first}run this (the server may keep "
+                           "running; the judgements stay in the store) for these estimates and the verdict in the "
+                           "terminal, --json for a file:"}
+
+    # ------------------------------------------------------------------ a rater's own judgements
+    def summary(self, pair_id: str) -> list[str]:
+        """Each item of a pair in a few words (its first :data:`SUMMARY_VALUES` shown values that are
+        not empty), to recognise the pair in a rater's list."""
+        t = self.store.task_by_pair[pair_id]
+        out = []
+        for item in (t["item_a"], t["item_b"]):
+            row = self.items.get(item, {})
+            vals = [str(row[c]) for c in self.columns if row.get(c) is not None and str(row[c]).strip()]
+            text = " · ".join(vals[:SUMMARY_VALUES])
+            out.append(text if len(text) <= SUMMARY_CHARS else text[:SUMMARY_CHARS - 1] + "…")
+        return out
+
+    def mine(self, rater: str, *, offset: int = 0) -> dict:
+        """``rater``'s own judgements, :data:`MINE_PAGE` from ``offset``, the pair they judged last
+        first: each pair's number (in the order first judged), answer, comment, time, how many
+        versions (a change adds one) and its summary. Their own answers only: no one else's, no
+        estimate."""
+        check_person(rater)
+        if not isinstance(offset, int) or offset < 0:
+            raise InputError(f"offset must be a whole number, 0 or more. Got {offset!r} instead.")
+        total, rows = self.store.judged_by(rater, source="person", limit=MINE_PAGE, offset=offset)
+        return {"ok": True, "rater": rater, "total": total, "offset": offset, "limit": MINE_PAGE,
+                "judgements": [{"number": n, "pair_id": r.pair_id, "judgement": r.judgement, "comment": r.comment,
+                                "created_at": r.created_at, "versions": v, "items": self.summary(r.pair_id)}
+                               for n, r, v in rows]}
+
+    def my_judgement(self, rater: str, pair_id) -> dict:
+        """One of ``rater``'s judgements, opened to be changed: the pair as the judging page shows it,
+        their live answer and its history (every version, oldest first: ``ended`` changed or
+        undone)."""
+        check_person(rater)
+        self.store.validate(pair_id, "unsure", rater=rater, source="person")
+        history = self.store.history(rater, pair_id)
+        live = [h for h in history if h["withdrawn_at"] is None]
+        if not live:
+            raise NotJudgedError(f"You have no judgement of pair {pair_id!r} to open (never judged, or undone).")
+        return {"ok": True, "rater": rater, "pair": self.pair_view(pair_id), "judgement": live[0],
+                "history": history}
+
+    def change(self, rater: str, pair_id, judgement, *, comment=KEEP, request_id=None) -> dict:
+        """Change ``rater``'s judgement of ``pair_id``: a new judgement superseding the old one (kept,
+        withdrawn), on disk on return; then the rater's state. ``changed`` is False when the answer
+        and comment were already these (nothing written)."""
+        check_person(rater)
+        was, now = self.store.change(pair_id, judgement, rater=rater, source="person", comment=comment,
+                                     request_id=request_id)
+        return {"changed": now.id != was.id, "was": was.to_dict(), "now": now.to_dict(), **self.state(rater)}
+
+    # ------------------------------------------------------------------ settling
+    def _disputes(self, live) -> tuple[list, list]:
+        """``(waiting, settled)``: pairs that two or more raters (the owner aside) judged whose votes
+        tie (the owner's, if any, included), oldest dispute first; and pairs the owner's vote
+        decides. Each as ``(pair_id, [Recorded, ...])``."""
+        votes: dict = defaultdict(list)
+        for j in live:
+            votes[j.pair_id].append(j)
+        waiting, settled = [], []
+        for pid, js in votes.items():
+            if sum(j.rater != OWNER for j in js) < 2:
+                continue
+            _, tie = vote([j.judgement for j in js])
+            if tie:
+                waiting.append((max(j.id for j in js), pid, js))
+            elif any(j.rater == OWNER for j in js):
+                settled.append((max(j.id for j in js), pid, js))
+        waiting.sort()
+        settled.sort(reverse=True)
+        return [(p, js) for _, p, js in waiting], [(p, js) for _, p, js in settled]
+
+    def settle_state(self) -> dict:
+        """The owner's settle queue: pairs where raters disagree so that their votes tie (``waiting``,
+        the first :data:`SETTLE_PAGE`, oldest first) and pairs the owner settled (``settled``, newest
+        first), each with the pair as raters see it, every vote (raters named as in the owner's
+        view; comments too) and the vote's result."""
+        live = self.store.live(source="person")
+        alias = self.aliases(live, None)
+        waiting, settled = self._disputes(live)
+
+        def item(pid, js):
+            answer, tie = vote([j.judgement for j in js])
+            own = next((j for j in js if j.rater == OWNER), None)
+            return {"pair": self.pair_view(pid), "result": answer, "tie": tie,
+                    "owner": own.judgement if own else None,
+                    "votes": [{"rater": alias.get(j.rater, j.rater), "judgement": j.judgement, "comment": j.comment,
+                               "created_at": j.created_at} for j in js if j.rater != OWNER]}
+
+        return {"ok": True, "waiting_total": len(waiting), "settled_total": len(settled),
+                "waiting": [item(p, js) for p, js in waiting[:SETTLE_PAGE]],
+                "settled": [item(p, js) for p, js in settled[:SETTLE_PAGE]],
+                "rule": "The owner's answer is one more vote (rater 'owner'); the majority decides, a tie is can't "
+                        "tell. With two raters split, same or different settles the pair; can't tell leaves it "
+                        "a tie."}
+
+    def settle(self, pair_id, judgement, *, comment=None, request_id=None) -> dict:
+        """The owner's settling vote on a pair in the queue (or a change of one cast before): recorded
+        as a person judgement by :data:`~abcde.quality.store.OWNER`, on disk on return; then
+        :meth:`settle_state` and ``vote`` (the vote recorded).
+
+        Raises
+        ------
+        NothingToSettleError
+            Fewer than two raters judged the pair, or their votes do not tie (and the owner has no
+            vote on it to change).
+        """
+        self.store.validate(pair_id, judgement, rater=OWNER, source="person")
+        js = [j for j in self.store.live(source="person") if j.pair_id == pair_id]
+        own = next((j for j in js if j.rater == OWNER), None)
+        others = [j.judgement for j in js if j.rater != OWNER]
+        if own is None:
+            if len(others) < 2:
+                raise NothingToSettleError(f"Pair {pair_id!r} has nothing to settle: "
+                                           f"{'no rater' if not others else 'one rater'} judged it.")
+            answer, tie = vote(others)
+            if not tie:
+                raise NothingToSettleError(f"Pair {pair_id!r} has nothing to settle: its raters' votes decide it "
+                                           f"({answer}).")
+            rec = self.store.record(pair_id, judgement, rater=OWNER, source="person", comment=comment,
+                                    request_id=request_id)
+        else:
+            _, rec = self.store.change(pair_id, judgement, rater=OWNER, source="person",
+                                       comment=KEEP if comment is None else comment, request_id=request_id)
+        return {**self.settle_state(), "vote": rec.to_dict()}
 
     def more_pairs(self, width: float | None, judged_pairs: int) -> dict | None:
         """What to do when every pair is judged but ΔPrecision's 95% interval is still wider than the
@@ -496,14 +697,14 @@ class JudgingSession:
 
     def submit(self, rater: str, pair_id: str, judgement: str, *, comment=None, request_id=None) -> dict:
         """Record a person's judgement (on disk on return), then the rater's new state."""
-        check_rater(rater)
+        check_person(rater)
         rec = self.store.record(pair_id, judgement, rater=rater, source="person", comment=comment,
                                 request_id=request_id)
         return {"recorded": rec.to_dict(), **self.state(rater)}
 
     def undo(self, rater: str) -> dict | None:
         """Withdraw the rater's last judgement; ``None`` when there is none."""
-        check_rater(rater)
+        check_person(rater)
         rec = self.store.undo(rater)
         if rec is None:
             return None

@@ -3,7 +3,12 @@
 ``SAMPLE_DIR/judgements.sqlite`` holds every judgement made by people (the web
 app), models (``abcde judge model``) or an oracle, one row each, with its rater,
 its source (``person``, ``model`` or ``oracle``), an optional comment and the
-time. It is append-only: undo marks a row withdrawn instead of deleting it.
+time. It is append-only: undo marks a row withdrawn instead of deleting it, and a change
+(:meth:`JudgementStore.change`) is a new row that supersedes the old one: in one transaction the
+old row is marked withdrawn and the new one inserted with ``supersedes`` naming it (a column added
+by the first change; a store that never had one has none). The rows of one rater and pair are
+their history; the live one (at most one, by a partial unique index) is the latest answer, and
+the only one any estimate reads.
 
 One way in
 ----------
@@ -91,7 +96,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from abcde.errors import AbcdeError, InputError, examples_text
+from abcde.errors import AbcdeError, InputError, examples_text, with_option
 from abcde.core.names import SOURCES, VOCABULARY
 from abcde.quality.sample_dir import LOCK_FILE, PairSampleDir, check_hidden, sample_lineage, task_table
 from abcde.util.files import describe_os_error, write_table_file
@@ -152,6 +157,10 @@ class StoreFileError(StoreError, InputError):
 
 class DuplicateJudgementError(InputError):
     """A rater already judged this pair, or this request was already recorded (a replay)."""
+
+
+class NotJudgedError(InputError):
+    """A rater asked to change (or open) a judgement of a pair they have not judged."""
 
 
 class UnknownPairError(InputError):
@@ -487,6 +496,30 @@ class StoreHold:
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class _Unchanged(Exception):
+    """Raised inside :meth:`JudgementStore.change`'s transaction to roll it back: nothing changes."""
+
+
+#: ``comment`` left out of :meth:`JudgementStore.change`: the old judgement's comment is kept.
+KEEP = object()
+#: Characters of a comment kept (the rest is cut).
+MAX_COMMENT = 2000
+
+
+def _clean_comment(comment) -> str | None:
+    """A judgement's comment as stored: text, trimmed, at most :data:`MAX_COMMENT` characters; blank is none."""
+    if comment is None:
+        return None
+    if not isinstance(comment, str):
+        raise InputError(f"The comment must be text. Got {comment!r} instead.")
+    return comment.strip()[:MAX_COMMENT] or None
+
+
+def _check_request_id(request_id) -> None:
+    if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= 100):
+        raise InputError(f"request_id must be a string of 1 to 100 characters. Got {request_id!r} instead.")
 
 
 def check_rater(rater) -> str:
@@ -889,6 +922,23 @@ class JudgementStore:
                 out[key] = chosen
         return out
 
+    def instructions(self, markdown: str | None = None) -> str | None:
+        """The raters' instructions (Markdown text, ``judge serve --instructions FILE``) kept in the
+        store, so a restarted server shows them without the file: ``markdown`` given replaces them
+        (written only when it changed; ``""`` removes them), else the kept text (``None``: none)."""
+        key = "serve.instructions"
+        with self._connect() as con:
+            row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        kept = row[0] if row and row[0] else None
+        if markdown is None:
+            return kept
+        if not isinstance(markdown, str):
+            raise InputError(f"The instructions must be text. Got {type(markdown).__name__} instead.")
+        if (markdown or None) != kept:
+            with self._transaction() as con:
+                con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, markdown))
+        return markdown or None
+
     # ------------------------------------------------------------------ writing
     def validate(self, pair_id, judgement, *, rater, source) -> None:
         """Raise a clear error for an unknown pair, a judgement outside the vocabulary,
@@ -922,12 +972,8 @@ class JudgementStore:
             A judgement outside {same, different, unsure}, a bad rater name or source.
         """
         self.validate(pair_id, judgement, rater=rater, source=source)
-        if comment is not None:
-            if not isinstance(comment, str):
-                raise InputError(f"The comment must be text. Got {comment!r} instead.")
-            comment = comment.strip()[:2000] or None
-        if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= 100):
-            raise InputError(f"request_id must be a string of 1 to 100 characters. Got {request_id!r} instead.")
+        comment = _clean_comment(comment)
+        _check_request_id(request_id)
         now = _now()
         try:
             with self._transaction() as con:
@@ -990,6 +1036,106 @@ class JudgementStore:
         attrs = self.sample.items.column_names
         given = check_hidden(attrs, hide)
         return list(dict.fromkeys([*self.sample.hidden, *[c for c in self.oracle_columns() if c in attrs], *given]))
+
+    @staticmethod
+    def _has_supersedes(con: sqlite3.Connection) -> bool:
+        return any(r[1] == "supersedes" for r in con.execute("PRAGMA table_info(judgements)"))
+
+    def change(self, pair_id: str, judgement: str, *, rater: str, source: str = "person", comment=KEEP,
+               request_id: str | None = None) -> tuple[Recorded, Recorded]:
+        """Change ``rater``'s live judgement of ``pair_id``: a new judgement that supersedes it, in one
+        transaction (on disk on return). The old row is kept, marked withdrawn (the same mechanism
+        as :meth:`undo`); the new row's ``supersedes`` is the old row's id. ``comment``: the new
+        judgement's comment (``None`` or blank: none); left out, the old comment is kept.
+
+        Returns ``(was, now)``; ``now is was`` when the answer and comment are unchanged (nothing is
+        written: a change to the same answer is no change).
+
+        Raises
+        ------
+        UnknownPairError
+            The pair is not in the sample.
+        NotJudgedError
+            ``rater`` has no live judgement of the pair (judge it instead).
+        DuplicateJudgementError
+            ``request_id`` was recorded before (a replayed request).
+        InputError
+            A judgement outside {same, different, unsure}, a bad rater name, source or comment.
+        """
+        self.validate(pair_id, judgement, rater=rater, source=source)
+        keep = comment is KEEP
+        comment = None if keep else _clean_comment(comment)
+        _check_request_id(request_id)
+        now = _now()
+        try:
+            with self._transaction() as con:
+                row = con.execute(
+                    "SELECT id, pair_id, judgement, rater, source, comment, created_at FROM judgements "
+                    "WHERE rater = ? AND pair_id = ? AND source = ? AND withdrawn_at IS NULL",
+                    (rater, pair_id, source)).fetchone()
+                if row is None:
+                    raise NotJudgedError(f"Rater {rater!r} has no judgement of pair {pair_id!r} to change; judge it "
+                                         "instead.")
+                was = Recorded(*row)
+                if keep:
+                    comment = was.comment
+                if request_id is not None and con.execute(
+                        "SELECT 1 FROM judgements WHERE request_id = ?", (request_id,)).fetchone():
+                    raise sqlite3.IntegrityError("UNIQUE constraint failed: judgements.request_id")
+                if judgement == was.judgement and comment == was.comment:
+                    raise _Unchanged(was)  # rolls the transaction back: nothing stamped or written
+                if not self._has_supersedes(con):
+                    con.execute("ALTER TABLE judgements ADD COLUMN supersedes INTEGER")
+                con.execute("UPDATE judgements SET withdrawn_at = ? WHERE id = ?", (now, was.id))
+                cur = con.execute(
+                    "INSERT INTO judgements (pair_id, judgement, rater, source, comment, request_id, created_at, "
+                    "supersedes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (pair_id, judgement, rater, source, comment, request_id, now, was.id))
+                rid = cur.lastrowid
+        except _Unchanged as same:
+            return same.args[0], same.args[0]
+        except sqlite3.IntegrityError as exc:
+            raise DuplicateJudgementError(
+                f"Request {request_id!r} was already recorded (a replayed or double-submitted request); "
+                "nothing was changed.") from exc
+        return was, Recorded(rid, pair_id, judgement, rater, source, comment, now)
+
+    def history(self, rater: str, pair_id: str, *, source: str = "person") -> list[dict]:
+        """Every judgement ``rater`` made of ``pair_id``, oldest first, withdrawn ones included: each
+        :meth:`Recorded.to_dict` with ``withdrawn_at`` and ``supersedes`` (the id of the row it
+        replaced, or None) and ``ended``: ``None`` (live), ``"changed"`` (a later row supersedes it)
+        or ``"undone"``."""
+        with self._connect() as con:
+            sup = "supersedes" if self._has_supersedes(con) else "NULL"
+            rows = con.execute(
+                f"SELECT id, pair_id, judgement, rater, source, comment, created_at, withdrawn_at, {sup} "
+                "FROM judgements WHERE rater = ? AND pair_id = ? AND source = ? ORDER BY id",
+                (rater, pair_id, source)).fetchall()
+        replaced = {r[8] for r in rows if r[8] is not None}
+        out = []
+        for r in rows:
+            d = Recorded(*r[:7]).to_dict()
+            d.update(withdrawn_at=r[7], supersedes=r[8],
+                     ended=None if r[7] is None else ("changed" if r[0] in replaced else "undone"))
+            out.append(d)
+        return out
+
+    def judged_by(self, rater: str, *, source: str = "person", limit: int = 50, offset: int = 0) -> tuple[int, list]:
+        """``rater``'s live judgements, one per pair, the pair they first judged last (a change keeps
+        the pair's place): ``(how many in all, [(number, Recorded, versions), ...])`` for ``limit``
+        of them from ``offset``. ``number`` is the pair's place in the order the rater first judged
+        (1 = first), ``versions`` how many judgements they made of it (2 or more: changed or undone
+        before)."""
+        with self._connect() as con:
+            total = con.execute("SELECT count(*) FROM judgements WHERE rater = ? AND source = ? AND withdrawn_at IS "
+                                "NULL", (rater, source)).fetchone()[0]
+            rows = con.execute(
+                "SELECT j.id, j.pair_id, j.judgement, j.rater, j.source, j.comment, j.created_at, f.versions "
+                "FROM judgements j JOIN (SELECT pair_id, min(id) AS first_id, count(*) AS versions FROM judgements "
+                "WHERE rater = ? AND source = ? GROUP BY pair_id) f ON f.pair_id = j.pair_id "
+                "WHERE j.rater = ? AND j.source = ? AND j.withdrawn_at IS NULL ORDER BY f.first_id DESC "
+                "LIMIT ? OFFSET ?", (rater, source, rater, source, int(limit), int(offset))).fetchall()
+        return total, [(total - offset - k, Recorded(*r[:7]), r[7]) for k, r in enumerate(rows)]
 
     def undo(self, rater: str, *, source: str = "person") -> Recorded | None:
         """Withdraw ``rater``'s most recent live judgement (kept in the file, marked withdrawn).
@@ -1054,7 +1200,7 @@ class JudgementStore:
         out = Path(out)
         if out.exists() and not force:
             raise InputError(f"The file '{out}' exists; an export never overwrites a judgement file. Give a new "
-                             "path, or --force (force=True) to replace it.")
+                             "path" + with_option("force", ", or pass {option} to replace it") + ".")
         return write_table_file(self.to_table(source=source), out)
 
     # ------------------------------------------------------------------ invite links

@@ -7,13 +7,25 @@ Routes (nothing else is served; no path from a request ever reaches the file sys
     GET  /join/TOKEN          an invite link: sets the sign-in cookie, then opens / (a rater) or /owner
     GET  /static/NAME         their scripts and styles (a fixed set, read at start-up)
     GET  /api/me              who this request is: {"invites": bool, "role": "rater"|"owner"|null, "rater"}
+    GET  /settle              the owner's settle queue (web/templates/judge-settle.html): pairs raters disagree on
     GET  /api/state?rater=R   progress and R's next pair (no estimates: raters are not shown them)
+    GET  /api/mine?rater=R&offset=N          R's own judgements (latest answer per pair), 20 at a time
+    GET  /api/mine/pair?rater=R&pair_id=P    one of them opened: the pair, R's answer and its history
     GET  /api/owner           progress per rater, live estimates, what ΔPrecision still needs,
-                              agreement, the stop rule and the verdict
+                              agreement, pairs to settle, the stop rule, the next step and the verdict
     GET  /api/owner/export    every live judgement as a CSV judgement file (what 'abcde judge export' writes;
                               a comment a spreadsheet would run as a formula starts with ')
+    GET  /api/owner/settle    the settle queue: pairs whose raters' votes tie, and those the owner settled
+    POST /api/owner/settle    {"pair_id", "judgement", "comment"?, "request_id"?}: the owner's settling vote
     POST /api/judgements      {"rater", "pair_id", "judgement", "comment"?, "request_id"?}
+    POST /api/change          {"rater", "pair_id", "judgement", "comment"?, "request_id"?}: change R's
+                              judgement of the pair (a new judgement superseding the old, which is kept)
     POST /api/undo            {"rater"}: withdraw R's last judgement
+
+The raters' instructions (``judge serve --instructions FILE.md``) are Markdown, kept in the store
+(a restarted server shows them without the file) and shown on the raters' page and the settle
+page as the small safe subset :func:`instructions_html` renders: every character of the file is
+escaped, and only the markup it writes itself is HTML (no raw HTML, links to http(s) only).
 
 Who may do what (:class:`InviteGate`, the one place that says who a request is):
 
@@ -25,16 +37,21 @@ Who may do what (:class:`InviteGate`, the one place that says who a request is):
   ``Authorization: Bearer TOKEN``. Without one: 401; with a token that is not (or no longer) a
   live invite: 403. A rater's name comes from their token: a ``rater`` in a request that is not
   the token's is a 403, so no one writes or reads as someone else. The owner's token opens the
-  owner's view and the export, and judges nothing. Tokens are looked up in the store on every
+  owner's view, the export and the settle queue (its settling votes are the rater ``owner``'s),
+  and judges no pair of its own. Tokens are looked up in the store on every
   request, so a link revoked by ``abcde judge raters --revoke`` stops at once.
 
-The owner's routes go through :func:`owner_only`, the one place that decides who may see them.
+The owner's routes go through :func:`owner_only`, the one place that decides who may see them;
+the settle queue is the owner's (raters judge blind: they never see another rater's answer). A
+rater's own judgements are theirs only: :func:`rater_of` gives the name, from the token with
+invites, so a rater lists, opens and changes only their own.
 
 Errors are the one JSON shape of :mod:`abcde.web.server`, ``{"ok": false, "error": "...",
 "status": 4xx}``: 400 for a malformed body, bad vocabulary or rater name; 401 without a token and
 403 with one that is not valid, or for another rater's name (a page, ``/`` or ``/owner``, answers
 with a short HTML page saying what to do instead); 404 for an unknown route or pair; 405 for a
-wrong method; 409 for a double submit, a replayed request or nothing to undo; 403 for a request
+wrong method; 409 for a double submit, a replayed request, nothing to undo or nothing to settle; 404
+for a judgement to open or change that the rater does not have; 403 for a request
 whose ``Host`` is not this server (DNS rebinding) when it listens on a loopback address; 413/408
 for a body too large or too slow; 415 for a POST that is not JSON. A judgement is committed to
 the store before its response is sent.
@@ -45,11 +62,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import io
+import re
 import socket
 import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
+
+from markupsafe import Markup, escape
 
 import pyarrow.csv as pacsv
 from starlette.concurrency import run_in_threadpool
@@ -58,24 +78,26 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from abcde.errors import AbcdeError, InputError
-from abcde.judging.session import JudgingSession
+from abcde.judging.session import JudgingSession, NothingToSettleError
 from abcde.quality.sample_dir import neutralise_formulas
-from abcde.quality.store import (OWNER, STORE_NAME, TOKEN_RE, DuplicateJudgementError, Invite, JudgementStore,
-                                 UnknownPairError, check_invite_name, lock_directory)
+from abcde.quality.store import (KEEP, OWNER, STORE_NAME, TOKEN_RE, DuplicateJudgementError, Invite, JudgementStore,
+                                 NotJudgedError, UnknownPairError, check_invite_name, lock_directory)
+from abcde.util.files import describe_os_error
 from abcde.util.net import is_loopback
 from abcde.web.server import (Assets, HTTPError, Limits, Server, create_app, error_response, json_response,
                               page_response, read_json)
 
-ERRORS = {UnknownPairError: 404, DuplicateJudgementError: 409, InputError: 400, AbcdeError: 500}
+ERRORS = {UnknownPairError: 404, NotJudgedError: 404, DuplicateJudgementError: 409, NothingToSettleError: 409,
+          InputError: 400, AbcdeError: 500}
 
 
-#: The pages and API routes of the owner's view (estimates, agreement, verdict, export).
-OWNER_PATHS = ("/owner", "/api/owner", "/api/owner/export")
+#: The pages and API routes of the owner's view (estimates, agreement, verdict, export, settling).
+OWNER_PATHS = ("/owner", "/settle", "/api/owner", "/api/owner/export", "/api/owner/settle")
 #: Paths that answer without a token: invite links themselves and the static files.
 PUBLIC_PREFIXES = ("/join/", "/static/")
 PUBLIC_PATHS = ("/favicon.ico",)
 #: Paths a person opens (a refusal there is a short page, not JSON).
-PAGE_PATHS = ("/", "/owner")
+PAGE_PATHS = ("/", "/owner", "/settle")
 #: Seconds the sign-in cookie lasts (30 days; a revoked link stops at once regardless).
 COOKIE_MAX_AGE = 30 * 24 * 3600
 
@@ -228,16 +250,187 @@ def cookie_name(scope) -> str:
     return f"abcde_judge_{server[1] or 0}"
 
 
-def create_judging_app(session: JudgingSession, *, invites_required: bool = False, secure_cookie: bool = False):
+# ----------------------------------------------------------------------------- the raters' instructions
+#: The largest instructions file read (``--instructions``), in bytes.
+MAX_INSTRUCTIONS = 64 * 1024
+
+
+def read_instructions(path) -> str:
+    """``--instructions FILE``: the file's Markdown text (UTF-8, at most :data:`MAX_INSTRUCTIONS`
+    bytes; line ends made ``\n``), or an :class:`InputError` in one line."""
+    p = Path(path)
+    where = f"The instructions file '{p}'"
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read(MAX_INSTRUCTIONS + 1)
+    except IsADirectoryError:
+        raise InputError(f"{where} is a directory; expected a Markdown file.") from None
+    except OSError as exc:
+        raise InputError(describe_os_error(exc, "Cannot read the instructions file")) from None
+    if len(data) > MAX_INSTRUCTIONS:
+        raise InputError(f"{where} is larger than {MAX_INSTRUCTIONS // 1024} KB; raters' instructions are a page "
+                         "of Markdown.")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start}).") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+
+
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_RULE = re.compile(r"^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+_BULLET = re.compile(r"^ {0,3}[-*+][ \t]+(.*)$")
+_ORDERED = re.compile(r"^ {0,3}(\d{1,9})[.)][ \t]+(.*)$")
+_QUOTE = re.compile(r"^ {0,3}>[ \t]?(.*)$")
+#: Inline spans kept aside before the text is escaped: code, links, autolinks, backslash escapes.
+_SPANS = re.compile(r"(?P<code>(?P<ticks>`+)(?P<codetext>.+?)(?<!`)(?P=ticks)(?!`))"
+                    r"|\[(?P<text>[^\[\]]*)\]\((?P<url>[^()\s]*)(?:[ \t]+\"[^\"]*\")?\)"
+                    r"|<(?P<auto>[A-Za-z][A-Za-z0-9+.-]*:[^\s<>]*)>"
+                    r"|\\(?P<esc>[!-/:-@\[-`{-~])")
+_SAFE_URL = re.compile(r"^https?://[^\s<>\"'`\\]+$", re.IGNORECASE)
+_EMPHASIS = [(re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), "strong"),
+             (re.compile(r"(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)"), "strong"),
+             (re.compile(r"\*(?=\S)(.+?)(?<=\S)\*"), "em"),
+             (re.compile(r"(?<!\w)_(?=\S)(.+?)(?<=\S)_(?!\w)"), "em")]
+_HOLE = re.compile("\ue000(\\d+)\ue001")
+
+
+def _link(url: str, inner: str) -> str:
+    """An anchor to ``url`` if it is http(s) (opened in a new tab, no referrer), else ``inner`` alone."""
+    if not _SAFE_URL.match(url):
+        return inner
+    return f'<a href="{escape(url)}" rel="noopener noreferrer nofollow" target="_blank">{inner}</a>'
+
+
+def _inline(text: str) -> str:
+    """One block's text as HTML: code spans, http(s) links, ``**strong**``, ``*em*``; the rest escaped."""
+    text = text.replace("\ue000", "").replace("\ue001", "")
+    kept: list[str] = []
+
+    def hole(m: re.Match) -> str:
+        if m.group("code") is not None:
+            html = f"<code>{escape(m.group('codetext').strip() or m.group('codetext'))}</code>"
+        elif m.group("url") is not None:
+            html = _link(m.group("url"), _inline(m.group("text")))
+        elif m.group("auto") is not None:
+            html = _link(m.group("auto"), str(escape(m.group("auto"))))
+        else:
+            html = str(escape(m.group("esc")))
+        kept.append(html)
+        return f"\ue000{len(kept) - 1}\ue001"
+
+    out = str(escape(_SPANS.sub(hole, text)))
+    for pattern, tag in _EMPHASIS:
+        out = pattern.sub(lambda m, tag=tag: f"<{tag}>{m.group(1)}</{tag}>", out)
+    return _HOLE.sub(lambda m: kept[int(m.group(1))], out)
+
+
+def instructions_html(markdown: str) -> Markup:
+    """The raters' instructions (Markdown) as HTML, in a small safe subset: headings (``#`` is the
+    page's third level), paragraphs, bulleted and numbered lists, block quotes, rules, fenced code,
+    and inline code, ``**strong**``, ``*emphasis*`` and links (``[text](https://…)``,
+    ``<https://…>``). Every character of the text is escaped first: raw HTML shows as text, and a
+    link to anything but http(s) (``javascript:``, ``data:``, a relative path) is its text alone.
+    Links open in a new tab without a referrer. Nested lists are flattened."""
+    out: list[str] = []
+    para: list[str] = []
+    items: list[list[str]] = []
+    kind: list = [None, 1]  # the open list's tag ("ul"/"ol") and its first number
+    quote: list[str] = []
+
+    def flush() -> None:
+        if para:
+            out.append(f"<p>{_inline(chr(10).join(para))}</p>")
+            para.clear()
+        if items:
+            start = f' start="{kind[1]}"' if kind[0] == "ol" and kind[1] != 1 else ""
+            out.append(f"<{kind[0]}{start}>" + "".join(f"<li>{_inline(chr(10).join(i))}</li>" for i in items)
+                       + f"</{kind[0]}>")
+            items.clear()
+            kind[0] = None
+        if quote:
+            out.append(f"<blockquote><p>{_inline(chr(10).join(quote))}</p></blockquote>")
+            quote.clear()
+
+    lines = markdown.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        fence = _FENCE.match(line)
+        if fence:
+            flush()
+            mark, code = fence.group(1), []
+            while i < len(lines) and not lines[i].lstrip().startswith(mark[0] * len(mark)):
+                code.append(lines[i])
+                i += 1
+            i += 1
+            out.append(f"<pre><code>{escape(chr(10).join(code))}</code></pre>")
+            continue
+        if not line.strip():
+            flush()
+            continue
+        if para and not items and not quote and _SETEXT.match(line):
+            level = 3 if line.strip()[0] == "=" else 4
+            text = chr(10).join(para)
+            para.clear()
+            out.append(f"<h{level}>{_inline(text)}</h{level}>")
+            continue
+        m = _HEADING.match(line)
+        if m:
+            flush()
+            level = min(len(m.group(1)) + 2, 6)
+            out.append(f"<h{level}>{_inline(m.group(2) or '')}</h{level}>")
+            continue
+        if _RULE.match(line):
+            flush()
+            out.append("<hr>")
+            continue
+        m = _QUOTE.match(line)
+        if m:
+            if not quote:
+                flush()
+            quote.append(m.group(1))
+            continue
+        bullet, ordered = _BULLET.match(line), _ORDERED.match(line)
+        if bullet or ordered:
+            tag = "ul" if bullet else "ol"
+            if para or quote or kind[0] != tag:
+                flush()
+            if not items:
+                kind[0], kind[1] = tag, int(ordered.group(1)) if ordered else 1
+            items.append([bullet.group(1) if bullet else ordered.group(2)])
+            continue
+        if items:  # a continuation of the list's last item (indented or not)
+            items[-1].append(line.strip())
+        elif quote:
+            quote.append(line.strip())
+        else:
+            para.append(line.strip())
+    flush()
+    return Markup("".join(out))
+
+
+def create_judging_app(session: JudgingSession, *, invites_required: bool = False, secure_cookie: bool = False,
+                       instructions: str | None = None):
     """The judging app (ASGI) over ``session``; serve it with :class:`abcde.web.server.Server`.
 
     Invites are on when ``invites_required`` or once the store holds an invite link
     (:class:`InviteGate`); ``secure_cookie`` makes the sign-in cookie ``Secure`` (served over
-    https through a proxy)."""
+    https through a proxy). ``instructions``: the raters' instructions (Markdown; ``""``: none),
+    by default those kept in the store."""
     assets = Assets({"judge.js": "web/static/judge.js", "judge.css": "web/static/judge.css",
-                     "judge-owner.js": "web/static/judge-owner.js", "judge-join.js": "web/static/judge-join.js"})
-    pages = {mode: assets.render("judge.html", mode=mode) for mode in ("open", "rater", "owner")}
+                     "judge-pair.js": "web/static/judge-pair.js", "judge-owner.js": "web/static/judge-owner.js",
+                     "judge-settle.js": "web/static/judge-settle.js", "judge-join.js": "web/static/judge-join.js"})
+    markdown = session.store.instructions() if instructions is None else instructions
+    instructions = instructions_html(markdown) if markdown and markdown.strip() else None
+    next_command = f"abcde quality {session.given_dir}"
+    pages = {mode: assets.render("judge.html", mode=mode, instructions=instructions, next_command=next_command)
+             for mode in ("open", "rater", "owner")}
     owner_page = assets.render("judge-owner.html")
+    settle_page = assets.render("judge-settle.html", instructions=instructions, next_command=next_command)
     joined = {"rater": assets.render("judge-join.html", next="/"),
               "owner": assets.render("judge-join.html", next="/owner")}
     store = session.store
@@ -295,9 +488,62 @@ def create_judging_app(session: JudgingSession, *, invites_required: bool = Fals
         return Response(await run_in_threadpool(csv), media_type="text/csv; charset=utf-8",
                         headers={"Content-Disposition": 'attachment; filename="judgements.csv"'})
 
+    @owner_only
+    async def settle(request: Request):
+        return page_response(settle_page)
+
+    @owner_only
+    async def owner_settle(request: Request):
+        if request.method == "GET":
+            return json_response(await run_in_threadpool(session.settle_state))
+        b = await read_json(request)
+        missing = [k for k in ("pair_id", "judgement") if k not in b]
+        if missing:
+            raise HTTPError(400, f"Missing field(s) {', '.join(map(repr, missing))}; a settling judgement needs "
+                                 "'pair_id' and 'judgement'.")
+        d = await run_in_threadpool(lambda: session.settle(b["pair_id"], b["judgement"], comment=b.get("comment"),
+                                                           request_id=b.get("request_id")))
+        return json_response(d, 201)
+
     async def state(request: Request):
         rater = rater_of(request, request.query_params.get("rater") or None)
         return json_response(await run_in_threadpool(session.state, rater))
+
+    def judging_rater(request: Request, given, doing: str) -> str:
+        """The rater a request about one's own judgements is for (:func:`rater_of`); the owner's
+        link judges nothing, so it has none."""
+        rater = rater_of(request, given)
+        if rater is None:
+            if identity(request).role == "owner":
+                raise Refused(403, f"The owner's invite link does not judge, so it has no judgements to {doing}.")
+            raise HTTPError(400, "Missing field 'rater'.")
+        return rater
+
+    async def mine(request: Request):
+        rater = judging_rater(request, request.query_params.get("rater") or None, "list")
+        raw = request.query_params.get("offset") or "0"
+        if not raw.isdigit() or len(raw) > 9:
+            raise HTTPError(400, f"offset must be a whole number, 0 or more. Got {raw!r} instead.")
+        return json_response(await run_in_threadpool(lambda: session.mine(rater, offset=int(raw))))
+
+    async def mine_pair(request: Request):
+        rater = judging_rater(request, request.query_params.get("rater") or None, "open")
+        pid = request.query_params.get("pair_id")
+        if not pid:
+            raise HTTPError(400, "Missing 'pair_id': which of your judgements to open.")
+        return json_response(await run_in_threadpool(session.my_judgement, rater, pid))
+
+    async def change(request: Request):
+        b = await read_json(request)
+        rater = judging_rater(request, b.get("rater"), "change")
+        missing = [k for k in ("pair_id", "judgement") if k not in b]
+        if missing:
+            raise HTTPError(400, f"Missing field(s) {', '.join(map(repr, missing))}; a change needs 'pair_id' and "
+                                 "'judgement'.")
+        comment = b["comment"] if "comment" in b else KEEP
+        d = await run_in_threadpool(lambda: session.change(rater, b["pair_id"], b["judgement"], comment=comment,
+                                                           request_id=b.get("request_id")))
+        return json_response(d)
 
     async def judgements(request: Request):
         b = await read_json(request)
@@ -325,13 +571,18 @@ def create_judging_app(session: JudgingSession, *, invites_required: bool = Fals
             raise HTTPError(409, f"Rater {rater!r} has no judgement to undo.")
         return json_response(d)
 
-    routes = [Route("/", index, methods=["GET"]), Route("/owner", owner, methods=["GET"]), *assets.routes(),
+    routes = [Route("/", index, methods=["GET"]), Route("/owner", owner, methods=["GET"]),
+              Route("/settle", settle, methods=["GET"]), *assets.routes(),
               Route("/join/{token}", join, methods=["GET"]),
               Route("/api/me", me, methods=["GET"]),
               Route("/api/state", state, methods=["GET"]),
+              Route("/api/mine", mine, methods=["GET"]),
+              Route("/api/mine/pair", mine_pair, methods=["GET"]),
               Route("/api/owner", owner_state, methods=["GET"]),
               Route("/api/owner/export", owner_export, methods=["GET"]),
+              Route("/api/owner/settle", owner_settle, methods=["GET", "POST"]),
               Route("/api/judgements", judgements, methods=["POST"]),
+              Route("/api/change", change, methods=["POST"]),
               Route("/api/undo", undo, methods=["POST"])]
     app = create_app(routes, errors=ERRORS)
     app.add_exception_handler(Refused, lambda request, exc: refuse(request.url.path, request.method, exc.status,
@@ -386,11 +637,13 @@ class JudgingServer:
     host other than loopback without ``raters`` and without invites in the store is refused
     before anything is bound. ``public_url``: the address raters open when a reverse proxy is in
     front (links start with it; its name passes the Host check; ``https``: the cookie is
-    ``Secure``).
+    ``Secure``). ``instructions``: the raters' instructions (Markdown), kept in the store once the
+    directory is locked (``None``: those kept already, if any).
     """
 
     def __init__(self, session: JudgingSession, *, host: str = "127.0.0.1", port: int = 0, verbose: bool = False,
-                 limits: Limits = Limits(), raters=None, public_url: str | None = None):
+                 limits: Limits = Limits(), raters=None, public_url: str | None = None,
+                 instructions: str | None = None):
         self.session = session
         raters = list(raters or [])
         for name in raters:
@@ -403,7 +656,7 @@ class JudgingServer:
         if not loopback and not raters and not had_invites:
             raise InputError(needs_invites_text(host))
         app = create_judging_app(session, invites_required=bool(raters) or not loopback,
-                                 secure_cookie=(self.public_url or "").startswith("https:"))
+                                 secure_cookie=(self.public_url or "").startswith("https:"), instructions=instructions)
         self.server = Server(app, host=host, port=port, limits=limits, verbose=verbose,
                              also_hosts=public_hosts(self.public_url))
         self.port = self.server.port
@@ -419,6 +672,8 @@ class JudgingServer:
         self.invites: list[Invite] = []
         self.links: dict[str, str] = {}
         try:
+            if instructions is not None:  # kept for a restarted server (once this one has the directory)
+                session.store.instructions(instructions)
             if raters:
                 self.invites = session.store.invite([*raters, OWNER])
             self.invites_on = bool(raters) or not loopback or had_invites
@@ -471,20 +726,24 @@ class JudgingServer:
 def serve(sample_dir, *, host: str = "127.0.0.1", port: int = 0, seed: int | None = None,
           replicate: float | None = None, target_width: float | None = None, hide=(), show_ids: bool = False,
           verbose: bool = False, adaptive: bool = False, show_raters: bool = False, raters=None,
-          public_url: str | None = None) -> JudgingServer:
+          public_url: str | None = None, instructions=None) -> JudgingServer:
     """Open the store, build the session and bind the server (not yet serving); ``raters``: make
-    their invite links (and the owner's), see :class:`JudgingServer`."""
+    their invite links (and the owner's), see :class:`JudgingServer`. ``instructions``: a Markdown
+    file for the raters, kept in the store (replacing what was kept; an empty file removes them), so
+    that a restarted server shows them without it (:func:`instructions_html`)."""
     t0 = time.perf_counter()
     raters = list(raters or [])
     for name in raters:  # a bad name is refused before anything is opened
         check_invite_name(name)
     check_public_url(public_url)
+    markdown = read_instructions(instructions) if instructions is not None else None
     if not is_loopback(host) and not raters and (not (Path(sample_dir) / STORE_NAME).exists()
                                                  or not JudgementStore(sample_dir).has_invites()):
         raise InputError(needs_invites_text(host))  # before the session writes its settings (or makes a store)
     session = JudgingSession(sample_dir, seed=seed, replicate=replicate, target_width=target_width, hide=hide,
                              show_ids=show_ids, adaptive=adaptive, show_raters=show_raters)
     session.estimates()  # warm: the owner's first page load is then as fast as the others
-    srv = JudgingServer(session, host=host, port=port, verbose=verbose, raters=raters, public_url=public_url)
+    srv = JudgingServer(session, host=host, port=port, verbose=verbose, raters=raters, public_url=public_url,
+                        instructions=markdown)
     srv.startup_seconds = time.perf_counter() - t0
     return srv

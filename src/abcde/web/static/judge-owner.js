@@ -12,6 +12,10 @@
   }
 
   function renderVerdict(s) {
+    const step = s.next_step;
+    $("next-step").hidden = !step;
+    $("next-text").textContent = step ? step.message : "";
+    $("next-step-command").textContent = step ? step.command : "";
     const needs = s.needs || {};
     $("needs").hidden = !needs.message;
     $("needs").textContent = needs.message || "";
@@ -41,7 +45,10 @@
       $("more-command").textContent = s.more_pairs.command || "";
       $("more-command").hidden = !s.more_pairs.command;
     }
+    // No table of headers alone: when the estimator failed, the reason and what still works instead.
+    $("estimates-box").hidden = !!s.estimates.unavailable;
     if (s.estimates.unavailable) {
+      $("est-why").replaceChildren();
       $("est-note").textContent = "Live estimates are unavailable (" + s.estimates.unavailable +
         "); judgements are still saved. Try 'abcde quality' on the export.";
       return;
@@ -92,20 +99,44 @@
                      el("td", {class: "num"}, abcde.count(r.unsure))));
     }
     $("raters-none").hidden = s.rater_progress.length > 0;
+    $("raters-box").hidden = s.rater_progress.length === 0;
+  }
+
+  function renderDisputes(s) {
+    const w = s.settle.waiting, done = s.settle.settled;
+    const plural = (n, one, many) => n + " " + (n === 1 ? one : many);
+    $("disputes-text").textContent = w
+      ? plural(w, "pair", "pairs") + " judged differently by raters " + (w === 1 ? "waits" : "wait") +
+        " for your vote (until then each counts as can't tell)" + (done ? "; " + plural(done, "pair", "pairs") + " settled." : ".")
+      : done ? "Every disagreement is settled (" + plural(done, "pair", "pairs") + "); your votes count with the raters'."
+             : "None: no pair judged by two or more raters has answers that tie" +
+               (s.replicated_pairs ? "." : " (no pair is judged twice: serve with --replicate for some to be).");
+    $("settle-link").textContent = w ? "Settle them" : "Open the settle page";
+    $("settle-link").hidden = !w && !done;
+    $("disputes").hidden = !s.replicated_pairs && !w && !done;  // nothing judged twice, nothing to say
+    $("disputes").classList.toggle("attention", w > 0);
   }
 
   function renderAgreement(s) {
     const a = s.agreement, box = $("agreement");
     box.hidden = s.replicated_pairs === 0 && a.replicated_pairs === 0;
-    $("agree-summary").textContent = "Pairs judged by two raters: " + a.replicated_pairs + " (of " + s.replicated_pairs +
-      " replicated). Fleiss' kappa: " + fmt(a.fleiss_kappa, 3) + "; agreement: " +
-      (a.percent_agreement === null ? "n/a" : (100 * a.percent_agreement).toFixed(1) + "%") + ".";
+    // Every "n/a" with its reason; no table of headers alone.
+    $("agree-summary").textContent = a.replicated_pairs === 0
+      ? "No pair is judged by two raters yet (" + s.replicated_pairs + " are to be): agreement shows once one is."
+      : "Pairs judged by two raters: " + a.replicated_pairs + " (of " + s.replicated_pairs + " replicated). Fleiss' kappa: " +
+        (a.fleiss_kappa === null ? "n/a (" + a.fleiss_note + ")" : fmt(a.fleiss_kappa, 3)) + "; agreement: " +
+        (a.percent_agreement === null ? "n/a" : (100 * a.percent_agreement).toFixed(1) + "%") + ".";
     const body = $("agree-body");
     body.replaceChildren();
+    const why = [];
     for (const c of a.cohen) {
+      const mark = c.note ? "n/a (" + (why.length + 1) + ")" : fmt(c.cohen_kappa, 3);
+      if (c.note) why.push(el("li", null, "(" + (why.length + 1) + ") " + c.raters[0] + " & " + c.raters[1] + ": " + c.note + "."));
       body.append(el("tr", null, el("td", null, c.raters[0] + " & " + c.raters[1]), el("td", {class: "num"}, c.pairs),
-                     el("td", {class: "num"}, fmt(c.cohen_kappa, 3))));
+                     el("td", {class: "num", "data-value": c.cohen_kappa === null ? "" : String(c.cohen_kappa)}, mark)));
     }
+    $("agree-box").hidden = a.cohen.length === 0;
+    $("agree-why").replaceChildren(...why);
   }
 
   async function load() {
@@ -115,6 +146,7 @@
       renderEstimates(s);
       renderProgress(s);
       renderAgreement(s);
+      renderDisputes(s);
       $("updated").textContent = "Updated " + new Date().toLocaleTimeString() + "; refreshes every 5 s.";
       status("");
       loads += 1;
