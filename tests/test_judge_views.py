@@ -28,12 +28,7 @@ WIDTHS = (800, 1400)
 # What a rater must not see: the metrics' names, intervals, agreement and the verdict's words.
 NUMBERS_WORDS = [METRIC_LABELS[m] for m in QUALITY_METRICS] + ["Precision", "95%", "interval", "kappa", "κ",
                                                                 "agreement", "verdict", "stratum", "strata"]
-# Cards that are wider than themselves (as tests/test_layout.py checks every page).
-OVERFLOWING = """
-() => [...document.querySelectorAll('section, .card, main > div, aside')]
-  .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
-  .map(e => (e.id || e.className || e.tagName) + ' ' + e.scrollWidth + '>' + e.clientWidth)
-"""
+from test_layout import OVERFLOWING  # noqa: E402  (cards wider than themselves)
 
 
 @pytest.fixture(scope="module")

