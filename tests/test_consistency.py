@@ -240,8 +240,8 @@ def quality_renderings(w, name: str) -> dict[str, dict]:
 
 
 def quality_expected(q: dict) -> dict:
-    return {L[k]: {"estimate": display.four(q[k]["estimate"]), "s.e.": display.four(q[k]["std_err"]),
-                   "interval": display.interval(q[k]), "judged": display.count(q[k]["n_judgements"])}
+    return {L[k]: {"estimate": display.estimate(k, q[k]["estimate"]), "s.e.": display.estimate(k, q[k]["std_err"]),
+                   "interval": display.estimate_interval(k, q[k]), "judged": display.count(q[k]["n_judgements"])}
             for k in QUALITY_METRICS}
 
 
@@ -329,7 +329,7 @@ def test_an_undefined_estimate_reads_the_same_everywhere(world):
     q = world["quality_json_empty"]
     assert all(q[k]["estimate"] is None for k in QUALITY_METRICS)
     # display.four(None) and display.interval are "n/a"; the reason (the note) may be shown beside.
-    want = {L[k]: {"estimate": display.four(None), "interval": display.interval(q[k]), "judged": "0"}
+    want = {L[k]: {"estimate": display.estimate(k, None), "interval": display.estimate_interval(k, q[k]), "judged": "0"}
             for k in QUALITY_METRICS}
     shown = quality_renderings(world, "empty")
     # These differed when the test was written (now fixed): an undefined estimate reads "undefined" in the terminal

@@ -48,11 +48,11 @@ def test_the_notebook_shows_the_json_numbers(tmp_path):
     h = q._repr_html_()
     qd = q.to_dict()
     for key in ("delta_precision", "good_split_rate", "bad_merge_rate"):
-        assert METRIC_LABELS[key] in h and display.four(qd[key]["estimate"]) in cells(h)
+        assert METRIC_LABELS[key] in h and display.estimate(key, qd[key]["estimate"]) in cells(h)
     r = CliRunner().invoke(main, ["quality", str(d_dir)])
     assert r.exit_code == 0, r.output
     for key in ("delta_precision", "good_split_rate", "bad_merge_rate"):
-        assert display.four(qd[key]["estimate"]) in r.output
+        assert display.estimate(key, qd[key]["estimate"]) in r.output
 
     s = abcde.sample_items(P["base"], P["exp"], items=P["items"], size=50, seed=1)
     assert display.pct(s.metadata["jaccard_distance_T"]) in cells(s._repr_html_())
@@ -86,3 +86,7 @@ def test_the_pages_format_numbers_as_the_terminal_does(page):
     assert page.evaluate("vs => vs.map(abcde.count)", counts) == [display.count(c) for c in counts]
     assert page.evaluate("abcde.NULL_TEXT") == display.NULL_TEXT
     assert page.evaluate("abcde.style()") == display.STYLE
+    # an estimate in its metric's style: the Good/Bad rates as percentages, the rest with 4 decimals
+    metrics = ["delta_precision", "precision", *display.PERCENT_ESTIMATES]
+    js = page.evaluate("([ms, vs]) => ms.map(m => vs.map(v => abcde.estimate(m, v)))", [metrics, values])
+    assert js == [[display.estimate(m, v) for v in values] for m in metrics]

@@ -14,6 +14,8 @@
  *   abcde.pct(x)                    a rate: 100·x with 3 decimals and a % sign; "n/a" for null
  *   abcde.four(x)                   an estimate or a standard error: 4 decimals ("0.0000", never
  *                                   "-0.0000"); "n/a" for null
+ *   abcde.estimate(metric, x)       an estimate in its metric's style: the Good/Bad rates as
+ *                                   abcde.pct (style().percent_estimates), anything else abcde.four
  *   abcde.weight(x)                 a weight by its magnitude: whole numbers with separators,
  *                                   otherwise 6 significant digits, no exponent
  *   abcde.count(x)                  a count with thousands separators
@@ -94,6 +96,10 @@
 
   function count(x) { return isNull(x) ? "n/a" : group(Number(x).toFixed(0)); }
 
+  function estimate(metric, x) {
+    return (style().percent_estimates || []).includes(metric) ? pct(x) : four(x);
+  }
+
   function weight(x) {
     if (isNull(x)) return "n/a";
     const v = Number(x);
@@ -135,7 +141,8 @@
     return d;
   }
 
-  const DEFAULT_STYLE = {pct_digits: 3, estimate_digits: 4, null: "(null)"};
+  const DEFAULT_STYLE = {pct_digits: 3, estimate_digits: 4, null: "(null)",
+                         percent_estimates: ["good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate"]};
   function style() { return Object.assign({}, DEFAULT_STYLE, names().style || {}); }
 
   let pageNames = null;
@@ -152,6 +159,6 @@
     return l === undefined ? key : l;
   }
 
-  root.abcde = Object.freeze({byId, el, text, escapeHtml, fmt, four, pct, count, weight, num, newId, api, ApiError,
+  root.abcde = Object.freeze({byId, el, text, escapeHtml, fmt, four, pct, estimate, count, weight, num, newId, api, ApiError,
                               UNREACHABLE, names, label, style, get NULL_TEXT() { return style().null; }});
 })(globalThis);

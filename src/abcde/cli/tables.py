@@ -18,7 +18,7 @@ import click
 
 from abcde.core.names import METRIC_LABELS, QUALITY_COLUMNS, QUALITY_METRICS
 from abcde.errors import AbcdeError
-from abcde.util.display import NULL_TEXT, count, four, interval, pct, weight
+from abcde.util.display import NULL_TEXT, count, estimate, estimate_interval, four, interval, pct, weight
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -257,7 +257,8 @@ def print_quality(d: dict, sentences=None) -> None:
         t.add_column(c, justify="left" if c in ("metric", "") else "right")
     for key, note in zip(metrics, notes):
         e = d[key]
-        t.add_row(METRIC_LABELS[key], four(e["estimate"]), four(e["std_err"]), interval(e), count(e["n_judgements"]),
+        t.add_row(METRIC_LABELS[key], estimate(key, e["estimate"]), estimate(key, e["std_err"]),
+                  estimate_interval(key, e), count(e["n_judgements"]),
                   *([note] if any(notes) else []))
     console().print(t)
     console().print(f"Estimates with 95% intervals ({how}).", soft_wrap=True)

@@ -203,8 +203,9 @@ class QualityResult:
         rows, notes = [], []
         for name in (("precision",) if self.precision else ()) + QUALITY_METRICS:
             e = getattr(self, name).to_dict()
-            rows.append([METRIC_LABELS[name], display.four(e["estimate"]), display.four(e["std_err"]),
-                         display.interval(e), display.count(e["n_judgements"])])
+            rows.append([METRIC_LABELS[name], display.estimate(name, e["estimate"]),
+                         display.estimate(name, e["std_err"]), display.estimate_interval(name, e),
+                         display.count(e["n_judgements"])])
             if e.get("note"):
                 notes.append(f"{METRIC_LABELS[name]}: {e['note']}")
         how = self.estimator + (f", {self.allocation}" if self.allocation else "")

@@ -189,7 +189,9 @@ def _quality_view(q: dict | None) -> dict | None:
         "rater_disagreements": q.get("rater_disagreements"),
         "split_rate": q["split_rate"], "merge_rate": q["merge_rate"],
         "rows": [{"key": k, "label": METRIC_LABELS[k], "estimate": q[k]["estimate"], "std_err": q[k]["std_err"],
-                  "interval": interval(q[k]), "n_judgements": q[k]["n_judgements"], "note": q[k].get("note", "")}
+                  "shown": display.estimate(k, q[k]["estimate"]), "shown_se": display.estimate(k, q[k]["std_err"]),
+                  "interval": display.estimate_interval(k, q[k]), "n_judgements": q[k]["n_judgements"],
+                  "note": q[k].get("note", "")}
                  for k in QUALITY_METRICS],
         "slices": [{"name": col, "rows": [
             {"value": r["value"], "weight": r.get("weight"), "draws": r.get("sampled_draws"),
@@ -366,7 +368,7 @@ def render_markdown(data: dict) -> str:
                   f"{q['judged_pairs']:,} pairs judged, {q['unsure_pairs']:,} unsure):", "",
                   "| metric | estimate | 95% interval |", "|---|---:|---:|"]
         for k in QUALITY_METRICS:
-            lines.append(f"| {L[k]} | {four(q[k]['estimate'])} | {interval(q[k])} |")
+            lines.append(f"| {L[k]} | {display.estimate(k, q[k]['estimate'])} | {display.estimate_interval(k, q[k])} |")
         lines.append("")
     return "\n".join(lines) + "\n"
 

@@ -2,7 +2,10 @@
 and, through the same rules, the pages.
 
 - a rate (SplitRate, MergeRate, JaccardDistance, a weight share) as a percentage with 3 decimals;
-- an estimate or a standard error (ΔPrecision, Good/Bad rates) with 4 decimals (``n/a`` when
+- an estimate of a rate (GoodSplitRate, BadSplitRate, GoodMergeRate, BadMergeRate), its standard
+  error and interval as percentages too, so they read as the SplitRate and MergeRate they
+  decompose (:func:`estimate`);
+- any other estimate or standard error (ΔPrecision, Precision) with 4 decimals (``n/a`` when
   undefined; a rounding residue such as 3e-11 reads 0.0000);
 - a count with thousands separators; a weight by its magnitude (integers as counts, otherwise
   6 significant digits, no exponent);
@@ -24,7 +27,10 @@ ESTIMATE_DIGITS = 4
 #: The rules above as data, for the pages: ``assets/common.js`` reads them (``abcde.style()``) and
 #: formats with the same rules (``abcde.pct``, ``abcde.four``, ``abcde.weight``, ``abcde.count``);
 #: tests/test_display.py runs both on the same values in Chromium.
-STYLE = {"pct_digits": PCT_DIGITS, "estimate_digits": ESTIMATE_DIGITS, "null": NULL_TEXT}
+#: The estimates shown as percentages (rates of the total weight, like the impact rates).
+PERCENT_ESTIMATES = ("good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate")
+STYLE = {"pct_digits": PCT_DIGITS, "estimate_digits": ESTIMATE_DIGITS, "null": NULL_TEXT,
+         "percent_estimates": list(PERCENT_ESTIMATES)}
 
 
 def pct(v) -> str:
@@ -49,6 +55,27 @@ def interval(e: dict) -> str:
     ('[-0.0100, 0.0200]', 'n/a')
     """
     return "n/a" if e["ci_low"] is None else f"[{four(e['ci_low'])}, {four(e['ci_high'])}]"
+
+
+def estimate(metric: str, v) -> str:
+    """An estimate or its standard error in its metric's style: a rate (:data:`PERCENT_ESTIMATES`)
+    as :func:`pct`, anything else as :func:`four`.
+
+    >>> estimate("good_split_rate", 0.1074), estimate("delta_precision", -0.0058)
+    ('10.740%', '-0.0058')
+    """
+    return pct(v) if metric in PERCENT_ESTIMATES else four(v)
+
+
+def estimate_interval(metric: str, e: dict) -> str:
+    """:func:`interval` in its metric's style (:func:`estimate`).
+
+    >>> estimate_interval("bad_merge_rate", {"ci_low": 0.0022, "ci_high": 0.0059})
+    '[0.220%, 0.590%]'
+    """
+    if e["ci_low"] is None:
+        return "n/a"
+    return f"[{estimate(metric, e['ci_low'])}, {estimate(metric, e['ci_high'])}]"
 
 
 def count(v) -> str:

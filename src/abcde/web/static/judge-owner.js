@@ -60,10 +60,10 @@
       body.append(el("tr", {"data-metric": key},
         el("th", null, abcde.label(key)),
         el("td", {class: "num estimate", "data-value": e.estimate === null ? "" : String(e.estimate)},
-           abcde.four(e.estimate)),
+           abcde.estimate(key, e.estimate)),
         el("td", {class: "num interval", "data-low": e.ci_low === null ? "" : String(e.ci_low),
                   "data-high": e.ci_high === null ? "" : String(e.ci_high)},
-           e.ci_low === null ? "n/a" : "[" + abcde.four(e.ci_low) + ", " + abcde.four(e.ci_high) + "]"),
+           e.ci_low === null ? "n/a" : "[" + abcde.estimate(key, e.ci_low) + ", " + abcde.estimate(key, e.ci_high) + "]"),
         el("td", {class: "num"}, abcde.count(e.n_judgements))));
     }
     // Why an estimate is undefined, under the table (as the report and the terminal give it).
