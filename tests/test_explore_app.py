@@ -726,3 +726,22 @@ def test_group_by_hints_values_and_flags_low_counts(server, sample_path, page):
     wait_ready(page, 3)
     assert page.locator("#slice .card .low").count() == 4 and "±" not in page.inner_text("#slice")
     assert page.errors == []
+
+
+def test_meta_tells_an_id_like_column_without_counting_millions(monkeypatch):
+    """/api/meta counts an attribute's values only when an even spread of rows shows it is not
+    nearly one value per item: a 10M-item sample's ids would take seconds (and stall the page)."""
+    import numpy as np
+    from test_slow_clients import big_sample
+
+    import abcde.web.explore_app as ea
+
+    monkeypatch.setattr(ea, "PROBE_ROWS", 1_000)
+    app = ea.ExploreApp(big_sample(50_000))
+    cols = {c["name"]: c for c in app.meta()["columns"]}
+    x, source = cols["x"], cols["source"]
+    assert x["distinct"] is None and x["id_like"] and 900 <= x["distinct_at_least"] <= 1_000  # an even spread
+    assert source["distinct"] == 3 and not source["id_like"] and "distinct_at_least" not in source
+    assert set(source["values"]) == {"a", "b", "c"}
+    assert cols["item_id"]["distinct"] is None and cols["item_id"]["id_like"]  # ids: one per item, not counted
+    assert np.isclose(x["low_count_share"], 1.0)

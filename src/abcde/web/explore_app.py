@@ -35,6 +35,7 @@ from pathlib import Path
 
 import ibis
 import pyarrow as pa
+import pyarrow.compute as pc
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.routing import Route
@@ -50,6 +51,8 @@ from abcde.web.server import Assets, Limits, Server, create_app, json_response, 
 MAX_MEMBERS = 200
 MAX_EXAMPLES = 200
 VALUE_HINTS = 50
+#: Rows of the even spread that tells an id-like column before counting its values (see ``meta``).
+PROBE_ROWS = 200_000
 MAX_GROUPS = 100_000  #: groups a query may give (ranked in Python: more would hold a thread and the GIL)
 QUERY_TIMEOUT = 30.0  #: seconds a query may run before it is interrupted (``explore serve --query-timeout``)
 #: A group (or slice) with fewer sampled items than this gets a low-count flag on the page instead of a
@@ -244,19 +247,35 @@ class ExploreApp:
             kind = "number" if (pa.types.is_integer(typ) or pa.types.is_floating(typ)
                                 or pa.types.is_decimal(typ)) else "text"
             # The groups a group-by on this column gives (null is a group of its own), and the share of
-            # the sampled items that would be in a group with a low count.
+            # the sampled items that would be in a group with a low count, counted by Arrow in one pass,
+            # never as Python objects (a 10M-item sample's ids would take a minute and stall the page).
+            vc, probe = None, None
             try:
-                vc = t.column(name).value_counts().to_pylist()
+                # A column that is nearly one value per item in an even spread of rows (at most
+                # PROBE_ROWS) is id-like without a full count: counting millions of distinct values
+                # takes seconds, which /api/meta must not.
+                col = t.column(name)
+                step = max(1, rows // PROBE_ROWS)
+                probe = len(pc.value_counts(col.take(pa.array(range(0, rows, step))))) if step > 1 else None
+                if probe is None or probe <= ID_LIKE_SHARE * math.ceil(rows / step):
+                    vc = pc.value_counts(col)
             except (pa.ArrowNotImplementedError, pa.ArrowInvalid):  # a type Arrow cannot count (lists, maps)
-                vc = None
-            small = sum(r["counts"] for r in vc if r["counts"] < LOW_COUNT) if vc is not None else 0
+                vc, probe = None, None
+            counts = vc.field("counts") if vc is not None else None
+            small = (pc.sum(pc.if_else(pc.less(counts, LOW_COUNT), counts, 0)).as_py() or 0) if vc is not None else 0
+            id_like = (rows > 0 and small > ID_LIKE_SHARE * rows) if vc is not None else probe is not None
             entry = {"name": name, "label": COLUMN_LABELS.get(name, name), "type": str(typ), "kind": kind,
                      "attribute": name not in CORE_COLUMNS, "distinct": len(vc) if vc is not None else None,
-                     "low_count_share": small / rows if rows else 0.0,
-                     "id_like": rows > 0 and small > ID_LIKE_SHARE * rows}
-            if kind == "text" and name not in ("item_id",) and vc is not None:
-                vc.sort(key=lambda r: -r["counts"])
-                entry["values"] = [_clean(r["values"]) for r in vc[:VALUE_HINTS]]
+                     "low_count_share": (small / rows if rows else 0.0) if vc is not None or probe is None else 1.0,
+                     "id_like": id_like}
+            if vc is None and probe is not None:
+                entry["distinct_at_least"] = probe
+            if kind == "text" and vc is not None and len(vc):
+                top = pc.select_k_unstable(pa.table({"values": vc.field("values"), "counts": counts}),
+                                           k=min(VALUE_HINTS, len(vc)), sort_keys=[("counts", "descending")])
+                top = sorted(zip(vc.field("values").take(top).to_pylist(), counts.take(top).to_pylist()),
+                             key=lambda r: -r[1])
+                entry["values"] = [_clean(v) for v, _ in top]
             cols.append(entry)
         with self._on_sample() as view:
             overall = view.estimate().to_dict()

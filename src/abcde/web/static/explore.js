@@ -147,14 +147,18 @@
   // others, under their own heading and greyed; the sample's own columns (clusters, rates, weights)
   // are folded away.
   function groupChoice(c) {
-    const title = c.distinct === null ? "values not counted (a " + c.type + " column)"
+    const many = c.distinct === null && c.distinct_at_least;  // nearly one value per item: not counted
+    const title = many ? "at least " + count(c.distinct_at_least) + " values among " + count(META.rows) +
+        " sampled items: nearly one per item (id-like; not counted in full)"
+      : c.distinct === null ? "values not counted (a " + c.type + " column)"
       : count(c.distinct) + (c.distinct === 1 ? " value" : " values") + " among " + count(META.rows) +
         " sampled items; " + Math.round(100 * c.low_count_share) + "% of them would be in groups of fewer than " +
         META.low_count + (c.id_like ? " (id-like)" : "");
     return el("label", {class: "gb-label" + (c.id_like ? " id-like" : ""), title: title},
       el("input", {type: "checkbox", class: "gb", value: c.name}),
       el("span", {class: "gb-name"}, c.label),
-      el("span", {class: "gb-n", "data-distinct": c.distinct}, c.distinct === null ? "" : count(c.distinct)));
+      el("span", {class: "gb-n", "data-distinct": c.distinct},
+         many ? "≥" + count(c.distinct_at_least) : c.distinct === null ? "" : count(c.distinct)));
   }
   function renderGroupBy() {
     const gb = byId("groupby"); gb.textContent = "";
