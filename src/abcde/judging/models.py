@@ -156,16 +156,28 @@ class AnswerCache:
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._ready = False  # the file is made on first use, so a run refused before any call leaves none
+        self._setup = threading.Lock()
 
     def _connect(self):
         try:
             con = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA busy_timeout=30000")
             if not self._ready:
-                con.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, model TEXT, answer TEXT, "
-                            "created_at REAL)")
-                self._ready = True
+                # Once per cache, by one thread: switching to WAL needs the file to itself, and SQLite
+                # answers "database is locked" at once (no busy wait) while another connection is open.
+                with self._setup:
+                    if not self._ready:
+                        for attempt in range(50):
+                            try:
+                                con.execute("PRAGMA journal_mode=WAL")
+                                break
+                            except sqlite3.OperationalError as exc:
+                                if "locked" not in str(exc) or attempt == 49:
+                                    raise
+                                time.sleep(0.1)
+                        con.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, model TEXT, "
+                                    "answer TEXT, created_at REAL)")
+                        self._ready = True
         except sqlite3.Error as exc:
             raise InputError(f"Cannot open the LLM answer cache '{self.path}': {exc}.") from exc
         return closing(con)
