@@ -27,6 +27,7 @@ def read_raters(value: str) -> list[str]:
     checked as a rater name; a name twice, ``owner`` (the owner's link) or no name at all is
     refused in one line."""
     from abcde.quality.store import OWNER, check_invite_name  # lazy: start-up time
+    from abcde.util.files import read_small_text  # lazy: start-up time
 
     path = Path(value)
     looks_like_a_file = "," not in value and (os.sep in value or path.suffix.lower() in (".txt", ".csv", ".lst",
@@ -39,16 +40,7 @@ def read_raters(value: str) -> list[str]:
         if not path.is_file():
             raise InputError(f"'{value}' is not a file. --raters takes names separated by commas (alice,bob) or a "
                              "file with one name a line.")
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_RATERS_FILE + 1)
-        if len(data) > MAX_RATERS_FILE:
-            raise InputError(f"{where} is larger than {MAX_RATERS_FILE // (1 << 20)} MB; expected one rater name a "
-                             "line.")
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start}); expected one rater "
-                             "name a line.") from None
+        text = read_small_text(path, limit=MAX_RATERS_FILE, where=where, expected="expected one rater name a line")
         names = [ln.strip() for ln in text.splitlines()]
         names = [n for n in names if n and not n.startswith("#")]
     else:

@@ -140,7 +140,7 @@ def _rates(parts: dict, split_rate: float, merge_rate: float) -> dict:
     return out
 
 
-def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: set, n_draws: int) -> dict:
+def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: set) -> dict:
     """What the model added, for ``design["ppi"]``."""
     both, dis = agreement({p: people[p] for p in labeled_pairs if p in people}, model, labeled_pairs)
     n = len(labeled_pairs)
@@ -233,7 +233,7 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
         judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n,
         draws={c: sample.draws[c].num_rows for c in sample.strata},
         estimator="stratified", allocation=sample.allocation, strata=sample.strata, census=tuple(census),
-        design={"ppi": _facts(dp, people, model, pair_ids, tasks, labeled, 0)},
+        design={"ppi": _facts(dp, people, model, pair_ids, tasks, labeled)},
     )
 
 
@@ -340,5 +340,5 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
         delta_precision=dp, **_rates(rate_parts, split_rate, merge_rate),
         split_rate=split_rate, merge_rate=merge_rate,
         judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n, draws=counts, slices=slices,
-        design={"ppi": _facts(dp_part, people, model, pair_ids, tasks, labeled, draws.num_rows)},
+        design={"ppi": _facts(dp_part, people, model, pair_ids, tasks, labeled)},
     )

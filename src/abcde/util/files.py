@@ -207,6 +207,27 @@ _HINTS = {
 }
 
 
+def read_small_text(path: str | os.PathLike, *, limit: int, where: str, expected: str) -> str:
+    """A small UTF-8 text file given by a person (a BOM dropped), at most ``limit`` bytes, or an
+    :class:`InputError` in one line: ``where`` names the file ("The raters file 'x'"), ``expected``
+    says what it should hold."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read(limit + 1)
+    except IsADirectoryError:
+        raise InputError(f"{where} is a directory; {expected}.") from None
+    except OSError as exc:
+        raise InputError(describe_os_error(exc, f"Cannot read {where[0].lower()}{where[1:]}")) from None
+    if len(data) > limit:
+        size = f"{limit // (1 << 20)} MB" if limit >= 1 << 20 else f"{limit // 1024} KB"
+        raise InputError(f"{where} is larger than {size}; {expected}.")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start}); {expected}.") from None
+
+
 def describe_os_error(exc: OSError, doing: str = "Cannot write or read") -> str:
     """One line for a failed file operation: what failed, the path and what was in the way."""
     where = f" '{exc.filename}'" if exc.filename is not None else ""

@@ -82,7 +82,7 @@ from abcde.judging.session import JudgingSession, NothingToSettleError
 from abcde.quality.sample_dir import neutralise_formulas
 from abcde.quality.store import (KEEP, OWNER, STORE_NAME, TOKEN_RE, DuplicateJudgementError, Invite, JudgementStore,
                                  NotJudgedError, UnknownPairError, check_invite_name, lock_directory)
-from abcde.util.files import describe_os_error
+from abcde.util.files import read_small_text
 from abcde.util.net import is_loopback
 from abcde.web.server import (Assets, HTTPError, Limits, Server, create_app, error_response, json_response,
                               page_response, read_json)
@@ -258,22 +258,8 @@ MAX_INSTRUCTIONS = 64 * 1024
 def read_instructions(path) -> str:
     """``--instructions FILE``: the file's Markdown text (UTF-8, at most :data:`MAX_INSTRUCTIONS`
     bytes; line ends made ``\n``), or an :class:`InputError` in one line."""
-    p = Path(path)
-    where = f"The instructions file '{p}'"
-    try:
-        with open(p, "rb") as fh:
-            data = fh.read(MAX_INSTRUCTIONS + 1)
-    except IsADirectoryError:
-        raise InputError(f"{where} is a directory; expected a Markdown file.") from None
-    except OSError as exc:
-        raise InputError(describe_os_error(exc, "Cannot read the instructions file")) from None
-    if len(data) > MAX_INSTRUCTIONS:
-        raise InputError(f"{where} is larger than {MAX_INSTRUCTIONS // 1024} KB; raters' instructions are a page "
-                         "of Markdown.")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start}).") from None
+    text = read_small_text(path, limit=MAX_INSTRUCTIONS, where=f"The instructions file '{Path(path)}'",
+                           expected="raters' instructions are a page of Markdown")
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
 
 
