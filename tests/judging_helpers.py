@@ -406,3 +406,10 @@ def assert_connections_beyond_the_cap_are_refused(url: str, get_path: str, cap: 
     finally:
         for c in held:
             c.close()
+
+
+def wait_text(page, selector: str, text: str, *, timeout: float = 30_000) -> None:
+    """Wait until the element's text contains ``text`` (pages fill their counters after a fetch,
+    so reading them at once races the fetch on a loaded machine)."""
+    page.wait_for_function("([s, t]) => { const e = document.querySelector(s); return !!e && e.innerText.includes(t); }",
+                           arg=[selector, text], timeout=timeout)

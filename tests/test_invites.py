@@ -28,7 +28,7 @@ from abcde.errors import InputError
 from abcde.judging import JudgementStore
 from abcde.quality.store import OWNER, StoreError, token_hash
 from abcde.web.judging_server import serve
-from judging_helpers import assert_error, fresh_copy, make_sample, page_under_csp, split_url, start_server, stop
+from judging_helpers import assert_error, fresh_copy, make_sample, page_under_csp, split_url, start_server, stop, wait_text
 
 
 @pytest.fixture(scope="module")
@@ -633,7 +633,7 @@ def test_a_rater_follows_their_link_from_another_site_and_judges(browser, sample
             page.goto(srv.links[OWNER])
             page.wait_for_url(srv.url + "owner")
             page.wait_for_selector("#raters-body tr")
-            assert "2 / 30" in page.inner_text("#progress-text")
+            wait_text(page, "#progress-text", "2 / 30")
             page.goto(srv.url)
             page.wait_for_selector("#owner-note:not([hidden])")
             assert page.inner_text("#signed-in") == "Signed in as the owner" and not page.is_visible("#judge")

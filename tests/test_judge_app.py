@@ -18,7 +18,7 @@ from abcde.core.names import METRIC_LABELS
 from abcde.judging import JudgementStore
 from abcde.web.judging_server import serve
 from content import assert_shows
-from judging_helpers import HOSTILE, fresh_copy, make_sample, page_under_csp, request, start_server, stop
+from judging_helpers import HOSTILE, fresh_copy, make_sample, page_under_csp, request, start_server, stop, wait_text
 
 
 @pytest.fixture(scope="module")
@@ -108,13 +108,13 @@ def test_keyboard_judging_survives_sigkill_and_matches_quality_json(sample, tmp_
                 assert_shows(lo_text, e["ci_low"], metric)
                 assert_shows(hi_text, e["ci_high"], metric)
         assert f"{q['judged_pairs']}, unsure: {q['unsure_pairs']}" in page.inner_text("#est-note")
-        assert "10 / 30 pairs judged" in page.inner_text("#progress-text")
+        wait_text(page, "#progress-text", "10 / 30 pairs judged")
         raters = page.inner_text("#raters-body")  # per rater; names hidden without --show-raters
         assert "rater 1" in raters and "ann" not in raters and "10" in raters
 
         # SIGKILL mid-session: the next pair is on screen, nothing pending.
         page.goto(info["url"] + "?rater=ann")
-        assert "10 / 30 pairs judged" in page.inner_text("#progress-text")
+        wait_text(page, "#progress-text", "10 / 30 pairs judged")
         next_pid, n = shown_pair(page), acks(page)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
@@ -135,7 +135,7 @@ def test_keyboard_judging_survives_sigkill_and_matches_quality_json(sample, tmp_
         assert info2["seed"] == 3  # stored with the store on first start
         page.goto(info2["url"] + "?rater=ann")
         assert shown_pair(page) == next_pid
-        assert "you: 10" in page.inner_text("#progress-text")
+        wait_text(page, "#progress-text", "you: 10")
         assert page.evaluate("typeof window.__pwned") == "undefined"
         assert page.errors == [] and page.blocked == []
     finally:

@@ -21,7 +21,7 @@ from abcde.examples import example_paths
 from abcde.quality import draw_pair_sample
 from abcde.web.judging_server import serve
 from content import assert_shows
-from judging_helpers import fresh_copy, page_under_csp, request, split_url
+from judging_helpers import fresh_copy, page_under_csp, request, split_url, wait_text
 
 P = example_paths("febrl3")
 WIDTHS = (800, 1400)
@@ -83,8 +83,8 @@ def test_a_rater_sees_progress_and_the_pair_but_no_estimate(drawn, tmp_path, pag
             before = page.get_attribute("#pair", "data-pair-id")
             page.keyboard.press(key)
             page.wait_for_function(f"document.getElementById('pair').dataset.pairId !== '{before}'")
-        assert "15 / 60 pairs judged" in page.inner_text("#progress-text")
-        assert "you: 5" in page.inner_text("#progress-text")
+        wait_text(page, "#progress-text", "15 / 60 pairs judged")
+        wait_text(page, "#progress-text", "you: 5")
         rater_page_shows_no_numbers(page)
         # every pair judged: thanks, still no number, and where the owner finds the results
         judge(srv.session, "ann", 200, answers)
@@ -180,7 +180,7 @@ def test_the_owner_sees_estimates_agreement_and_the_verdict(drawn, tmp_path, bro
         assert len(twice) >= 2 and owner["agreement"]["replicated_pairs"] == len(twice)
         assert page.inner_text("#agree-body").startswith("rater 1 & rater 2")
         assert "Target width" in page.inner_text("#target")
-        assert f"{owner['judged_pairs']} / 60 pairs judged" in page.inner_text("#progress-text")
+        wait_text(page, "#progress-text", f"{owner['judged_pairs']} / 60 pairs judged")
         assert page.evaluate(OVERFLOWING) == []
         screenshot(page, f"judge-owner-{width}.png", full_page=True)
         # The owner's view refreshes by itself as judgements arrive.
