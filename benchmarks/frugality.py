@@ -31,8 +31,9 @@ Model + people (prediction-powered, issue 26), a section of its own: the people'
 for the same SE of ΔPrecision, people alone against a model plus people. People-only is today's
 default (a stratified sample of n pairs, all judged by people, here the oracle;
 ``estimate_stratified``). Model + people: a stratified sample of N = 10·n pairs, a model judges all of
-them, people judge the n that ``plan_people`` picks (a pair of stratum c is a task iff
-``priority(seed, pair) ≤ τ_c``), and ``combined_stratified`` estimates. The model is the oracle's
+them, people judge about n of them, chosen after the model by its answers as ``abcde judge model``
+chooses them (``plan_by_answers``; ``--ppi-design draw``: the n that ``plan_people`` draws with the
+pairs), and ``combined_stratified`` estimates (by cell, or with λ). The model is the oracle's
 answer flipped with probability 1 − accuracy, the flip decided by a hash of the pair id and a fixed
 salt (a model's answer is a fixed function of the pair, the same on every seed), at accuracies
 50% (useless), 70%, 80%, 90%, 95%, and 100% (a reference: the model's answers are the people's).
@@ -47,7 +48,7 @@ needs ≥ 2× fewer people's judgements; a 50% model never more than 10% more (r
 
     python benchmarks/frugality.py                       # budget 300, 200 / 100 seeds, then model + people
     python benchmarks/frugality.py --seeds 20 --er-seeds 20 --ppi-seeds 0
-    python benchmarks/frugality.py --ppi-only            # model + people only: n 100, 500 seeds (2-4 min, 2 cores)
+    python benchmarks/frugality.py --ppi-only            # model + people only: n 100, 500 seeds (5-8 min, 2 cores)
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ from abcde.examples import example_paths  # noqa: E402
 from abcde.metrics.impact import overall  # noqa: E402
 from abcde.quality import estimate_from_draws  # noqa: E402
 from abcde.quality.combined import combined_stratified  # noqa: E402
-from abcde.quality.ppi import plan_people, priority  # noqa: E402
+from abcde.quality.ppi import design_cells, draw_counts, plan_by_answers, plan_people, priority, tasks_in  # noqa: E402
 from abcde.quality.stratified import (LEGACY_STRATA, STRATA, estimate_stratified, pilot_sigmas,  # noqa: E402
                                       sample_stratified_many)
 from abcde.sampling.pairs import pair_counts, sample_pairs_many  # noqa: E402
@@ -336,6 +337,12 @@ def model_answers(truth_by_pair: dict, accuracy: float) -> dict:
     return {p: (flip[a] if model_coin(p) < 1.0 - accuracy else a) for p, a in truth_by_pair.items()}
 
 
+def census_pair_weights(sample) -> dict:
+    """``{pair_id: pair weight}`` of a stratified sample's census strata."""
+    return {p: w for c in sample.census for p, w in zip(sample.draws[c].column("pair_id").to_pylist(),
+                                                        sample.draws[c].column("pair_weight").to_pylist())}
+
+
 def _units(sample) -> dict:
     """``{pair_id: stratum}`` of a stratified sample's pairs needing a judgement."""
     out = {}
@@ -366,7 +373,7 @@ def ppi_ceiling(p: dict, totals: dict, n_alone: dict, n_tasks: dict, n_draws: di
     return v0 / v1 if v1 > 0 else math.nan
 
 
-def run_ppi(world, n: int, seeds: int, accuracies=ACCURACIES, times: int = PPI_TIMES) -> dict:
+def run_ppi(world, n: int, seeds: int, accuracies=ACCURACIES, times: int = PPI_TIMES, design: str = "answers") -> dict:
     """ΔPrecision over ``seeds`` seeds from n people's judgements: people alone (the stratified
     default, budget n, :func:`estimate_stratified`), and model + people (a stratified sample of
     N = times·n draws, the model judging all its pairs, the oracle the n people's tasks that
@@ -376,7 +383,7 @@ def run_ppi(world, n: int, seeds: int, accuracies=ACCURACIES, times: int = PPI_T
     W, sr, mr = o["total_weight"], o["split_rate"], o["merge_rate"]
 
     def row():
-        return {"est": [], "se": [], "cover": [], "lam": [], "worth": [], "agree": []}
+        return {"est": [], "se": [], "cover": [], "lam": [], "worth": [], "agree": [], "people": []}
 
     out = {"people-only": row(), "tasks alone": row(), **{a: row() for a in accuracies}}
     exact = exact_precision(world[1], world[2], truth) - exact_precision(world[0], world[2], truth)
@@ -396,6 +403,7 @@ def run_ppi(world, n: int, seeds: int, accuracies=ACCURACIES, times: int = PPI_T
             r["lam"].append(float(np.mean(lams)) if lams else math.nan)
             r["worth"].append(f["worth_people_judgements"] if f["worth_people_judgements"] is not None else math.nan)
             r["agree"].append(1.0 - f["disagreement_share"] if f["disagreement_share"] is not None else math.nan)
+            r["people"].append(f["people_judgements"])
 
     alone = sample_stratified_many(d, budget=n, seeds=range(seeds), total_weight=W)
     for ss in alone:
@@ -429,7 +437,16 @@ def run_ppi(world, n: int, seeds: int, accuracies=ACCURACIES, times: int = PPI_T
         record(out["tasks alone"], combined_stratified(ss, people, {}, tasks, split_rate=sr, merge_rate=mr, lam=0.0))
         for acc in accuracies:
             model = model_answers({p: by[p] for p in units}, acc)
-            record(out[acc], combined_stratified(ss, people, model, tasks, split_rate=sr, merge_rate=mr))
+            if design == "answers":  # the people's tasks chosen after the model judged, by its answers
+                pw = census_pair_weights(ss)
+                dc = {p: m for dr in ss.draws.values() for p, m in draw_counts(dr).items()}
+                plan = plan_by_answers(units, model, seed, n, weights=ss.totals, pair_weights=pw, draw_counts=dc)
+                cells = design_cells(units, plan, model, seed, pw, dc)
+                tasks_a = tasks_in(cells, plan, seed)
+                record(out[acc], combined_stratified(ss, {p: by[p] for p in tasks_a}, model, tasks_a, split_rate=sr,
+                                                     merge_rate=mr, cells=cells))
+            else:
+                record(out[acc], combined_stratified(ss, people, model, tasks, split_rate=sr, merge_rate=mr))
     ceiling = {}
     if not big[0].census and not alone[0].census:
         p = {c: same[c] / drawn[c] if drawn[c] else 0.0 for c in drawn}
@@ -453,7 +470,8 @@ def print_ppi(name: str, r: dict, n: int, seeds: int, times: int = PPI_TIMES) ->
           f"({r['people_draws']:.0f} draws) on average"
           + (f"; census of {', '.join(r['census_alone'])}" if r["census_alone"] else ""))
     print(f"  model + people: stratified sample, budget {times * n}: {r['model_pairs']:.1f} distinct pairs "
-          f"({r['draws']:.0f} draws) judged by the model, {r['tasks']:.1f} of them by people (plan_people)"
+          f"({r['draws']:.0f} draws) judged by the model, {r['tasks']:.1f} of them people's tasks drawn with the pairs "
+          "(plan_people; the λ=0 row)"
           + (f"; census of {', '.join(r['census'])}" if r["census"] else ""))
     print(f"  {'design':<27}{'SD':>10}{'mean - exact':>14}{'SE/SD':>7}{'cover':>7}{'agree':>7}{'mean λ':>8}"
           f"{'worth':>7}   people's judgements: x fewer (95% interval); ideal")
@@ -479,7 +497,8 @@ def print_ppi(name: str, r: dict, n: int, seeds: int, times: int = PPI_TIMES) ->
         ideal = r["ceiling"].get(k)
         ideal = f"; {fmt_ratio(ideal)}x" if ideal is not None else ""
         print(line + f"{100 * np.nanmean(v['agree']):>6.1f}%{np.nanmean(v['lam']):>8.2f}{worth:>7}"
-              f"   {fmt_ratio(rat)}x ({fmt_ratio(lo)}-{fmt_ratio(hi)}){ideal}")
+              f"   {fmt_ratio(rat)}x ({fmt_ratio(lo)}-{fmt_ratio(hi)}){ideal}"
+              f"; people judged {np.mean(v['people']):.1f} pairs on average")
     for acc, least, what in PPI_TARGETS:
         got = [(rat, iv) for a, rat, iv in out if a == acc]
         if not got:
@@ -552,9 +571,13 @@ def run_ppi_section(a, worlds: dict, makers: dict) -> None:
     print(f"""
 Model + people (prediction-powered) against people alone: people's judgements for the same SE of ΔPrecision.
   people-only:    today's default, a stratified sample of {n} pairs, all judged by people (the oracle);
-  model + people: a stratified sample of {big} pairs, all judged by a model, {n} of them (plan_people) by
-                  people; combined_stratified. The model is the oracle's answer flipped with probability
-                  1 - accuracy, a fixed function of the pair (a hash of the pair id).
+  model + people: a stratified sample of {big} pairs, all judged by a model, about {n} of them by people;
+                  combined_stratified. People's tasks ({a.ppi_design}): """ + (
+        "chosen after the model judged, by its answers (plan_by_answers: per stratum, cells of the pairs the "
+        "model called same / different, equal shares; the estimate stratified by cell)" if a.ppi_design == "answers"
+        else "drawn with the pairs (plan_people; λ cross-fitted per stratum)") + f""".
+                  The model is the oracle's answer flipped with probability 1 - accuracy, a fixed function
+                  of the pair (a hash of the pair id).
   ratio = (SD people-only / SD model + people)^2, both with {n} people's judgements: how many times fewer
   people's judgements give the same SE. SD: empirical, over {a.ppi_seeds} seeds per design.
   mean - exact: in SE of the mean over seeds; SE/SD: the mean reported SE over the empirical SD; cover:
@@ -568,7 +591,7 @@ Model + people (prediction-powered) against people alone: people's judgements fo
     summary = []
     for key, world in worlds.items():
         t0 = time.perf_counter()
-        r = run_ppi(world, n, a.ppi_seeds)
+        r = run_ppi(world, n, a.ppi_seeds, design=a.ppi_design)
         summary.append((makers[key][0], print_ppi(makers[key][0], r, n, a.ppi_seeds)))
         print(f"  ({time.perf_counter() - t0:.0f} s)")
     print(f"\nPeople's judgements for the same SE, times fewer than people-only ({n} people's judgements, "
@@ -642,6 +665,9 @@ def main(argv=None) -> int:
     ap.add_argument("--ppi-seeds", type=int, default=500,
                     help="seeds per design in the model + people section (default 500; 0 skips it)")
     ap.add_argument("--ppi-only", action="store_true", help="run only the model + people section")
+    ap.add_argument("--ppi-design", choices=("answers", "draw"), default="answers",
+                    help="people's tasks chosen by the model's answers (as 'judge model' does; default) or drawn "
+                         "with the pairs (people judged before the model)")
     a = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     makers = {"synthetic": ("synthetic change", synthetic_world),

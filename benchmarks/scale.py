@@ -5,7 +5,7 @@ side on a synthetic diff generated inside DuckDB (issue 16, items 3 and 4).
     .venv/bin/python benchmarks/scale.py --items 10000000            # aligned and shuffled, 2 rounds
     .venv/bin/python benchmarks/scale.py --items 100000000 --repeat 1 --memory-limit 16GB
     .venv/bin/python benchmarks/scale.py --items 1000000000 --orders aligned --repeat 1 --memory-limit 14GB \
-        --sample-size 1000000 --budget 10000 --only-affected
+        --sample-size 1000000 --budget 10000
 
 The data (issue 16's recipe), written once per size and order into ``benchmarks/.data/scale-N-ORDER/``
 by DuckDB itself, so no billion-element array ever exists in Python:
@@ -17,8 +17,10 @@ by DuckDB itself, so no billion-element array ever exists in Python:
 * ``aligned``: the three files in the same row order; ``shuffled``: Exp and the items table each in
   their own order (row p holds item p·m mod N, m coprime with N: a permutation without a sort).
 
-Each run is its own process, the contenders alternated round by round; wall time and peak RSS
-(``os.wait4``) per run, the median per contender, and the ratios to the floor. ``abcde evaluate``'s
+Each run is its own process, the contenders alternated round by round; wall time, CPU time (user +
+system) and peak RSS (``os.wait4``) per run, the median per contender, and the ratios to the floor
+(of wall time, and of CPU time: on a machine shared with other work, wall times swing with its load,
+which each line prints, and CPU times much less). ``abcde evaluate``'s
 stages (seconds and rows each) come from its ``--json``.
 
 * ``floor``: DuckDB joins the three Parquet files on the id (hash joins) and groups by (Base
@@ -28,6 +30,10 @@ stages (seconds and rows each) come from its ``--json``.
 * ``impact``: ``abcde impact --json`` (whole process).
 * ``evaluate``: ``abcde evaluate --json`` (whole process: impact, exploration sample, pair
   sample, report).
+* ``impact@before``, ``evaluate@before`` (with ``--before DIR``): the same commands run from another
+  source tree (``DIR/src`` first on ``PYTHONPATH``, e.g. ``git archive HEAD src | tar -x -C DIR``),
+  alternated with this tree's in the same rounds: a change measured against what it replaces on a
+  machine whose load varies.
 """
 
 from __future__ import annotations
@@ -117,11 +123,12 @@ print(r[0], r[1])
 """
 
 
-def run(cmd: list[str]) -> tuple[float, float, str, str | None]:
-    """Wall seconds, peak RSS (GB), stdout and (if it failed) the last line of stderr of one process."""
+def run(cmd: list[str], env: dict | None = None) -> tuple[float, float, float, str, str | None]:
+    """Wall seconds, CPU seconds (user + system), peak RSS (GB), stdout and (if it failed) the last line
+    of stderr of one process."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO)
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO, env=env)
         _, status, usage = os.wait4(p.pid, 0)
         seconds = time.perf_counter() - start
         out.seek(0)
@@ -129,7 +136,12 @@ def run(cmd: list[str]) -> tuple[float, float, str, str | None]:
         err.seek(0)
         lines = [ln for ln in err.read().decode(errors="replace").splitlines() if ln.strip()]
     failed = None if os.waitstatus_to_exitcode(status) == 0 else (lines[-1] if lines else "failed")
-    return seconds, usage.ru_maxrss / 1024 / 1024, text, failed
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024 / 1024, text, failed
+
+
+def _load() -> float:
+    """The machine's load average over the last minute (other work competing for the cores)."""
+    return os.getloadavg()[0]
 
 
 def main(argv=None) -> int:
@@ -142,11 +154,17 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-limit", default=None, help="DuckDB memory limit for all of them, e.g. 16GB")
     ap.add_argument("--sample-size", type=int, default=1000, help="evaluate's exploration sample")
     ap.add_argument("--budget", type=int, default=300, help="evaluate's pairs to judge")
-    ap.add_argument("--only-affected", action="store_true", help="evaluate's impact tables: affected rows only")
+    ap.add_argument("--all-rows", action="store_true", help="evaluate's impact tables: every row (default: the "
+                    "affected rows, evaluate's default; a --before tree older than that default gets --only-affected)")
+    ap.add_argument("--before", default=None, metavar="DIR",
+                    help="also run impact and evaluate from the source tree DIR/src (impact@before, evaluate@before)")
     a = ap.parse_args(argv)
     abcde = [sys.executable, "-m", "abcde"]
     mem = ["--memory-limit", a.memory_limit] if a.memory_limit else []
     wanted = a.contenders.split(",")
+    if a.before:
+        wanted += [f"{k}@before" for k in ("impact", "evaluate") if k in wanted]
+        before_env = {**os.environ, "PYTHONPATH": str(Path(a.before).resolve() / "src")}
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"{a.items:,} items; {a.repeat} rounds")
     for order in a.orders.split(","):
@@ -160,38 +178,48 @@ def main(argv=None) -> int:
             "zip-floor": [sys.executable, "-c", FLOOR, str(d), a.memory_limit or "", "zip"],
             "impact": [*abcde, "impact", *inputs, "--json", "-q", *mem],
             "evaluate": [*abcde, "evaluate", *inputs, "--out", "", "--json", "-q", "--sample-size", str(a.sample_size),
-                         "--budget", str(a.budget), *(["--only-affected"] if a.only_affected else []), *mem],
+                         "--budget", str(a.budget), *(["--all-rows"] if a.all_rows else []), *mem],
         }
+        if a.before:
+            every["impact@before"] = every["impact"]
+            # The same output: the affected rows (a tree whose default wrote every row gets --only-affected).
+            every["evaluate@before"] = [c for c in every["evaluate"] if c != "--all-rows"] + (
+                [] if a.all_rows else ["--only-affected"])
         contenders = {k: v for k, v in every.items() if k in wanted and (k != "zip-floor" or order == "aligned")}
         got: dict[str, list] = {k: [] for k in contenders}
-        stages = None
+        stages: dict[str, list] = {}
         for _ in range(a.repeat):
             for name, cmd in contenders.items():
-                if name == "evaluate":
+                if name.startswith("evaluate"):
                     out_dir = Path(tempfile.mkdtemp(prefix="abcde-scale-", dir=os.environ.get("ABCDE_SCALE_OUT")))
                     cmd = [*cmd[:cmd.index("--out") + 1], str(out_dir / "ev"), *cmd[cmd.index("--out") + 2:]]
-                seconds, rss, text, failed = run(cmd)
-                if name == "evaluate":
+                seconds, cpu, rss, text, failed = run(cmd, before_env if name.endswith("@before") else None)
+                if name.startswith("evaluate"):
                     if not failed:
-                        stages = json.loads(text)["stages"]
+                        stages.setdefault(name, []).append(json.loads(text)["stages"])
                     shutil.rmtree(out_dir, ignore_errors=True)
                 if failed:
-                    print(f"  {name:<9} FAILED after {seconds:.1f} s (peak RSS {rss:5.2f} GB): {failed}", flush=True)
+                    print(f"  {name:<15} FAILED after {seconds:.1f} s (peak RSS {rss:5.2f} GB): {failed}", flush=True)
                     continue
-                got[name].append((seconds, rss))
-                print(f"  {name:<9} {seconds:8.1f} s  peak RSS {rss:5.2f} GB", flush=True)
-        floors = {k: statistics.median(s for s, _ in got[k]) for k in ("floor", "zip-floor") if got.get(k)}
-        print(f"  median ({a.repeat} rounds):")
+                got[name].append((seconds, rss, cpu))
+                print(f"  {name:<15} {seconds:8.1f} s  (CPU {cpu:7.1f} s)  peak RSS {rss:5.2f} GB  load {_load():.1f}",
+                      flush=True)
+        floors = {k: statistics.median(s for s, _, _ in got[k]) for k in ("floor", "zip-floor") if got.get(k)}
+        cpu_floors = {k: statistics.median(c for _, _, c in got[k]) for k in floors}
+        print(f"  median ({a.repeat} rounds); ratios of wall time, and of CPU time (steadier on a shared machine):")
         for name, runs in got.items():
             if not runs:
                 continue
-            t = statistics.median(s for s, _ in runs)
+            t, c = statistics.median(s for s, _, _ in runs), statistics.median(c for _, _, c in runs)
             ratios = ", ".join(f"{t / f:4.2f}× the {k}" for k, f in floors.items())
-            print(f"    {name:<9} {t:8.1f} s  ({ratios})  peak RSS {max(r for _, r in runs):5.2f} GB")
-        if stages:
-            print("  evaluate's stages (last round): " + "; ".join(
-                f"{s['stage']} {s['seconds']:.1f} s" + (f" ({s['rows']:,} rows)" if s["rows"] is not None else "")
-                for s in stages))
+            cpu_ratios = ", ".join(f"{c / f:4.2f}×" for f in cpu_floors.values())
+            print(f"    {name:<15} {t:8.1f} s  ({ratios})  CPU {c:7.1f} s ({cpu_ratios})  "
+                  f"peak RSS {max(r for _, r, _ in runs):5.2f} GB")
+        for name, runs in stages.items():
+            names = [s["stage"] for s in runs[0]]
+            print(f"  {name}'s stages (median of {len(runs)}): " + "; ".join(
+                f"{st} {statistics.median(s['seconds'] for r in runs for s in r if s['stage'] == st):.1f} s"
+                for st in names))
     return 0
 
 

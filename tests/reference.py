@@ -30,6 +30,10 @@ __all__ = [
     "lifted_split_rate",
     "lifted_merge_rate",
     "lifted_jaccard_distance",
+    "split_distance",
+    "merge_distance",
+    "distance_parts",
+    "lifted_distance_parts",
     "lifted",
     "overall",
     "affected_items",
@@ -131,17 +135,34 @@ def jaccard_distance(
     )
 
 
+def split_distance(base: Clustering, exp: Clustering, weight: Weights, i: Item) -> float:
+    """SplitDistance(i) = w(B \\ E) / w(B | E) (van Staden, "Decomposing the Jaccard Distance and
+    the Jaccard Index in ABCDE", 2024)."""
+    B = cluster_of(base, i)
+    E = cluster_of(exp, i)
+    return weight_of(B - E, weight) / weight_of(B | E, weight)
+
+
+def merge_distance(base: Clustering, exp: Clustering, weight: Weights, i: Item) -> float:
+    """MergeDistance(i) = w(E \\ B) / w(B | E)."""
+    B = cluster_of(base, i)
+    E = cluster_of(exp, i)
+    return weight_of(E - B, weight) / weight_of(B | E, weight)
+
+
 _METRICS = {
     "split_rate": split_rate,
     "merge_rate": merge_rate,
     "jaccard_distance": jaccard_distance,
+    "split_distance": split_distance,
+    "merge_distance": merge_distance,
 }
 
 
 def per_item(
     base: Clustering, exp: Clustering, weight: Weights
 ) -> dict[Item, dict]:
-    """item -> row with item_id, base_cluster, exp_cluster, weight and the 3 metrics."""
+    """item -> row with item_id, base_cluster, exp_cluster, weight and the 5 metrics."""
     _check_same_items(base, exp)
     _check_weights(base, weight)
     out = {}
@@ -180,7 +201,7 @@ def lifted_jaccard_distance(base, exp, weight, items=None) -> float:
 
 
 def lifted(base: Clustering, exp: Clustering, weight: Weights, items=None) -> dict:
-    """items, weight and the three lifted metrics of a set of items (default: T)."""
+    """items, weight and the five lifted metrics of a set of items (default: T)."""
     _check_same_items(base, exp)
     items = list(base) if items is None else list(items)
     return {
@@ -189,7 +210,56 @@ def lifted(base: Clustering, exp: Clustering, weight: Weights, items=None) -> di
         "split_rate": lifted_split_rate(base, exp, weight, items),
         "merge_rate": lifted_merge_rate(base, exp, weight, items),
         "jaccard_distance": lifted_jaccard_distance(base, exp, weight, items),
+        "split_distance": _lift(split_distance, base, exp, weight, items),
+        "merge_distance": _lift(merge_distance, base, exp, weight, items),
     }
+
+
+# ---------------------------------------------------------------------------
+# JaccardDistance decomposed (issue 29, after van Staden, "Decomposing the Jaccard
+# Distance and the Jaccard Index in ABCDE", 2024): for B = Base(i), E = Exp(i),
+# U = B | E and a truth (item -> entity: i ≡ j iff same entity),
+#   GoodSplitDistance(i) = Σ_{j ∈ B∖E} w(j)·[i ≢ j] / w(U),  BadSplitDistance(i) = … [i ≡ j]
+#   GoodMergeDistance(i) = Σ_{j ∈ E∖B} w(j)·[i ≡ j] / w(U),  BadMergeDistance(i) = … [i ≢ j]
+# Cluster sets are built once, so worlds of tens of thousands of items work.
+# ---------------------------------------------------------------------------
+
+DISTANCE_PARTS = ("split_distance", "merge_distance", "good_split_distance", "bad_split_distance",
+                  "good_merge_distance", "bad_merge_distance")
+
+
+def distance_parts(base: Clustering, exp: Clustering, weight: Weights, truth: Mapping) -> dict[Item, dict]:
+    """item -> SplitDistance(i), MergeDistance(i) and their good and bad parts, each summed item by
+    item over its own set (never one part as the rest minus another)."""
+    _check_same_items(base, exp)
+    bcl, ecl = clusters(base), clusters(exp)
+    out = {}
+    for i in base:
+        B, E = bcl[base[i]], ecl[exp[i]]
+        wU = weight_of(B | E, weight)
+
+        def part(js, same):
+            return math.fsum(float(weight[j]) for j in js if (truth[j] == truth[i]) == same) / wU
+
+        out[i] = {
+            "split_distance": weight_of(B - E, weight) / wU,
+            "merge_distance": weight_of(E - B, weight) / wU,
+            "good_split_distance": part(B - E, False),
+            "bad_split_distance": part(B - E, True),
+            "good_merge_distance": part(E - B, True),
+            "bad_merge_distance": part(E - B, False),
+        }
+    return out
+
+
+def lifted_distance_parts(base: Clustering, exp: Clustering, weight: Weights, truth: Mapping,
+                          items=None, per_item: dict | None = None) -> dict:
+    """The six of :func:`distance_parts` lifted to a set of items (default T): weighted averages
+    with the weights w(i)/w(I), as the paper lifts its metrics (``per_item``: that function's
+    result, if already computed)."""
+    rows = distance_parts(base, exp, weight, truth) if per_item is None else per_item
+    items = list(base) if items is None else list(items)
+    return {m: _wavg((float(weight[i]), rows[i][m]) for i in items) for m in DISTANCE_PARTS}
 
 
 # ---------------------------------------------------------------------------
@@ -215,7 +285,7 @@ def affected(base: Clustering, exp: Clustering, weight: Weights) -> dict:
 
 
 def overall(base: Clustering, exp: Clustering, weight: Weights) -> dict:
-    """Overall numbers: items, total_weight, three metrics of T, affected stats."""
+    """Overall numbers: items, total_weight, five metrics of T, affected stats."""
     _check_same_items(base, exp)
     _check_weights(base, weight)
     m = lifted(base, exp, weight)
@@ -225,6 +295,8 @@ def overall(base: Clustering, exp: Clustering, weight: Weights) -> dict:
         "split_rate": m["split_rate"],
         "merge_rate": m["merge_rate"],
         "jaccard_distance": m["jaccard_distance"],
+        "split_distance": m["split_distance"],
+        "merge_distance": m["merge_distance"],
     }
     out.update(affected(base, exp, weight))
     return out
@@ -260,6 +332,8 @@ def per_cluster(
             "split_rate": m["split_rate"],
             "merge_rate": m["merge_rate"],
             "jaccard_distance": m["jaccard_distance"],
+            "split_distance": m["split_distance"],
+            "merge_distance": m["merge_distance"],
             "contribution": m["weight"] * m["jaccard_distance"] / total,
         }
     return out
@@ -295,6 +369,8 @@ def per_slice(
             "split_rate": m["split_rate"],
             "merge_rate": m["merge_rate"],
             "jaccard_distance": m["jaccard_distance"],
+            "split_distance": m["split_distance"],
+            "merge_distance": m["merge_distance"],
             "contribution": m["weight"] * m["jaccard_distance"] / total,
         }
     return out

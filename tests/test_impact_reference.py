@@ -40,9 +40,10 @@ SETTINGS = settings(
     deadline=None,
     phases=_PHASES,
 )
-METRICS = ("split_rate", "merge_rate", "jaccard_distance")
-CLUSTER_COLS = ("size", "weight", "split_rate", "merge_rate", "jaccard_distance", "contribution")
-SLICE_COLS = ("items", "weight", "split_rate", "merge_rate", "jaccard_distance", "contribution")
+# The paper's three impact metrics and JaccardDistance's parts (issue 29).
+METRICS = ("split_rate", "merge_rate", "jaccard_distance", "split_distance", "merge_distance")
+CLUSTER_COLS = ("size", "weight", *METRICS, "contribution")
+SLICE_COLS = ("items", "weight", *METRICS, "contribution")
 
 
 def close(x):
@@ -382,8 +383,8 @@ def test_relabel_shuffle_and_scale_change_nothing(data, d):
 @SETTINGS
 @given(clusterings(), st.data())
 def test_swap_symmetry_and_triangle_inequality(data, d):
-    """Swapping Base and Exp swaps SplitRate and MergeRate (overall, per item,
-    per cluster) and keeps JaccardDistance; JaccardDistance(T) satisfies the
+    """Swapping Base and Exp swaps SplitRate and MergeRate, and SplitDistance and MergeDistance
+    (overall, per item, per cluster) and keeps JaccardDistance; JaccardDistance(T) satisfies the
     triangle inequality JD(A,C) <= JD(A,B) + JD(B,C) (one test to share runs)."""
     base, exp, w = data
     ab = run_impact(base, exp, w)
@@ -391,6 +392,7 @@ def test_swap_symmetry_and_triangle_inequality(data, d):
     assert ba.split_rate == close(ab.merge_rate)
     assert ba.merge_rate == close(ab.split_rate)
     assert ba.jaccard_distance == close(ab.jaccard_distance)
+    assert (ba.split_distance, ba.merge_distance) == (close(ab.merge_distance), close(ab.split_distance))
     assert ba.affected_items == ab.affected_items
     pab, pba = by_key(ab.per_item(), "item_id"), by_key(ba.per_item(), "item_id")
     assert set(pab) == set(pba)
@@ -398,6 +400,8 @@ def test_swap_symmetry_and_triangle_inequality(data, d):
         assert pba[i]["split_rate"] == close(pab[i]["merge_rate"])
         assert pba[i]["merge_rate"] == close(pab[i]["split_rate"])
         assert pba[i]["jaccard_distance"] == close(pab[i]["jaccard_distance"])
+        assert pba[i]["split_distance"] == close(pab[i]["merge_distance"])
+        assert pba[i]["merge_distance"] == close(pab[i]["split_distance"])
     # Base clusters of (base, exp) are the Exp clusters of (exp, base)
     cab = by_key(ab.per_cluster("base"), "cluster_id")
     cba = by_key(ba.per_cluster("exp"), "cluster_id")
@@ -406,6 +410,7 @@ def test_swap_symmetry_and_triangle_inequality(data, d):
         assert cba[c]["split_rate"] == close(cab[c]["merge_rate"])
         assert cba[c]["merge_rate"] == close(cab[c]["split_rate"])
         assert cba[c]["jaccard_distance"] == close(cab[c]["jaccard_distance"])
+        assert cba[c]["split_distance"] == close(cab[c]["merge_distance"])
         assert cba[c]["contribution"] == close(cab[c]["contribution"])
 
     # triangle inequality with a third clustering C of the same items

@@ -25,8 +25,8 @@ import simcheck as sc
 from abcde.cli import main
 from abcde.errors import InputError
 from abcde.quality.combined import combined_paper, combined_stratified, combined_stratified_slices
-from abcde.quality.ppi import (MODEL_MISSING, _fold, plan_people, ppi_mean, ppi_plus_plus_lambda, priority,
-                               tuned_lambda)
+from abcde.quality.ppi import (MODEL_MISSING, _fold, design_cells, draw_counts, plan_by_answers, plan_people, ppi_mean,
+                               ppi_plus_plus_lambda, priority, tasks_in, tuned_lambda)
 from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices, sample_stratified_many
 from abcde.sampling.pairs import sample_pairs_many
 
@@ -168,6 +168,19 @@ def _tasks(ss, seed, n):
     return frozenset(p for p, c in units.items() if priority(seed, p) <= plan["thresholds"][c]), units
 
 
+def _tasks_by_answers(ss, seed, n, model):
+    """The people's tasks chosen after the model judged (as ``judge model`` does on a sample drawn
+    with ``--human-budget``), and each pair's cell."""
+    units = {p: c for c, d in ss.draws.items() for p in d.column("pair_id").to_pylist()}
+    answers = {p: a for p, a in model.items() if a in ("same", "different")}
+    pw = {p: w for c in ss.census for p, w in zip(ss.draws[c].column("pair_id").to_pylist(),
+                                                  ss.draws[c].column("pair_weight").to_pylist())}
+    dc = {p: m for dr in ss.draws.values() for p, m in draw_counts(dr).items()}
+    plan = plan_by_answers(units, answers, seed, n, weights=ss.totals, pair_weights=pw, draw_counts=dc)
+    cells = design_cells(units, plan, answers, seed, pw, dc)
+    return tasks_in(cells, plan, seed), cells
+
+
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
     from test_quality import dicts, world
@@ -271,6 +284,10 @@ MODELS = {  # name: model options
                                                        "intersection-": 1.0}),
     "80%, a fifth unanswered": dict(accuracy=0.8, unanswered=0.2),
 }
+#: The models whose answers also choose the people's tasks (the design ``judge model`` makes on a
+#: sample drawn with ``--human-budget``): symmetric, asymmetric, errors in one stratum, unanswered.
+BY_MODELS = ("80% symmetric", "90%, says same too often", "errors in the split stratum only",
+             "80%, a fifth unanswered")
 
 
 @pytest.fixture(scope="module")
@@ -282,7 +299,7 @@ def ppi_runs(big_world):
     d, o, t, truth = w["d"], w["o"], w["t"], w["truth"]
     samples = sample_stratified_many(d, budget=N_PAIRS, seeds=range(SEEDS), total_weight=o["total_weight"],
                                      batch=250)
-    res = {name: sc.new_results(truth) for name in (*MODELS, "people only")}
+    res = {name: sc.new_results(truth) for name in (*MODELS, *(f"{m} {BY}" for m in BY_MODELS), "people only")}
     lambdas = {name: [] for name in MODELS}
     worth = {name: [] for name in MODELS}
     kw = dict(split_rate=o["split_rate"], merge_rate=o["merge_rate"])
@@ -295,17 +312,32 @@ def ppi_runs(big_world):
         u = _uniforms(true)
         _add(res["people only"], combined_stratified(ss, people, {}, tasks, lam=0, **kw))
         for name, opts in MODELS.items():
-            r = combined_stratified(ss, people, _model(true, strata=units, uniforms=u, **opts), tasks, **kw)
+            model = _model(true, strata=units, uniforms=u, **opts)
+            r = combined_stratified(ss, people, model, tasks, **kw)
             _add(res[name], r)
             lambdas[name].append(r.design["ppi"]["lambdas"])
             worth[name].append(r.design["ppi"]["worth_people_judgements"])
+            if name not in BY_MODELS:
+                continue
+            # the people's tasks chosen by this model's answers (their own priorities: with the seed's,
+            # a pair's first draw would have the priority it has in the design above, and both designs'
+            # people's luck would be one)
+            tasks_a, cells = _tasks_by_answers(ss, 10**6 + seed, N_PEOPLE, model)
+            r = combined_stratified(ss, {p: v for p, v in true.items() if p in tasks_a}, model, tasks_a, cells=cells,
+                                    **kw)
+            _add(res[f"{name} {BY}"], r)
+            worth[f"{name} {BY}"] = [*worth.get(f"{name} {BY}", []), r.design["ppi"]["worth_people_judgements"]]
     return truth, res, lambdas, worth
 
 
+BY = "(tasks by its answers)"
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", [*MODELS, *(f"{m} {BY}" for m in BY_MODELS)])
 def test_simulation_unbiased_with_honest_intervals_whatever_the_model(ppi_runs, name):
-    """1,000 seeds per model: simcheck's bands (mean, SE against the spread, coverage; a false-alarm
+    """1,000 seeds per model and design (the people's tasks drawn with the pairs, or chosen by the
+    model's answers): simcheck's bands (mean, SE against the spread, coverage; a false-alarm
     rate of 1/1000 per test, Bonferroni over the 5 metrics × 3 bands) and, as the issue asks,
     ΔPrecision's mean within 3 SEs of the brute-force truth."""
     truth, res, _, _ = ppi_runs
@@ -323,14 +355,16 @@ def test_simulation_unbiased_with_honest_intervals_whatever_the_model(ppi_runs, 
 @pytest.mark.slow
 def test_simulation_coverage_pooled_over_models_is_95_percent(ppi_runs):
     """Every model's 95% intervals of ΔPrecision and the four rates pooled (6 models × 1,000 seeds × 5
-    metrics = 30,000 intervals): coverage between 93% and 97%."""
+    metrics = 30,000 intervals; tasks by the model's answers: 4 models, 20,000): coverage between 93%
+    and 97%, for each design."""
     truth, res, _, _ = ppi_runs
-    cover = []
-    for name in MODELS:
-        for m in METRICS:
-            lo, hi = sc.bounds(res[name], m)
-            cover.append(((lo <= truth[m] + 1e-15) & (truth[m] - 1e-15 <= hi)).mean())
-    assert 0.93 <= float(np.mean(cover)) <= 0.97, cover
+    for names in (list(MODELS), [f"{m} {BY}" for m in BY_MODELS]):
+        cover = []
+        for name in names:
+            for m in METRICS:
+                lo, hi = sc.bounds(res[name], m)
+                cover.append(((lo <= truth[m] + 1e-15) & (truth[m] - 1e-15 <= hi)).mean())
+        assert 0.93 <= float(np.mean(cover)) <= 0.97, (names[0], cover)
 
 
 @pytest.mark.slow
@@ -418,23 +452,62 @@ def test_people_see_only_their_tasks_and_the_oracle_judges_only_those(drawn, tmp
 
 
 def test_model_all_pairs_people_their_tasks_quality_is_prediction_powered(drawn, tmp_path):
+    from abcde.judging.session import JudgingSession
+    from abcde.quality.judgements import read_table_file
+    from abcde.quality.ppi import BY_ANSWERS, people_cells, people_pairs
+    from abcde.quality.sample_dir import PairSampleDir
+
     d = _copy(drawn, tmp_path)
-    _cli("judge", "model", d, "--callable", "abcde.examples.judges:fields_agree")
+    s0 = PairSampleDir.read(d)
+    drawn_tasks = people_pairs(s0.draws, s0.metadata)
+    r = json.loads(_cli("judge", "model", d, "--callable", "abcde.examples.judges:fields_agree", "--json").output)
+    # No person had judged: the people's tasks are chosen again, by the model's answers.
+    n = r["people_tasks"]["tasks"]  # samples of fixed size per cell: about the 60 asked
+    assert r["people_tasks"]["chosen"] and abs(n - 60) <= 6
+    s = PairSampleDir.read(d)  # the rewritten sample reads back (its fingerprints check)
+    assert s.metadata["people"]["design"] == BY_ANSWERS and s.metadata["sample_id"] == s0.metadata["sample_id"]
+    tasks, cells = people_pairs(s.draws, s.metadata), people_cells(s.draws, s.metadata)
+    assert len(tasks) == n == s.metadata["people"]["tasks"] and tasks != drawn_tasks
+    for ext in ("csv", "parquet", "jsonl"):
+        assert set(read_table_file(d / f"tasks.{ext}", "tasks").column("pair_id").to_pylist()) == tasks
+    assert set(JudgingSession(d).pair_ids) == tasks
+    # the model's rare answers are over-represented among the people's tasks (that is the design)
+    rare = {p for p, c in cells.items() if c.endswith("|different")}
+    assert len(rare & tasks) / len(tasks) > len(rare) / len(cells)
+    # a person is served a pair of every cell first (on a copy): the estimate is defined as early as it can be
+    import shutil
+
+    c = tmp_path / "served"
+    shutil.copytree(d, c)
+    session = JudgingSession(c)
+    want = {cells[p] for p in tasks}
+    served = set()
+    for _ in range(len(want)):
+        p = session.next_pair("ann")
+        served.add(cells[p])
+        session.submit("ann", p, "same")
+    assert served == want
+    early = json.loads(_cli("quality", c, "--source", "person", "--json").output)
+    assert early["delta_precision"]["estimate"] is not None
     _cli("judge", "oracle", d, "--oracle-column", "entity_id")
     q = json.loads(_cli("quality", d, "--json").output)
     ppi = q["design"]["ppi"]
     assert q["delta_precision"]["method"] == "prediction-powered (model + people)"
-    assert ppi["people_judgements"] == 60 and ppi["people_tasks"] == 60 and ppi["pairs"] == 400
+    assert ppi["people_judgements"] == n and ppi["people_tasks"] == n and ppi["pairs"] == 400
     assert ppi["model_judgements"] + ppi["model_unanswered"] == 400
-    assert set(ppi["lambdas"]) <= {"split", "merge", "intersection+", "intersection-"}
+    assert ppi["design"] == BY_ANSWERS and sum(c["people"] for c in ppi["cells"].values()) == n
+    assert sum(c["pairs"] for c in ppi["cells"].values()) == 400
     assert "Prediction-powered" in q["verdict"]
-    lo, hi = q["delta_precision"]["range"]
-    assert lo <= q["delta_precision"]["ci_low"] <= q["delta_precision"]["ci_high"] <= hi
+    for m in ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate"):
+        e = q[m]
+        lo, hi = e["range"]
+        assert e["std_err"] is not None and lo <= e["ci_low"] <= e["estimate"] <= e["ci_high"] <= hi, m
     text = _cli("quality", d).output
-    assert "λ (the model's weight) per stratum" in text and "Judgements used: 400 model, 60 oracle" in text
-    # one source alone is still one source alone
+    assert "chosen by the model's answers" in text and f"Judgements used: 400 model, {n} oracle" in text
+    # the people's judgements alone are weighted by cell too: the same estimate without the model's
     people = json.loads(_cli("quality", d, "--source", "oracle", "--json").output)
-    assert "ppi" not in people["design"] and people["judged_pairs"] == 60
+    assert people["judged_pairs"] == n and people["design"]["ppi"]["design"] == BY_ANSWERS
+    assert people["delta_precision"]["estimate"] == pytest.approx(q["delta_precision"]["estimate"], abs=1e-15)
     # people's judgements outside their tasks are left out, and said so
     from abcde.quality.store import JudgementStore
     from abcde.quality.ppi import people_pairs
@@ -444,7 +517,7 @@ def test_model_all_pairs_people_their_tasks_quality_is_prediction_powered(drawn,
     outside = next(p for p in JudgementStore(d).pair_ids if p not in people_pairs(s.draws, s.metadata))
     JudgementStore(d).record(outside, "same", rater="ann")
     q2 = json.loads(_cli("quality", d, "--json").output)
-    assert q2["design"]["ppi"]["people_outside_tasks"] == 1 and q2["design"]["ppi"]["people_judgements"] == 60
+    assert q2["design"]["ppi"]["people_outside_tasks"] == 1 and q2["design"]["ppi"]["people_judgements"] == n
     assert q2["delta_precision"]["estimate"] == q["delta_precision"]["estimate"]
 
 
@@ -478,6 +551,56 @@ def test_the_llm_judge_path_with_a_local_openai_compatible_server(drawn, tmp_pat
     q = json.loads(_cli("quality", d, "--json").output)
     assert q["design"]["ppi"]["model_judgements"] == out["judged_now"]
     assert q["design"]["ppi"]["model_unanswered"] == 400 - out["judged_now"]  # garbage: no model value
+
+
+def test_people_who_judged_first_keep_their_tasks(drawn, tmp_path):
+    """Once a person (here the oracle) has judged, a model's run never changes the people's tasks."""
+    from abcde.quality.ppi import people_pairs
+    from abcde.quality.sample_dir import PairSampleDir
+
+    from abcde.quality.store import JudgementStore
+
+    d = _copy(drawn, tmp_path)
+    before = PairSampleDir.read(d)
+    tasks = people_pairs(before.draws, before.metadata)
+    for p in sorted(tasks)[:5]:
+        JudgementStore(d).record(p, "unsure", rater="ann")
+    r = json.loads(_cli("judge", "model", d, "--callable", "abcde.examples.judges:fields_agree", "--json").output)
+    assert not r["people_tasks"]["chosen"] and "people have judged 5 pairs" in r["people_tasks"]["reason"]
+    after = PairSampleDir.read(d)
+    assert after.metadata == before.metadata and people_pairs(after.draws, after.metadata) == tasks
+    _cli("judge", "oracle", d, "--oracle-column", "entity_id")
+    q = json.loads(_cli("quality", d, "--json").output)
+    assert "design" not in q["design"]["ppi"] and q["design"]["ppi"]["people_tasks"] == 60
+
+
+def test_tasks_by_answers_grow_with_either_budget_and_keep_every_task(drawn, tmp_path):
+    from abcde.quality.ppi import BY_ANSWERS, people_cells, people_pairs
+    from abcde.quality.sample_dir import PairSampleDir
+
+    d = _copy(drawn, tmp_path)
+    _cli("judge", "model", d, "--callable", "abcde.examples.judges:fields_agree")
+    _cli("judge", "oracle", d, "--oracle-column", "entity_id")
+    s = PairSampleDir.read(d)
+    first, cells = people_pairs(s.draws, s.metadata), people_cells(s.draws, s.metadata)
+    _cli("pairs", "--extend", d, "--human-budget", 90)
+    s = PairSampleDir.read(d)
+    grown = people_pairs(s.draws, s.metadata)
+    assert first < grown and abs(len(grown) - 90) <= 9 and s.metadata["people"]["design"] == BY_ANSWERS
+    assert people_cells(s.draws, s.metadata) == cells  # the answers the tasks were chosen by are kept
+    # more draws: pairs the model has not answered are in their stratum's cell "none"
+    _cli("pairs", "--extend", d, "--budget", 600)
+    s = PairSampleDir.read(d)
+    more, cells2 = people_pairs(s.draws, s.metadata), people_cells(s.draws, s.metadata)
+    assert grown <= more and all(cells2[p] == c for p, c in cells.items())
+    new = set(cells2) - set(cells)
+    assert new and all(cells2[p].endswith("|none") or "|" not in cells2[p] for p in new)
+    # a later model run does not change them (people have judged)
+    r = json.loads(_cli("judge", "model", d, "--callable", "abcde.examples.judges:fields_agree", "--json").output)
+    assert not r["people_tasks"]["chosen"]
+    _cli("judge", "oracle", d, "--oracle-column", "entity_id")
+    q = json.loads(_cli("quality", d, "--json").output)
+    assert q["judged_pairs"] == len(more) and q["delta_precision"]["std_err"] is not None
 
 
 def test_extending_either_budget_keeps_every_task_and_judgement(drawn, tmp_path):

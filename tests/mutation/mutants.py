@@ -389,10 +389,10 @@ MUTANTS: list[Mutant] = [
       "partner sampler, stable: the last 5% of the fragment's weight never drawn",
       (POWER, EXACT, QUALITY, STRATIFIED)),
 
-    # ------------------------------------------------------------------ core/diff.py: large inputs in other orders
-    M("large-no-distinct-ids", "core/diff.py",
-      "all(_distinct_ids(eng, v) == v.rows",
-      "all(True or _distinct_ids(eng, v) == v.rows",
+    # ------------------------------------------------------------------ core/join_buckets.py: large inputs in other orders
+    M("large-no-distinct-ids", "core/join_buckets.py",
+      "all(distinct_ids(eng, v, sizes.unique_check_rows) == v.rows",
+      "all(True or distinct_ids(eng, v, sizes.unique_check_rows) == v.rows",
       "large inputs in other orders: equal row counts taken as proof of the same items, ids unchecked",
       (SCALE,)),
     # ------------------------------------------------------------------ quality intervals (issue 24)

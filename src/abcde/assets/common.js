@@ -142,7 +142,9 @@
   }
 
   const DEFAULT_STYLE = {pct_digits: 3, estimate_digits: 4, null: "(null)",
-                         percent_estimates: ["good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate"]};
+                         percent_estimates: ["good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate",
+                                             "good_split_distance", "bad_split_distance", "good_merge_distance",
+                                             "bad_merge_distance", "good_distance", "bad_distance"]};
   function style() { return Object.assign({}, DEFAULT_STYLE, names().style || {}); }
 
   let pageNames = null;

@@ -34,9 +34,10 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_impact, ta
 @click.option("--out", required=True, type=click.Path(file_okay=False),
               help="Directory to write: impact/, explore/sample.parquet, quality/ (pairs to judge), report.html, "
                    "report.md, evaluate.json (how it was run, for 'abcde report OUT').")
-@click.option("--only-affected", is_flag=True,
-              help="impact/ holds the affected items and clusters only (the others' metrics are all 0); for "
-                   "billions of items, whose whole tables are tens of GB.")
+@click.option("--only-affected/--all-rows", default=True, show_default=True,
+              help="impact/ holds the affected items and clusters only (the others' metrics are all 0; their count "
+                   "and weight are in impact/impact.json), or every item and cluster (--all-rows: at a billion items, "
+                   "tens of GB). 'abcde impact --out DIR' also writes every row, from the same inputs.")
 @json_option
 @engine_options
 @handle_errors

@@ -399,7 +399,17 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_h
                     f"{res.pairs} in the sample.")
     if res.stats:
         console().print("judge: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in res.stats.items()))
-    console().print(f"stored in {res.store}; estimate with: abcde quality {sample_dir} --source model")
+    people = d.get("people_tasks")
+    if people and people["chosen"]:
+        split = sum(1 for c in people["cells"] if "|" in c)
+        console().print(f"people's tasks: {people['tasks']:,} pairs, chosen by the model's answers"
+                        + (f" ({split} cells: each stratum's pairs the model called same, different or left)"
+                           if split else "") + f"; judge them with: abcde judge serve {sample_dir}")
+        console().print(f"estimate with: abcde quality {sample_dir} (model + people, once people have judged)")
+    else:
+        if people:
+            console().print(f"people's tasks: {people['tasks']:,} pairs, as drawn: {people['reason']}")
+        console().print(f"stored in {res.store}; estimate with: abcde quality {sample_dir} --source model")
     if unjudged:
         raise click.ClickException(unjudged)
 

@@ -193,10 +193,17 @@ def precision(clustering, items, item_id, cluster_id, weight_column, budget, hum
 @click.option("--source", type=click.Choice(["person", "model", "oracle"]), default=None,
               help="Use only the judgements of this source (default: all; the output says how many of each "
                    "source were used).")
+@click.option("--distances/--no-distances", default=True, show_default=True,
+              help="Also JaccardDistance = good + bad (GoodSplitDistance, BadSplitDistance, GoodMergeDistance, "
+                   "BadMergeDistance) from the same judged pairs; their exact parts are stored in the sample when it "
+                   "is drawn (a sample drawn by an earlier abcde reads its inputs again, fingerprints checked).")
 @json_option
 @handle_errors
-def quality(sample_dir, judgements, slice_by, source, as_json):
+def quality(sample_dir, judgements, slice_by, source, distances, as_json):
     """ΔPrecision and Good/Bad Split/Merge rates with standard errors, from judged pairs.
+
+    Then JaccardDistance = SplitDistance + MergeDistance split into its good and bad parts, from the
+    same judged pairs (no new judgements; --no-distances leaves them out).
 
     Default judgements: SAMPLE_DIR/judgements.csv and the store SAMPLE_DIR/judgements.sqlite, every
     source (person, model, oracle); the last line (and 'judgements_used' in the JSON output) says how many
@@ -204,7 +211,8 @@ def quality(sample_dir, judgements, slice_by, source, as_json):
     """
     from abcde.quality.estimate import estimate_quality  # lazy: start-up time
 
-    res = estimate_quality(sample_dir, list(judgements) or None, slice_by=slice_by, source=source)
+    res = estimate_quality(sample_dir, list(judgements) or None, slice_by=slice_by, source=source,
+                           distances=distances)
     d = res.to_dict()
     used = d["design"]["judgements_used"]
     if as_json:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from abcde.core.names import METRIC_LABELS, QUALITY_COLUMNS, QUALITY_METRICS
+from abcde.core.names import DISTANCE_PARTS, METRIC_LABELS, QUALITY_COLUMNS, QUALITY_METRICS
 from abcde.errors import AbcdeError
 from abcde.util.display import NULL_TEXT, count, estimate, estimate_interval, four, interval, pct, weight
 
@@ -57,6 +57,7 @@ HEADERS = {
     "split_rate": METRIC_LABELS["split_rate"],
     "merge_rate": METRIC_LABELS["merge_rate"],
     "jaccard_distance": METRIC_LABELS["jaccard_distance"],
+    **{k: METRIC_LABELS[k] for k in DISTANCE_PARTS},
     "cluster_id": "cluster",
     "precision": "Precision",
     "recall": "Recall",
@@ -73,8 +74,8 @@ HEADERS = {
 LEFT = {"side", "cluster_id", "item_id", "base_cluster", "exp_cluster"}
 #: Columns holding a rate or a share, shown as percentages (util.display.pct), and a weight
 #: (util.display.weight); a whole number elsewhere is a count.
-RATES = {"split_rate", "merge_rate", "jaccard_distance", "contribution", "precision", "recall", "f1", "weight_share",
-         "split_contribution", "merge_contribution", "jaccard_contribution", "jaccard_contribution_se",
+RATES = {"split_rate", "merge_rate", "jaccard_distance", *DISTANCE_PARTS, "contribution", "precision", "recall", "f1",
+         "weight_share", "split_contribution", "merge_contribution", "jaccard_contribution", "jaccard_contribution_se",
          "JaccardDistance(T)", "inclusion", "Σu", *(f"Σu {c}" for c in ("split", "merge", "intersection",
                                                                       "intersection+", "intersection-", "self"))}
 #: ``--metric`` of ``explore query`` named as everywhere else.
@@ -210,6 +211,8 @@ def print_impact(res: ImpactResult, *, top: int) -> None:
     summary.add_row(METRIC_LABELS["split_rate"], pct(res.split_rate))
     summary.add_row(METRIC_LABELS["merge_rate"], pct(res.merge_rate))
     summary.add_row(METRIC_LABELS["jaccard_distance"], pct(res.jaccard_distance))
+    summary.add_row(f"= {METRIC_LABELS['split_distance']} + {METRIC_LABELS['merge_distance']}",
+                    f"{pct(res.split_distance)} + {pct(res.merge_distance)}")
     aff_share = res.affected_weight / res.total_weight if res.total_weight else 0.0
     summary.add_row("affected items", f"{res.affected_items:,} ({pct(aff_share)} of weight)")
     summary.add_row("unaffected items", f"{res.unaffected_items:,}")
@@ -223,7 +226,9 @@ def print_impact(res: ImpactResult, *, top: int) -> None:
     console().print(table(rows, f"The {len(rows)} most affected clusters (Base and Exp ranked together)", cols,
                           limit=max(len(rows), 1)))
     for name, rows in res.slices.items():
-        console().print(table(rows, f"Slices by {name}"))
+        # JaccardDistance's parts per slice are in --json (as wide as the rest, they would not fit).
+        cols = [c for c in (rows[0] if rows else {}) if c not in DISTANCE_PARTS]
+        console().print(table(rows, f"Slices by {name}", cols))
 
 
 def print_verdict(sentences) -> None:
@@ -278,17 +283,60 @@ def print_quality(d: dict, sentences=None) -> None:
                  "95% interval": interval(r["delta_precision"]),
                  "contribution": four(r["delta_precision_contribution"]["estimate"])} for r in rows]
         console().print(table(flat, f"ΔPrecision by {col} (vantage items)"))
+    print_distances(d.get("distances"))
+
+
+def print_distances(d: dict | None) -> None:
+    """The panel "JaccardDistance = good + bad" of a quality result's ``distances`` (overall and per
+    slice), or why it is not there."""
+    if not d:
+        return
+    if not d.get("available"):
+        console().print(f"{METRIC_LABELS['jaccard_distance']} = good + bad: {d.get('note', 'not estimated')}.",
+                        soft_wrap=True)
+        return
+    from abcde.quality.result import distance_rows  # lazy: start-up time
+
+    t = new_table(title=f"{METRIC_LABELS['jaccard_distance']} = good + bad", title_justify="left")
+    for c in ("", "exact", "good", "95% interval", "bad", "95% interval"):
+        t.add_column(c, justify="left" if not c else "right")
+    for row in distance_rows(d):
+        t.add_row(*row)
+    console().print(t)
+    console().print(f"From the same judged split and merge pairs ({d['method']}), each weighted by its item's "
+                    f"share w(B)/w(B ∪ E) (merge: w(E)/w(B ∪ E)); Good + Bad = the exact part.", soft_wrap=True)
+    for col, rows in (d.get("slices") or {}).items():
+        flat = [{col: r["value"], "weight": r["weight"], "draws": r["sampled_draws"],
+                 "JaccardDistance": pct(r["jaccard_distance"]),
+                 METRIC_LABELS["good_distance"]: estimate("good_distance", r["good_distance"]["estimate"]),
+                 "95% interval": estimate_interval("good_distance", r["good_distance"]),
+                 METRIC_LABELS["bad_distance"]: estimate("bad_distance", r["bad_distance"]["estimate"])} for r in rows]
+        console().print(table(flat, f"{METRIC_LABELS['jaccard_distance']} = good + bad by {col} (vantage items)"))
 
 
 def print_ppi(ppi: dict) -> None:
     """What a model's judgements added to people's (``design["ppi"]`` of a prediction-powered
     estimate): λ per stratum, what they were worth in people's judgements, and a warning when
     model and people disagree often."""
-    lam = ", ".join(f"{c} {v:.2f}" for c, v in ppi["lambdas"].items()) or "none"
-    console().print(f"Prediction-powered: the model judged {count(ppi['model_judgements'])} pairs "
-                    f"({count(ppi['model_unanswered'])} unanswered), people {count(ppi['people_judgements'])} of them; "
-                    f"the people's judgements correct the model's bias. λ (the model's weight) per stratum: {lam}.",
-                    soft_wrap=True)
+    from abcde.quality.ppi import BY_ANSWERS  # lazy: start-up time
+
+    if ppi.get("design") == BY_ANSWERS:
+        by_unit: dict = {}
+        for c, v in ppi["cells"].items():
+            unit, _, answer = c.partition("|")
+            by_unit.setdefault(unit, []).append(f"{answer or 'all'} {count(v['people'])}/{count(v['pairs'])}")
+        console().print(f"Prediction-powered, the people's tasks chosen by the model's answers: the model judged "
+                        f"{count(ppi['model_judgements'])} pairs ({count(ppi['model_unanswered'])} unanswered), people "
+                        f"{count(ppi['people_judgements'])} of them, more where the model's answer is rare; each "
+                        "people's judgement counts for its cell's share, so the estimates stay unbiased whatever the "
+                        "model. People's pairs / drawn pairs, by the model's answer: "
+                        + "; ".join(f"{u}: {', '.join(v)}" for u, v in by_unit.items()) + ".", soft_wrap=True)
+    else:
+        lam = ", ".join(f"{c} {v:.2f}" for c, v in ppi["lambdas"].items()) or "none"
+        console().print(f"Prediction-powered: the model judged {count(ppi['model_judgements'])} pairs "
+                        f"({count(ppi['model_unanswered'])} unanswered), people {count(ppi['people_judgements'])} of "
+                        f"them; the people's judgements correct the model's bias. λ (the model's weight) per stratum: "
+                        f"{lam}.", soft_wrap=True)
     worth = ppi.get("worth_people_judgements")
     if worth is not None:
         console().print(f"The model's {count(ppi['model_judgements'])} judgements were worth about "

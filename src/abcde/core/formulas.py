@@ -8,6 +8,14 @@ metrics" and "ABCDE quality metrics"::
     SplitRate(i)       = (W(B) − W(F)) / W(B)                       0 when F = B
     MergeRate(i)       = (W(E) − W(F)) / W(E)                       0 when F = E
     JaccardDistance(i) = (W(B) − W(F) + W(E) − W(F)) / (W(B) + W(E) − W(F))
+    SplitDistance(i)   = (W(B) − W(F)) / W(U)                        0 when F = B
+    MergeDistance(i)   = (W(E) − W(F)) / W(U)                        0 when F = E
+
+with ``W(U) = W(B ∪ E) = W(B) + W(E) − W(F)``: JaccardDistance = SplitDistance + MergeDistance
+(the decomposition of van Staden, "Decomposing the Jaccard Distance and the Jaccard Index in
+ABCDE", 2024). A split pair of ``i`` counts ``W(B)/W(U)`` times as much in SplitDistance as in
+SplitRate, a merge pair ``W(E)/W(U)`` times as much in MergeDistance as in MergeRate
+(:func:`distance_shares`).
 
 The pair weights ``u_ij`` (times ``weight(T)``) of a vantage item ``i`` in ``F``::
 
@@ -62,6 +70,30 @@ def stable_label(f) -> ibis.Value:
     return ibis.ifelse(d > 0, 1, ibis.ifelse(d < 0, -1, 0))
 
 
+def union_weight(f) -> ibis.Value:
+    """``W(B ∪ E) = W(B) + W(E) − W(F)``: the weight of the union of a fragment's two clusters."""
+    return f.wb + f.we - f.w
+
+
+def split_distance(f) -> ibis.Value:
+    """``SplitDistance(i) = (W(B) − W(F)) / W(B ∪ E)``; exactly 0 when the fragment is its whole Base cluster."""
+    return ibis.ifelse(f.n == f.nb, 0.0, (f.wb - f.w) / union_weight(f))
+
+
+def merge_distance(f) -> ibis.Value:
+    """``MergeDistance(i) = (W(E) − W(F)) / W(B ∪ E)``; exactly 0 when the fragment is its whole Exp cluster."""
+    return ibis.ifelse(f.n == f.ne, 0.0, (f.we - f.w) / union_weight(f))
+
+
+def distance_shares(f) -> dict:
+    """``share_split = W(B)/W(B ∪ E)`` and ``share_merge = W(E)/W(B ∪ E)`` of a fragment's items:
+    a split pair's ``u_ij`` times ``share_split`` is its weight in SplitDistance(T)
+    (``Σ_{j ∈ B∖E} u_ij · W(B)/W(U) = w_i/W · SplitDistance(i)``), a merge pair's times
+    ``share_merge`` its weight in MergeDistance(T). Both in (0, 1]."""
+    u = union_weight(f)
+    return {"share_split": f.wb / u, "share_merge": f.we / u}
+
+
 def affected(f) -> ibis.Value:
     """``Base(i) ≠ Exp(i)``, decided on item counts so it is exact."""
     return (f.n < f.nb) | (f.n < f.ne)
@@ -70,14 +102,14 @@ def affected(f) -> ibis.Value:
 def fragment_metrics(f: ibis.Table) -> ibis.Table:
     """Add the per-item metrics shared by the items of each fragment.
 
-    ``split_rate``, ``merge_rate``, ``jaccard_distance`` (paper eqs. 1-3) and
-    ``affected`` (``Base(i) != Exp(i)``, decided on item counts so it is exact).
-    A metric is exactly 0 when its set difference is empty.
+    ``split_rate``, ``merge_rate``, ``jaccard_distance`` (paper eqs. 1-3), its parts
+    ``split_distance`` and ``merge_distance``, and ``affected`` (``Base(i) != Exp(i)``, decided on
+    item counts so it is exact). A metric is exactly 0 when its set difference is empty.
     """
     aff = affected(f)
     jd = ibis.ifelse(aff, (f.wb - f.w + f.we - f.w) / (f.wb + f.we - f.w), 0.0)
     return f.mutate(split_rate=split_pair_weight(f), merge_rate=merge_pair_weight(f), jaccard_distance=jd,
-                    affected=aff)
+                    split_distance=split_distance(f), merge_distance=merge_distance(f), affected=aff)
 
 
 def weighted_mean_se(x: np.ndarray, w: np.ndarray) -> tuple[float, float]:

@@ -7,8 +7,19 @@ from __future__ import annotations
 
 from abcde.util.display import STYLE
 
-#: Exact impact metrics (per item, cluster, slice and overall), as Python/JSON names.
+#: Exact impact metrics (per item, cluster, slice and overall), as Python/JSON names: the paper's
+#: three, shown as the headline everywhere (cards, exploration samples and pages).
 IMPACT_METRICS = ("split_rate", "merge_rate", "jaccard_distance")
+
+#: JaccardDistance's two parts, exact too and computed wherever the impact metrics are (per item,
+#: cluster, slice, overall; ``impact --json``): JaccardDistance = SplitDistance + MergeDistance.
+DISTANCE_PARTS = ("split_distance", "merge_distance")
+
+#: The good and bad parts of SplitDistance and MergeDistance, estimated from the judged pairs
+#: (JaccardDistance = GoodDistance + BadDistance, GoodDistance = GoodSplitDistance + GoodMergeDistance).
+DISTANCE_ESTIMATES = ("good_split_distance", "bad_split_distance", "good_merge_distance", "bad_merge_distance")
+#: Their sums, JaccardDistance's good and bad parts.
+DISTANCE_TOTALS = ("good_distance", "bad_distance")
 
 #: Quality metrics estimated from judged pairs.
 QUALITY_METRICS = ("delta_precision", "good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate")
@@ -18,6 +29,14 @@ METRIC_LABELS = {
     "split_rate": "SplitRate",
     "merge_rate": "MergeRate",
     "jaccard_distance": "JaccardDistance",
+    "split_distance": "SplitDistance",
+    "merge_distance": "MergeDistance",
+    "good_split_distance": "GoodSplitDistance",
+    "bad_split_distance": "BadSplitDistance",
+    "good_merge_distance": "GoodMergeDistance",
+    "bad_merge_distance": "BadMergeDistance",
+    "good_distance": "GoodDistance",
+    "bad_distance": "BadDistance",
     "delta_precision": "ΔPrecision",
     "good_split_rate": "GoodSplitRate",
     "bad_split_rate": "BadSplitRate",

@@ -27,6 +27,25 @@ _counter = itertools.count()
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
 
+class Aside:
+    """A result being fetched beside other queries (:meth:`Engine.rows_aside`)."""
+
+    def __init__(self, *, rows: list[dict] | None = None, wait=None, cancel=None) -> None:
+        self._rows, self._wait, self._cancel = rows, wait, cancel
+
+    def result(self) -> list[dict]:
+        """The rows, once fetched; raises what the query raised (an :class:`EngineError`)."""
+        if self._wait is not None:
+            self._rows, self._wait, self._cancel = self._wait(), None, None
+        return self._rows
+
+    def cancel(self) -> None:
+        """Stop the query if it still runs (its result is no longer wanted); nothing if it is done."""
+        if self._cancel is not None:
+            self._cancel()
+            self._wait = self._cancel = None
+
+
 # name -> Engine subclass; filled by Engine.__init_subclass__ when abcde.engine
 # imports the engine modules, read by connect().
 _ENGINES: dict[str, type[Engine]] = {}
@@ -52,9 +71,10 @@ class Engine(abc.ABC):
         Write one table; write a directory of tables and texts.
     :meth:`release`
         Drop the temporary tables this engine made.
-    :meth:`session`, :meth:`interrupt`
+    :meth:`session`, :meth:`interrupt`, :meth:`rows_aside`
         Another engine on the same data whose queries run concurrently with this one's;
-        cancel the query running now (from another thread).
+        cancel the query running now (from another thread); fetch a small result beside the
+        next queries.
     Capabilities (properties)
         :attr:`prefers_window_sums`, :attr:`writes_part_directories`,
         :attr:`atomic_outputs`; :meth:`zip` (join by row position) where the engine can.
@@ -294,6 +314,13 @@ class Engine(abc.ABC):
         query then fails with an :class:`~abcde.errors.EngineError`). ``False`` if this engine
         cannot cancel a query (default)."""
         return False
+
+    def rows_aside(self, expr, *, step: str = "query") -> Aside:
+        """Start fetching a (small) result, as :meth:`rows` does, beside this engine's next queries:
+        :meth:`Aside.result` waits for it. For a step whose query leaves cores idle (DuckDB's zip of
+        inputs by position runs on one thread) and another query that need not wait for it. Default:
+        fetched now (the engine runs one query at a time)."""
+        return Aside(rows=self.rows(expr, step=step))
 
     # -- writing ---------------------------------------------------------
     def write_parquet(self, expr, path, *, step: str = "write") -> None:

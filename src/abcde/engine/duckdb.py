@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import pyarrow as pa
 from ibis.backends.sql.datatypes import DuckDBType
 from ibis.formats.pyarrow import PyArrowData
 
-from abcde.engine.base import Engine, first_line, identifier, temp_name
+from abcde.engine.base import Aside, Engine, first_line, identifier, temp_name
 from abcde.errors import EngineError, InputError
 from abcde.util import progress as _progress
 from abcde.util.files import replace_files
@@ -91,6 +92,58 @@ class DuckDBEngine(Engine):
         fails with "INTERRUPT Error"). Other connections' queries go on."""
         self.con.con.interrupt()
         return True
+
+    def rows_aside(self, expr, *, step: str = "query") -> Aside:
+        """Fetched on another connection (a cursor of this database) in a thread, so DuckDB runs it
+        on the cores this engine's next queries leave idle. Temporary views are this connection's
+        own: the ones the expression reads (the inputs, read as views) are made again there from
+        their SQL. An expression reading anything else this connection alone sees (a temporary
+        table, a zip, a table in memory) is fetched now. Values are as DuckDB's client gives them
+        (a count is an ``int``)."""
+        try:
+            reads = expr.op().find((ops.DatabaseTable, ops.InMemoryTable))
+            names = {t.name for t in reads}
+            views = dict(self.con.con.execute(
+                "SELECT view_name, sql FROM duckdb_views() WHERE temporary").fetchall()) if names else {}
+            if any(isinstance(t, ops.InMemoryTable) for t in reads) or not names <= set(views) or names & self._zips:
+                return super().rows_aside(expr, step=step)
+            sql = self.con.compile(expr)
+            cur = self.con.con.cursor()
+        except Exception:  # noqa: BLE001 - anything unusual: fetched now, where a failure names the step
+            return super().rows_aside(expr, step=step)
+        got: dict = {}
+
+        def fetch() -> None:
+            try:
+                for key in ("enable_progress_bar", "preserve_insertion_order"):
+                    cur.execute(f"SET {key} = false")
+                for name in names:
+                    cur.execute(views[name])
+                r = cur.execute(sql)
+                cols = [d[0] for d in r.description]
+                got["rows"] = [dict(zip(cols, row)) for row in r.fetchall()]
+            except Exception as exc:  # noqa: BLE001 - raised again by the caller's result()
+                got["error"] = exc
+            finally:
+                cur.close()
+
+        thread = threading.Thread(target=fetch, name=f"abcde-aside-{identifier(step)}", daemon=True)
+        thread.start()
+
+        def wait() -> list[dict]:
+            thread.join()
+            if "error" in got:
+                raise EngineError(self.failure(step, got["error"])) from got["error"]
+            return got["rows"]
+
+        def cancel() -> None:
+            try:
+                cur.interrupt()
+            except Exception:  # noqa: BLE001 - closed already: the query is done
+                pass
+            thread.join()
+
+        return Aside(wait=wait, cancel=cancel)
 
     def zip(self, tables: dict[str, "ibis.Table"]) -> "ibis.Table":
         """DuckDB's ``POSITIONAL JOIN`` of the tables (a scan of each in its stored order)."""

@@ -49,6 +49,7 @@ from typing import Callable
 from abcde.util.net import is_loopback
 from abcde.errors import AbcdeError, InputError, MissingDependencyError, with_option
 from abcde.core.names import VOCABULARY
+from abcde.quality.people import choose_by_model_answers
 from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import DuplicateJudgementError, JudgementStore
 
@@ -532,6 +533,10 @@ class ModelJudgeResult:
         The judge's own counters (LLM: requests, retries, cache hits, unusable answers).
     unusable
         The first few unjudged pairs: ``{"pair_id", "reason", "answer"}`` (the answer clipped).
+    people
+        A sample drawn with a people's budget (``--human-budget``): whether the people's tasks were
+        chosen by the model's answers now (:func:`abcde.quality.people.choose_by_model_answers`),
+        or why not; None for other samples.
     seconds
         Wall-clock time of the run.
     """
@@ -546,11 +551,13 @@ class ModelJudgeResult:
     stats: dict = field(default_factory=dict)
     seconds: float = 0.0
     unusable: list = field(default_factory=list)
+    people: dict | None = None
 
     def to_dict(self) -> dict:
         return {"rater": self.rater, "store": self.store, "pairs": self.pairs, "judged_now": self.judged_now,
                 "already_judged": self.already, "answers": self.answers, "unjudged_pairs": self.unjudged,
-                "unusable": self.unusable, "judge_stats": self.stats, "seconds": round(self.seconds, 3)}
+                "unusable": self.unusable, "judge_stats": self.stats, "seconds": round(self.seconds, 3),
+                "people_tasks": self.people}
 
 
 def judge_with_model(sample_dir, judge: Judge, *, name: str | None = None, concurrency: int = 4,
@@ -649,5 +656,7 @@ def judge_with_model(sample_dir, judge: Judge, *, name: str | None = None, concu
                 f.cancel()
             raise
     stats = dict(getattr(judge, "stats", {}) or {})
+    # A people's budget: the people's tasks are chosen by the model's answers, while no person has judged.
+    chosen = choose_by_model_answers(sample_dir)
     return ModelJudgeResult(rater, str(store.path), len(store.tasks), judged, len(done), answers, len(unusable),
-                            stats, time.perf_counter() - t0, unusable[:5])
+                            stats, time.perf_counter() - t0, unusable[:5], None if chosen is None else chosen.to_dict())

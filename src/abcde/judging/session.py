@@ -79,7 +79,7 @@ from abcde.errors import InputError
 from abcde.judging.agreement import agreement
 from abcde.quality.estimate import estimate_quality
 from abcde.quality.judgements import majority, vote
-from abcde.quality.ppi import people_pairs
+from abcde.quality.ppi import people_cells, people_pairs, units_of
 from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import KEEP, OWNER, JudgementStore, NotJudgedError, check_rater
 from abcde.quality.stratified import next_stratum, stratum_values
@@ -228,6 +228,17 @@ class JudgingSession:
             weight = {c: float(totals.get(c, 0.0)) for c in strata if totals.get(c, 0.0) > 0}
         else:  # the paper's estimator needs one in every class drawn
             weight = {c: float(totals.get(c, 0.0)) for c in strata if c in present}
+        cells = people_cells(d, meta)
+        if cells is not None and not self.adaptive:
+            # Tasks chosen by a model's answers: each cell needs judgements (its estimate is the cell's
+            # mean), so the cells are served as strata, each with its share of its stratum's weight.
+            units = units_of(d, meta)
+            size, of_unit = Counter(cells.values()), Counter(units.values())
+            unit = {cells[p]: c for p, c in units.items()}  # each cell's stratum
+            served = {cells.get(p, c) for p, c in stratum_of.items()}
+            weight = {k: weight[unit[k]] * n / of_unit[unit[k]] for k, n in size.items()
+                      if unit[k] in weight and k in served}
+            stratum_of = {p: cells.get(p, c) for p, c in stratum_of.items()}
         return stratum_of, weight
 
     def _wanted(self, pair_id: str) -> int:
@@ -397,7 +408,8 @@ class JudgingSession:
         tables = [t for t in (person, model) if t is not None and t.num_rows]
         result, verdict_d = None, None
         try:  # in memory: judgements are never copied to a temporary file (one a crash would leave behind)
-            result = estimate_quality(self.sample_dir, tables)
+            # (JaccardDistance's good and bad parts would read the inputs again: not on every judgement)
+            result = estimate_quality(self.sample_dir, tables, distances=False)
             est = result.to_dict()
         except Exception as exc:  # the app must keep collecting judgements even if an estimator fails
             traceback.print_exc(file=sys.stderr)

@@ -6,6 +6,9 @@ Paper, section "ABCDE impact metrics". For an item ``i``::
     MergeRate(i)       = weight(Exp(i) \\ Base(i)) / weight(Exp(i))
     JaccardDistance(i) = (weight(Base(i) \\ Exp(i)) + weight(Exp(i) \\ Base(i)))
                          / weight(Base(i) ∪ Exp(i))
+                       = SplitDistance(i) + MergeDistance(i)
+    SplitDistance(i)   = weight(Base(i) \\ Exp(i)) / weight(Base(i) ∪ Exp(i))
+    MergeDistance(i)   = weight(Exp(i) \\ Base(i)) / weight(Base(i) ∪ Exp(i))
 
 and for a set of items ``I`` each metric is the weighted mean over ``I``. All of
 it is computed from the fragment table (:mod:`abcde.core.diff`).
@@ -24,13 +27,15 @@ import pyarrow as pa
 from abcde.util import progress as _progress
 from abcde.engine import Engine
 from abcde.errors import InputError
-from abcde.core.diff import Diff, Restriction, affected_items, build_diff
+from abcde.core.diff import Diff, Restriction, affected_fragments, affected_items, build_diff
 from abcde.core.inputs import Inputs
 from abcde.core.formulas import fragment_metrics
-from abcde.core.names import IMPACT_METRICS, METRIC_LABELS
+from abcde.core.names import DISTANCE_PARTS, IMPACT_METRICS, METRIC_LABELS
 from abcde.util import display
 
-METRICS = IMPACT_METRICS
+#: Every exact metric computed per item, cluster, slice and overall: the paper's three and
+#: JaccardDistance's parts SplitDistance and MergeDistance.
+METRICS = IMPACT_METRICS + DISTANCE_PARTS
 SIDES = ("base", "exp")
 
 
@@ -84,6 +89,8 @@ class ImpactResult:
         Size and weight of the population ``T`` (the items both clusterings share).
     split_rate, merge_rate, jaccard_distance
         ``SplitRate(T)``, ``MergeRate(T)``, ``JaccardDistance(T)``.
+    split_distance, merge_distance
+        ``SplitDistance(T)`` and ``MergeDistance(T)``, whose sum is ``JaccardDistance(T)``.
     affected_items, affected_weight, unaffected_items, unaffected_weight
         Items with ``Base(i) != Exp(i)`` and the rest.
     restriction
@@ -103,6 +110,8 @@ class ImpactResult:
     split_rate: float
     merge_rate: float
     jaccard_distance: float
+    split_distance: float
+    merge_distance: float
     affected_items: int
     affected_weight: float
     unaffected_items: int
@@ -119,7 +128,7 @@ class ImpactResult:
 
     def per_item(self) -> pa.Table:
         """Per-item metrics: ``item_id, base_cluster, exp_cluster, weight,
-        split_rate, merge_rate, jaccard_distance``."""
+        split_rate, merge_rate, jaccard_distance, split_distance, merge_distance``."""
         return self.diff.engine.to_arrow(self.per_item_expr(), step="per-item metrics")
 
     def per_cluster_expr(self, side: str) -> ibis.Table:
@@ -127,7 +136,8 @@ class ImpactResult:
 
     def per_cluster(self, side: str) -> pa.Table:
         """Per-cluster metrics of ``side`` (``"base"`` or ``"exp"``): ``cluster_id,
-        size, weight, split_rate, merge_rate, jaccard_distance, contribution``."""
+        size, weight, split_rate, merge_rate, jaccard_distance, split_distance, merge_distance,
+        contribution``."""
         return self.diff.engine.to_arrow(self.per_cluster_expr(side), step=f"per-{side}-cluster metrics")
 
     def lookup(self, item_ids: Sequence) -> list[dict]:
@@ -154,6 +164,8 @@ class ImpactResult:
             "split_rate": self.split_rate,
             "merge_rate": self.merge_rate,
             "jaccard_distance": self.jaccard_distance,
+            "split_distance": self.split_distance,
+            "merge_distance": self.merge_distance,
             "affected_items": self.affected_items,
             "affected_weight": self.affected_weight,
             "unaffected_items": self.unaffected_items,
@@ -171,6 +183,8 @@ class ImpactResult:
                 (METRIC_LABELS["split_rate"], display.pct(self.split_rate)),
                 (METRIC_LABELS["merge_rate"], display.pct(self.merge_rate)),
                 (METRIC_LABELS["jaccard_distance"], display.pct(self.jaccard_distance)),
+                (f"= {METRIC_LABELS['split_distance']} + {METRIC_LABELS['merge_distance']}",
+                 f"{display.pct(self.split_distance)} + {display.pct(self.merge_distance)}"),
                 ("affected items", f"{display.count(self.affected_items)} ({display.pct(aff)} of weight)")]
         top = [[c["side"], str(c["cluster_id"]), display.count(c["size"]), display.weight(c["weight"]),
                 display.pct(c["jaccard_distance"]), display.pct(c["contribution"])]
@@ -208,11 +222,10 @@ def per_item_expr(diff: Diff, items: ibis.Table | None = None, *, only_affected:
     """Per-item metrics of all common items (or of ``items``, a subset of them).
 
     Only the affected fragments are joined (typically a few percent): an item of an unaffected
-    fragment (its Base cluster is its Exp cluster) has all three metrics exactly 0, which the
+    fragment (its Base cluster is its Exp cluster) has every metric exactly 0, which the
     formulas give too (``W(B) − W(F) = 0``, ``W(F) / W(B ∪ E) = 1``). At a billion items this
     keeps the join's hash table to the affected fragments instead of every one."""
-    f = fragment_metrics(diff.fragments)
-    f = f.filter(f.affected).select("base_cluster", "exp_cluster", *METRICS)
+    f = fragment_metrics(affected_fragments(diff)).select("base_cluster", "exp_cluster", *METRICS)
     j = items if items is not None else affected_items(diff) if only_affected else diff.joined
     on = [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster]
     t = j.join(f, on) if only_affected else j.left_join(f, on)
@@ -240,9 +253,8 @@ def per_cluster_expr(diff: Diff, side: str, total_weight: float, *, only_affecte
     single fragment is affected has no other), each with its whole size and weight."""
     if side not in SIDES:
         raise InputError(f"side must be 'base' or 'exp'. Got {side!r} instead.")
-    f = fragment_metrics(diff.fragments)
-    if only_affected:
-        f = f.filter(f.affected)
+    # The affected fragments are materialized once per diff (a few percent of the fragments).
+    f = fragment_metrics(affected_fragments(diff) if only_affected else diff.fragments)
     key = f"{side}_cluster"
     g = f.group_by(cluster_id=f[key]).aggregate(size=f.n.sum(), weight=f.w.sum(), **_weighted_sums(f, f.w))
     return g.select("cluster_id", "size", "weight", **_weighted_means(g, total_weight))

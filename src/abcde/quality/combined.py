@@ -20,8 +20,8 @@ import numpy as np
 import pyarrow as pa
 
 from abcde.quality.paper import delta_precision_bounds
-from abcde.quality.ppi import (DISAGREEMENT_WARNING, Part, agreement, fold_lambdas, model_value, ppi_census_total,
-                               ppi_mean)
+from abcde.quality.ppi import (BY_ANSWERS, DISAGREEMENT_WARNING, Cells, Part, agreement, fold_lambdas, model_value,
+                               ppi_census_total, ppi_mean)
 from abcde.quality.result import Estimate, QualityResult
 from abcde.quality.stratified import _LABEL, slice_ranges
 from abcde.sampling.pairs import pair_class_of_draws
@@ -43,6 +43,23 @@ class Judged:
     item_b: list
     pair_weight: np.ndarray | None
     pairs: np.ndarray | None = None
+    #: Each draw's cell when the people's tasks were chosen by the model's answers
+    #: (:func:`abcde.quality.ppi.people_cells`), else None (one cell per unit).
+    cells: np.ndarray | None = None
+    #: ``{cell: {pair_id: times}}``: cells of a census stratum whose people's tasks are draws ∝ pair
+    #: weight (:func:`abcde.quality.ppi.census_draws`).
+    drawn: dict | None = None
+
+    @property
+    def clusters(self) -> np.ndarray | None:
+        """Each draw's pair, where people's judgements are a sample of pairs (a pair's draws share
+        its judgement: a cluster); None where they are a sample of draws (by the model's answers)."""
+        return self.pairs if self.cells is None else None
+
+    @property
+    def groups(self) -> np.ndarray:
+        """What a unit's mean is post-stratified by: the cells, or nothing (one group)."""
+        return self.cells if self.cells is not None else np.zeros(len(self.label))
 
     @property
     def y(self) -> np.ndarray:  # l·1(i ≡ j) as people judged it (0 where unlabeled; never read there)
@@ -53,9 +70,11 @@ class Judged:
         return self.label * self.model
 
 
-def judged(draws: pa.Table, people: dict, model: dict, tasks: frozenset | None, *, self_known: bool = False) -> Judged:
+def judged(draws: pa.Table, people: dict, model: dict, tasks: frozenset | None, *, self_known: bool = False,
+           cells: dict | None = None) -> Judged:
     """The arrays of ``draws`` (see :class:`Judged`). ``tasks``: the people's tasks (None: every pair);
-    ``self_known``: self draws (the paper's design) are labeled "same" by definition, model included."""
+    ``self_known``: self draws (the paper's design) are labeled "same" by definition, model included;
+    ``cells``: ``{pair_id: cell}`` of a design by the model's answers (self draws: cell "self")."""
     n = draws.num_rows
     if not n:
         z = np.zeros(0)
@@ -64,18 +83,24 @@ def judged(draws: pa.Table, people: dict, model: dict, tasks: frozenset | None, 
     label = np.asarray(draws.column("label").to_pylist(), dtype=float)
     selfs = draws.column("is_self").to_pylist() if self_known else [False] * n
     ppl, mod, lab = np.full(n, np.nan), np.empty(n), np.zeros(n, dtype=bool)
+    seen: dict = {}
     for k, (p, s) in enumerate(zip(pids, selfs)):
         if s:
             ppl[k], mod[k], lab[k] = 1.0, 1.0, True
             continue
+        i = seen[p] = seen.get(p, -1) + 1  # the pair's i-th draw
         a = people.get(p) if tasks is None or p in tasks else None
         if a in ("same", "different"):
-            ppl[k], lab[k] = (1.0 if a == "same" else 0.0), True
+            ppl[k] = 1.0 if a == "same" else 0.0
+            # by the model's answers: the people's draws only (their judgement is the pair's)
+            lab[k] = cells.selected(p, i) if isinstance(cells, Cells) else True
         mod[k] = model_value(model.get(p))
     pw = (np.asarray(draws.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float)
           if "pair_weight" in draws.column_names else None)
+    cell = None if cells is None else np.asarray(
+        ["self" if s else cells.get(p, "") for p, s in zip(pids, selfs)], dtype=object)
     return Judged(label, ppl, mod, lab, draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist(), pw,
-                  np.asarray(pids, dtype=object))
+                  np.asarray(pids, dtype=object), cell, getattr(cells, "drawn", None))
 
 
 def _estimate(name, part: Part, scale: float, *, bounds, note: str = "", shift: float = 0.0,
@@ -111,15 +136,55 @@ def _fallback(arrays: dict) -> dict:
     return fold_lambdas([(j.y, j.f, j.labeled, j.pairs) for j in arrays.values() if len(j.label)])
 
 
+def _drawn_total(j: Judged, y: np.ndarray, m: np.ndarray, times: dict) -> Part:
+    """``Σ w·y`` over a census cell whose people's tasks are draws ∝ pair weight: ``W`` times the
+    mean of ``y`` over the draws people judged (Hansen–Hurwitz; a pair drawn twice counts twice),
+    variance ``W²·s²/k`` over the ``k`` judged draws (independent draws; a usable judgement missing
+    leaves its draws out, as everywhere)."""
+    W = float(j.pair_weight[m].sum())
+    idx = [k for k in np.flatnonzero(m) if j.pairs[k] in times and j.labeled[k]]
+    if not idx:
+        return Part.undefined()
+    t = np.array([times[j.pairs[k]] for k in idx], dtype=float)
+    v = y[idx]
+    k = float(t.sum())
+    mean = float((t * v).sum() / k)
+    s2 = float((t * (v - mean) ** 2).sum() / (k - 1)) if k > 1 else math.nan
+    a = np.abs(np.nan_to_num(j.people[idx]))
+    p = (float((t * a).sum()) + 0.5) / (k + 1.0)  # Jeffreys' floor (ppi._floor), per draw
+    floor = p * (1.0 - p) * float(np.mean(np.abs(j.label[idx]))) ** 2
+    var = W * W * s2 / k if math.isfinite(s2) else math.nan
+    ivar = W * W * max(s2 if math.isfinite(s2) else 0.0, floor) / k
+    return Part(W * mean, var, ivar, len(idx), {}, var)
+
+
+def _census_part(j: Judged, y, f, *, lam=None, fallback=None) -> Part:
+    """The prediction-powered total of ``y`` over a census stratum, summed over its cells (each cell's
+    people's pairs a simple random sample of its pairs; one cell: :func:`ppi_census_total`)."""
+    if j.cells is None:
+        return ppi_census_total(j.pair_weight, y, f, j.labeled, lam=lam, answers=j.people, pairs=j.pairs,
+                                fallback=fallback)
+    parts = []
+    for g in dict.fromkeys(j.cells.tolist()):
+        m = j.cells == g
+        if j.drawn and g in j.drawn:
+            parts.append((1.0, _drawn_total(j, y, m, j.drawn[g])))
+            continue
+        parts.append((1.0, ppi_census_total(j.pair_weight[m], y[m], f[m], j.labeled[m], lam=lam,
+                                            answers=j.people[m], pairs=j.pairs[m], fallback=fallback)))
+    t = _sum_parts(parts)
+    # floored only when no cell varies (see ppi_mean's floor_each)
+    return Part(t.value, t.var, t.var, t.n, t.lambdas, t.var_people) if t.var > 0 else t
+
+
 def _rate_part(j: Judged, census: bool, lam=None, fallback=None) -> Part:
     """The share judged "same" of a split or merge unit (a census: weighted by pair weight)."""
     if census:
-        t = ppi_census_total(j.pair_weight, np.nan_to_num(j.people), j.model, j.labeled, lam=lam, pairs=j.pairs,
-                             fallback=fallback)
+        t = _census_part(j, np.nan_to_num(j.people), j.model, lam=lam, fallback=fallback)
         W = float(j.pair_weight.sum())
         return Part(t.value / W, t.var / W ** 2, t.ivar / W ** 2, t.n, t.lambdas, t.var_people / W ** 2)
-    return ppi_mean(np.zeros(len(j.label)), np.nan_to_num(j.people), j.model, j.labeled, lam=lam, pairs=j.pairs,
-                    fallback=fallback)
+    return ppi_mean(j.groups, np.nan_to_num(j.people), j.model, j.labeled, lam=lam, pairs=j.clusters,
+                    fallback=fallback, floor_each=j.cells is None)
 
 
 def _rates(parts: dict, split_rate: float, merge_rate: float) -> dict:
@@ -140,7 +205,34 @@ def _rates(parts: dict, split_rate: float, merge_rate: float) -> dict:
     return out
 
 
-def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: set) -> dict:
+def _people_only(p: Part, j: Judged, y: np.ndarray, scale: float, census: bool) -> Part:
+    """``p`` (a unit's estimate by cell) with ``var_people`` the variance of people-only judgements
+    of the same number, drawn ∝ pair weight from the whole unit (what :func:`_facts` compares with):
+    ``scale²·σ̂²/n``, σ̂² the unit's variance of ``y`` per draw ∝ weight, estimated cell by cell
+    (within-cell variances plus the cells' spread, each cell weighted by its share of the unit)."""
+    if j.cells is None or not math.isfinite(p.value) or p.n < 1:
+        return p
+    L = j.labeled
+    w = j.pair_weight if census else np.ones(len(y))
+    total = float(w.sum())
+    mean = var = 0.0
+    stats = []
+    for g in dict.fromkeys(j.cells.tolist()):
+        m = j.cells == g
+        lab = m & L
+        if not lab.any():
+            return p
+        wl, yl = w[lab], y[lab]
+        mg = float((wl * yl).sum() / wl.sum())
+        vg = float((wl * (yl - mg) ** 2).sum() / wl.sum())
+        stats.append((float(w[m].sum()) / total, mg, vg))
+    mean = sum(s_ * m_ for s_, m_, _ in stats)
+    var = sum(s_ * (v_ + (m_ - mean) ** 2) for s_, m_, v_ in stats)
+    unit = (total if census else 1.0) * scale
+    return Part(p.value, p.var, p.ivar, p.n, p.lambdas, unit * unit * var / p.n)
+
+
+def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: set, cells: dict | None = None) -> dict:
     """What the model added, for ``design["ppi"]``."""
     both, dis = agreement({p: people[p] for p in labeled_pairs if p in people}, model, labeled_pairs)
     n = len(labeled_pairs)
@@ -161,10 +253,29 @@ def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: 
         "people_only_std_err": math.sqrt(dp.var_people) if math.isfinite(dp.var_people) else None,
         "std_err": math.sqrt(dp.var) if math.isfinite(dp.var) else None,
     }
+    if cells is not None:
+        facts["design"] = BY_ANSWERS
+        facts["lambdas"] = {}
+        facts["cells"] = {c: {"pairs": sum(1 for p in pair_ids if cells.get(p) == c),
+                              "people": sum(1 for p in labeled_pairs if cells.get(p) == c)}
+                          for c in sorted(set(cells.values()))}
+        # The people's pairs over-represent the cells the model called rare: their disagreement is
+        # weighted back to the drawn pairs (each pair by its cell's pairs per people's pair).
+        w = {c: v["pairs"] / v["people"] for c, v in facts["cells"].items() if v["people"]}
+        num = den = 0.0
+        for p in labeled_pairs:
+            a, b = people.get(p), model.get(p)
+            if a in ("same", "different") and b in ("same", "different"):
+                den += w.get(cells.get(p), 0.0)
+                num += w.get(cells.get(p), 0.0) * (a != b)
+        share = num / den if den else None
+        facts["disagreement_share"] = share
     if share is not None and share > DISAGREEMENT_WARNING:
         facts["warning"] = (f"The model and people disagree on {dis:,} of the {both:,} pairs both judged "
-                            f"({share:.0%}, more than a fifth): the estimates stay unbiased, but the model adds "
-                            "little; check its prompt or use people's judgements alone (--source person).")
+                            + (f"(an estimated {share:.0%} of the drawn pairs, more than a fifth)" if cells is not None
+                               else f"({share:.0%}, more than a fifth)")
+                            + ": the estimates stay unbiased, but the model adds little; check its prompt or use "
+                            "people's judgements alone (--source person).")
     if tasks is None:
         facts["subset"] = ("the people's judgements are taken as a random subset of the drawn pairs (the sample "
                            "was drawn without --human-budget; the judging app serves each stratum's pairs in "
@@ -190,14 +301,17 @@ def _counts(pair_ids, people, tasks) -> tuple[int, int, int]:
 
 
 def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | None, *, split_rate: float,
-                        merge_rate: float, lam=None) -> QualityResult:
+                        merge_rate: float, lam=None, cells: dict | None = None) -> QualityResult:
     """ΔPrecision and the Good/Bad rates of a stratified sample (:class:`StratifiedSample`):
     the exact self term plus, per stratum, ``U_c`` times its prediction-powered mean (a census
-    stratum: its prediction-powered total)."""
+    stratum: its prediction-powered total). ``cells``: the people's tasks were chosen by the
+    model's answers (:func:`abcde.quality.ppi.people_cells`): each stratum's mean is stratified by
+    cell (λ = 0 within a cell, where the model's value is one number)."""
     parts, rate_parts = [], {}
     lo = hi = sample.self_term
     missing = []
-    arrays = {c: judged(sample.draws[c], people, model, tasks) for c in sample.strata}
+    lam = 0.0 if cells is not None else lam
+    arrays = {c: judged(sample.draws[c], people, model, tasks, cells=cells) for c in sample.strata}
     fb = _fallback(arrays)
     for c in sample.strata:
         U = sample.totals[c]
@@ -208,11 +322,12 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
         j = arrays[c]
         census = c in sample.census
         if census:
-            p = ppi_census_total(j.pair_weight, j.y, j.f, j.labeled, lam=lam, answers=j.people, pairs=j.pairs,
-                                 fallback=fb)
+            p = _people_only(_census_part(j, j.y, j.f, lam=lam, fallback=fb), j, j.y, 1.0, True)
             parts.append((1.0, _named(p, c)))
         else:
-            p = ppi_mean(np.zeros(len(j.label)), j.y, j.f, j.labeled, lam=lam, pairs=j.pairs, fallback=fb)
+            p = _people_only(ppi_mean(j.groups, j.y, j.f, j.labeled, lam=lam, pairs=j.clusters, fallback=fb,
+                                      floor_each=j.cells is None), j, j.y,
+                             1.0, False)
             parts.append((U, _named(p, c)))
         if not math.isfinite(p.value):
             missing.append(c)
@@ -233,7 +348,7 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
         judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n,
         draws={c: sample.draws[c].num_rows for c in sample.strata},
         estimator="stratified", allocation=sample.allocation, strata=sample.strata, census=tuple(census),
-        design={"ppi": _facts(dp, people, model, pair_ids, tasks, labeled)},
+        design={"ppi": _facts(dp, people, model, pair_ids, tasks, labeled, cells)},
     )
 
 
@@ -244,11 +359,13 @@ def _named(p: Part, unit: str) -> Part:
 
 
 def combined_stratified_slices(sample, people: dict, model: dict, tasks: frozenset | None, vantage_value: dict,
-                               multipliers: dict, self_terms: dict, *, total_weight: float, lam=None) -> list[dict]:
+                               multipliers: dict, self_terms: dict, *, total_weight: float, lam=None,
+                               cells: dict | None = None) -> list[dict]:
     """ΔPrecisionContribution(I) and ΔPrecision(I) per slice value (see
     :func:`abcde.quality.stratified.estimate_stratified_slices`), each stratum's mean of
-    ``l·1(i ≡ j)·1(i ∈ I)`` prediction-powered."""
-    arrays = {c: judged(sample.draws[c], people, model, tasks) for c in sample.strata}
+    ``l·1(i ≡ j)·1(i ∈ I)`` prediction-powered (``cells``: as :func:`combined_stratified`)."""
+    lam = 0.0 if cells is not None else lam
+    arrays = {c: judged(sample.draws[c], people, model, tasks, cells=cells) for c in sample.strata}
     fb = _fallback(arrays)
     rows = []
     for value, w_i, pw, st, st_u, bounds in slice_ranges(sample, multipliers, self_terms):
@@ -263,12 +380,12 @@ def combined_stratified_slices(sample, people: dict, model: dict, tasks: frozens
             if c in sample.census:
                 in_b = np.array([vantage_value.get(b) == value for b in j.item_b], dtype=float)
                 share = (in_a + in_b) / 2
-                parts.append((1.0, ppi_census_total(j.pair_weight, j.y * share, j.f * share, j.labeled, lam=lam,
-                                                    answers=j.people, pairs=j.pairs, fallback=fb)))
+                parts.append((1.0, _census_part(j, j.y * share, j.f * share, lam=lam, fallback=fb)))
                 n_in += int((j.labeled & (share > 0)).sum())
             else:
-                parts.append((sample.totals[c], ppi_mean(np.zeros(len(j.label)), j.y * in_a, j.f * in_a,
-                                                         j.labeled, lam=lam, pairs=j.pairs, fallback=fb)))
+                parts.append((sample.totals[c], ppi_mean(j.groups, j.y * in_a, j.f * in_a,
+                                                         j.labeled, lam=lam, pairs=j.clusters, fallback=fb,
+                                                         floor_each=j.cells is None)))
                 n_in += int((j.labeled & (in_a > 0)).sum())
         p = _sum_parts(parts, st)
         note = ""
@@ -289,28 +406,34 @@ def combined_stratified_slices(sample, people: dict, model: dict, tasks: frozens
 def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset | None, totals: dict,
                    split_rate: float, merge_rate: float, *, items: pa.Table | None = None,
                    slice_multipliers: dict | None = None, total_weight: float | None = None,
-                   lam=None) -> QualityResult:
+                   lam=None, cells: dict | None = None) -> QualityResult:
     """The paper's design: ΔPrecision = Σ u_ij times the prediction-powered mean of ``l·1(i ≡ j)``
     over all draws, post-stratified by class (self draws known "same"); the rates from the split and
-    merge classes; slices from the draws whose vantage item is in the slice."""
-    j = judged(draws, people, model, tasks, self_known=True)
+    merge classes; slices from the draws whose vantage item is in the slice. ``cells``: the people's
+    tasks were chosen by the model's answers: post-stratified by cell (class and answer), λ = 0."""
+    lam = 0.0 if cells is not None else lam
+    j = judged(draws, people, model, tasks, self_known=True, cells=cells)
     cls = np.asarray(pair_class_of_draws(draws) if draws.num_rows else [], dtype=object)
+    groups = cls if cells is None else j.cells
     if totals["all"] == 0:
         dp = Estimate("delta_precision", 0.0, 0.0, 0, method=METHOD, note="Base and Exp agree on every item",
                       bounds=(0.0, 0.0))
         dp_part = Part(0.0, 0.0, 0.0, 0, {}, 0.0)
     else:
-        dp_part = ppi_mean(cls, j.y, j.f, j.labeled, lam=lam, pairs=j.pairs)
+        dp_part = ppi_mean(groups, j.y, j.f, j.labeled, lam=lam, pairs=j.clusters, floor_each=cells is None)
         dp_part = Part(dp_part.value, dp_part.var, dp_part.ivar, int((j.labeled & (cls != "self")).sum()),
                        {k: v for k, v in dp_part.lambdas.items() if k != "self"}, dp_part.var_people)
+        dp_part = _people_only(dp_part, j, j.y, 1.0, False)
         dp = _estimate("delta_precision", dp_part, totals["all"], bounds=delta_precision_bounds(totals))
     rate_parts = {}
     fb = fold_lambdas([(j.y, j.f, j.labeled & (cls == c), j.pairs) for c in ("split", "merge", "intersection")])
     for c in ("split", "merge"):
         m = cls == c
         if m.any():
-            rate_parts[c] = ppi_mean(np.zeros(int(m.sum())), np.nan_to_num(j.people[m]), j.model[m], j.labeled[m],
-                                     lam=lam, pairs=j.pairs[m], fallback=fb)
+            rate_parts[c] = ppi_mean(np.zeros(int(m.sum())) if cells is None else groups[m],
+                                     np.nan_to_num(j.people[m]), j.model[m], j.labeled[m],
+                                     lam=lam, pairs=None if j.clusters is None else j.clusters[m], fallback=fb,
+                                     floor_each=cells is None)
     slices = {}
     if slice_multipliers:
         attrs = {r["item_id"]: r for r in items.to_pylist()}
@@ -319,7 +442,9 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
             rows = []
             for value, (w_i, pw) in sorted(stored.items(), key=lambda kv: -kv[1][1]):
                 m = vals == value
-                p = (ppi_mean(cls[m], j.y[m], j.f[m], j.labeled[m], lam=lam, pairs=j.pairs[m]) if m.any()
+                p = (ppi_mean(groups[m], j.y[m], j.f[m], j.labeled[m], lam=lam,
+                              pairs=None if j.clusters is None else j.clusters[m],
+                              floor_each=cells is None) if m.any()
                      else Part.undefined())
                 p = Part(p.value, p.var, p.ivar, int((j.labeled & m & (cls != "self")).sum()), p.lambdas,
                          p.var_people)
@@ -340,5 +465,5 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
         delta_precision=dp, **_rates(rate_parts, split_rate, merge_rate),
         split_rate=split_rate, merge_rate=merge_rate,
         judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n, draws=counts, slices=slices,
-        design={"ppi": _facts(dp_part, people, model, pair_ids, tasks, labeled)},
+        design={"ppi": _facts(dp_part, people, model, pair_ids, tasks, labeled, cells)},
     )

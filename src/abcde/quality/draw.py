@@ -21,8 +21,10 @@ from abcde.core.inputs import Inputs
 from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import check_slice_columns, overall
+from abcde.quality.distances import distance_facts, drawn_items, facts_record
 from abcde.quality.judgements import judgement_files, load_judgements
-from abcde.quality.ppi import META_KEY as PEOPLE_KEY, check_human_budget, plan_people, units_of
+from abcde.quality.ppi import (BY_ANSWERS, META_KEY as PEOPLE_KEY, census_weights, check_human_budget, design_answers,
+                               draw_counts, plan_by_answers, plan_people, unit_weights, units_of)
 from abcde.quality.sample_dir import PairSampleDir, StagedSample, check_hidden, stage_sample_dir, write_sample_dir
 from abcde.quality.stratified import LEGACY_STRATA, STRATA, sample_stratified, slice_self_terms, stratum_sigmas
 from abcde.sampling.pairs import PairSample, pair_class_of_draws, pair_counts, pairweight_expr, sample_pairs
@@ -172,15 +174,15 @@ def _with_people(draws: pa.Table, meta: dict, human_budget: int | None, old: dic
     of the drawn pairs, or (``old``: a sample's plan before ``--extend``) every earlier task and more."""
     if human_budget is None and not old:
         return
-    # People's tasks ∝ each stratum's exact pair weight U_c, as the people-only design allocates (the
-    # paper's design: ∝ each class's draws, its share of the pair weight)
     units = units_of(draws, meta)
-    if meta.get("estimator") == "stratified":
-        weights = {c: float(meta["pair_totals"].get(c, 0.0)) for c in set(units.values())}
-    else:
-        drawn = pair_class_of_draws(draws) if draws.num_rows else []
-        weights = {c: float(sum(1 for x in drawn if x == c)) for c in set(units.values())}
-    meta[PEOPLE_KEY] = plan_people(units, int(meta["seed"]), human_budget, old=old, weights=weights)
+    if old and old.get("design") == BY_ANSWERS:  # chosen by the model's answers: the same answers, more tasks
+        meta[PEOPLE_KEY] = plan_by_answers(units, design_answers({PEOPLE_KEY: old}), int(meta["seed"]),
+                                           human_budget or int(old["asked"]), old=old,
+                                           weights=unit_weights(draws, meta, units),
+                                           pair_weights=census_weights(draws, meta), draw_counts=draw_counts(draws))
+        return
+    meta[PEOPLE_KEY] = plan_people(units, int(meta["seed"]), human_budget, old=old,
+                                   weights=unit_weights(draws, meta, units))
 
 
 def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int | None = None, base=None, exp=None, items=None,
@@ -358,6 +360,12 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
                     **({"exp_cluster_id": given.exp_cluster_id} if given.exp_cluster_id else {})},
         "input_fingerprints": {k: dict(prints.prints[k]) for k in ("base", "exp", "items") if k in prints.prints},
     }
+    if not (given.base_cluster_id is not None and given.base_cluster_id == given.item_id):
+        # The exact facts JaccardDistance's good and bad parts need (SplitDistance(T), MergeDistance(T),
+        # the shares of both items of every split and merge draw, per slice weight(I), SplitDistance(I),
+        # MergeDistance(I)), taken now from the diff at hand: `abcde quality` then never reads the inputs
+        # again. Not for one clustering's Precision (Base = every item alone), which has no distances.
+        meta["distances"] = facts_record(distance_facts(diff, drawn_items(draws), slice_by=slice_by, totals=o))
     return draws, items_t, meta, slices, hide
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import pyarrow as pa
@@ -15,8 +15,9 @@ import pyarrow as pa
 from abcde.errors import InputError
 from abcde.core.names import PEOPLE
 from abcde.quality.combined import combined_paper, combined_stratified, combined_stratified_slices
+from abcde.quality.distances import estimate_distances_paper, estimate_distances_stratified, sample_facts
 from abcde.quality.judgements import judgement_files, load_judgements
-from abcde.quality.ppi import people_pairs
+from abcde.quality.ppi import design_answers, people_cells, people_pairs
 from abcde.quality.paper import estimate_from_draws
 from abcde.quality.result import Estimate, QualityResult
 from abcde.quality.sample_dir import PairSampleDir
@@ -57,8 +58,9 @@ def _precision_bounds(bounds) -> tuple[float, float]:
 
 
 def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (),
-                     source: str | None = None) -> QualityResult:
-    """Estimate ΔPrecision and the Good/Bad Split/Merge rates from a judged pair sample.
+                     source: str | None = None, distances: bool = True, diff=None) -> QualityResult:
+    """Estimate ΔPrecision, the Good/Bad Split/Merge rates and JaccardDistance's good and bad parts
+    from a judged pair sample.
 
     Parameters
     ----------
@@ -77,8 +79,23 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         whatever the model's accuracy; ``result.design["ppi"]`` says what the model added (λ per
         stratum, what its judgements were worth in people's, how often it disagreed with people).
     slice_by
-        Attribute columns (of vantage items) for ΔPrecision(I) and its contribution;
-        their exact multipliers must have been stored with ``--slice-by`` at sampling.
+        Attribute columns (of vantage items) for ΔPrecision(I) and its contribution (and the distances'
+        parts per slice); their exact multipliers must have been stored with ``--slice-by`` at sampling.
+    distances
+        Also estimate GoodSplitDistance, BadSplitDistance, GoodMergeDistance, BadMergeDistance and
+        their sums GoodDistance + BadDistance = JaccardDistance (``result.distances``,
+        :mod:`abcde.quality.distances`) from the same judged split and merge pairs. They need the exact
+        SplitDistance, MergeDistance and each drawn item's cluster weights, which a sample stores
+        when it is drawn (nothing is read). A sample drawn by an earlier abcde stores none: they come
+        from ``diff``, else from the inputs recorded in the sample when they are still the local
+        files it was drawn from (their fingerprints are checked; they are read once). When neither is
+        possible, ``result.distances`` is None and ``result.distances_note`` says why. With a model's
+        and people's judgements, the distances use the people's alone (weighted by cell when their
+        tasks were chosen by the model's answers).
+    diff
+        The diff (:class:`~abcde.core.diff.Diff`) or :class:`~abcde.metrics.impact.ImpactResult` of
+        the inputs the sample was drawn from, for a sample that stores no exact distances (a diff of
+        other inputs is refused; an ImpactResult's totals are checked even when it is not needed).
     """
     s = PairSampleDir.read(sample_dir)
     meta = s.metadata
@@ -104,24 +121,76 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
                 f"'--slice-by {col}' (stored: {', '.join(repr(c) for c in stored) or 'none'})."
             )
     by_source = res.sources if res else {}
+    cells = people_cells(s.draws, meta)
+    if cells is not None and (source in PEOPLE or (source is None and any(src in by_source for src in PEOPLE))):
+        # The people's tasks were chosen by a model's answers: people's judgements are weighted by
+        # cell, with or without the model's judgements at hand (never as a plain random subset).
+        people = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"],
+                                 source=PEOPLE if source is None else source)
+        model = _Answers(design_answers(meta))
+        r = _with_precision(_combined(s, people, model, tasks, slice_by, stored, design, cells=cells), meta)
+        # The distances from the people's draws alone, weighted by cell as the estimates above.
+        return _with_distances(r, s, people.by_pair, slice_by, distances=distances, diff=diff, cells=cells)
     if source is None and "model" in by_source and any(src in by_source for src in PEOPLE):
         # A model's judgements and people's: prediction-powered, never a vote between them.
         people = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"], source=PEOPLE)
         model = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"], source="model")
-        return _with_precision(_combined(s, people, model, tasks, slice_by, stored, design), meta)
+        r = _with_precision(_combined(s, people, model, tasks, slice_by, stored, design), meta)
+        # The distances from the people's judgements of their tasks alone (the model's are not used there).
+        pb = {p: a for p, a in people.by_pair.items() if tasks is None or p in tasks}
+        return _with_distances(r, s, pb, slice_by, distances=distances, diff=diff, people_only=True)
+    by_pair = res.by_pair if res else {}
     if meta.get("estimator") == "stratified":
         ss = _stratified_sample(s)
-        by_pair = res.by_pair if res else {}
         r = estimate_stratified(ss, by_pair, split_rate=meta["split_rate_T"], merge_rate=meta["merge_rate_T"])
         slices = _stratified_slices(s, slice_by, stored, lambda value, mult, selfs, W: estimate_stratified_slices(
             ss, by_pair, value, mult, selfs, total_weight=W))
-        return _with_precision(replace(r, disagreements=res.disagreements if res else 0,
-                                       ties=res.ties if res else 0, slices=slices, design=design), meta)
-    return _with_precision(replace(estimate_from_draws(
-        s.draws, res.by_pair if res else {}, meta["pair_totals"], meta["split_rate_T"], meta["merge_rate_T"],
-        items=s.items, slice_multipliers={c: stored[c] for c in slice_by}, total_weight=meta["total_weight"],
-        disagreements=res.disagreements if res else 0, ties=res.ties if res else 0,
-    ), design=design), meta)
+        r = _with_precision(replace(r, disagreements=res.disagreements if res else 0,
+                                    ties=res.ties if res else 0, slices=slices, design=design), meta)
+    else:
+        r = _with_precision(replace(estimate_from_draws(
+            s.draws, by_pair, meta["pair_totals"], meta["split_rate_T"], meta["merge_rate_T"],
+            items=s.items, slice_multipliers={c: stored[c] for c in slice_by}, total_weight=meta["total_weight"],
+            disagreements=res.disagreements if res else 0, ties=res.ties if res else 0,
+        ), design=design), meta)
+    return _with_distances(r, s, by_pair, slice_by, distances=distances, diff=diff)
+
+
+def _with_distances(r: QualityResult, s: PairSampleDir, by_pair: dict, slice_by, *, distances: bool, diff,
+                    people_only: bool = False, cells=None) -> QualityResult:
+    """``r`` with JaccardDistance's good and bad parts (:mod:`abcde.quality.distances`) estimated from
+    the same judged pairs (``by_pair``), overall and per ``slice_by`` value; or with the reason they
+    are not. A sample of one clustering's pairs (``abcde precision``) has none. ``cells``: the
+    people's tasks were chosen by a model's answers (:func:`abcde.quality.ppi.people_cells`): the
+    people's draws alone, weighted by cell."""
+    meta = s.metadata
+    if not distances or meta.get("target") == "precision":
+        return r
+    facts, why = sample_facts(s, slice_by, diff=diff)
+    if facts is None:
+        return replace(r, distances_note=f"not estimated: {why}")
+    method = "paper"
+    if meta.get("estimator") == "stratified":
+        census = list(meta.get("census") or ())
+        method = f"stratified ({meta.get('allocation')})" + (f"; census of {', '.join(census)}" if census else "")
+    if people_only:
+        method += "; people's judgements only (a model's judgements are not used for the distances)"
+    if cells is not None:
+        method += ("; people's draws chosen by a model's answers, weighted by cell (the model's judgements are "
+                   "not used for the distances)")
+    values = {}
+    if slice_by:
+        attrs = {row["item_id"]: row for row in s.items.to_pylist()}
+        values = {col: {i: json.dumps(a.get(col), default=str) for i, a in attrs.items()} for col in slice_by}
+    try:
+        if meta.get("estimator") == "stratified":
+            d = estimate_distances_stratified(_stratified_sample(s), by_pair, facts, method=method,
+                                              vantage_values=values, cells=cells)
+        else:
+            d = estimate_distances_paper(s.draws, by_pair, facts, method=method, vantage_values=values, cells=cells)
+    except InputError as exc:  # a drawn item the inputs do not know: not the sample's inputs
+        return replace(r, distances_note=f"not estimated: {exc}")
+    return replace(r, distances=d)
 
 
 
@@ -150,20 +219,30 @@ def _stratified_sample(s: PairSampleDir) -> StratifiedSample:
                             frozenset(meta.get("census") or ()))
 
 
-def _combined(s: PairSampleDir, people, model, tasks, slice_by, stored: dict, design: dict) -> QualityResult:
+@dataclass(frozen=True)
+class _Answers:
+    """The model's answers a design was chosen by, as loaded judgements' ``by_pair``."""
+
+    by_pair: dict
+
+
+def _combined(s: PairSampleDir, people, model, tasks, slice_by, stored: dict, design: dict,
+              cells: dict | None = None) -> QualityResult:
     """The prediction-powered estimates (:mod:`abcde.quality.combined`) of a sample judged by a
-    model and by people; ``design["ppi"]`` says what the model added."""
+    model and by people; ``design["ppi"]`` says what the model added. ``cells``: the people's tasks
+    were chosen by the model's answers (:func:`abcde.quality.ppi.people_cells`)."""
     meta = s.metadata
     pb, mb = people.by_pair, model.by_pair
     if meta.get("estimator") == "stratified":
         ss = _stratified_sample(s)
-        r = combined_stratified(ss, pb, mb, tasks, split_rate=meta["split_rate_T"], merge_rate=meta["merge_rate_T"])
+        r = combined_stratified(ss, pb, mb, tasks, split_rate=meta["split_rate_T"], merge_rate=meta["merge_rate_T"],
+                                cells=cells)
         r = replace(r, slices=_stratified_slices(s, slice_by, stored, lambda value, mult, selfs, W: (
-            combined_stratified_slices(ss, pb, mb, tasks, value, mult, selfs, total_weight=W))))
+            combined_stratified_slices(ss, pb, mb, tasks, value, mult, selfs, total_weight=W, cells=cells))))
     else:
         r = combined_paper(s.draws, pb, mb, tasks, meta["pair_totals"], meta["split_rate_T"], meta["merge_rate_T"],
                            items=s.items, slice_multipliers={c: stored[c] for c in slice_by},
-                           total_weight=meta["total_weight"])
+                           total_weight=meta["total_weight"], cells=cells)
     outside = 0 if tasks is None else sum(1 for p in pb if p not in tasks)
     ppi = {**r.design["ppi"], "people_outside_tasks": outside}
     if outside:

@@ -4,10 +4,12 @@ error, degrees of freedom and interval) and :class:`QualityResult` (all of them)
 from __future__ import annotations
 
 import functools
+import html
 import math
 from dataclasses import dataclass, field
 
-from abcde.core.names import METRIC_LABELS, QUALITY_COLUMNS, QUALITY_METRICS
+from abcde.core.names import (DISTANCE_ESTIMATES, DISTANCE_TOTALS, METRIC_LABELS, QUALITY_COLUMNS,
+                              QUALITY_METRICS)
 from abcde.errors import InputError
 from abcde.quality.verdict import verdict
 from abcde.util import display
@@ -141,6 +143,67 @@ class Estimate:
 
 
 @dataclass(frozen=True)
+class DistanceEstimates:
+    """JaccardDistance(T) = SplitDistance(T) + MergeDistance(T) = GoodDistance(T) + BadDistance(T),
+    the good and bad parts estimated from the judged split and merge pairs
+    (:mod:`abcde.quality.distances`).
+
+    Attributes
+    ----------
+    split_distance, merge_distance
+        The exact ``SplitDistance(T)`` and ``MergeDistance(T)`` (no judgement needed).
+    good_split_distance, bad_split_distance, good_merge_distance, bad_merge_distance
+        :class:`Estimate` objects; Good + Bad = the exact distance, each inside [0, it].
+    good_distance, bad_distance
+        GoodSplitDistance + GoodMergeDistance and BadSplitDistance + BadMergeDistance (their
+        strata are sampled independently: the variances add).
+    method
+        How they were estimated (design, and whose judgements).
+    source
+        Where the exact distances and each drawn item's shares ``W(B)/W(B ∪ E)``, ``W(E)/W(B ∪ E)``
+        came from (stored in the sample when it was drawn; for a sample drawn by an earlier abcde,
+        the inputs it was drawn from).
+    slices
+        ``{column: [{value, weight, split_distance, merge_distance, jaccard_distance,
+        good_split_distance, …, good_distance, bad_distance}, …]}`` for the vantage items' slices.
+    """
+
+    split_distance: float
+    merge_distance: float
+    good_split_distance: Estimate
+    bad_split_distance: Estimate
+    good_merge_distance: Estimate
+    bad_merge_distance: Estimate
+    good_distance: Estimate
+    bad_distance: Estimate
+    method: str
+    source: str = ""
+    slices: dict = field(default_factory=dict)
+
+    def estimates(self) -> dict:
+        """``{name: Estimate}`` of the four parts and the two sums."""
+        return {k: getattr(self, k) for k in DISTANCE_ESTIMATES + DISTANCE_TOTALS}
+
+    def to_dict(self) -> dict:
+        def total(*es):
+            v = math.fsum(e.value for e in es)
+            return v if math.isfinite(v) else None
+
+        d = {"available": True, "jaccard_distance": self.split_distance + self.merge_distance,
+             "split_distance": self.split_distance, "merge_distance": self.merge_distance,
+             **{k: e.to_dict() for k, e in self.estimates().items()},
+             "identities": {
+                 "split_plus_merge": self.split_distance + self.merge_distance,
+                 "good_plus_bad": total(self.good_distance, self.bad_distance),
+                 "good_plus_bad_split": total(self.good_split_distance, self.bad_split_distance),
+                 "good_plus_bad_merge": total(self.good_merge_distance, self.bad_merge_distance)},
+             "method": self.method, "source": self.source}
+        if self.slices:
+            d["slices"] = self.slices
+        return d
+
+
+@dataclass(frozen=True)
 class QualityResult:
     """Quality estimates from a judged pair sample.
 
@@ -170,6 +233,9 @@ class QualityResult:
     design
         What the verdict's next step needs of the sample: ``sample_dir``, ``budget`` and the
         strata's distinct ``pair_counts`` (empty for draws estimated in memory).
+    distances
+        JaccardDistance's good and bad parts (:class:`DistanceEstimates`), or None when they were
+        not estimated; ``distances_note`` then says why.
     """
 
     delta_precision: Estimate
@@ -193,6 +259,8 @@ class QualityResult:
     exact: bool = False
     precision: Estimate | None = None
     design: dict = field(default_factory=dict)
+    distances: DistanceEstimates | None = None
+    distances_note: str = ""
 
     def verdict(self, *, truth: dict | None = None, names: tuple[str, str] = ("Base", "Exp")):
         """The answer in words (:func:`abcde.quality.verdict.verdict`)."""
@@ -214,10 +282,18 @@ class QualityResult:
             design = f"; judged whole (a census): {', '.join(self.census)}"
         if self.exact:
             design += "; every pair judged: exact"
-        return self.verdict()._repr_html_() + display.html_table(
+        out = self.verdict()._repr_html_() + display.html_table(
             f"Quality of Exp relative to Base (estimator: {how})", rows, list(QUALITY_COLUMNS),
             note=f"pairs judged: {display.count(self.judged_pairs)}, unsure: {display.count(self.unsure_pairs)}, "
                  f"not judged: {display.count(self.missing_pairs)}{design}" + "".join(f". {n}" for n in notes))
+        if self.distances is not None:
+            out += display.html_table(f"{METRIC_LABELS['jaccard_distance']} = good + bad", distance_rows(
+                self.distances.to_dict()), ["", "exact", "good", "95% interval", "bad", "95% interval"],
+                note=f"{self.distances.method}; Good + Bad = the exact value")
+        elif self.distances_note:
+            out += f"<p class='abcde'>{html.escape(METRIC_LABELS['jaccard_distance'])} = good + bad: " \
+                   f"{html.escape(self.distances_note)}</p>"
+        return out
 
     def to_dict(self) -> dict:
         d = {name: getattr(self, name).to_dict() for name in QUALITY_METRICS}
@@ -246,8 +322,27 @@ class QualityResult:
         })
         if self.slices:
             d["slices"] = self.slices
+        if self.distances is not None:
+            d["distances"] = self.distances.to_dict()
+        elif self.distances_note:
+            d["distances"] = {"available": False, "note": self.distances_note}
         v = verdict(d)  # the answer in words, from these numbers
         d["verdict"], d["verdict_facts"] = v.text, v.facts
         return d
 
 
+
+
+def distance_rows(d: dict) -> list[list[str]]:
+    """The rows of the panel "JaccardDistance = good + bad" from a ``DistanceEstimates.to_dict()``
+    (or a slice's row): per part its exact value, Good and Bad with their 95% intervals, as
+    percentages. The one layout the notebook, the terminal and the Markdown report show."""
+    out = []
+    for exact, good, bad in (("split_distance", "good_split_distance", "bad_split_distance"),
+                             ("merge_distance", "good_merge_distance", "bad_merge_distance"),
+                             ("jaccard_distance", "good_distance", "bad_distance")):
+        g, b = d[good], d[bad]
+        out.append([METRIC_LABELS[exact], display.pct(d[exact]), display.estimate(good, g["estimate"]),
+                    display.estimate_interval(good, g), display.estimate(bad, b["estimate"]),
+                    display.estimate_interval(bad, b)])
+    return out

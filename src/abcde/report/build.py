@@ -33,7 +33,7 @@ import ibis
 from abcde.core.names import METRIC_LABELS
 from abcde.errors import InputError
 from abcde.core.formulas import fragment_metrics
-from abcde.core.diff import rows_of_fragments
+from abcde.core.diff import affected_fragments, rows_of_fragments
 from abcde.metrics.impact import ImpactResult
 from abcde.report.render import render_html, render_markdown
 from abcde.util.files import write_texts
@@ -220,9 +220,9 @@ def build_report(
 def _jaccard_histogram(result: ImpactResult, bins: int = 20) -> list[dict]:
     """Affected weight per JaccardDistance bin [k/bins, (k+1)/bins), as shares of the affected weight."""
     diff = result.diff
-    # Over the fragments, whose items share their JaccardDistance: a few percent of the rows of the
-    # per-item table, the same numbers.
-    t = fragment_metrics(diff.fragments)
+    # Over the affected fragments (JaccardDistance > 0 only there), whose items share their
+    # JaccardDistance: a few percent of the rows of the per-item table, the same numbers.
+    t = fragment_metrics(affected_fragments(diff))
     t = t.filter(t.jaccard_distance > 0)
     b = ibis.least((t.jaccard_distance * bins).floor().cast("int64"), bins - 1)
     g = t.group_by(bin=b).aggregate(items=t.n.sum(), weight=t.w.sum()).order_by("bin")
@@ -241,7 +241,10 @@ def _neighbourhoods(result: ImpactResult, anchors: dict[str, list], attributes: 
     out: dict[str, dict] = {side: {} for side in anchors}
     diff = result.diff
     eng = diff.engine
-    f = diff.fragments
+    # Every fragment of an anchor (a cluster with a contribution > 0) is affected, and so is every
+    # fragment of a cluster of the other side it touches (that cluster holds an affected fragment,
+    # and a cluster with two fragments makes both affected): the affected fragments hold them all.
+    f = affected_fragments(diff)
     parts = []
     for side, ids in anchors.items():
         if not ids:
@@ -271,8 +274,10 @@ def _neighbourhoods(result: ImpactResult, anchors: dict[str, list], attributes: 
                      step="neighbourhoods of the top clusters")
     kf = nb.filter(nb.rank < max_fragments).select("side", "anchor_base", "anchor_exp", "base_cluster",
                                                   "exp_cluster")
-    # Only the kept fragments' items (for large inputs joined by id: read from the inputs).
-    j = rows_of_fragments(diff, kf.select("base_cluster", "exp_cluster").distinct())
+    # Only the kept fragments' items: every fragment around an anchor is affected (the anchors are, and
+    # so is every cluster they touch), so read from the affected items when the samplers made them;
+    # else, for inputs joined by id, from the inputs joined for those fragments only.
+    j = rows_of_fragments(diff, kf.select("base_cluster", "exp_cluster").distinct(), affected_only=True)
     m = j.join(kf, [j.base_cluster == kf.base_cluster, j.exp_cluster == kf.exp_cluster]).select(
         kf.side, kf.anchor_base, kf.anchor_exp, j.item_id, j.base_cluster, j.exp_cluster, j.weight)
     m = m.mutate(rn=ibis.row_number().over(

@@ -202,7 +202,51 @@ def _quality_view(q: dict | None) -> dict | None:
                         Column("dp", dp, four), Column("se", "± s.e.", four), Column("interval", "95% interval"),
                         Column("contribution", "contribution", four)]}
             for col, rows in (q.get("slices") or {}).items()],
+        "distances": _distances_view(q.get("distances")),
     }
+
+
+#: The panel "JaccardDistance = good + bad": each exact part and its Good and Bad estimates.
+DISTANCE_ROWS = (("split_distance", "good_split_distance", "bad_split_distance"),
+                 ("merge_distance", "good_merge_distance", "bad_merge_distance"),
+                 ("jaccard_distance", "good_distance", "bad_distance"))
+
+
+def _good_share(exact, e: dict) -> str:
+    """Good's share of its exact total, as a percentage (n/a when undefined; its interval is Good's
+    divided by the exact total)."""
+    if not exact or e.get("estimate") is None:
+        return "n/a"
+    return pct(e["estimate"] / exact)
+
+
+def _distances_view(d: dict | None) -> dict | None:
+    """The panel's rows (overall and per slice) from ``quality["distances"]``; or why it is empty."""
+    if not d:
+        return None
+    if not d.get("available"):
+        return {"available": False, "note": d.get("note") or "not estimated"}
+    L = METRIC_LABELS
+
+    def cells(r: dict, exact: str, good: str, bad: str) -> dict:
+        g, b = r[good], r[bad]
+        return {"exact": pct(r[exact]), "raw": r[exact], "good": display.estimate(good, g["estimate"]),
+                "good_raw": g["estimate"], "good_interval": display.estimate_interval(good, g),
+                "bad": display.estimate(bad, b["estimate"]), "bad_raw": b["estimate"],
+                "bad_interval": display.estimate_interval(bad, b), "good_share": _good_share(r[exact], g),
+                "note": "; ".join(dict.fromkeys(x for x in (g.get("note"), b.get("note")) if x))}
+
+    rows = [{"key": exact, "label": L[exact], **cells(d, exact, good, bad)} for exact, good, bad in DISTANCE_ROWS]
+    slices = [{"name": col, "rows": [{"value": r["value"], "weight": r["weight"], "draws": r["sampled_draws"],
+                                      **cells(r, "jaccard_distance", "good_distance", "bad_distance")}
+                                     for r in rs],
+               "columns": [Column("value", col), Column("weight", "weight", num), Column("draws", "draws", count),
+                           Column("exact", L["jaccard_distance"]), Column("good", L["good_distance"]),
+                           Column("good_interval", "95% interval"), Column("bad", L["bad_distance"]),
+                           Column("bad_interval", "95% interval"), Column("good_share", "good share"),
+                           Column("note", "")]}
+              for col, rs in (d.get("slices") or {}).items()]
+    return {"available": True, "rows": rows, "slices": slices, "method": d.get("method", "")}
 
 
 @functools.cache
@@ -370,7 +414,34 @@ def render_markdown(data: dict) -> str:
         for k in QUALITY_METRICS:
             lines.append(f"| {L[k]} | {display.estimate(k, q[k]['estimate'])} | {display.estimate_interval(k, q[k])} |")
         lines.append("")
+        lines += _markdown_distances(_distances_view(q.get("distances")))
     return "\n".join(lines) + "\n"
+
+
+def _markdown_distances(v: dict | None) -> list[str]:
+    """The panel "JaccardDistance = good + bad" as Markdown lines (overall; per slice, the first 10)."""
+    if v is None:
+        return []
+    title = f"{METRIC_LABELS['jaccard_distance']} = good + bad"
+    if not v["available"]:
+        return [f"{title}: {_md(v['note'])}.", ""]
+    lines = [f"{title} (from the same judged pairs; Good + Bad = the exact part):", "",
+             "| | exact | good | 95% interval | bad | 95% interval | good share |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['label']} | {r['exact']} | {r['good']} | {r['good_interval']} | {r['bad']} | {r['bad_interval']} "
+              f"| {r['good_share']} |" for r in v["rows"]]
+    lines.append("")
+    for s in v["slices"]:
+        lines += [f"{title} by {_md(s['name'])}:", "",
+                  f"| {_md(s['name'])} | {METRIC_LABELS['jaccard_distance']} | good | 95% interval | bad "
+                  "| good share |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {_md(r['value'])} | {r['exact']} | {r['good']} | {r['good_interval']} | {r['bad']} | "
+                  f"{r['good_share']} |" for r in s["rows"][:10]]
+        if len(s["rows"]) > 10:
+            lines.append(f"| … {len(s['rows']) - 10:,} more | | | | | |")
+        lines.append("")
+    return lines
 
 
 def _md(v) -> str:

@@ -40,15 +40,18 @@ from abcde.util.files import atomic_path
 from abcde.sampling.filters import parse_filter, structured_filter
 from abcde.core.diff import Diff, affected_items, build_diff
 from abcde.core.inputs import Inputs
-from abcde.core.names import METRIC_LABELS
-from abcde.metrics.impact import METRICS, ImpactResult, overall, per_item_expr
+from abcde.core.names import DISTANCE_PARTS, IMPACT_METRICS, METRIC_LABELS
+from abcde.metrics.impact import ImpactResult, overall, per_item_expr
 from abcde.sampling.clocks import check_seed, check_size, sample_with_replacement, weighted_subsample
 
 SAMPLE_FORMAT = "abcde.exploration_sample"
 SAMPLE_VERSION = 1
 METADATA_KEY = b"abcde"
 METRIC_NAMES = {"split": "split_rate", "merge": "merge_rate", "jaccard": "jaccard_distance"}
-CORE_COLUMNS = ("item_id", "base_cluster", "exp_cluster", "weight", *METRICS, "draw_count", "importance_weight")
+#: The columns of every exploration sample: the paper's three impact metrics per item (JaccardDistance's
+#: parts are left out, so a sample's format, and every sample drawn before them, stays as it is).
+CORE_COLUMNS = ("item_id", "base_cluster", "exp_cluster", "weight", *IMPACT_METRICS, "draw_count",
+                "importance_weight")
 
 
 def _metric_column(metric: str) -> str:
@@ -341,7 +344,7 @@ def affected_population(diff: Diff) -> ibis.Table:
     """Affected items with their metrics and sampling weight ``q = weight · JaccardDistance``,
     materialized once per diff so repeated samples (other seeds or sizes) reuse it."""
     if diff.cache.affected_population is None:
-        pi = per_item_expr(diff, affected_items(diff))
+        pi = per_item_expr(diff, affected_items(diff)).drop(*DISTANCE_PARTS)
         pop = pi.filter(pi.jaccard_distance > 0)
         diff.cache.affected_population = diff.engine.materialize(
             pop.mutate(q=pop.weight * pop.jaccard_distance), "affected")

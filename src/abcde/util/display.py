@@ -2,9 +2,10 @@
 and, through the same rules, the pages.
 
 - a rate (SplitRate, MergeRate, JaccardDistance, a weight share) as a percentage with 3 decimals;
-- an estimate of a rate (GoodSplitRate, BadSplitRate, GoodMergeRate, BadMergeRate), its standard
-  error and interval as percentages too, so they read as the SplitRate and MergeRate they
-  decompose (:func:`estimate`);
+- an estimate of a rate (GoodSplitRate, BadSplitRate, GoodMergeRate, BadMergeRate) or of a part of
+  JaccardDistance (GoodSplitDistance, …, GoodDistance, BadDistance), its standard error and interval
+  as percentages too, so they read as the SplitRate, MergeRate and JaccardDistance they decompose
+  (:func:`estimate`);
 - any other estimate or standard error (ΔPrecision, Precision) with 4 decimals (``n/a`` when
   undefined; a rounding residue such as 3e-11 reads 0.0000);
 - a count with thousands separators; a weight by its magnitude (integers as counts, otherwise
@@ -28,7 +29,9 @@ ESTIMATE_DIGITS = 4
 #: formats with the same rules (``abcde.pct``, ``abcde.four``, ``abcde.weight``, ``abcde.count``);
 #: tests/test_display.py runs both on the same values in Chromium.
 #: The estimates shown as percentages (rates of the total weight, like the impact rates).
-PERCENT_ESTIMATES = ("good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate")
+PERCENT_ESTIMATES = ("good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate",
+                     "good_split_distance", "bad_split_distance", "good_merge_distance", "bad_merge_distance",
+                     "good_distance", "bad_distance")
 STYLE = {"pct_digits": PCT_DIGITS, "estimate_digits": ESTIMATE_DIGITS, "null": NULL_TEXT,
          "percent_estimates": list(PERCENT_ESTIMATES)}
 

@@ -115,7 +115,7 @@ def run_demo(out_dir: str | os.PathLike = "abcde-demo", *, engine: Engine | str 
     groups = ev.exploration.group(["state"], top=5)
     # Quality: the pairs judged here by the ORACLE (the example's true entity ids), then estimates.
     judgements = oracle_judge(ev.pair_dir, "entity_id")
-    qual = estimate_quality(ev.pair_dir, slice_by=QUALITY_SLICE_BY)
+    qual = estimate_quality(ev.pair_dir, slice_by=QUALITY_SLICE_BY, diff=ev.impact)  # its diff: the distances
     # The report again, now with the quality estimates beside the rest (what 'abcde report OUT_DIR'
     # builds from the record, here from the results in hand).
     rep = evaluation_report(ev.record, ev.impact, ev.exploration, truth=ev.pointwise_against_truth,

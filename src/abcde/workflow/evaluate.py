@@ -6,7 +6,8 @@ exploration sample and the pair sample are drawn from it, and the report is buil
 results, so the inputs are read and joined once (four commands read them four times). The
 directory it writes::
 
-    OUT/impact/            items.parquet, base_clusters.parquet, exp_clusters.parquet, impact.json
+    OUT/impact/            items.parquet, base_clusters.parquet, exp_clusters.parquet (the affected items and
+                           clusters; every row with ``only_affected=False``), impact.json
     OUT/explore/sample.parquet
     OUT/quality/           the pair sample to judge (tasks.csv, ...), as 'abcde pairs' writes it
     OUT/report.html, OUT/report.md
@@ -31,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -48,7 +50,7 @@ from abcde.quality.sample_dir import check_hidden
 from abcde.report.build import Report, build_report
 from abcde.sampling.explore import ExplorationSample, sample_affected
 from abcde.util import progress
-from abcde.util.files import (InputPrints, aside_prefix, exchange_dirs, make_temp_dir, remove_dead_leftovers,
+from abcde.util.files import (RACY_SECONDS, InputPrints, aside_prefix, exchange_dirs, make_temp_dir, remove_dead_leftovers,
                               write_text)
 
 #: The record of a run in its directory: how it was run and where each output is.
@@ -167,7 +169,7 @@ def evaluate(
     truth=None,
     title: str = "ABCDE report",
     force: bool = False,
-    only_affected: bool = False,
+    only_affected: bool = True,
     quality_slice_by: Sequence[str] | None = None,
     engine: Engine | str | None = None,
 ) -> EvaluateResult:
@@ -180,7 +182,9 @@ def evaluate(
     :func:`abcde.draw_pair_sample`). ``truth``: a ground-truth clustering, for each side's
     pointwise Precision/Recall/F1 in the report. ``force``: replace another pair sample in
     ``out_dir/quality`` (moved aside with its judgements, never deleted). ``only_affected``: the
-    impact tables hold the affected items and clusters only (:meth:`ImpactResult.write`).
+    impact tables hold the affected items and clusters only (the default: every metric of the others is 0,
+    and their count and weight are in ``impact.json``; :meth:`ImpactResult.write`); ``False``: every item
+    and cluster (at a hundred million items, writing those took longer than the impact itself).
     ``quality_slice_by``: the attributes of ΔPrecision's slices in the report rebuilt once the pairs
     are judged (:func:`abcde.workflow.report.report_from_evaluation`); default: ``slice_by``.
 
@@ -198,8 +202,9 @@ def evaluate(
     def stage(name: str):
         return _Stage(name, stages)
 
-    # Before anything reads them: the fingerprints the record and the pair sample keep.
-    prints = InputPrints.of(given, truth=truth)
+    # Before anything reads them: the fingerprints the record and the pair sample keep (hashed beside
+    # the impact's first reads, each file's identity taken now: _PrintsAside).
+    printing = _PrintsAside(given, truth, engine)
     real = Path(os.path.realpath(out))  # where the directory is swapped in (a link to it: its target)
     made = _make_parents(real.parent)
     new, done = None, False
@@ -209,6 +214,7 @@ def evaluate(
         with stage("impact") as st:
             res = impact(given, slice_by=list(slice_by), top=top, engine=engine)
             st.rows = res.items
+        prints = printing.result()
         check_hidden(res.diff.attributes, hide)  # before anything is written, not after half of it
         record = _record(given, truth, prints, slice_by=slice_by, explore_by=explore_by, top=top,
                          sample_size=sample_size, budget=budget, seed=seed, estimator=estimator, hide=hide, title=title,
@@ -239,7 +245,7 @@ def evaluate(
             written += rep.write(new / OUTPUTS["report"], markdown=new / OUTPUTS["markdown"])
             record["options"]["allocation"] = staged.metadata.get("allocation")
             # After the last read of the inputs: what the record names is what was read.
-            prints.check("evaluating")
+            printing.check("evaluating")
             written.append(write_text(new / RECORD, json.dumps(record, indent=2) + "\n"))
             st.rows = None
         with staged.kept_linked():  # OUT/quality's judgements (and earlier samples), linked in for the swap
@@ -258,6 +264,91 @@ def evaluate(
     return EvaluateResult(out_dir=out, impact=res, exploration=sample, sample_path=out / OUTPUTS["exploration_sample"],
                           pair_dir=out / OUTPUTS["pair_sample"], report=rep, report_path=out / OUTPUTS["report"],
                           pointwise_against_truth=against, stages=stages, written=written, record=record)
+
+
+class _PrintsAside:
+    """The inputs' fingerprints (:class:`~abcde.util.files.InputPrints`, the sha256 of each file's
+    whole content), hashed in a thread while the impact reads the same files: at a hundred million
+    items hashing them first took 5 s, at a billion 45 s, before the first row was read.
+
+    Each file's identity (device, inode, size, modification and change time) is taken here, before
+    anything reads it, and compared again once the hashes are done (:meth:`result`) and after the last
+    read (:meth:`check`): a write changes the change time, which no unprivileged program sets back,
+    and a file put in its place has another inode, so an unchanged identity means the content hashed,
+    and every content read, is the content at the start. A file changed less than
+    :data:`~abcde.util.files.RACY_SECONDS` before (a second write within one tick of the clock could
+    leave its identity as it was), or a database engine (which fingerprints the inputs itself when it
+    keeps them), and the hashes are taken here, before anything reads the files, as without a thread."""
+
+    def __init__(self, given: Inputs, truth, engine) -> None:
+        self._given, self._truth = given, truth
+        self._prints: InputPrints | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._identity: dict[str, tuple[str, tuple]] = {}
+        self._aside = False
+        started = time.time_ns()
+        aside = not getattr(engine, "persistent", False)
+        for role, source in (("base", given.base), ("exp", given.exp), ("items", given.items), ("truth", truth)):
+            if not isinstance(source, (str, os.PathLike)) or "://" in os.fspath(source):
+                continue
+            try:
+                st = os.stat(source)
+            except OSError:
+                continue  # missing: reading it fails, naming it
+            if not os.path.isfile(source):
+                continue
+            self._identity[role] = (os.fspath(source), _identity(st))
+            aside = aside and st.st_ctime_ns < started - int(RACY_SECONDS * 1e9)
+        if not aside:
+            self._prints = InputPrints.of(given, truth=truth)
+            return
+        self._aside = True
+        self._thread = threading.Thread(target=self._hash, name="abcde-fingerprints", daemon=True)
+        self._thread.start()
+
+    def _hash(self) -> None:
+        try:
+            self._prints = InputPrints.of(self._given, truth=self._truth)
+        except BaseException as exc:  # noqa: BLE001 - raised again by result(), in the caller's thread
+            self._error = exc
+
+    def result(self) -> InputPrints:
+        """The fingerprints; refuses (:class:`InputError`) a file whose identity changed since it was
+        taken (it was written to, or replaced, while abcde read it)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            if self._error is not None:
+                raise self._error
+            self._unchanged("evaluating")
+        return self._prints  # set by __init__, or by the thread (which raised otherwise)
+
+    def check(self, doing: str) -> None:
+        """After the last read of the inputs: refuse a file changed since its fingerprint was taken.
+        Files hashed beside the impact are compared by identity with the one taken before anything
+        read them (as :class:`~abcde.util.files.InputPrints` checks files over 1 GiB: a file hashed
+        again here cost a second of a 20M-item run); the others as ``InputPrints.check`` does."""
+        prints = self.result()
+        if self._aside:
+            self._unchanged(doing)
+        else:
+            prints.check(doing)
+
+    def _unchanged(self, doing: str) -> None:
+        for role, (path, was) in self._identity.items():
+            try:
+                now = _identity(os.stat(path))
+            except OSError:
+                now = None
+            if now != was:
+                raise InputError(f"The {role} file '{path}' changed while abcde was reading it ({doing}): it "
+                                 f"{'was removed' if now is None else 'was written to or replaced'} since its "
+                                 "fingerprint was taken. Nothing was written; run again once it stays as it is.")
+
+
+def _identity(st: os.stat_result) -> tuple:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _make_parents(d: Path) -> list[Path]:

@@ -126,7 +126,7 @@ def run_report(
     if quality is not None:
         from abcde.quality.estimate import estimate_quality  # lazy: start-up time
 
-        qual = estimate_quality(quality, list(judgements) or None, slice_by=quality_slice_by)
+        qual = estimate_quality(quality, list(judgements) or None, slice_by=quality_slice_by, diff=res)
         judged_by = judged_by or f"the judgements in {quality}"
     exploration = None
     if sample:
@@ -222,7 +222,7 @@ def report_from_evaluation(
         qual = None
         if files:
             slices = record["options"]["quality_slice_by"] if quality_slice_by is None else quality_slice_by
-            q = estimate_quality(qdir, files, slice_by=list(slices))
+            q = estimate_quality(qdir, files, slice_by=list(slices), diff=res)
             if q.judged_pairs or q.unsure_pairs:  # else: nothing judged yet, no estimates to show
                 qual = q
                 judged_by = judged_by or _judged_by(qdir, files, pairs)

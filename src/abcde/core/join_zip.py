@@ -1,0 +1,104 @@
+"""Inputs in the same row order (as exports of one item table often are): zipped by position.
+
+The inputs are joined row by row (:meth:`abcde.engine.Engine.zip`, DuckDB's ``POSITIONAL JOIN``: a
+scan of each), after their first rows' ids were compared (:func:`zip_inputs`). The fragments'
+group-by itself counts the rows whose ids differ anywhere (``n_off``); any such row, and the
+caller joins by id instead. Ids are then checked unique on Base (the other inputs repeat its ids row
+by row), and nothing is restricted: every item is in every input.
+
+Joining by position costs a scan of each input; joining by id, at a billion items, more memory and
+disk than one machine has (issue 16).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import ibis
+
+from abcde.core import join_buckets
+from abcde.core.inputs import Loaded, check_duplicates
+from abcde.core.join_common import (Built, Sizes, distinct_ids, distinct_ids_expr, membership_fragments, unit_weight,
+                                    with_totals)
+from abcde.core.restriction import Restriction
+from abcde.engine import Engine
+from abcde.util import progress as _progress
+
+
+def zip_inputs(eng: Engine, loaded: dict[str, Loaded], *, probe_rows: int) -> ibis.Table | None:
+    """The inputs joined by row position, as :func:`abcde.core.join_hash.full_outer_join` would give
+    them, with ``_off`` true where a row's ids differ between the inputs. None when the engine
+    cannot zip, the inputs' row counts differ, or their first ``probe_rows`` ids do."""
+    if len({v.rows for v in loaded.values()}) != 1 or loaded["base"].rows < 2:
+        return None
+    z = eng.zip({k: v.table for k, v in loaded.items()})
+    if z is None:
+        return None
+
+    def differ(t: ibis.Table) -> ibis.Value:
+        ids = [t[f"{k}__item_id"] for k in loaded]
+        return functools.reduce(lambda a, b: a | b, [ids[0] != other for other in ids[1:]])
+
+    head = z.limit(probe_rows)
+    if eng.one(head.aggregate(off=differ(head).sum()), step="zip probe")["off"]:
+        return None
+    ids, off = [z[f"{k}__item_id"] for k in loaded], differ(z)
+    weight = z["items__weight"] if "items" in loaded else unit_weight()
+    return z.select(item_id=ids[0], base_cluster=z["base__base_cluster"], exp_cluster=z["exp__exp_cluster"],
+                    in_b=ibis.literal(True), in_e=ibis.literal(True), weight=weight,
+                    has_w=ibis.literal(True), _off=off)
+
+
+def build(eng: Engine, loaded: dict[str, Loaded], zipped: ibis.Table, *, large: bool, sizes: Sizes) -> Built | None:
+    """The fragments, restriction and common items of zipped inputs; None (after a note) when some
+    row's ids differ, for the caller to join by id.
+
+    Small inputs: the fragments with their clusters' totals in one query, used if no row differs.
+    Large ones: the fragment group-by written as Parquet, then the totals in buckets of clusters
+    (:func:`abcde.core.join_buckets.fragments_in_buckets`)."""
+    # Small inputs: Base's distinct ids counted beside the fragments' query, whose scan of the zip runs
+    # on one thread (DuckDB's positional join), on the core it leaves idle. (Large ones: not beside a
+    # group-by that spills already; counted after it, in buckets.)
+    unique = None if large or base_parts(loaded, sizes) > 1 else eng.rows_aside(
+        distinct_ids_expr(loaded["base"].table), step="unique ids")
+    try:
+        with _progress.step("Zipping inputs by row and computing fragments") as shown:
+            frag_all = (join_buckets.large_fragments_all(eng, zipped) if large else eng.materialize(
+                with_totals(eng, membership_fragments(zipped), keep=("n_off",)), "fragments"))
+            off = int(eng.one(frag_all.aggregate(n=frag_all.n_off.sum()), step="zip check")["n"] or 0)
+            built = None
+            if off == 0:
+                distinct = int(unique.result()[0]["n"] or 0) if unique is not None else None
+                unique = None
+                restriction = zip_restriction(eng, loaded, sizes, distinct=distinct)
+                fragments = (join_buckets.fragments_in_buckets(eng, frag_all.drop("n_off"), free=frag_all,
+                                                               sizes=sizes) if large else frag_all.drop("n_off"))
+                joined = zipped.select("item_id", "base_cluster", "exp_cluster", "weight")
+                built = Built(fragments, restriction, joined)
+                shown.rows = restriction.common_items
+            elif large:
+                eng.discard(frag_all)  # (else already freed by fragments_in_buckets)
+    finally:
+        if unique is not None:
+            unique.cancel()  # not wanted: the ids differ somewhere, or a step failed
+    if built is None:
+        _progress.note(f"The inputs have the same number of rows and begin with the same ids, but {off:,} rows "
+                       "differ further on: joining them by item id instead.")
+    return built
+
+
+def base_parts(loaded: dict[str, Loaded], sizes: Sizes) -> int:
+    """In how many buckets of ids Base's distinct ids are counted."""
+    return -(-loaded["base"].rows // sizes.unique_check_rows)
+
+
+def zip_restriction(eng: Engine, loaded: dict[str, Loaded], sizes: Sizes, *, distinct: int | None = None) -> Restriction:
+    """Every row's ids agree, so every item is in every input and nothing is restricted; the ids
+    must still be unique (checked on Base, whose ids the others repeat row by row): ``distinct`` of
+    them, or counted here in buckets of at most ``sizes.unique_check_rows`` ids."""
+    base = loaded["base"]
+    if distinct is None:
+        distinct = distinct_ids(eng, base, sizes.unique_check_rows)
+    if distinct != base.rows:
+        check_duplicates(eng, base, "base_cluster")
+    return Restriction(common_items=base.rows)
