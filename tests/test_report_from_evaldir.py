@@ -93,7 +93,7 @@ def test_evaluate_records_how_it_was_run(judged):
     assert (o["slice_by"], o["explore_by"], o["quality_slice_by"]) == (["source"], ["source"], ["source"])
     assert (o["sample_size"], o["budget"], o["seed"], o["top"]) == (2000, 60, 3, 10)
     assert (o["estimator"], o["allocation"], o["hide"], o["only_affected"]) == ("stratified", "proportional",
-                                                                                ["entity_id"], False)
+                                                                                ["entity_id"], True)  # the default
     assert rec["engine"]["name"] == "duckdb" and rec["engine"]["database"] is None
     assert rec["outputs"] == {"impact": "impact", "exploration_sample": "explore/sample.parquet",
                               "pair_sample": "quality", "report": "report.html", "markdown": "report.md"}
