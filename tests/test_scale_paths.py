@@ -230,12 +230,13 @@ def test_lack_of_disk_or_memory_is_one_line_naming_the_step_limit_and_what_to_se
     assert "\n" not in text and text.startswith("Step '")
 
 
-@pytest.mark.parametrize("aligned", [True, False])
-def test_large_inputs_built_in_buckets_give_the_same_job(tmp_path, monkeypatch, aligned):
+@pytest.mark.parametrize("aligned, shared_fit", [(True, True), (False, True), (True, False)])
+def test_large_inputs_built_in_buckets_give_the_same_job(tmp_path, monkeypatch, aligned, shared_fit):
     """Inputs "large" for one machine (thresholds lowered to this example's size): the restriction
-    from per-membership totals, the fragments in buckets of Base then Exp clusters, written as
-    Parquet parts. The whole job — impact numbers, per-item and per-cluster tables, exploration
-    sample, pair sample — is the one built in memory."""
+    from per-membership totals, the fragments' cluster totals in buckets of Base then Exp clusters
+    (the clusters of several fragments joined back in one pass, or, when those do not fit one hash
+    join, window sums, one pass per side), written as Parquet parts. The whole job — impact numbers,
+    per-item and per-cluster tables, exploration sample, pair sample — is the one built in memory."""
     from abcde.workflow.evaluate import evaluate
 
     e = pq.read_table(P["exp"])
@@ -245,14 +246,21 @@ def test_large_inputs_built_in_buckets_give_the_same_job(tmp_path, monkeypatch, 
     kw = dict(items=P["items"], slice_by=["source"], budget=60, sample_size=200, seed=3, hide=["entity_id"])
     small = evaluate(P["base"], exp, tmp_path / "small", **kw)
     make_large(monkeypatch)
+    if not shared_fit:  # (aligned inputs are zipped: no join of Base buckets)
+        monkeypatch.setattr(core_diff, "JOIN_BUILD_ROWS", 10)
     eng = abcde.connect()
     stems = parts_written(monkeypatch, eng)
     large = evaluate(P["base"], exp, tmp_path / "large", engine=eng, **kw)
     # Joined in buckets of Base clusters, each bucket's fragments get their Base totals in the pass
     # that groups them; zipped, the fragments are grouped at once and get both totals in buckets.
-    passes = [("fragments", 1), ("fragments: Base cluster totals", 2)] if aligned else [
-        ("fragments", 4), ("restricted items", 4)]
-    assert stems == passes + [("fragments: Exp cluster totals", 2)], stems
+    passes = [("fragments", 1)] if aligned else [("fragments", 4), ("restricted items", 4)]
+    sides = ["Base", "Exp"] if aligned else ["Exp"]
+    shared = [(f"fragments: {s} clusters of several fragments", 2) for s in sides]
+    if shared_fit:
+        passes += shared + [("fragments: cluster totals", 1)]
+    else:
+        passes += shared + [(f"fragments: {s} cluster totals", 2) for s in sides]
+    assert stems == passes, stems
     a, b = small.impact.to_dict(), large.impact.to_dict()
     if not aligned:
         assert a["restriction"]["base_only_items"] > 0
@@ -301,7 +309,8 @@ def test_large_inputs_in_other_orders_holding_the_same_items_need_no_join_by_id(
     eng = abcde.connect()
     stems = parts_written(monkeypatch, eng)
     big = run(P["base"], exp, items, engine=eng)
-    assert stems == [("fragments", 4), ("fragments: Exp cluster totals", 2)], stems
+    assert stems == [("fragments", 4), ("fragments: Exp clusters of several fragments", 2),
+                     ("fragments: cluster totals", 1)], stems
     assert big["restriction"]["common_items"] == n and not any(
         v for k, v in big["restriction"].items() if k != "common_items")
     same(one, big)

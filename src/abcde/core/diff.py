@@ -11,7 +11,7 @@ items that ``B`` and ``E`` share. Three weights decide every per-item metric
 
 so all items of a fragment share their SplitRate, MergeRate and
 JaccardDistance, and per-cluster, per-slice and overall numbers are group-bys
-over the fragment table (``W(B)`` and ``W(E)`` are window sums over it).
+over the fragment table (``W(B)`` and ``W(E)`` are sums over it: :func:`abcde.core.join_common.with_totals`).
 
 :func:`build_diff` reads and validates the inputs, restricts them to the items
 both clusterings share (reporting what was removed), and materializes the

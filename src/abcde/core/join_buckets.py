@@ -13,8 +13,8 @@ from __future__ import annotations
 import ibis
 
 from abcde.core.inputs import Loaded
-from abcde.core.join_common import (FRAGMENT_COLUMNS, Built, Sizes, bucket, distinct_ids, fragment_sums,
-                                    inner_join, membership_fragments)
+from abcde.core.join_common import (FRAGMENT_COLUMNS, SIDES, Built, Sizes, bucket, distinct_ids, fragment_sums,
+                                    inner_join, join_totals, membership_fragments, shared_totals)
 from abcde.core.join_hash import full_outer_join
 from abcde.core.restriction import Restriction, restriction_of
 from abcde.engine import Engine
@@ -108,34 +108,55 @@ def fragments_in_buckets(eng: Engine, fragments: ibis.Table, *, free: ibis.Table
     ``fragments``: the common items grouped by ``(Base cluster, Exp cluster)`` (``n, w, w2``, and
     the totals of the sides not in ``sides``), already written as Parquet
     (:func:`large_fragments_all`, or grouped from :func:`base_bucket_joins`); ``free``, the written
-    table behind it, is discarded as soon as the first pass has read it (at a billion items, 8 GB of
-    disk the second pass needs). The totals of each side in ``sides`` are window sums in buckets of
-    that side's clusters (every fragment of a cluster falls in the cluster's bucket): Base totals
-    ``nb, wb``, then Exp totals ``ne, we``; each pass scans the fragments (a third of the items
-    here), never the inputs again. At a billion items a group-by with its totals joined back, in
-    memory, spilled beyond this machine's disk (issue 16).
+    table behind it, is discarded as soon as it has been read for the last time (at a billion
+    items, 8 GB of disk the next pass needs).
+
+    The totals of the clusters of several fragments (:func:`~abcde.core.join_common.shared_totals`:
+    the split or merged ones, usually a few percent) are grouped in buckets of each side's clusters
+    (every fragment of a cluster falls in the cluster's bucket) and, when they fit one hash join's
+    build side (``sizes.join_build_rows`` rows), joined to the fragments in one pass
+    (:func:`~abcde.core.join_common.join_totals`). Otherwise (or on an engine that prefers window
+    sums), each side's totals are window sums in buckets of its clusters, one pass per side. Each pass
+    scans the fragments (a third of the items here), never the inputs again. At a billion items a
+    group-by of every cluster with its totals joined back, in memory, spilled beyond this machine's
+    disk (issue 16).
     """
     f = fragments
     rows = int(eng.one(f.aggregate(n=f.count()), step="fragments")["n"])
     parts = max(1, -(-rows // sizes.fragment_partition_rows))
+
+    def in_bucket(t: ibis.Table, key: str, p: int) -> ibis.Table:
+        return t if parts == 1 else t.filter(bucket(t[key], parts) == p)
+
+    if not eng.prefers_window_sums:
+        shared = {side: eng.materialize_parts([shared_totals(in_bucket(f, SIDES[side][0], p), side)
+                                               for p in range(parts)],
+                                              f"fragments: {side.capitalize()} clusters of several fragments")
+                  for side in sides}
+        counts = {side: int(eng.one(t.aggregate(n=t.count()), step="fragments")["n"]) for side, t in shared.items()}
+        if sum(counts.values()) <= sizes.join_build_rows:
+            done = eng.materialize_parts([join_totals(f, shared)], "fragments: cluster totals")
+            for t in (free, *shared.values()):
+                eng.discard(t)
+            return done.select(*FRAGMENT_COLUMNS)
+        for t in shared.values():
+            eng.discard(t)
     out = f
-    for key, n, w in (("base_cluster", "nb", "wb"), ("exp_cluster", "ne", "we")):
-        if key.split("_")[0] not in sides:
-            continue
+    for side in sides:
+        key, n, w = SIDES[side]
         steps = []
         for p in range(parts):
-            h = out if parts == 1 else out.filter(bucket(out[key], parts) == p)
+            h = in_bucket(out, key, p)
             win = ibis.window(group_by=h[key])
             steps.append(h.mutate(**{n: h.n.sum().over(win), w: h.w.sum().over(win)}))
-        done = eng.materialize_parts(steps, f"fragments: {'Base' if n == 'nb' else 'Exp'} cluster totals")
+        done = eng.materialize_parts(steps, f"fragments: {side.capitalize()} cluster totals")
         eng.discard(free if out is f else out)  # read by now; its disk is needed by the next pass
         out = done
     return out.select(*FRAGMENT_COLUMNS)
 
 
 def large_fragments_all(eng: Engine, rows: ibis.Table) -> ibis.Table:
-    """Items, weight and squared weight per ``(Base cluster, Exp cluster)`` of ``rows`` (and
-    ``n_off``, rows whose ids differ, for zipped inputs): one group-by, written straight to a
-    Parquet part (the engine spills what does not fit its memory limit; no temporary table)."""
+    """Items, weight and squared weight per ``(Base cluster, Exp cluster)`` of ``rows``: one
+    group-by, written straight to a Parquet part (the engine spills what does not fit its memory limit; no temporary table)."""
     g = rows.group_by(["base_cluster", "exp_cluster"]).aggregate(**fragment_sums(rows))
     return eng.materialize_parts([g], "fragments")

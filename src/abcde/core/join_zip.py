@@ -1,10 +1,11 @@
 """Inputs in the same row order (as exports of one item table often are): zipped by position.
 
 The inputs are joined row by row (:meth:`abcde.engine.Engine.zip`, DuckDB's ``POSITIONAL JOIN``: a
-scan of each), after their first rows' ids were compared (:func:`zip_inputs`). The fragments'
-group-by itself counts the rows whose ids differ anywhere (``n_off``); any such row, and the
-caller joins by id instead. Ids are then checked unique on Base (the other inputs repeat its ids row
-by row), and nothing is restricted: every item is in every input.
+scan of each), after their first rows' ids were compared (:func:`zip_inputs`). A scan of the three
+id columns then counts the rows whose ids differ anywhere; any such row, and the caller joins by id
+instead. Otherwise the fragments are grouped from the zip of the other columns, ids are checked
+unique on Base (the other inputs repeat its ids row by row; counted beside the zip's scans), and
+nothing is restricted: every item is in every input.
 
 Joining by position costs a scan of each input; joining by id, at a billion items, more memory and
 disk than one machine has (issue 16).
@@ -53,31 +54,32 @@ def build(eng: Engine, loaded: dict[str, Loaded], zipped: ibis.Table, *, large: 
     """The fragments, restriction and common items of zipped inputs; None (after a note) when some
     row's ids differ, for the caller to join by id.
 
-    Small inputs: the fragments with their clusters' totals in one query, used if no row differs.
-    Large ones: the fragment group-by written as Parquet, then the totals in buckets of clusters
-    (:func:`abcde.core.join_buckets.fragments_in_buckets`)."""
-    # Small inputs: Base's distinct ids counted beside the fragments' query, whose scan of the zip runs
-    # on one thread (DuckDB's positional join), on the core it leaves idle. (Large ones: not beside a
-    # group-by that spills already; counted after it, in buckets.)
-    unique = None if large or base_parts(loaded, sizes) > 1 else eng.rows_aside(
+    First the rows whose ids differ are counted, in a scan of the three id columns alone; with none,
+    the fragments are grouped from the zip of the other columns. Small inputs: the fragments with
+    their clusters' totals in one query. Large ones: the fragment group-by written as Parquet, then
+    the totals in buckets of clusters (:func:`abcde.core.join_buckets.fragments_in_buckets`)."""
+    # Base's distinct ids counted beside the zip's scans, which run on one thread (DuckDB's positional
+    # join), on the core they leave idle; in one query when they fit one (else after, in buckets).
+    unique = None if base_parts(loaded, sizes) > 1 else eng.rows_aside(
         distinct_ids_expr(loaded["base"].table), step="unique ids")
     try:
         with _progress.step("Zipping inputs by row and computing fragments") as shown:
-            frag_all = (join_buckets.large_fragments_all(eng, zipped) if large else eng.materialize(
-                with_totals(eng, membership_fragments(zipped), keep=("n_off",)), "fragments"))
-            off = int(eng.one(frag_all.aggregate(n=frag_all.n_off.sum()), step="zip check")["n"] or 0)
+            with _progress.step("Comparing the inputs' ids row by row"):
+                off = int(eng.one(zipped.aggregate(n=zipped._off.sum()), step="zip check")["n"] or 0)
             built = None
             if off == 0:
+                rows = zipped.drop("_off")
+                if large:
+                    frag_all = join_buckets.large_fragments_all(eng, rows)
+                    fragments = join_buckets.fragments_in_buckets(eng, frag_all, free=frag_all, sizes=sizes)
+                else:
+                    fragments = eng.materialize(with_totals(eng, membership_fragments(rows)), "fragments")
                 distinct = int(unique.result()[0]["n"] or 0) if unique is not None else None
                 unique = None
                 restriction = zip_restriction(eng, loaded, sizes, distinct=distinct)
-                fragments = (join_buckets.fragments_in_buckets(eng, frag_all.drop("n_off"), free=frag_all,
-                                                               sizes=sizes) if large else frag_all.drop("n_off"))
                 joined = zipped.select("item_id", "base_cluster", "exp_cluster", "weight")
                 built = Built(fragments, restriction, joined)
                 shown.rows = restriction.common_items
-            elif large:
-                eng.discard(frag_all)  # (else already freed by fragments_in_buckets)
     finally:
         if unique is not None:
             unique.cancel()  # not wanted: the ids differ somewhere, or a step failed

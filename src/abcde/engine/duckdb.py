@@ -38,7 +38,8 @@ class DuckDBEngine(Engine):
 
     @property
     def prefers_window_sums(self) -> bool:
-        # Measured at 10M items: group-by + join back is 1.4x faster than window sums.
+        # Measured at 10M items: group-by + join back is 1.4x faster than window sums; at 300M (93M
+        # fragments), the clusters of several fragments only, joined back: 1.3x (join_common.with_totals).
         return False
 
     @property
