@@ -195,4 +195,12 @@ def test_a_result_fetched_aside_is_the_one_fetched_now(monkeypatch):
     with pytest.raises(EngineError, match="a bad cast"):
         bad.result()
     eng.rows_aside(expr).cancel()  # not wanted after all: stopped, nothing raised
+    # A list: run one after another on one other connection, their rows in turn.
+    odd, even = t.filter(t.item_id.hash() % 2 == 0), t.filter(t.item_id.hash() % 2 != 0)
+    parts = [x.aggregate(n=x.item_id.nunique()) for x in (odd, even)]
+    before = len(started)
+    got = eng.rows_aside(parts, step="unique ids").result()
+    assert got == eng.rows(parts[0]) + eng.rows(parts[1]) and len(started) == before + 1
+    assert sum(r["n"] for r in got) == eng.rows(expr)[0]["n"]
+    eng.rows_aside(parts).cancel()
     eng.release()

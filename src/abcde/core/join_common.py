@@ -165,13 +165,15 @@ def inner_join(b: ibis.Table, e: ibis.Table, it: ibis.Table | None) -> ibis.Tabl
 
 def distinct_ids(eng: Engine, one: Loaded, max_rows: int) -> int:
     """How many distinct item ids an input holds, counted in buckets of at most ``max_rows`` ids."""
+    return sum(int(eng.one(e, step="unique ids")["n"] or 0) for e in distinct_ids_exprs(one, max_rows))
+
+
+def distinct_ids_exprs(one: Loaded, max_rows: int) -> list[ibis.Table]:
+    """One-row tables whose ``n`` sum to how many distinct item ids an input holds: one per bucket of
+    at most ``max_rows`` ids."""
     t = one.table
     parts = -(-one.rows // max_rows)
-    distinct = 0
-    for p in range(parts):
-        part = t if parts <= 1 else t.filter(bucket(t.item_id, parts) == p)
-        distinct += int(eng.one(distinct_ids_expr(part), step="unique ids")["n"] or 0)
-    return distinct
+    return [distinct_ids_expr(t if parts <= 1 else t.filter(bucket(t.item_id, parts) == p)) for p in range(parts)]
 
 
 def distinct_ids_expr(t: ibis.Table) -> ibis.Table:

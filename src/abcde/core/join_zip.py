@@ -19,7 +19,7 @@ import ibis
 
 from abcde.core import join_buckets
 from abcde.core.inputs import Loaded, check_duplicates
-from abcde.core.join_common import (Built, Sizes, distinct_ids, distinct_ids_expr, membership_fragments, unit_weight,
+from abcde.core.join_common import (Built, Sizes, distinct_ids_exprs, membership_fragments, unit_weight,
                                     with_totals)
 from abcde.core.restriction import Restriction
 from abcde.engine import Engine
@@ -59,9 +59,8 @@ def build(eng: Engine, loaded: dict[str, Loaded], zipped: ibis.Table, *, large: 
     their clusters' totals in one query. Large ones: the fragment group-by written as Parquet, then
     the totals in buckets of clusters (:func:`abcde.core.join_buckets.fragments_in_buckets`)."""
     # Base's distinct ids counted beside the zip's scans, which run on one thread (DuckDB's positional
-    # join), on the core they leave idle; in one query when they fit one (else after, in buckets).
-    unique = None if base_parts(loaded, sizes) > 1 else eng.rows_aside(
-        distinct_ids_expr(loaded["base"].table), step="unique ids")
+    # join), on the core they leave idle: one query per bucket of ids, one after another.
+    unique = eng.rows_aside(distinct_ids_exprs(loaded["base"], sizes.unique_check_rows), step="unique ids")
     try:
         with _progress.step("Zipping inputs by row and computing fragments") as shown:
             with _progress.step("Comparing the inputs' ids row by row"):
@@ -74,9 +73,9 @@ def build(eng: Engine, loaded: dict[str, Loaded], zipped: ibis.Table, *, large: 
                     fragments = join_buckets.fragments_in_buckets(eng, frag_all, free=frag_all, sizes=sizes)
                 else:
                     fragments = eng.materialize(with_totals(eng, membership_fragments(rows)), "fragments")
-                distinct = int(unique.result()[0]["n"] or 0) if unique is not None else None
+                distinct = sum(int(r["n"] or 0) for r in unique.result())
                 unique = None
-                restriction = zip_restriction(eng, loaded, sizes, distinct=distinct)
+                restriction = zip_restriction(eng, loaded, distinct=distinct)
                 joined = zipped.select("item_id", "base_cluster", "exp_cluster", "weight")
                 built = Built(fragments, restriction, joined)
                 shown.rows = restriction.common_items
@@ -89,18 +88,11 @@ def build(eng: Engine, loaded: dict[str, Loaded], zipped: ibis.Table, *, large: 
     return built
 
 
-def base_parts(loaded: dict[str, Loaded], sizes: Sizes) -> int:
-    """In how many buckets of ids Base's distinct ids are counted."""
-    return -(-loaded["base"].rows // sizes.unique_check_rows)
-
-
-def zip_restriction(eng: Engine, loaded: dict[str, Loaded], sizes: Sizes, *, distinct: int | None = None) -> Restriction:
+def zip_restriction(eng: Engine, loaded: dict[str, Loaded], *, distinct: int) -> Restriction:
     """Every row's ids agree, so every item is in every input and nothing is restricted; the ids
     must still be unique (checked on Base, whose ids the others repeat row by row): ``distinct`` of
-    them, or counted here in buckets of at most ``sizes.unique_check_rows`` ids."""
+    them (else the repeated ones are named)."""
     base = loaded["base"]
-    if distinct is None:
-        distinct = distinct_ids(eng, base, sizes.unique_check_rows)
     if distinct != base.rows:
         check_duplicates(eng, base, "base_cluster")
     return Restriction(common_items=base.rows)

@@ -318,9 +318,11 @@ class Engine(abc.ABC):
     def rows_aside(self, expr, *, step: str = "query") -> Aside:
         """Start fetching a (small) result, as :meth:`rows` does, beside this engine's next queries:
         :meth:`Aside.result` waits for it. For a step whose query leaves cores idle (DuckDB's zip of
-        inputs by position runs on one thread) and another query that need not wait for it. Default:
-        fetched now (the engine runs one query at a time)."""
-        return Aside(rows=self.rows(expr, step=step))
+        inputs by position runs on one thread) and another query that need not wait for it. A list of
+        expressions: run one after another, their rows in turn. Default: fetched now (the engine runs
+        one query at a time)."""
+        exprs = list(expr) if isinstance(expr, (list, tuple)) else [expr]
+        return Aside(rows=[r for e in exprs for r in self.rows(e, step=step)])
 
     # -- writing ---------------------------------------------------------
     def write_parquet(self, expr, path, *, step: str = "write") -> None:

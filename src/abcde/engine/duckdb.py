@@ -96,23 +96,26 @@ class DuckDBEngine(Engine):
 
     def rows_aside(self, expr, *, step: str = "query") -> Aside:
         """Fetched on another connection (a cursor of this database) in a thread, so DuckDB runs it
-        on the cores this engine's next queries leave idle. Temporary views are this connection's
-        own: the ones the expression reads (the inputs, read as views) are made again there from
-        their SQL. An expression reading anything else this connection alone sees (a temporary
-        table, a zip, a table in memory) is fetched now. Values are as DuckDB's client gives them
-        (a count is an ``int``)."""
+        on the cores this engine's next queries leave idle (a list of expressions: one after another
+        there, their rows in turn). Temporary views are this connection's own: the ones the
+        expression reads (the inputs, read as views) are made again there from their SQL. An
+        expression reading anything else this connection alone sees (a temporary table, a zip, a
+        table in memory) is fetched now. Values are as DuckDB's client gives them (a count is an
+        ``int``)."""
+        exprs = list(expr) if isinstance(expr, (list, tuple)) else [expr]
         try:
-            reads = expr.op().find((ops.DatabaseTable, ops.InMemoryTable))
+            reads = [r for e in exprs for r in e.op().find((ops.DatabaseTable, ops.InMemoryTable))]
             names = {t.name for t in reads}
             views = dict(self.con.con.execute(
                 "SELECT view_name, sql FROM duckdb_views() WHERE temporary").fetchall()) if names else {}
             if any(isinstance(t, ops.InMemoryTable) for t in reads) or not names <= set(views) or names & self._zips:
                 return super().rows_aside(expr, step=step)
-            sql = self.con.compile(expr)
+            sqls = [self.con.compile(e) for e in exprs]
             cur = self.con.con.cursor()
         except Exception:  # noqa: BLE001 - anything unusual: fetched now, where a failure names the step
             return super().rows_aside(expr, step=step)
         got: dict = {}
+        stop = threading.Event()
 
         def fetch() -> None:
             try:
@@ -120,9 +123,14 @@ class DuckDBEngine(Engine):
                     cur.execute(f"SET {key} = false")
                 for name in names:
                     cur.execute(views[name])
-                r = cur.execute(sql)
-                cols = [d[0] for d in r.description]
-                got["rows"] = [dict(zip(cols, row)) for row in r.fetchall()]
+                rows = []
+                for sql in sqls:
+                    if stop.is_set():
+                        return
+                    r = cur.execute(sql)
+                    cols = [d[0] for d in r.description]
+                    rows += [dict(zip(cols, row)) for row in r.fetchall()]
+                got["rows"] = rows
             except Exception as exc:  # noqa: BLE001 - raised again by the caller's result()
                 got["error"] = exc
             finally:
@@ -138,6 +146,7 @@ class DuckDBEngine(Engine):
             return got["rows"]
 
         def cancel() -> None:
+            stop.set()
             try:
                 cur.interrupt()
             except Exception:  # noqa: BLE001 - closed already: the query is done
