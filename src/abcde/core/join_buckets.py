@@ -157,6 +157,7 @@ def fragments_in_buckets(eng: Engine, fragments: ibis.Table, *, free: ibis.Table
 
 def large_fragments_all(eng: Engine, rows: ibis.Table) -> ibis.Table:
     """Items, weight and squared weight per ``(Base cluster, Exp cluster)`` of ``rows``: one
-    group-by, written straight to a Parquet part (the engine spills what does not fit its memory limit; no temporary table)."""
+    group-by, written straight to a Parquet part (the engine spills what does not fit its memory
+    limit; no temporary table)."""
     g = rows.group_by(["base_cluster", "exp_cluster"]).aggregate(**fragment_sums(rows))
     return eng.materialize_parts([g], "fragments")

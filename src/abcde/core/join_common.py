@@ -138,15 +138,14 @@ def join_totals(f: ibis.Table, shared: dict[str, ibis.Table]) -> ibis.Table:
     """The fragments ``f`` with their clusters' totals on each side in ``shared``
     (:func:`shared_totals`): a fragment of a cluster listed there gets the cluster's, any other its
     own ``n, w``. Left joins whose build sides are the shared clusters only."""
-    j, got = f, {}
+    j = f
     for side, t in shared.items():
         key, n, w = SIDES[side]
         t = t.rename({f"{key}_": key, f"{n}_": n, f"{w}_": w})
         j = j.left_join(t, j[key] == t[f"{key}_"])
-        got[side] = t
     cols = {c: j[c] for c in f.columns}
-    for side, t in got.items():
-        key, n, w = SIDES[side]
+    for side in shared:
+        _, n, w = SIDES[side]
         cols[n] = ibis.coalesce(j[f"{n}_"], j.n)
         cols[w] = ibis.coalesce(j[f"{w}_"], j.w)
     return j.select(**cols)
