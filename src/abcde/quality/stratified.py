@@ -48,7 +48,7 @@ from abcde.errors import InputError
 from abcde.quality.result import Estimate, QualityResult, agresti_coull
 from abcde.sampling.clocks import check_seed, check_size
 from abcde.sampling.pairs import (LABEL, fill_budgets, item_pair_weights, pair_counts, pair_id, pair_totals,
-                                  stratum_pairs)
+                                  stratum_pairs, vantage_items)
 
 #: The strata of a new sample: split, merge, and the intersection (stable pairs without self)
 #: by the sign of its term, known from the cluster weights before anyone judges: ``intersection+``
@@ -122,21 +122,40 @@ class StratifiedSample:
         return tuple(self.budgets)
 
 
-def _stratum_population(diff: Diff, stratum: str) -> ibis.Table:
-    t = item_pair_weights(diff)
+def _stratum_filter(t: ibis.Table, stratum: str) -> ibis.BooleanValue:
+    """The rows of ``t`` (per item, as :func:`~abcde.sampling.pairs.item_pair_weights`) that are
+    vantage points of ``stratum``."""
     if stratum.startswith("intersection"):
         # Vantage ∝ its whole stable weight (self share included) and self draws rejected:
         # what remains is ∝ u_ij over the non-self stable pairs, exactly.
-        t = t.filter((t.u_stable > 0) & (t.fragment_items > 1))
-        if stratum != "intersection":  # by the sign of the term
-            t = t.filter(t.stable_label == _LABEL[stratum])
-        u, label, cls = t.u_stable, t.stable_label, "stable"
-    else:
-        col = f"u_{stratum}"
-        t = t.filter(t[col] > 0)
-        u, label, cls = t[col], ibis.literal(-1 if stratum == "split" else 1), stratum
-    return t.select("item_id", "base_cluster", "exp_cluster", u=u, label=label.cast("int8"),
-                    key=t.item_id.cast("string") + ibis.literal(f"|{stratum}"), **{"class": ibis.literal(cls)})
+        keep = (t.u_stable > 0) & (t.fragment_items > 1)
+        return keep if stratum == "intersection" else keep & (t.stable_label == _LABEL[stratum])
+    return t[f"u_{stratum}"] > 0
+
+
+def stratum_populations(diff: Diff) -> dict[str, tuple[ibis.Table, int]]:
+    """``{stratum: (vantage population, its rows)}`` for every stratum of :data:`STRATA` and
+    :data:`LEGACY_STRATA`: ``item_id, base_cluster, exp_cluster, u, label, key, class``.
+
+    Each is a filter of :func:`~abcde.sampling.pairs.vantage_items` (the affected items joined to
+    their fragments once, for all strata), read by its draws; the rows of every stratum are counted
+    in one query. Once per diff."""
+    cache = diff.cache.stratum_populations
+    if not cache:
+        t = vantage_items(diff)
+        names = dict.fromkeys(STRATA + LEGACY_STRATA)
+        r = diff.engine.one(t.aggregate(**{f"n{k}": _stratum_filter(t, c).sum() for k, c in enumerate(names)}),
+                            step="stratum sizes")
+        for k, c in enumerate(names):
+            if c.startswith("intersection"):
+                u, label, cls = t.u_stable, t.stable_label, "stable"
+            else:
+                u, label, cls = t[f"u_{c}"], ibis.literal(_LABEL[c]), c
+            pop = t.filter(_stratum_filter(t, c)).select(
+                "item_id", "base_cluster", "exp_cluster", u=u, label=label.cast("int8"),
+                key=t.item_id.cast("string") + ibis.literal(f"|{c}"), **{"class": ibis.literal(cls)})
+            cache[c] = (pop, int(r[f"n{k}"] or 0))
+    return dict(cache)
 
 
 def sample_stratified(diff: Diff, *, budget: int, seed: int, total_weight: float,
@@ -175,10 +194,7 @@ def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: floa
             for s in seeds:
                 draws[s][c] = _census_draws(listed, c, s, id_type)
             continue
-        if c not in diff.cache.stratum_populations:
-            pop = diff.engine.materialize(_stratum_population(diff, c), f"stratum_{c}")
-            diff.cache.stratum_populations[c] = (pop, int(diff.engine.one(pop.aggregate(n=pop.count()))["n"]))
-        pop, n_pop = diff.cache.stratum_populations[c]
+        pop, n_pop = stratum_populations(diff)[c]
         for k in range(0, len(seeds), batch):
             chunk = seeds[k:k + batch]
             if budgets[c] == 0:
@@ -387,13 +403,16 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
 def slice_self_terms(diff: Diff, column: str, total_weight: float) -> dict:
     """Per value of ``column`` (JSON-encoded, as the slice multipliers are stored): the exact
     self term of the slice ``Σ_{i ∈ I} u_ii · l_ii`` and the self pairs' weight ``Σ_{i ∈ I} u_ii``."""
-    t = item_pair_weights(diff)
+    t = vantage_items(diff)  # every item with a self pair weight (u_self > 0 ⇒ u_stable > 0)
     g = t.select("item_id", __abcde_self=t.u_self * t.stable_label, __abcde_self_u=t.u_self)
     g = g.join(diff.items.select("item_id", column), "item_id")
-    rows = diff.engine.rows(g.group_by(column).aggregate(s=g["__abcde_self"].sum(), u=g["__abcde_self_u"].sum()),
+    # Sums under names no input column can take (a slice column may be called "s" or "u").
+    rows = diff.engine.rows(g.group_by(column).aggregate(__abcde_s=g["__abcde_self"].sum(),
+                                                         __abcde_u=g["__abcde_self_u"].sum()),
                             step=f"slice self terms {column}")
     W = float(total_weight)
-    return {json.dumps(r[column], default=str): (float(r["s"] or 0.0) / W, float(r["u"] or 0.0) / W) for r in rows}
+    return {json.dumps(r[column], default=str): (float(r["__abcde_s"] or 0.0) / W, float(r["__abcde_u"] or 0.0) / W)
+            for r in rows}
 
 
 def slice_ranges(sample: StratifiedSample, multipliers: dict, self_terms: dict):

@@ -70,6 +70,17 @@ def item_pair_weights(diff: Diff) -> ibis.Table:
     )
 
 
+def vantage_items(diff: Diff) -> ibis.Table:
+    """:func:`item_pair_weights` of the items with some pair weight besides their self pair (every
+    vantage point of a pair sample), written once per diff: the affected items are joined to their
+    fragments once, and each class's or stratum's population is a filter of this table."""
+    if diff.cache.vantage_items is None:
+        t = item_pair_weights(diff)
+        keep = (t.u_split > 0) | (t.u_merge > 0) | (t.u_stable > 0)
+        diff.cache.vantage_items = diff.engine.materialize(t.filter(keep), "vantage_items")
+    return diff.cache.vantage_items
+
+
 def pair_totals(diff: Diff, total_weight: float) -> dict:
     """Exact ``Σ u_ij`` overall and per class (split, merge, stable, self,
     intersection = stable without self), from the fragments in closed form; the intersection
@@ -301,7 +312,7 @@ def sample_pairs_many(diff: Diff, *, budget: int, seeds, total_weight: float, ov
     budget = check_size(budget, "budget")
     seeds = [check_seed(s) for s in seeds]
     eng = diff.engine
-    t = item_pair_weights(diff)
+    t = vantage_items(diff)
     per_class = []
     for c in CLASSES:
         col = f"u_{c}"
@@ -454,4 +465,4 @@ def pair_class_of_draws(draws: pa.Table) -> list[str]:
 
 
 __all__ = ["PairSample", "item_pair_weights", "pair_id", "pair_totals", "pairweight_expr", "sample_pairs",
-           "sample_pairs_many"]
+           "sample_pairs_many", "vantage_items"]
