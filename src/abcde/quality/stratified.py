@@ -47,7 +47,7 @@ from abcde.core.formulas import stable_pair_weight, weighted_mean_se
 from abcde.errors import InputError
 from abcde.quality.result import Estimate, QualityResult, agresti_coull
 from abcde.sampling.clocks import check_seed, check_size
-from abcde.sampling.pairs import (LABEL, fill_budgets, item_pair_weights, pair_counts, pair_id, pair_totals,
+from abcde.sampling.pairs import (LABEL, fill_budgets, pair_counts, pair_id, pair_totals,
                                   stratum_pairs, vantage_items)
 
 #: The strata of a new sample: split, merge, and the intersection (stable pairs without self)
