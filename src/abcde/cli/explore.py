@@ -141,8 +141,8 @@ def explore_query(sample, where, group_by, metric, top, examples, seed, as_json)
     if groups:
         console().print(table([estimate_row(g) for g in groups],
                               f"Top {len(groups)} groups by {METRIC_BY_OPTION[metric]} contribution",
-                              [*group_by, *cols]))
+                              [*group_by, *cols], plain=[c for c in group_by if c in s.attributes]))
     if ex:
         show = ["item_id", "base_cluster", "exp_cluster", "split_rate", "merge_rate", "importance_weight",
                 *[a for a in s.attributes][:4]]
-        console().print(table(ex, f"{len(ex)} example items", show))
+        console().print(table(ex, f"{len(ex)} example items", show, plain=s.attributes))

@@ -95,7 +95,7 @@ def pointwise(truth, clustering, items, item_id, cluster_id, weight_column, slic
     if worst_rows:
         console().print(table(worst_rows, f"{len(worst_rows)} clusters with the lowest F1"))
     for name, rows in res.slices.items():
-        console().print(table(rows, f"Slices by {name}"))
+        console().print(table(rows, f"Slices by {name}", plain=name.split(",")))
     for p in written:
         console().print(f"wrote {p}")
 

@@ -105,32 +105,49 @@ def new_table(**kwargs) -> Table:
     return Table(**kwargs)
 
 
-def table(rows: list[dict], title: str | None = None, columns: list[str] | None = None, limit: int = 25):
+#: The key of a slice's value in the rows of a quality slice table (:func:`print_quality`): a key no
+#: column takes, the slice column's name shown as its header (it may be "weight" or "draws", as a
+#: number beside it is called).
+SLICE_VALUE = "__abcde_value"
+
+
+def table(rows: list[dict], title: str | None = None, columns: list[str] | None = None, limit: int = 25,
+          headers: dict | None = None, plain=()):
     """Rows (dicts) as a table of at most ``limit`` rows, with a caption saying how many more there are.
+    ``headers``: a column's header when it is not the column's key (or its :data:`HEADERS` label);
+    ``plain``: the user's columns (attributes, slice values), headed by their names and their values in
+    the style of any column, even when named as one of abcde's own (a slice column "precision" is no rate).
 
     A table wider than the terminal is never squeezed (rich would break ids and names mid-token, or
     leave columns out): it is shown expanded instead, one block of ``column  value`` lines per row,
     as ``psql``'s ``\\x`` does."""
     cols = columns or (list(rows[0].keys()) if rows else [])
+    heads = {**HEADERS, **{c: c for c in plain}, **(headers or {})}
     shown = rows[:limit]
     caption = f"… and {len(rows) - limit} more rows (--json for all)" if len(rows) > limit else None
     t = new_table(title=title, title_justify="left", header_style="bold", caption=caption, caption_justify="left")
-    cells = [[cell(c, r.get(c)) for c in cols] for r in shown]
+    cells = [[_cell(c, r.get(c), plain) for c in cols] for r in shown]
     for k, c in enumerate(cols):
         # wrapped at spaces only: never narrower than the column's longest word (an id, a number)
-        words = [w for text in [HEADERS.get(c, c), *(row[k] for row in cells)] for w in text.split()]
-        t.add_column(HEADERS.get(c, c), justify="left" if c in LEFT else "right", overflow="fold",
+        words = [w for text in [heads.get(c, c), *(row[k] for row in cells)] for w in text.split()]
+        t.add_column(heads.get(c, c), justify="left" if c in LEFT else "right", overflow="fold",
                      min_width=max(map(len, words), default=1))
     for row in cells:
         t.add_row(*row)
     out = console()
     # the narrowest it can be (console.measure would cap it at the terminal's width)
     if shown and t.__rich_measure__(out, out.options.update(width=10**6)).minimum > out.width:
-        return _expanded(shown, cols, title, caption)
+        return _expanded(shown, cols, title, caption, heads, plain)
     return t
 
 
-def _expanded(rows: list[dict], cols: list[str], title: str | None, caption: str | None):
+def _cell(key: str, v, plain=()) -> str:
+    """:func:`cell`; a ``plain`` column's value in the style of any column, whatever its name."""
+    return cell("", v) if key in plain else cell(key, v)
+
+
+def _expanded(rows: list[dict], cols: list[str], title: str | None, caption: str | None, heads: dict = HEADERS,
+              plain=()):
     """The rows of a table too wide for the terminal, one ``column  value`` block per row."""
     from rich.console import Group  # lazy: start-up time
     from rich.text import Text
@@ -140,7 +157,7 @@ def _expanded(rows: list[dict], cols: list[str], title: str | None, caption: str
     for k, r in enumerate(rows):
         parts.append(Text(f"row {k + 1}", style="bold"))
         for c in cols:  # wrapped at spaces, as any text
-            parts.append(Text(f"  {HEADERS.get(c, c) or '(row)'}: {cell(c, r.get(c))}"))
+            parts.append(Text(f"  {heads.get(c, c) or '(row)'}: {_cell(c, r.get(c), plain)}"))
     if caption:
         parts.append(Text(caption))
     return Group(*parts)
@@ -228,7 +245,7 @@ def print_impact(res: ImpactResult, *, top: int) -> None:
     for name, rows in res.slices.items():
         # JaccardDistance's parts per slice are in --json (as wide as the rest, they would not fit).
         cols = [c for c in (rows[0] if rows else {}) if c not in DISTANCE_PARTS]
-        console().print(table(rows, f"Slices by {name}", cols))
+        console().print(table(rows, f"Slices by {name}", cols, plain=name.split(",")))
 
 
 def print_verdict(sentences) -> None:
@@ -277,12 +294,12 @@ def print_quality(d: dict, sentences=None) -> None:
         console().print("Precision of the clustering = 1 + ΔPrecision (pairs inside its clusters, against every "
                         "item alone, whose Precision is 1).")
     for col, rows in d.get("slices", {}).items():
-        flat = [{col: r["value"], "weight": r["weight"], "draws": r["sampled_draws"],
+        flat = [{SLICE_VALUE: r["value"], "weight": r["weight"], "draws": r["sampled_draws"],
                  **({"Precision": four(r["precision"]["estimate"])} if "precision" in r else {}),
                  "ΔPrecision": four(r["delta_precision"]["estimate"]), "± s.e.": four(r["delta_precision"]["std_err"]),
                  "95% interval": interval(r["delta_precision"]),
                  "contribution": four(r["delta_precision_contribution"]["estimate"])} for r in rows]
-        console().print(table(flat, f"ΔPrecision by {col} (vantage items)"))
+        console().print(table(flat, f"ΔPrecision by {col} (vantage items)", headers={SLICE_VALUE: col}))
     print_distances(d.get("distances"))
 
 
@@ -306,12 +323,13 @@ def print_distances(d: dict | None) -> None:
     console().print(f"From the same judged split and merge pairs ({d['method']}), each weighted by its item's "
                     f"share w(B)/w(B ∪ E) (merge: w(E)/w(B ∪ E)); Good + Bad = the exact part.", soft_wrap=True)
     for col, rows in (d.get("slices") or {}).items():
-        flat = [{col: r["value"], "weight": r["weight"], "draws": r["sampled_draws"],
+        flat = [{SLICE_VALUE: r["value"], "weight": r["weight"], "draws": r["sampled_draws"],
                  "JaccardDistance": pct(r["jaccard_distance"]),
                  METRIC_LABELS["good_distance"]: estimate("good_distance", r["good_distance"]["estimate"]),
                  "95% interval": estimate_interval("good_distance", r["good_distance"]),
                  METRIC_LABELS["bad_distance"]: estimate("bad_distance", r["bad_distance"]["estimate"])} for r in rows]
-        console().print(table(flat, f"{METRIC_LABELS['jaccard_distance']} = good + bad by {col} (vantage items)"))
+        console().print(table(flat, f"{METRIC_LABELS['jaccard_distance']} = good + bad by {col} (vantage items)",
+                              headers={SLICE_VALUE: col}))
 
 
 def print_ppi(ppi: dict) -> None:

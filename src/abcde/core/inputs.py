@@ -22,6 +22,14 @@ from abcde.errors import InputError, examples_text
 from abcde.util import progress as _progress
 
 DEFAULT_WEIGHT_COLUMN = "weight"
+#: The prefix of the helper columns abcde computes beside a user's columns (a slice column, say, in a
+#: group-by): an attribute column may not take it, so no input column can meet one of them.
+PRIVATE_PREFIX = "__abcde_"
+#: The columns abcde adds to every item's row beside its attributes (the exploration sample, the
+#: population table of ``explore serve``): an attribute of one of these names would make two columns
+#: of one name there.
+PER_ITEM_COLUMNS = ("base_cluster", "exp_cluster", "split_rate", "merge_rate", "jaccard_distance", "split_distance",
+                    "merge_distance", "draw_count", "importance_weight")
 
 
 def describe(source, role: str) -> str:
@@ -210,6 +218,19 @@ def load_items(engine: Engine, source, *, item_id: str, weight: str | None) -> t
         raise InputError(
             f"Attribute column(s) {', '.join(repr(c) for c in clash)} in {label} clash with abcde's own "
             "column names; rename them."
+        )
+    computed = [a for a in attrs if a in PER_ITEM_COLUMNS]
+    if computed:
+        raise InputError(
+            f"Attribute column(s) {', '.join(repr(c) for c in computed)} in {label} have the name of a column "
+            f"abcde computes for every item ({', '.join(PER_ITEM_COLUMNS)}), and the per-item tables would hold "
+            f"two columns of that name; rename them (for example to 'attr_{computed[0]}')."
+        )
+    private = [a for a in attrs if str(a).startswith(PRIVATE_PREFIX)]
+    if private:
+        raise InputError(
+            f"Attribute column(s) {', '.join(repr(c) for c in private)} in {label} start with "
+            f"'{PRIVATE_PREFIX}', which abcde keeps for the columns it computes; rename them."
         )
     t = raw.select(item_id=raw[item_id], weight=wexpr, **{a: raw[a] for a in attrs})
 

@@ -28,7 +28,7 @@ from abcde.util import progress as _progress
 from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.core.diff import Diff, Restriction, affected_fragments, affected_items, build_diff
-from abcde.core.inputs import Inputs
+from abcde.core.inputs import PRIVATE_PREFIX, Inputs
 from abcde.core.formulas import fragment_metrics
 from abcde.core.names import DISTANCE_PARTS, IMPACT_METRICS, METRIC_LABELS
 from abcde.util import display
@@ -37,6 +37,10 @@ from abcde.util import display
 #: JaccardDistance's parts SplitDistance and MergeDistance.
 METRICS = IMPACT_METRICS + DISTANCE_PARTS
 SIDES = ("base", "exp")
+#: What every row of :attr:`ImpactResult.slices` holds besides its slice columns' values. A slice
+#: column of one of these names would share a key with that number: it is refused
+#: (:func:`check_slice_columns`).
+SLICE_FIELDS = ("items", "weight", *METRICS, "contribution")
 
 
 def normalize_slices(slice_by) -> list[tuple[str, ...]]:
@@ -53,13 +57,18 @@ def normalize_slices(slice_by) -> list[tuple[str, ...]]:
     return out
 
 
-def check_slice_columns(diff: Diff, slices: list[tuple[str, ...]]) -> None:
-    """Raise a clear error when a slicing names a column the items table lacks."""
+def check_slice_columns(diff: Diff, slices: list[tuple[str, ...]], *, fields: Sequence[str] = SLICE_FIELDS) -> None:
+    """Raise a clear error when a slicing names a column the items table lacks, a column twice, or a
+    column named as one of ``fields``, the numbers each slice row holds beside the slice's values (the
+    impact's :data:`SLICE_FIELDS`; none for slices whose rows hold the value under a key of its own)."""
     if not slices:
         return
     if diff.items is None:
         raise InputError("Slicing needs an items table with attribute columns (--items).")
     for cols in slices:
+        twice = [c for k, c in enumerate(cols) if c in cols[:k]]
+        if twice:
+            raise InputError(f"Slice {','.join(cols)!r} names column '{twice[0]}' more than once.")
         for c in cols:
             if c not in diff.attributes:
                 raise InputError(
@@ -72,6 +81,12 @@ def check_slice_columns(diff: Diff, slices: list[tuple[str, ...]]) -> None:
                     f"Slice column '{c}' of the {diff.labels['items']} holds {dtype} values; a slice is a "
                     "column of single values (text, numbers, dates, true/false). Slice by a field of it "
                     "flattened into its own column."
+                )
+            if c in fields:
+                raise InputError(
+                    f"Slice column '{c}' of the {diff.labels['items']} has the name of a number abcde reports "
+                    f"for every slice ({', '.join(fields)}), and each slice row would hold both under one key; "
+                    f"rename the column (for example to 'attr_{c}') to slice by it."
                 )
 
 
@@ -318,13 +333,35 @@ def top_clusters(diff: Diff, total_weight: float, k: int) -> dict:
     return out
 
 
-def slice_table(diff: Diff, cols: tuple[str, ...], total_weight: float, expr: ibis.Table | None = None) -> ibis.Table:
-    """Per-slice metrics for the attribute columns ``cols``."""
+def private(name: str) -> str:
+    """The name abcde computes ``name`` under beside a user's columns (no input column takes it)."""
+    return PRIVATE_PREFIX + name
+
+
+def slice_sums(diff: Diff, cols: tuple[str, ...], total_weight: float, expr: ibis.Table | None = None) -> ibis.Table:
+    """Per-slice metrics for the attribute columns ``cols``: the columns under their own names, each
+    of :data:`SLICE_FIELDS` under its :func:`private` name (whatever the slice columns are called:
+    ``items``, ``weight``, ``n``, ...), largest contribution first."""
     pi = expr if expr is not None else per_item_expr(diff)
+    # The per-item numbers under private names, so no slice column meets one of them in the join.
+    p = pi.select(**{private("id"): pi.item_id, private("weight"): pi.weight, **{private(m): pi[m] for m in METRICS}})
     it = diff.items.select("item_id", *cols)
-    t = pi.join(it, "item_id")
-    g = t.group_by(list(cols)).aggregate(items=t.count(), weight=t.weight.sum(), **_weighted_sums(t, t.weight))
-    return g.select(*cols, "items", "weight", **_weighted_means(g, total_weight)).order_by([ibis.desc("contribution"), *cols])
+    t = p.join(it, p[private("id")] == it.item_id)
+    w = t[private("weight")]
+    g = t.group_by(list(cols)).aggregate(**{private("items"): t.count(), private("weight"): w.sum(),
+                                            **{private(f"sum_{m}"): (w * t[private(m)]).sum() for m in METRICS}})
+    gw = g[private("weight")]
+    return g.select(*cols, private("items"), private("weight"),
+                    **{private(m): g[private(f"sum_{m}")] / gw for m in METRICS},
+                    **{private("contribution"): g[private("sum_jaccard_distance")] / total_weight}).order_by(
+        [ibis.desc(private("contribution")), *cols])
+
+
+def slice_table(diff: Diff, cols: tuple[str, ...], total_weight: float, expr: ibis.Table | None = None) -> ibis.Table:
+    """Per-slice metrics for the attribute columns ``cols`` (no column named as one of
+    :data:`SLICE_FIELDS`: :func:`check_slice_columns`): the columns and :data:`SLICE_FIELDS`."""
+    t = slice_sums(diff, cols, total_weight, expr)
+    return t.select(*cols, **{f: t[private(f)] for f in SLICE_FIELDS}).order_by([ibis.desc("contribution"), *cols])
 
 
 def impact(

@@ -25,7 +25,12 @@ import pyarrow as pa
 from abcde.engine import Engine
 from abcde.core.diff import Diff, Restriction, build_diff
 from abcde.core.inputs import Inputs
-from abcde.metrics.impact import normalize_slices, check_slice_columns, overall, per_cluster_expr, per_item_expr, slice_table
+from abcde.metrics.impact import (check_slice_columns, normalize_slices, overall, per_cluster_expr, per_item_expr,
+                                  private, slice_sums)
+
+#: What every row of :attr:`PointwiseResult.slices` holds besides its slice columns' values (a slice
+#: column of one of these names is refused: :func:`~abcde.metrics.impact.check_slice_columns`).
+SLICE_FIELDS = ("items", "weight", "precision", "recall", "f1")
 
 
 def f1_score(precision: float, recall: float) -> float:
@@ -138,18 +143,18 @@ def pointwise(
                       base_cluster_id=truth_cluster_id, weight=weight)
     diff = build_diff(given, engine=engine, roles=("truth", "clustering"))
     slices = normalize_slices(slice_by)
-    check_slice_columns(diff, slices)
+    check_slice_columns(diff, slices, fields=SLICE_FIELDS)
     o = overall(diff)
     p, r = 1 - o["merge_rate"], 1 - o["split_rate"]
     slice_rows = {}
     pi = per_item_expr(diff)
     for cols in slices:
-        rows = diff.engine.rows(slice_table(diff, cols, o["total_weight"], pi), step="pointwise slices")
+        rows = diff.engine.rows(slice_sums(diff, cols, o["total_weight"], pi), step="pointwise slices")
         out = []
         for row in rows:
-            sp, sr = 1 - row["merge_rate"], 1 - row["split_rate"]
+            sp, sr = 1 - row[private("merge_rate")], 1 - row[private("split_rate")]
             out.append(
-                {**{c: row[c] for c in cols}, "items": row["items"], "weight": row["weight"],
+                {**{c: row[c] for c in cols}, "items": row[private("items")], "weight": row[private("weight")],
                  "precision": sp, "recall": sr, "f1": f1_score(sp, sr)}
             )
         slice_rows[",".join(cols)] = out

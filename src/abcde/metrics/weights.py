@@ -40,6 +40,10 @@ from abcde.core.inputs import (bad_float_predicates, check_duplicates, describe,
                                load_items, scale_text, times_power_of_two, unify_id_types, weight_scale)
 
 
+#: The columns of the derived weights' table; the items' attributes are carried beside them.
+OUTPUT_COLUMNS = ("item_id", "weight", "weight_base", "weight_exp")
+
+
 def _any_bad(x):
     """Null, NaN or infinite (portably, see :func:`abcde.core.inputs.bad_float_predicates`)."""
     is_nan, is_null, is_inf = bad_float_predicates(x)
@@ -121,6 +125,13 @@ def derive_weights(
         attrs: list[str] = []
         if items is not None:
             loaded["items"], attrs = load_items(eng, items, item_id=item_id, weight=weight)
+            clash = [a for a in attrs if a in OUTPUT_COLUMNS]
+            if clash:  # the output carries the attributes beside these: two columns of one name
+                raise InputError(
+                    f"Attribute column(s) {', '.join(repr(c) for c in clash)} in {loaded['items'].label} have the "
+                    f"name of a column abcde computes for every item here ({', '.join(OUTPUT_COLUMNS)}); rename "
+                    f"them (for example to 'attr_{clash[0]}')."
+                )
             check_duplicates(eng, loaded["items"])
         loaded = unify_id_types(loaded)
         imp_label = describe(importance, "importance")
@@ -250,8 +261,8 @@ def derive_weights(
         out = both.mutate(weight=ibis.ifelse(both.derived > 0, both.derived, float(fl)))
         out = out.select("item_id", "weight", "weight_base", "weight_exp")
         if it is not None and attrs:
-            a = it.select("item_id", *attrs).rename(_aid="item_id")
-            out = out.left_join(a, out.item_id == a._aid).select(*out.columns, *attrs)
+            a = it.select(__abcde_aid=it.item_id, **{c: it[c] for c in attrs})  # any attribute name but the id's
+            out = out.left_join(a, out.item_id == a["__abcde_aid"]).select(*out.columns, *attrs)
         table = eng.to_arrow(out.order_by("item_id"), step="weights")
     summary = {
         "items": int(st["n"]),

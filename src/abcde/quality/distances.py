@@ -105,7 +105,7 @@ from abcde.core.formulas import distance_shares
 from abcde.core.inputs import Inputs
 from abcde.engine import connect
 from abcde.errors import InputError
-from abcde.metrics.impact import overall, slice_table
+from abcde.metrics.impact import overall, private, slice_sums
 from abcde.sampling.pairs import pair_class_of_draws
 from abcde.quality.result import DistanceEstimates, Estimate
 from abcde.quality.stratified import _census_total
@@ -161,9 +161,10 @@ def distance_facts(diff: Diff, item_ids, *, slice_by=(), source: str = "",
         shares = {r["item_id"]: (float(r["share_split"]), float(r["share_merge"])) for r in rows}
     slices: dict = {}
     for col in slice_by:
-        rows = diff.engine.rows(slice_table(diff, (col,), o["total_weight"]), step=f"slice distances {col}")
-        slices[col] = {json.dumps(r[col], default=str): (float(r["weight"]), float(r["split_distance"]),
-                                                        float(r["merge_distance"])) for r in rows}
+        # The numbers under private names: a slice column of any name (``weight``, ``items``) is kept apart.
+        rows = diff.engine.rows(slice_sums(diff, (col,), o["total_weight"]), step=f"slice distances {col}")
+        slices[col] = {json.dumps(r[col], default=str): tuple(float(r[private(k)]) for k in (
+            "weight", "split_distance", "merge_distance")) for r in rows}
     return DistanceFacts(o["split_distance"], o["merge_distance"], shares, slices, source)
 
 

@@ -20,7 +20,7 @@ from abcde.core.diff import affected_items, build_diff
 from abcde.core.inputs import Inputs
 from abcde.engine import Engine
 from abcde.errors import InputError
-from abcde.metrics.impact import check_slice_columns, overall
+from abcde.metrics.impact import check_slice_columns, overall, private
 from abcde.quality.distances import distance_facts, drawn_items, facts_record
 from abcde.quality.judgements import judgement_files, load_judgements
 from abcde.quality.ppi import (BY_ANSWERS, META_KEY as PEOPLE_KEY, census_weights, check_human_budget, design_answers,
@@ -304,7 +304,8 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
           allocation: str, sigmas: dict | None, hide, strata: tuple = STRATA) -> tuple:
     """The draws, item attributes, metadata and slice multipliers of a pair sample (not written);
     the metadata records ``prints``, the inputs' fingerprints taken before they were read."""
-    check_slice_columns(diff, [(c,) for c in slice_by])
+    # Every slice column name works: the multipliers' rows hold its values under "value".
+    check_slice_columns(diff, [(c,) for c in slice_by], fields=())
     hide = check_hidden(diff.attributes, hide)
     o = overall(diff)
     eng = diff.engine
@@ -388,17 +389,22 @@ def _slice_multipliers(diff, slice_by, total_weight: float) -> pa.Table:
     eng = diff.engine
     pw = pairweight_expr(diff)
     rows = []
+    # The sums under private names beside the slice column, whatever it is called ("pw", "value", ...).
+    iid, w, p = private("id"), private("weight"), private("pw")
     for c in slice_by:
         selfs = slice_self_terms(diff, c, total_weight)
         a = diff.items.select("item_id", c)
-        full = diff.joined.select("item_id", "weight").join(a, "item_id")
-        wt = eng.rows(full.group_by(c).aggregate(weight=full.weight.sum()), step=f"slice weights {c}")
-        g = pw.join(a, "item_id")
-        pws = {json.dumps(r[c], default=str): r["pw"] for r in
-               eng.rows(g.group_by(c).aggregate(pw=g.pw.sum()), step=f"slice pair weights {c}")}
+        j = diff.joined
+        full = j.select(**{iid: j.item_id, w: j.weight})
+        full = full.join(a, full[iid] == a.item_id)
+        wt = eng.rows(full.group_by(c).aggregate(**{w: full[w].sum()}), step=f"slice weights {c}")
+        g = pw.select(**{iid: pw.item_id, p: pw.pw})
+        g = g.join(a, g[iid] == a.item_id)
+        pws = {json.dumps(r[c], default=str): r[p] for r in
+               eng.rows(g.group_by(c).aggregate(**{p: g[p].sum()}), step=f"slice pair weights {c}")}
         for r in sorted(wt, key=lambda r: json.dumps(r[c], default=str)):  # same order on every engine
             key = json.dumps(r[c], default=str)
-            rows.append({"column": c, "value": key, "weight": r["weight"],
+            rows.append({"column": c, "value": key, "weight": r[w],
                          "pairweight": pws.get(key, 0.0) / total_weight,
                          "self_term": selfs.get(key, (0.0, 0.0))[0],
                          "self_pairweight": selfs.get(key, (0.0, 0.0))[1]})

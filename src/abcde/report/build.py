@@ -34,7 +34,7 @@ from abcde.core.names import METRIC_LABELS
 from abcde.errors import InputError
 from abcde.core.formulas import fragment_metrics
 from abcde.core.diff import affected_fragments, rows_of_fragments
-from abcde.metrics.impact import ImpactResult
+from abcde.metrics.impact import ImpactResult, private
 from abcde.report.render import render_html, render_markdown
 from abcde.util.files import write_texts
 
@@ -284,9 +284,12 @@ def _neighbourhoods(result: ImpactResult, anchors: dict[str, list], attributes: 
         group_by=[m.side, m.anchor_base, m.anchor_exp, m.base_cluster, m.exp_cluster],
         order_by=[ibis.desc(m.weight), m.item_id]))
     m = m.filter(m.rn < per_fragment)
+    # The attributes under private names: one called "side", "rn" or "anchor_base" must not meet (or be
+    # mistaken for) this query's own columns.
+    attr = {c: private(f"attr_{k}") for k, c in enumerate(attributes)}
     if diff.items is not None and attributes:
-        it = diff.items.select("item_id", *attributes)
-        m = m.left_join(it, m.item_id == it.item_id).drop("item_id_right")
+        it = diff.items.select(**{private("id"): diff.items.item_id, **{attr[c]: diff.items[c] for c in attributes}})
+        m = m.left_join(it, m.item_id == it[private("id")]).drop(private("id"))
     members = eng.rows(m.order_by(["side", "anchor_base", "anchor_exp", "base_cluster", "exp_cluster", "rn"]),
                        step="members of the top clusters")
     eng.discard(nb)  # this step's own: a report built again on this engine makes its own
@@ -307,5 +310,5 @@ def _neighbourhoods(result: ImpactResult, anchors: dict[str, list], attributes: 
         anchor(r)["members"].append({
             "item_id": _jsonable(r["item_id"]), "base_cluster": _jsonable(r["base_cluster"]),
             "exp_cluster": _jsonable(r["exp_cluster"]), "weight": _jsonable(r["weight"]),
-            "attributes": {c: _jsonable(r.get(c)) for c in attributes}})
+            "attributes": {c: _jsonable(r.get(attr[c])) for c in attributes}})
     return out

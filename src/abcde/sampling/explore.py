@@ -41,7 +41,7 @@ from abcde.sampling.filters import parse_filter, structured_filter
 from abcde.core.diff import Diff, affected_items, build_diff
 from abcde.core.inputs import Inputs
 from abcde.core.names import DISTANCE_PARTS, IMPACT_METRICS, METRIC_LABELS
-from abcde.metrics.impact import ImpactResult, overall, per_item_expr
+from abcde.metrics.impact import ImpactResult, overall, per_item_expr, private
 from abcde.sampling.clocks import check_seed, check_size, sample_with_replacement, weighted_subsample
 
 SAMPLE_FORMAT = "abcde.exploration_sample"
@@ -52,6 +52,30 @@ METRIC_NAMES = {"split": "split_rate", "merge": "merge_rate", "jaccard": "jaccar
 #: parts are left out, so a sample's format, and every sample drawn before them, stays as it is).
 CORE_COLUMNS = ("item_id", "base_cluster", "exp_cluster", "weight", *IMPACT_METRICS, "draw_count",
                 "importance_weight")
+
+
+#: What every group's row (:meth:`SliceEstimate.to_dict`; ``explore query``, ``explore serve``, the
+#: report) holds besides the group's values (and the s.e. ``explore query`` shows): a group-by column
+#: of one of these names would share a key with that number, and is refused (:func:`check_group_columns`).
+GROUP_FIELDS = ("sampled_items", "draws", "weight_share", "split_contribution", "merge_contribution",
+                "jaccard_contribution", "split_rate", "merge_rate", "jaccard_distance", "std_err",
+                "jaccard_contribution_se")
+
+
+def check_group_columns(by: Sequence[str], *, where: str = "the exploration sample", what: str = "Group-by column",
+                        why: str = "") -> None:
+    """Raise a clear error when a group-by names a column twice, or a column named as one of
+    :data:`GROUP_FIELDS` (for the message: ``what`` the column is, ``where`` it is, ``why`` it is grouped by)."""
+    twice = [c for k, c in enumerate(by) if c in by[:k]]
+    if twice:
+        raise InputError(f"The group-by names column {twice[0]!r} more than once.")
+    for c in by:
+        if c in GROUP_FIELDS:
+            raise InputError(
+                f"{what} {c!r} of {where} has the name of a number abcde reports for every group of the "
+                f"exploration sample ({', '.join(GROUP_FIELDS)}){why}, and each group's row would hold both under "
+                f"one key; rename the column (for example to 'attr_{c}') to group by it."
+            )
 
 
 def _metric_column(metric: str) -> str:
@@ -278,6 +302,7 @@ class ExplorationSample:
                 raise InputError(
                     f"Unknown group-by column {c!r}. Columns: {', '.join(repr(x) for x in cols)}."
                 )
+        check_group_columns(by)
         key = {"split_rate": "split_contribution", "merge_rate": "merge_contribution",
                "jaccard_distance": "jaccard_contribution"}[_metric_column(metric)]
         rows = self._aggregate(self._filtered(where), by)
@@ -298,17 +323,23 @@ class ExplorationSample:
         # is Σ_i w(i) m(i) = Σ_draws y / D; its standard error sd(y)/sqrt(D) over all D draws.
         D = float(self.metadata.get("total_draws") or 0)
         jd_t = float(self.metadata["jaccard_distance_T"])
-        g = t.mutate(_y0=jd_t / t.jaccard_distance)
-        aggs = {"sampled_items": g.count(), "draws": g.draw_count.sum()}
-        aggs["s_share"] = (g.draw_count * g._y0).sum()
-        aggs["q_share"] = (g.draw_count * g._y0 * g._y0).sum()
+        # Every helper column and sum under a private name: a group-by column may be called anything
+        # ("draws", "s_share", "_y0", ...) without meeting one of them.
+        y0 = private("y0")
+        g = t.mutate(**{y0: jd_t / t.jaccard_distance})
+        dc = g.draw_count
+        aggs = {"sampled_items": g.count(), "draws": dc.sum()}
+        aggs["s_share"] = (dc * g[y0]).sum()
+        aggs["q_share"] = (dc * g[y0] * g[y0]).sum()
         for short, col in METRIC_NAMES.items():
-            y = g._y0 * g[col]
-            aggs[f"s_{short}"] = (g.draw_count * y).sum()
-            aggs[f"q_{short}"] = (g.draw_count * y * y).sum()
+            y = g[y0] * g[col]
+            aggs[f"s_{short}"] = (dc * y).sum()
+            aggs[f"q_{short}"] = (dc * y * y).sum()
+        aggs = {private(k): v for k, v in aggs.items()}
         q = g.group_by(by).aggregate(**aggs) if by else g.aggregate(**aggs)
         out = []
-        for r in self.engine.rows(q, step="explore query"):
+        for row in self.engine.rows(q, step="explore query"):
+            r = {k[len(private("")):]: v for k, v in row.items() if k.startswith(private(""))}
             if not r["sampled_items"]:
                 continue
 
@@ -334,7 +365,7 @@ class ExplorationSample:
                     merge_rate=rate["merge"],
                     jaccard_distance=rate["jaccard"],
                     std_err=ses,
-                    group={c: r[c] for c in by},
+                    group={c: row[c] for c in by},
                 )
             )
         return out

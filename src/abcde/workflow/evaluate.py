@@ -40,7 +40,7 @@ from importlib import metadata as _metadata
 from pathlib import Path
 from typing import Sequence
 
-from abcde.core.inputs import Inputs
+from abcde.core.inputs import Inputs, describe
 from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, impact
@@ -48,7 +48,7 @@ from abcde.metrics.pointwise import PointwiseResult, pointwise
 from abcde.quality.draw import _full_path, stage_pair_sample
 from abcde.quality.sample_dir import check_hidden
 from abcde.report.build import Report, build_report
-from abcde.sampling.explore import ExplorationSample, sample_affected
+from abcde.sampling.explore import ExplorationSample, check_group_columns, sample_affected
 from abcde.util import progress
 from abcde.util.files import (RACY_SECONDS, InputPrints, aside_prefix, exchange_dirs, make_temp_dir, remove_dead_leftovers,
                               write_text)
@@ -197,6 +197,12 @@ def evaluate(
     out = Path(out_dir)
     check_out_dir(out)
     given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
+    # Names the report cannot group by are refused before the impact (hours at a billion items).
+    where = f"the {describe(given.items, 'items')}"
+    for col in slice_by if explore_by is None else ():  # the report groups by each slice column
+        check_group_columns([col], where=where, what="Slice column", why=", which the report groups by each slice column")
+    for col in explore_by or ():
+        check_group_columns([col], where=where, what="Exploration group column")
     stages: list[dict] = []
 
     def stage(name: str):
