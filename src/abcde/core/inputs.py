@@ -25,6 +25,12 @@ DEFAULT_WEIGHT_COLUMN = "weight"
 #: The prefix of the helper columns abcde computes beside a user's columns (a slice column, say, in a
 #: group-by): an attribute column may not take it, so no input column can meet one of them.
 PRIVATE_PREFIX = "__abcde_"
+
+
+def private(name: str) -> str:
+    """The name abcde computes ``name`` under beside a user's columns (no input column takes it)."""
+    return PRIVATE_PREFIX + name
+
 #: The columns abcde adds to every item's row beside its attributes (the exploration sample, the
 #: population table of ``explore serve``): an attribute of one of these names would make two columns
 #: of one name there.

@@ -28,7 +28,7 @@ from abcde.util import progress as _progress
 from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.core.diff import Diff, Restriction, affected_fragments, affected_items, build_diff
-from abcde.core.inputs import PRIVATE_PREFIX, Inputs
+from abcde.core.inputs import Inputs, private
 from abcde.core.formulas import fragment_metrics
 from abcde.core.names import DISTANCE_PARTS, IMPACT_METRICS, METRIC_LABELS
 from abcde.util import display
@@ -331,11 +331,6 @@ def top_clusters(diff: Diff, total_weight: float, k: int) -> dict:
     both.sort(key=lambda r: (-round(r["contribution"], 14), r["side"]))
     out["interleaved"] = both[:k]
     return out
-
-
-def private(name: str) -> str:
-    """The name abcde computes ``name`` under beside a user's columns (no input column takes it)."""
-    return PRIVATE_PREFIX + name
 
 
 def slice_sums(diff: Diff, cols: tuple[str, ...], total_weight: float, expr: ibis.Table | None = None) -> ibis.Table:

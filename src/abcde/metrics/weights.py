@@ -37,7 +37,7 @@ from abcde.engine import Engine, resolve
 from abcde.core.names import WEIGHT_COMBINE_RULES
 from abcde.errors import InputError, examples_text
 from abcde.core.inputs import (bad_float_predicates, check_duplicates, describe, divided_by, load_clustering,
-                               load_items, scale_text, times_power_of_two, unify_id_types, weight_scale)
+                               load_items, private, scale_text, times_power_of_two, unify_id_types, weight_scale)
 
 
 #: The columns of the derived weights' table; the items' attributes are carried beside them.
@@ -261,8 +261,9 @@ def derive_weights(
         out = both.mutate(weight=ibis.ifelse(both.derived > 0, both.derived, float(fl)))
         out = out.select("item_id", "weight", "weight_base", "weight_exp")
         if it is not None and attrs:
-            a = it.select(__abcde_aid=it.item_id, **{c: it[c] for c in attrs})  # any attribute name but the id's
-            out = out.left_join(a, out.item_id == a["__abcde_aid"]).select(*out.columns, *attrs)
+            aid = private("aid")  # any attribute name but the id's
+            a = it.select(**{aid: it.item_id}, **{c: it[c] for c in attrs})
+            out = out.left_join(a, out.item_id == a[aid]).select(*out.columns, *attrs)
         table = eng.to_arrow(out.order_by("item_id"), step="weights")
     summary = {
         "items": int(st["n"]),

@@ -44,6 +44,7 @@ import pyarrow as pa
 
 from abcde.core.diff import Diff
 from abcde.core.formulas import stable_pair_weight, weighted_mean_se
+from abcde.core.inputs import private
 from abcde.errors import InputError
 from abcde.quality.result import Estimate, QualityResult, agresti_coull
 from abcde.sampling.clocks import check_seed, check_size
@@ -407,12 +408,11 @@ def slice_self_terms(diff: Diff, column: str, total_weight: float) -> dict:
     g = t.select("item_id", __abcde_self=t.u_self * t.stable_label, __abcde_self_u=t.u_self)
     g = g.join(diff.items.select("item_id", column), "item_id")
     # Sums under names no input column can take (a slice column may be called "s" or "u").
-    rows = diff.engine.rows(g.group_by(column).aggregate(__abcde_s=g["__abcde_self"].sum(),
-                                                         __abcde_u=g["__abcde_self_u"].sum()),
+    s, u = private("s"), private("u")
+    rows = diff.engine.rows(g.group_by(column).aggregate(**{s: g["__abcde_self"].sum(), u: g["__abcde_self_u"].sum()}),
                             step=f"slice self terms {column}")
     W = float(total_weight)
-    return {json.dumps(r[column], default=str): (float(r["__abcde_s"] or 0.0) / W, float(r["__abcde_u"] or 0.0) / W)
-            for r in rows}
+    return {json.dumps(r[column], default=str): (float(r[s] or 0.0) / W, float(r[u] or 0.0) / W) for r in rows}
 
 
 def slice_ranges(sample: StratifiedSample, multipliers: dict, self_terms: dict):
