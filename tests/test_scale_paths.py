@@ -398,3 +398,52 @@ def test_a_query_reading_a_zip_keeps_its_join_sides_and_others_are_left_alone(mo
     assert len(eng.rows(small, step="no zip")) == 10
     assert said == []
     eng.release()
+
+
+def test_bucket_sizes_follow_the_memory_limit(tmp_path, monkeypatch):
+    """Large inputs in other row orders are joined in buckets of Base clusters sized by the engine's
+    memory limit (issue 28): twice the memory, about half the buckets (fewer scans of Exp and the
+    items table), and the numbers of the one hash join whatever the count."""
+    e = pq.read_table(P["exp"])
+    n = e.num_rows
+    exp = reordered(tmp_path, "exp", e, [(k * 7919) % n for k in range(n)])
+    one = run(P["base"], exp, P["items"])
+
+    def sizes():  # sizes "measured" at 1 GiB: 1,300 Base rows per bucket (5,000 Base rows: 4 buckets)
+        monkeypatch.setattr(core_diff, "LARGE_ROWS", 1_000)
+        monkeypatch.setattr(core_diff, "MEASURED_MEMORY", 2**30)
+        monkeypatch.setitem(core_diff.MEASURED_ROWS, "join_build_rows", 1_300)
+
+    buckets = {}
+    for limit in ("1GB", "2GB"):  # DuckDB: 953.6 MiB (1,210 rows: 5 buckets) and 1.8 GiB (2,340: 3)
+        sizes()
+        eng = abcde.connect(memory_limit=limit)
+        stems = parts_written(monkeypatch, eng)
+        same(one, run(P["base"], exp, P["items"], engine=eng))
+        buckets[limit] = dict(stems)["fragments"]
+        monkeypatch.undo()  # the spy on the engine class, before the next one
+    assert buckets == {"1GB": 5, "2GB": 3}
+    # A size that is set is used as it is, whatever the memory.
+    sizes()
+    monkeypatch.setattr(core_diff, "JOIN_BUILD_ROWS", 2_500)
+    assert core_diff._sizes(abcde.connect(memory_limit="1GB")).join_build_rows == 2_500
+
+
+def test_sizes_without_a_memory_limit_and_beyond_the_ram(monkeypatch):
+    """An engine that does not say its memory (Spark: it partitions itself) gets the measured sizes;
+    never below a tenth of them; DuckDB's limit beyond the machine's RAM counts as the RAM."""
+    from abcde.engine.duckdb import memory_size
+
+    class Unsaid:
+        memory_bytes = None
+
+    assert core_diff._sizes(Unsaid()).join_build_rows == core_diff.MEASURED_ROWS["join_build_rows"]
+    tiny = abcde.connect(memory_limit="100MB")
+    assert core_diff._sizes(tiny).join_build_rows == core_diff.MEASURED_ROWS["join_build_rows"] // 10
+    measured = abcde.connect(memory_limit="14GB")
+    if measured.memory_bytes == core_diff.MEASURED_MEMORY:  # a machine of more than 14 GB of RAM
+        assert core_diff._sizes(measured).join_build_rows == core_diff.MEASURED_ROWS["join_build_rows"]
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert abcde.connect(memory_limit=f"{4 * ram // 10**9}GB").memory_bytes == ram
+    assert [memory_size(t) for t in ("13.0 GiB", "953.6 MiB", "500MB", "2 TB", "1.5KiB", "lots", "")] == \
+        [13 * 2**30, int(953.6 * 2**20), 500 * 10**6, 2 * 10**12, 1536, None, None]

@@ -35,7 +35,8 @@ def engine_options(fn):
     @click.option("--database", type=click.Path(dir_okay=False), default=None,
                   help="DuckDB database file (default: in memory).")
     @click.option("--memory-limit", default=None,
-                  help="Engine memory limit, e.g. 4GB; beyond it DuckDB spills to disk (Spark: driver memory).")
+                  help="Engine memory limit, e.g. 4GB; beyond it DuckDB spills to disk, and large inputs are "
+                       "joined in buckets sized by it (Spark: driver memory).")
     @click.option("--threads", type=click.IntRange(min=1), default=None,
                   help="Engine threads (Spark: local[N] when no --spark-master).")
     @click.option("--temp-directory", type=click.Path(file_okay=False), default=None,

@@ -46,33 +46,54 @@ __all__ = ["N_EXAMPLES", "Diff", "DiffCache", "Restriction", "affected_fragments
 
 #: Rows of the inputs' first rows compared before zipping them by position (:func:`_zip`).
 ZIP_PROBE_ROWS = 1000
-#: At most this many rows per full outer join of the inputs when large inputs in different row
-#: orders restrict something: their restricted items are found one hash bucket of item ids at a
-#: time (:func:`abcde.core.join_buckets.join_buckets`).
-JOIN_PARTITION_ROWS = 100_000_000
-#: At most this many ids per distinct count when an input's ids are checked to be unique (zipped
-#: inputs, and large inputs in different row orders: :func:`abcde.core.join_common.distinct_ids`).
-UNIQUE_CHECK_ROWS = 500_000_000
 #: Inputs of more rows than this are "large" on an engine bounded by one machine's memory:
 #: fragments in buckets (:func:`abcde.core.join_buckets.fragments_in_buckets`), no per-fragment
 #: membership table.
 LARGE_ROWS = 200_000_000
+
+#: The memory limit at which the bucket sizes below were measured: ``--memory-limit 14GB``, which
+#: DuckDB takes as 13.0 GiB. On an engine with another limit (:attr:`abcde.engine.Engine.memory_bytes`:
+#: given, or DuckDB's default of 80% of RAM) each size scales with it (:func:`_sizes`), so a larger
+#: machine joins in fewer buckets (fewer scans of Exp and the items table) and a smaller one in more
+#: (each join's hash tables staying in memory), never below a tenth of the measured size.
+MEASURED_MEMORY = 13 * 2**30
+#: Each bucket size below: None scales the measured size (beside it) with the memory limit; a
+#: number is used as it is (tests make small inputs "large" by setting one).
+#:
+#: At most this many rows per full outer join of the inputs when large inputs in different row
+#: orders restrict something: their restricted items are found one hash bucket of item ids at a
+#: time (:func:`abcde.core.join_buckets.join_buckets`). Measured: 100M rows, 8.4 GB of RSS.
+JOIN_PARTITION_ROWS: int | None = None
+#: At most this many ids per distinct count when an input's ids are checked to be unique (zipped
+#: inputs, and large inputs in different row orders: :func:`abcde.core.join_common.distinct_ids`).
+#: Measured: 500M.
+UNIQUE_CHECK_ROWS: int | None = None
 #: At most this many fragments per bucket of :func:`abcde.core.join_buckets.fragments_in_buckets`.
-FRAGMENT_PARTITION_ROWS = 250_000_000
+#: Measured: 250M.
+FRAGMENT_PARTITION_ROWS: int | None = None
 #: Large inputs in different row orders are joined one bucket of Base clusters at a time
 #: (:func:`abcde.core.join_buckets.base_bucket_joins`), at most about this many Base rows per bucket:
-#: the join's hash tables then stay in memory (measured at a billion items with a 14GB limit: 10 GB
-#: of RSS at 100M Base rows per bucket; at 200M they took all 14 GB, and a left join spilled 24 GB).
-#: A bucket holds whole Base clusters, so one Base cluster of more rows than this makes its bucket
-#: larger (DuckDB then spills that join).
-JOIN_BUILD_ROWS = 100_000_000
+#: the join's hash tables then stay in memory. Measured at a billion items: 10 GB of RSS at 100M
+#: Base rows per bucket; at 200M they took all 14 GB, and a left join spilled 24 GB. A bucket holds
+#: whole Base clusters, so one Base cluster of more rows than this makes its bucket larger (DuckDB
+#: then spills that join).
+JOIN_BUILD_ROWS: int | None = None
+#: The sizes measured at :data:`MEASURED_MEMORY`.
+MEASURED_ROWS = {"join_partition_rows": 100_000_000, "unique_check_rows": 500_000_000,
+                 "fragment_partition_rows": 250_000_000, "join_build_rows": 100_000_000}
 
 
-def _sizes() -> Sizes:
-    """The knobs above, read when a diff is built (tests make small inputs "large" by setting them)."""
-    return Sizes(zip_probe_rows=ZIP_PROBE_ROWS, join_partition_rows=JOIN_PARTITION_ROWS,
-                 unique_check_rows=UNIQUE_CHECK_ROWS, large_rows=LARGE_ROWS,
-                 fragment_partition_rows=FRAGMENT_PARTITION_ROWS, join_build_rows=JOIN_BUILD_ROWS)
+def _sizes(eng: Engine) -> Sizes:
+    """The knobs above, read when a diff is built; each bucket size not set scaled with ``eng``'s
+    memory limit (the measured size when the engine does not say)."""
+    memory = eng.memory_bytes
+    given = {"join_partition_rows": JOIN_PARTITION_ROWS, "unique_check_rows": UNIQUE_CHECK_ROWS,
+             "fragment_partition_rows": FRAGMENT_PARTITION_ROWS, "join_build_rows": JOIN_BUILD_ROWS}
+    rows = {k: v if v is not None
+            else MEASURED_ROWS[k] if not memory
+            else max(MEASURED_ROWS[k] // 10, MEASURED_ROWS[k] * memory // MEASURED_MEMORY)
+            for k, v in given.items()}
+    return Sizes(zip_probe_rows=ZIP_PROBE_ROWS, large_rows=LARGE_ROWS, **rows)
 
 
 def _zip(eng: Engine, loaded: dict[str, Loaded]) -> ibis.Table | None:
@@ -196,7 +217,7 @@ def build_diff(
     with _progress.step("Reading and validating inputs"):
         loaded, attributes = _load(eng, inputs, roles)
     labels = {k: v.label for k, v in loaded.items()}
-    sizes = _sizes()
+    sizes = _sizes(eng)
     # Large inputs on an engine with one machine's memory (DuckDB): joins in buckets of Base clusters,
     # group-bys written as Parquet, cluster totals in buckets of clusters (abcde.core.join_buckets).
     large = eng.bounded_memory and max(v.rows for v in loaded.values()) > sizes.large_rows

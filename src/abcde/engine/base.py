@@ -229,6 +229,13 @@ class Engine(abc.ABC):
         (Spark) partitions them itself."""
         return False
 
+    @property
+    def memory_bytes(self) -> int | None:
+        """The memory this engine's queries may use, in bytes (DuckDB: its ``memory_limit``, given
+        or its default of 80% of RAM), which sizes the buckets of the largest steps on an engine
+        with :attr:`bounded_memory`; None when the engine does not say (a distributed engine)."""
+        return None
+
     def discard(self, table: "ibis.Table") -> None:
         """Drop a temporary table made by :meth:`materialize` or :meth:`materialize_parts`
         before :meth:`release` (its memory or disk is needed by the next step, or it was only a

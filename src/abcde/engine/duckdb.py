@@ -212,6 +212,19 @@ class DuckDBEngine(Engine):
     def bounded_memory(self) -> bool:
         return True
 
+    @property
+    def memory_bytes(self) -> int | None:
+        # DuckDB shows its limit rounded to a tenth of a unit ("13.0 GiB" for '14GB'; its default,
+        # 80% of RAM, when none was given). It takes a limit beyond the machine's RAM as given:
+        # what its queries may use is then the RAM.
+        try:
+            shown = self.con.con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        except Exception:  # noqa: BLE001 - a limit that cannot be read: the sizes measured here
+            return None
+        limit = memory_size(shown)
+        ram = _physical_memory()
+        return min(limit, ram) if limit and ram else limit
+
     def _fetch(self, expr) -> pa.Table:
         # Ibis 12's DuckDB to_pyarrow() imports its pandas converter, which imports pandas:
         # a quarter of a second of every command's start-up, for a conversion that needs only
@@ -348,6 +361,27 @@ def _alive(pid: int) -> bool:
     except OSError:  # another user's process: alive
         return True
     return True
+
+
+_UNITS = {"": 1, "B": 1, "BYTES": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def memory_size(text: str) -> int | None:
+    """Bytes of a memory size as DuckDB shows or takes it (``"13.0 GiB"``, ``"500MB"``, ``"1.5 TB"``);
+    None for anything else."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", str(text))
+    if m is None or m.group(2).upper() not in _UNITS:
+        return None
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
+def _physical_memory() -> int | None:
+    """The machine's RAM in bytes, or None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _configure(con, settings: dict | None = None) -> None:
