@@ -72,15 +72,18 @@ UNIQUE_CHECK_ROWS: int | None = None
 #: Measured: 250M.
 FRAGMENT_PARTITION_ROWS: int | None = None
 #: Large inputs in different row orders are joined one bucket of Base clusters at a time
-#: (:func:`abcde.core.join_buckets.base_bucket_joins`), at most about this many Base rows per bucket:
-#: the join's hash tables then stay in memory. Measured at a billion items: 10 GB of RSS at 100M
-#: Base rows per bucket; at 200M they took all 14 GB, and a left join spilled 24 GB. A bucket holds
-#: whole Base clusters, so one Base cluster of more rows than this makes its bucket larger (DuckDB
-#: then spills that join).
+#: (:func:`abcde.core.join_buckets.base_bucket_joins`), at most about this many Base rows per bucket;
+#: each bucket scans Exp and the items table whole. Measured at a billion items in different orders,
+#: one bucket alone (join, fragments with their Base totals, written): 100M Base rows 104.6 s, in
+#: memory (9.5 GB of RSS); 143M 135.9 s (1.4 GB spilled); 200M 161.9 s (6.3 GB spilled); 250M
+#: 201.1 s (11.4 GB spilled); 333M 446.2 s (30.7 GB spilled, near this disk's end); at most 14.7 GB
+#: of RSS. Over the billion: 10 buckets 1,046 s, 7 951 s, 5 810 s, 4 804 s, 3 1,339 s, so 200M: a
+#: spill costs less than a scan of Exp and the items table, until it grows as large. A bucket holds whole Base clusters, so one Base cluster of more rows
+#: than this makes its bucket larger (DuckDB then spills more).
 JOIN_BUILD_ROWS: int | None = None
 #: The sizes measured at :data:`MEASURED_MEMORY`.
 MEASURED_ROWS = {"join_partition_rows": 100_000_000, "unique_check_rows": 500_000_000,
-                 "fragment_partition_rows": 250_000_000, "join_build_rows": 100_000_000}
+                 "fragment_partition_rows": 250_000_000, "join_build_rows": 200_000_000}
 
 
 def _sizes(eng: Engine) -> Sizes:
