@@ -55,7 +55,7 @@ LARGE_ROWS = 200_000_000
 #: DuckDB takes as 13.0 GiB. On an engine with another limit (:attr:`abcde.engine.Engine.memory_bytes`:
 #: given, or DuckDB's default of 80% of RAM) each size scales with it (:func:`_sizes`), so a larger
 #: machine joins in fewer buckets (fewer scans of Exp and the items table) and a smaller one in more
-#: (each join's hash tables staying in memory), never below a tenth of the measured size.
+#: (each join spilling no more than it did when measured), never below a tenth of the measured size.
 MEASURED_MEMORY = 13 * 2**30
 #: Each bucket size below: None scales the measured size (beside it) with the memory limit; a
 #: number is used as it is (tests make small inputs "large" by setting one).
@@ -78,8 +78,9 @@ FRAGMENT_PARTITION_ROWS: int | None = None
 #: memory (9.5 GB of RSS); 143M 135.9 s (1.4 GB spilled); 200M 161.9 s (6.3 GB spilled); 250M
 #: 201.1 s (11.4 GB spilled); 333M 446.2 s (30.7 GB spilled, near this disk's end); at most 14.7 GB
 #: of RSS. Over the billion: 10 buckets 1,046 s, 7 951 s, 5 810 s, 4 804 s, 3 1,339 s, so 200M: a
-#: spill costs less than a scan of Exp and the items table, until it grows as large. A bucket holds whole Base clusters, so one Base cluster of more rows
-#: than this makes its bucket larger (DuckDB then spills more).
+#: spill costs less than a scan of Exp and the items table, until it grows as large. A bucket holds
+#: whole Base clusters, so one Base cluster of more rows than this makes its bucket larger (DuckDB
+#: then spills more).
 JOIN_BUILD_ROWS: int | None = None
 #: The sizes measured at :data:`MEASURED_MEMORY`.
 MEASURED_ROWS = {"join_partition_rows": 100_000_000, "unique_check_rows": 500_000_000,
