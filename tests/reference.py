@@ -735,3 +735,42 @@ def inclusion_probabilities(rates: Mapping, n: int) -> dict:
         out[k] = math.fsum(integrate.quad(integrand, a, b, epsabs=1e-13, epsrel=1e-12, limit=200)[0]
                            for a, b in zip(edges, edges[1:]))
     return out
+
+
+# ---------------------------------------------------------------------------
+# The recall lift (issue 38): written from its definition, pair by pair.
+def true_links(clustering: Clustering, truth: Mapping, weight: Weights, vantage=None) -> float:
+    """T_C = Σ over ordered pairs i ≠ j with C(i) = C(j) and truth(i) = truth(j) of w_i·w_j
+    (``vantage``: only pairs whose first item is in it)."""
+    return math.fsum(weight[i] * weight[j] for i in clustering for j in clustering
+                     if i != j and clustering[i] == clustering[j] and truth[i] == truth[j]
+                     and (vantage is None or i in vantage))
+
+
+def recall_lift(base: Clustering, exp: Clustering, truth: Mapping, weight: Weights, vantage=None) -> float:
+    """Λ = T_Exp / T_Base − 1."""
+    return true_links(exp, truth, weight, vantage) / true_links(base, truth, weight, vantage) - 1.0
+
+
+def link_masses(base: Clustering, exp: Clustering, weight: Weights, vantage=None) -> dict:
+    """Σ w_i·w_j over the ordered pairs i ≠ j together in both (agreed), in Base only (split),
+    in Exp only (merge), each divided by W²."""
+    W = weight_of(base, weight)
+    out = {"agreed": [], "split": [], "merge": []}
+    for i in base:
+        if vantage is not None and i not in vantage:
+            continue
+        for j in base:
+            if i == j:
+                continue
+            b, e = base[i] == base[j], exp[i] == exp[j]
+            if b and e:
+                out["agreed"].append(weight[i] * weight[j])
+            elif b:
+                out["split"].append(weight[i] * weight[j])
+            elif e:
+                out["merge"].append(weight[i] * weight[j])
+    return {k: math.fsum(v) / (W * W) for k, v in out.items()}
+
+
+__all__ += ["true_links", "recall_lift", "link_masses"]

@@ -23,7 +23,7 @@ from abcde.cli import main
 from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.quality import PairSampleDir, estimate_quality, extend_pair_sample, oracle_judge
-from abcde.quality.stratified import STRATA, allocate
+from abcde.quality.stratified import SIGNED, STRATA, allocate
 from abcde.quality.store import JudgementStore
 
 P = example_paths("febrl3")
@@ -174,8 +174,9 @@ def test_an_exhausted_sample_says_there_is_nothing_to_add(tmp_path, write):
     with pytest.raises(InputError, match="already holds all 6 pairs that need a judgement"):
         extend_pair_sample(d, budget=60)
     m = PairSampleDir.read(d).metadata
-    assert m["census"] == ["merge", "intersection-"] and m["pair_counts"] == {
-        "split": 0, "merge": 4, "intersection+": 0, "intersection-": 2}
+    # the agreed pairs {1, 2} and {3, 4} (together in both) are the intersection's: one judgement each
+    assert m["census"] == ["merge", "intersection-", "agreed"] and m["pair_counts"] == {
+        "split": 0, "merge": 4, "intersection+": 0, "intersection-": 2, "agreed": 2}
 
 
 @settings(max_examples=200, deadline=None)
@@ -187,20 +188,20 @@ def test_allocation_only_grows_with_the_budget(u, budget, allocation, caps):
     """House monotone: the budgets for N + 1 are those for N plus one judgement (so the draws of
     every stratum of a larger sample continue those of the smaller one); with caps (a stratum's
     pairs), no stratum beyond its cap, and the budget is spent while any stratum has room."""
-    totals = dict(zip(STRATA, u))
+    totals = dict(zip(SIGNED, u))
     sig = {"split": 0.3, "merge": 0.9, "intersection+": 0.5, "intersection-": 0.2}
-    cap = dict(zip(STRATA, caps)) if caps else None
+    cap = dict(zip(SIGNED, caps)) if caps else None
     a = allocate(budget, totals, allocation=allocation, sigmas=sig, caps=cap)
     b = allocate(budget + 1, totals, allocation=allocation, sigmas=sig, caps=cap)
     if cap:
-        room = sum(cap[c] for c in STRATA if totals[c] > 0)
-        assert all(a[c] <= cap[c] for c in STRATA) and sum(a.values()) == min(budget, room)
-        assert all(b[c] >= a[c] for c in STRATA) and sum(b.values()) == min(budget + 1, room)
+        room = sum(cap[c] for c in SIGNED if totals[c] > 0)
+        assert all(a[c] <= cap[c] for c in SIGNED) and sum(a.values()) == min(budget, room)
+        assert all(b[c] >= a[c] for c in SIGNED) and sum(b.values()) == min(budget + 1, room)
         return
-    live = [c for c in STRATA if totals[c] > 0]
+    live = [c for c in SIGNED if totals[c] > 0]
     assert sum(a.values()) == (budget if live else 0)
-    assert all(b[c] >= a[c] for c in STRATA)
-    assert sum(b[c] - a[c] for c in STRATA) == (1 if live else 0)
+    assert all(b[c] >= a[c] for c in SIGNED)
+    assert sum(b[c] - a[c] for c in SIGNED) == (1 if live else 0)
     if budget >= 2 * len(live):
         assert all(a[c] >= 2 for c in live)
     # proportional: near the quota U_c/ΣU · N (Sainte-Laguë) once every live stratum has its two.

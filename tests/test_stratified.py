@@ -60,9 +60,10 @@ def test_strata_hold_only_their_pairs_and_fill_their_budgets(sim):
     _, _, _, d, o = sim
     ss = sample_stratified(d, budget=60, seed=3, total_weight=o["total_weight"])
     for c, dr in ss.draws.items():
-        want = {"split": {"split"}, "merge": {"merge"}, "intersection+": {"stable"}, "intersection-": {"stable"}}[c]
+        want = {"split": {"split"}, "merge": {"merge"}, "intersection+": {"stable"}, "intersection-": {"stable"},
+                "agreed": {"agreed"}}[c]
         assert set(dr.column("class").to_pylist()) <= want
-        sign = {"split": {-1}, "merge": {1}, "intersection+": {1}, "intersection-": {-1}}[c]
+        sign = {"split": {-1}, "merge": {1}, "intersection+": {1}, "intersection-": {-1}, "agreed": {0}}[c]
         assert set(dr.column("label").to_pylist()) <= sign, c
         assert not any(dr.column("is_self").to_pylist())
         assert len(set(dr.column("pair_id").to_pylist())) == ss.budgets[c]

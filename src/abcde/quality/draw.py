@@ -26,7 +26,9 @@ from abcde.quality.judgements import judgement_files, load_judgements
 from abcde.quality.ppi import (BY_ANSWERS, META_KEY as PEOPLE_KEY, census_weights, check_human_budget, design_answers,
                                draw_counts, plan_by_answers, plan_people, unit_weights, units_of)
 from abcde.quality.sample_dir import PairSampleDir, StagedSample, check_hidden, stage_sample_dir, write_sample_dir
-from abcde.quality.stratified import LEGACY_STRATA, STRATA, sample_stratified, slice_self_terms, stratum_sigmas
+from abcde.quality.recall import recall_facts, recall_record
+from abcde.quality.stratified import (LEGACY_STRATA, SIGNED, STRATA, sample_stratified, slice_self_terms,
+                                      stratum_sigmas)
 from abcde.sampling.pairs import PairSample, pair_class_of_draws, pair_counts, pairweight_expr, sample_pairs
 from abcde.util.files import InputPrints
 
@@ -231,10 +233,15 @@ def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int | None = No
     prints = s.check_inputs(base=given.base, exp=given.exp, items=given.items)
     diff = build_diff(given, engine=engine, roles=_roles(m.get("target", "delta_precision")), prints=prints)
     estimator = m.get("estimator") or "paper"
+    strata, floor = (tuple(m["budgets"]) if estimator == "stratified" else STRATA), 0
+    if strata == SIGNED:
+        # Drawn before the agreed stratum: its strata keep their draws and budget, the agreed pairs
+        # (the recall lift's third stratum) come on top.
+        strata, floor = STRATA, int(m["budget"])
     draws, items_t, meta, slices, hide = _draw(
         diff, given, prints, budget=budget, seed=int(m["seed"]), slice_by=m.get("slice_by") or (),
         estimator=estimator, allocation=m.get("allocation") or "proportional", sigmas=m.get("pilot_sigmas"),
-        hide=s.hidden, strata=tuple(m["budgets"]) if estimator == "stratified" else STRATA)
+        hide=s.hidden, strata=strata, share=m.get("agreed_share"), floor=floor)
     prints.check("extending the pair sample")  # before comparing the draws: a file changed meanwhile is named
     _check_continues(s, draws, prints)
     meta["target"] = m.get("target", "delta_precision")
@@ -301,7 +308,8 @@ def _check_continues(s: PairSampleDir, draws: pa.Table, prints: InputPrints) -> 
 
 
 def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, slice_by, estimator: str,
-          allocation: str, sigmas: dict | None, hide, strata: tuple = STRATA) -> tuple:
+          allocation: str, sigmas: dict | None, hide, strata: tuple = STRATA, share: float | None = None,
+          floor: int = 0) -> tuple:
     """The draws, item attributes, metadata and slice multipliers of a pair sample (not written);
     the metadata records ``prints``, the inputs' fingerprints taken before they were read."""
     # Every slice column name works: the multipliers' rows hold its values under "value".
@@ -314,17 +322,25 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
         extra = {"estimator": "paper", "allocation": None}
     else:
         ss = sample_stratified(diff, budget=budget, seed=seed, total_weight=o["total_weight"],
-                               allocation=allocation, sigmas=sigmas, strata=strata)
-        parts = [_with_stratum(ss.draws[c], c, pair_weights=strata == STRATA) for c in ss.strata]
+                               allocation=allocation, sigmas=sigmas, strata=strata, share=share, floor=floor)
+        parts = [_with_stratum(ss.draws[c], c, pair_weights=strata != LEGACY_STRATA) for c in ss.strata]
         draws = pa.concat_tables(parts)
         draws = draws.set_column(0, "draw", pa.array(range(draws.num_rows), pa.int64()))
         judgeable = len({p for p, n in zip(draws.column("pair_id").to_pylist(),
                                            draws.column("needs_judgement").to_pylist()) if n})
-        ps = PairSample(draws, ss.totals, judgeable, judgeable < budget)
+        # Every stratum's distinct pairs, counted per stratum: a pair may be in two strata (an agreed
+        # pair of an affected fragment is also an intersection pair; one judgement serves both), so
+        # the budget is filled when these add up to it.
+        filled = sum(len({p for p, n in zip(ss.draws[c].column("pair_id").to_pylist(),
+                                            ss.draws[c].column("needs_judgement").to_pylist()) if n})
+                     for c in ss.strata if ss.draws[c].num_rows)
+        ps = PairSample(draws, ss.totals, judgeable, filled < budget)
         extra = {"estimator": "stratified", "allocation": allocation, "budgets": ss.budgets,
                  "census": sorted(ss.census, key=ss.strata.index), "self_term": ss.self_term, "pilot_sigmas": sigmas}
-        if strata == STRATA:
+        if strata != LEGACY_STRATA:
             extra["pair_counts"] = {c: pair_counts(diff)[c] for c in ss.strata}
+        if strata == STRATA:
+            extra["agreed_share"] = ss.agreed_share
     draws = ps.draws
     id_type = "integer" if diff.joined.item_id.type().is_integer() else "string"
     # Attributes of every item in the sample.
@@ -367,6 +383,11 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
         # MergeDistance(I)), taken now from the diff at hand: `abcde quality` then never reads the inputs
         # again. Not for one clustering's Precision (Base = every item alone), which has no distances.
         meta["distances"] = facts_record(distance_facts(diff, drawn_items(draws), slice_by=slice_by, totals=o))
+        if estimator == "stratified" and "agreed" in (meta.get("budgets") or {}):
+            # The recall lift's exact facts (the pair masses, both cluster weights of every split and
+            # merge item drawn, per slice the masses of its vantage items), likewise stored now.
+            meta["recall"] = recall_record(recall_facts(diff, drawn_items(draws), slice_by=slice_by,
+                                                        total_weight=o["total_weight"]))
     return draws, items_t, meta, slices, hide
 
 

@@ -6,6 +6,7 @@ was drawn with (the paper's, :mod:`abcde.quality.paper`; stratified,
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, replace
 from typing import Sequence
@@ -19,6 +20,7 @@ from abcde.quality.distances import estimate_distances_paper, estimate_distances
 from abcde.quality.judgements import judgement_files, load_judgements
 from abcde.quality.ppi import design_answers, people_cells, people_pairs
 from abcde.quality.paper import estimate_from_draws
+from abcde.quality.recall import estimate_recall_lift, stored_recall
 from abcde.quality.result import Estimate, QualityResult
 from abcde.quality.sample_dir import PairSampleDir
 from abcde.quality.stratified import StratifiedSample, estimate_stratified, estimate_stratified_slices
@@ -130,6 +132,7 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         model = _Answers(design_answers(meta))
         r = _with_precision(_combined(s, people, model, tasks, slice_by, stored, design, cells=cells), meta)
         # The distances from the people's draws alone, weighted by cell as the estimates above.
+        r = _with_recall(r, s, people.by_pair, slice_by, cells=cells, people=True)
         return _with_distances(r, s, people.by_pair, slice_by, distances=distances, diff=diff, cells=cells)
     if source is None and "model" in by_source and any(src in by_source for src in PEOPLE):
         # A model's judgements and people's: prediction-powered, never a vote between them.
@@ -138,6 +141,7 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         r = _with_precision(_combined(s, people, model, tasks, slice_by, stored, design), meta)
         # The distances from the people's judgements of their tasks alone (the model's are not used there).
         pb = {p: a for p, a in people.by_pair.items() if tasks is None or p in tasks}
+        r = _with_recall(r, s, pb, slice_by, people=True)
         return _with_distances(r, s, pb, slice_by, distances=distances, diff=diff, people_only=True)
     by_pair = res.by_pair if res else {}
     if meta.get("estimator") == "stratified":
@@ -153,7 +157,55 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
             items=s.items, slice_multipliers={c: stored[c] for c in slice_by}, total_weight=meta["total_weight"],
             disagreements=res.disagreements if res else 0, ties=res.ties if res else 0,
         ), design=design), meta)
+    r = _with_recall(r, s, by_pair, slice_by)
     return _with_distances(r, s, by_pair, slice_by, distances=distances, diff=diff)
+
+
+def _with_recall(r: QualityResult, s: PairSampleDir, by_pair: dict, slice_by, *, cells=None,
+                 people: bool = False) -> QualityResult:
+    """``r`` with the recall lift (:mod:`abcde.quality.recall`) from the same judged pairs plus the
+    agreed stratum's, overall and per ``slice_by`` value (each slice row gains ``recall_lift``); or
+    with why it is not there and how to add it (a sample drawn before the agreed stratum)."""
+    meta = s.metadata
+    where = str(s.path)
+    if meta.get("target") == "precision":
+        return replace(r, recall_note="one clustering's Precision has no recall side (no second clustering)")
+    if meta.get("estimator") != "stratified":
+        return replace(r, recall_note="the paper's design draws no agreed pairs (pairs together in both "
+                                      "clusterings); draw the sample with the stratified design (the default) "
+                                      "for the recall lift")
+    facts = stored_recall(meta)
+    if facts is None or "agreed" not in (meta.get("budgets") or {}):
+        budget = int(meta.get("budget") or 0)
+        more = budget + max(10, int(math.ceil(0.1 * budget)))
+        if meta.get("exhausted"):
+            return replace(r, recall_note="this sample was drawn before abcde drew agreed pairs (together in both "
+                                          "clusterings), and holds every pair of its strata; draw it again for the "
+                                          "recall lift")
+        return replace(r, recall_note="this sample was drawn before abcde drew agreed pairs (together in both "
+                                      "clusterings), which the recall lift needs; add them, every judgement kept",
+                       recall_command=f"abcde pairs --extend {where} --budget {more}")
+    method = "stratified; split and merge draws reweighted by their cluster's weight, agreed pairs ∝ w_i·w_j"
+    if people:
+        method += "; people's judgements only (a model's judgements are not used for the recall lift)"
+    if cells is not None:
+        method += "; people's draws chosen by a model's answers, weighted by cell"
+    values = {}
+    if slice_by:
+        attrs = {row["item_id"]: row for row in s.items.to_pylist()}
+        values = {col: {i: json.dumps(a.get(col), default=str) for i, a in attrs.items()} for col in slice_by
+                  if col in facts.slices}
+    try:
+        est, exact, by_slice = estimate_recall_lift(_stratified_sample(s), by_pair, facts, method=method,
+                                                    cells=cells, vantage_values=values)
+    except InputError as exc:
+        return replace(r, recall_note=f"not estimated: {exc}")
+    slices = {}
+    for col, rows in r.slices.items():
+        got = by_slice.get(col)
+        slices[col] = [({**row, "recall_lift": got[json.dumps(row["value"], default=str)]}
+                        if got and json.dumps(row["value"], default=str) in got else row) for row in rows]
+    return replace(r, recall_lift=est, slices=slices)
 
 
 def _with_distances(r: QualityResult, s: PairSampleDir, by_pair: dict, slice_by, *, distances: bool, diff,

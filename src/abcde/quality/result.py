@@ -94,6 +94,8 @@ class Estimate:
     centre: float | None = None
     interval_se: float | None = None
     bounds: tuple[float, float] | None = None
+    exact: bool | None = None
+    log_scale: bool = False
 
     @property
     def defined(self) -> bool:
@@ -106,8 +108,10 @@ class Estimate:
 
         The t quantile matters when a class has few judged pairs: with 8 judged split pairs
         a normal interval for GoodSplitRate covers about 90%, not 95%. With ``centre`` and
-        ``interval_se`` set, the interval is ``centre ± q·interval_se`` instead. Cutting to the
-        feasible range never lowers coverage: the true value lies inside it.
+        ``interval_se`` set, the interval is ``centre ± q·interval_se`` instead, widened to reach
+        ``value`` when the centre's shift leaves it outside (a sum of Agresti–Coull strata): every
+        estimate lies inside its interval. Cutting to the feasible range never lowers coverage: the
+        true value lies inside it.
         """
         if not 0 < confidence_level < 1:
             raise InputError(
@@ -117,10 +121,20 @@ class Estimate:
         z = quantile(self.n_judgements, confidence_level)
         if not self.defined:
             return (math.nan, math.nan)
-        if self.centre is not None and self.interval_se is not None and math.isfinite(self.interval_se):
+        if self.log_scale and self.value > -1.0 and self.interval_se is not None and math.isfinite(self.interval_se):
+            # A ratio minus 1 (the recall lift): the interval of log(1 + value), SE interval_se/(1 + value).
+            s = self.interval_se / (1.0 + self.value)
+            lo, hi = math.expm1(math.log1p(self.value) - z * s), math.expm1(math.log1p(self.value) + z * s)
+        elif self.centre is not None and self.interval_se is not None and math.isfinite(self.interval_se):
             # Defined from one judged draw on: a stratum with one judgement has no SE yet, but its
             # proportion has an Agresti–Coull interval.
             lo, hi = self.centre - z * self.interval_se, self.centre + z * self.interval_se
+            # A shifted centre can leave the estimate outside: a sum of strata (ΔPrecision, GoodDistance)
+            # adds their shifts toward ½ linearly but their half-widths in quadrature, so with every
+            # judgement of every stratum agreeing (shifts all one way) it moves further than the
+            # half-width (issue 38). The interval is widened to reach the estimate: never narrower, so
+            # never less coverage, and every estimate lies inside its interval, at any level.
+            lo, hi = min(lo, self.value), max(hi, self.value)
         elif math.isfinite(self.standard_error):
             lo, hi = self.value - z * self.standard_error, self.value + z * self.standard_error
         else:
@@ -139,6 +153,8 @@ class Estimate:
             d["range"] = [num(self.bounds[0]), num(self.bounds[1])]
         if self.note:
             d["note"] = self.note
+        if self.exact is not None:
+            d["exact"] = self.exact
         return d
 
 
@@ -236,6 +252,10 @@ class QualityResult:
     distances
         JaccardDistance's good and bad parts (:class:`DistanceEstimates`), or None when they were
         not estimated; ``distances_note`` then says why.
+    recall_lift
+        The recall lift ``Λ = T_Exp/T_Base − 1`` (:mod:`abcde.quality.recall`): how many more (fewer)
+        true links Exp keeps than Base, with its ``exact`` flag; None when the sample has no agreed
+        stratum (drawn before it), ``recall_note`` then says why and ``recall_command`` how to add it.
     """
 
     delta_precision: Estimate
@@ -261,6 +281,9 @@ class QualityResult:
     design: dict = field(default_factory=dict)
     distances: DistanceEstimates | None = None
     distances_note: str = ""
+    recall_lift: Estimate | None = None
+    recall_note: str = ""
+    recall_command: str = ""
 
     def verdict(self, *, truth: dict | None = None, names: tuple[str, str] = ("Base", "Exp")):
         """The answer in words (:func:`abcde.quality.verdict.verdict`)."""
@@ -295,6 +318,17 @@ class QualityResult:
                    f"{html.escape(self.distances_note)}</p>"
         return out
 
+    def recall_lift_dict(self) -> dict:
+        """``recall_lift`` of :meth:`to_dict`: the estimate's dict with ``available`` and ``exact``;
+        not available: why (``note``) and how to add the agreed stratum (``command``)."""
+        if self.recall_lift is None:
+            d = {"available": False, "estimate": None, "std_err": None, "ci_low": None, "ci_high": None,
+                 "n_judgements": 0, "exact": False, "note": self.recall_note or "not estimated"}
+            if self.recall_command:
+                d["command"] = self.recall_command
+            return d
+        return {"available": True, **self.recall_lift.to_dict(), "exact": bool(self.recall_lift.exact)}
+
     def to_dict(self) -> dict:
         d = {name: getattr(self, name).to_dict() for name in QUALITY_METRICS}
         gs, bs = self.good_split_rate.value, self.bad_split_rate.value
@@ -326,6 +360,7 @@ class QualityResult:
             d["distances"] = self.distances.to_dict()
         elif self.distances_note:
             d["distances"] = {"available": False, "note": self.distances_note}
+        d["recall_lift"] = self.recall_lift_dict()
         v = verdict(d)  # the answer in words, from these numbers
         d["verdict"], d["verdict_facts"] = v.text, v.facts
         return d

@@ -48,17 +48,61 @@ from abcde.core.inputs import private
 from abcde.errors import InputError
 from abcde.quality.result import Estimate, QualityResult, agresti_coull
 from abcde.sampling.clocks import check_seed, check_size
-from abcde.sampling.pairs import (LABEL, fill_budgets, pair_counts, pair_id, pair_totals,
-                                  stratum_pairs, vantage_items)
+from abcde.sampling.pairs import (LABEL, agreed_population, fill_budgets, link_masses, pair_counts, pair_id,
+                                  pair_totals, stratum_pairs, vantage_items)
 
 #: The strata of a new sample: split, merge, and the intersection (stable pairs without self)
 #: by the sign of its term, known from the cluster weights before anyone judges: ``intersection+``
 #: (``W(B) > W(E)``, ``l_ij = +1``) and ``intersection-`` (``l_ij = −1``).
-STRATA = ("split", "merge", "intersection+", "intersection-")
+#: And ``agreed``, the pairs together in both clusterings (issue 38): no part of ΔPrecision (its
+#: ``U`` is 0 and its label 0), the third stratum of the recall lift (:mod:`abcde.quality.recall`).
+SIGNED = ("split", "merge", "intersection+", "intersection-")
+STRATA = SIGNED + ("agreed",)
 #: The strata of samples drawn before the sign split (still read, estimated and extended as drawn).
 LEGACY_STRATA = ("split", "merge", "intersection")
 ALLOCATIONS = ("proportional", "neyman")
-_LABEL = {**LABEL, "intersection+": 1, "intersection-": -1}  # l_ij of each stratum
+_LABEL = {**LABEL, "intersection+": 1, "intersection-": -1, "agreed": 0}  # l_ij of each stratum
+#: What the agreed stratum's budget share assumes before anyone judges: the share of same-entity
+#: pairs among agreed pairs (usually near 1) and among split and merge pairs (unknown: 1/2, the
+#: largest variance); and the bounds of the share.
+AGREED_PRIOR, CHANGED_PRIOR = 0.95, 0.5
+AGREED_SHARE_RANGE = (0.05, 0.5)
+
+
+def agreed_share(masses: dict) -> float:
+    """The agreed stratum's share of a sample's budget: its share of the Neyman allocation that
+    minimises the delta-method variance of the recall lift ``Λ = (T_merge − T_split)/(T_agreed +
+    T_split)`` (:mod:`abcde.quality.recall`), at the priors above::
+
+        ∂Λ/∂T_merge = 1/T_Base,  ∂Λ/∂T_split = −(1 + Λ)/T_Base,  ∂Λ/∂T_agreed = −Λ/T_Base
+        n_s ∝ |∂Λ/∂T_s|·M_s·σ_s     (T_s = M_s·p_s, σ_s = √(p_s(1 − p_s)))
+
+    cut to :data:`AGREED_SHARE_RANGE` (the agreed pairs only scale Λ, so they need few; never none).
+    0 when no two items are together in both clusterings, or none are split or merged (Λ = 0)."""
+    ma, ms, mm = (float(masses.get(c, 0.0)) for c in ("agreed", "split", "merge"))
+    if ma <= 0 or ms + mm <= 0:  # no agreed pair, or nothing split or merged: Λ = 0 exactly
+        return 0.0
+    pa_, pc = AGREED_PRIOR, CHANGED_PRIOR
+    t_base = ma * pa_ + ms * pc
+    lift = (mm * pc - ms * pc) / t_base
+    sa, sc = math.sqrt(pa_ * (1 - pa_)), math.sqrt(pc * (1 - pc))
+    a = abs(lift) * ma * sa
+    b = (1 + lift) * ms * sc + mm * sc
+    share = a / (a + b) if a + b > 0 else 1.0
+    lo, hi = AGREED_SHARE_RANGE
+    return min(max(share, lo), hi)
+
+
+def agreed_budget(budget: int, share: float, cap: int | None = None) -> int:
+    """The agreed stratum's distinct pairs in a sample of ``budget``: ``round(share·budget)``, at
+    least 2 (a standard error needs two), at most ``cap`` (its pairs: then it is judged whole) and
+    at most half the budget (so 1 of a budget of 2 or 3, none of 1). Each grows by at most one pair
+    with the budget: nondecreasing in ``budget``, and so is ``budget`` minus it: a larger
+    budget only adds draws to every stratum (``pairs --extend``)."""
+    if share <= 0:
+        return 0
+    n = min(max(2, int(math.floor(share * budget + 0.5))), budget // 2)
+    return min(n, cap) if cap is not None else n
 
 
 def self_term(diff: Diff, total_weight: float) -> float:
@@ -72,7 +116,7 @@ def self_term(diff: Diff, total_weight: float) -> float:
 
 
 def allocate(budget: int, totals: dict, *, allocation: str = "proportional", sigmas: dict | None = None,
-             caps: dict | None = None, strata: tuple = STRATA) -> dict:
+             caps: dict | None = None, strata: tuple = SIGNED) -> dict:
     """Split ``budget`` over the strata: ∝ U_c, or ∝ U_c·σ_c (Neyman). Every stratum
     with weight gets at least 2 judgements (a standard error needs two), and none more than its
     ``caps[c]`` distinct pairs (then the stratum is judged whole, a census; its budget left over goes
@@ -117,6 +161,7 @@ class StratifiedSample:
     budgets: dict
     allocation: str
     census: frozenset = frozenset()
+    agreed_share: float | None = None
 
     @property
     def strata(self) -> tuple:
@@ -143,8 +188,9 @@ def stratum_populations(diff: Diff) -> dict[str, tuple[ibis.Table, int]]:
     in one query. Once per diff."""
     cache = diff.cache.stratum_populations
     if not cache:
+        cache["agreed"] = agreed_population(diff)
         t = vantage_items(diff)
-        names = dict.fromkeys(STRATA + LEGACY_STRATA)
+        names = dict.fromkeys(SIGNED + LEGACY_STRATA)
         r = diff.engine.one(t.aggregate(**{f"n{k}": _stratum_filter(t, c).sum() for k, c in enumerate(names)}),
                             step="stratum sizes")
         for k, c in enumerate(names):
@@ -161,30 +207,54 @@ def stratum_populations(diff: Diff) -> dict[str, tuple[ibis.Table, int]]:
 
 def sample_stratified(diff: Diff, *, budget: int, seed: int, total_weight: float,
                       allocation: str = "proportional", sigmas: dict | None = None,
-                      strata: tuple = STRATA) -> StratifiedSample:
-    """Sample each stratum ∝ u_ij with its share of ``budget`` judgements; a stratum whose share
-    covers all its pairs is listed whole (a census)."""
+                      strata: tuple = STRATA, share: float | None = None, floor: int = 0) -> StratifiedSample:
+    """Sample each stratum ∝ u_ij with its share of ``budget`` judgements (the agreed stratum ∝
+    ``w_i·w_j``, :func:`agreed_share` of them); a stratum whose share covers all its pairs is listed
+    whole (a census)."""
     return sample_stratified_many(diff, budget=budget, seeds=[check_seed(seed)], total_weight=total_weight,
-                                  allocation=allocation, sigmas=sigmas, strata=strata)[0]
+                                  allocation=allocation, sigmas=sigmas, strata=strata, share=share, floor=floor)[0]
+
+
+def split_budget(budget: int, share: float, caps: dict | None, floor: int = 0) -> tuple[int, int]:
+    """``(ΔPrecision strata's budget, agreed stratum's budget)`` of a sample of ``budget`` distinct
+    pairs (:func:`agreed_budget`); ``floor``: the ΔPrecision strata's budget of a sample drawn
+    without agreed pairs that grows now (``pairs --extend``), which they keep: the agreed stratum
+    gets the rest."""
+    n_a = agreed_budget(budget, share, (caps or {}).get("agreed"))
+    if budget - n_a < floor:
+        n_a = budget - floor
+    return budget - n_a, n_a
 
 
 def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: float,
                            allocation: str = "proportional", sigmas: dict | None = None,
-                           batch: int = 64, strata: tuple = STRATA, census: bool = True) -> list[StratifiedSample]:
+                           batch: int = 64, strata: tuple = STRATA, census: bool = True,
+                           share: float | None = None, floor: int = 0) -> list[StratifiedSample]:
     """:func:`sample_stratified` for each of ``seeds`` (the same samples, in order),
     with a few queries per stratum for a whole ``batch`` of seeds: for simulations.
 
-    ``strata``: :data:`STRATA` (new samples), or :data:`LEGACY_STRATA` to continue a sample drawn
-    before the sign split, as it was drawn (no census: its strata were sampled, never listed).
-    ``census=False`` samples every stratum, even one its budget covers (to test the sampler)."""
+    ``strata``: :data:`STRATA` (new samples), :data:`SIGNED` (a sample drawn before the agreed
+    stratum, continued as drawn) or :data:`LEGACY_STRATA` to continue a sample drawn before the
+    sign split, as it was drawn (no census: its strata were sampled, never listed).
+    ``census=False`` samples every stratum, even one its budget covers (to test the sampler).
+    ``share``: the agreed stratum's share of the budget (default :func:`agreed_share` of the pair
+    masses; a sample grown by ``pairs --extend`` keeps the share it was drawn with); ``floor``: see
+    :func:`split_budget`."""
     budget = check_size(budget, "budget")
     seeds = [check_seed(s) for s in seeds]
     strata = tuple(strata)
-    if strata not in (STRATA, LEGACY_STRATA):
-        raise InputError(f"strata must be {STRATA} or {LEGACY_STRATA}. Got {strata!r} instead.")
+    if strata not in (STRATA, SIGNED, LEGACY_STRATA):
+        raise InputError(f"strata must be {STRATA}, {SIGNED} or {LEGACY_STRATA}. Got {strata!r} instead.")
     totals = pair_totals(diff, total_weight)
-    caps = pair_counts(diff) if strata == STRATA and census else None
-    budgets = allocate(budget, totals, allocation=allocation, sigmas=sigmas, caps=caps, strata=strata)
+    caps = pair_counts(diff) if strata != LEGACY_STRATA and census else None
+    if strata == STRATA:
+        if share is None:
+            share = agreed_share(link_masses(diff, total_weight))
+        dp_budget, n_agreed = split_budget(budget, share, caps, floor)
+        budgets = allocate(dp_budget, totals, allocation=allocation, sigmas=sigmas, caps=caps, strata=SIGNED)
+        budgets["agreed"] = n_agreed
+    else:
+        budgets = allocate(budget, totals, allocation=allocation, sigmas=sigmas, caps=caps, strata=strata)
     whole = frozenset(c for c in strata if caps and budgets[c] > 0 and budgets[c] >= caps[c])
     st = self_term(diff, total_weight)
     id_type = diff.joined.item_id.type().to_pyarrow()
@@ -202,10 +272,10 @@ def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: floa
                 got = fill_budgets(diff, pop, 0, budget=1, seeds=chunk, salt="", id_type=id_type)
             else:
                 got = fill_budgets(diff, pop, n_pop, budget=budgets[c], seeds=chunk, salt=f"stratum-{c}:",
-                                   id_type=id_type, drop_self=c.startswith("intersection"))
+                                   id_type=id_type, drop_self=c.startswith("intersection") or c == "agreed")
             for s in chunk:
                 draws[s][c] = got[s][0]
-    return [StratifiedSample(draws[s], totals, st, budgets, allocation, whole) for s in seeds]
+    return [StratifiedSample(draws[s], totals, st, budgets, allocation, whole, share) for s in seeds]
 
 
 def _census_draws(listed: pa.Table, stratum: str, seed: int, id_type) -> pa.Table:

@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from abcde.util import progress as _progress
-from abcde.core.diff import Diff, affected_items
+from abcde.core.diff import Diff, affected_items, rows_of_fragments
 from abcde.core.formulas import affected, merge_pair_weight, split_pair_weight, stable_label, stable_pair_weight
 from abcde.errors import InputError
 from abcde.sampling.clocks import (check_seed, check_size, draw_limit, hash_uniform_py, replay,
@@ -117,8 +117,49 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
     out["intersection-"] = max(float(r["within_down"] or 0.0), 0.0) / W
     out["intersection"] = out["intersection+"] + out["intersection-"]
     out["all"] = out["split"] + out["merge"] + out["stable"]
+    out["agreed"] = 0.0  # the agreed stratum (pairs together in both) is no part of ΔPrecision
     diff.cache.pair_totals[key] = dict(out)
     return out
+
+
+def link_masses(diff: Diff, total_weight: float) -> dict:
+    """Exact pair masses ``M_s = Σ w_i·w_j / W²`` over the ordered pairs ``i ≠ j`` together in
+    either clustering, by stratum (issue 38, the recall lift)::
+
+        agreed  (together in both, j ∈ F∖{i}):  Σ_F (W(F)² − Σ_F w²)
+        split   (in Base only,     j ∈ B∖E):     Σ_F W(F)·(W(B) − W(F))
+        merge   (in Exp only,      j ∈ E∖B):     Σ_F W(F)·(W(E) − W(F))
+
+    from the fragments in closed form (never a pair list); once per diff and weight total."""
+    key = float(total_weight)
+    if key in diff.cache.link_masses:
+        return dict(diff.cache.link_masses[key])
+    f = diff.fragments
+    r = diff.engine.one(f.aggregate(
+        agreed=(f.w * f.w - f.w2).sum(where=f.n > 1),
+        split=(f.w * (f.wb - f.w)).sum(where=f.n < f.nb),
+        merge=(f.w * (f.we - f.w)).sum(where=f.n < f.ne),
+    ), step="pair masses")
+    W2 = key * key
+    out = {c: max(float(r[c] or 0.0), 0.0) / W2 for c in ("agreed", "split", "merge")}
+    diff.cache.link_masses[key] = dict(out)
+    return out
+
+
+def agreed_population(diff: Diff) -> tuple[ibis.Table, int]:
+    """The vantage population of the agreed stratum: every item of a fragment with another item
+    (``item_id, base_cluster, exp_cluster, u, label, key, class``), ``u = w_i·W(F)`` (its self pair
+    included, rejected when drawn: what remains is ∝ ``w_i·w_j`` over the pairs ``i ≠ j`` of one
+    fragment), and its rows. Unaffected items too: an agreed pair is together in both clusterings."""
+    if diff.cache.agreed_population is None:
+        f = diff.fragments.filter(diff.fragments.n > 1)
+        j = diff.joined
+        t = j.join(f, [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster])
+        pop = t.select(j.item_id, j.base_cluster, j.exp_cluster, u=j.weight * f.w, label=ibis.literal(0).cast("int8"),
+                       key=j.item_id.cast("string") + ibis.literal("|agreed"), **{"class": ibis.literal("agreed")})
+        n = int(diff.engine.one(f.aggregate(n=f.n.sum()), step="agreed stratum size")["n"] or 0)
+        diff.cache.agreed_population = (pop, n)
+    return diff.cache.agreed_population
 
 
 def pair_counts(diff: Diff) -> dict:
@@ -137,9 +178,11 @@ def pair_counts(diff: Diff) -> dict:
         merge=(n * (f.ne.cast("int64") - n)).sum(),
         up=within.sum(where=aff & (f.wb > f.we)),
         down=within.sum(where=aff & (f.wb < f.we)),
+        agreed=within.sum(),
     ), step="pair counts")
     out = {"split": int(r["split"] or 0) // 2, "merge": int(r["merge"] or 0) // 2,
-           "intersection+": int(r["up"] or 0) // 2, "intersection-": int(r["down"] or 0) // 2}
+           "intersection+": int(r["up"] or 0) // 2, "intersection-": int(r["down"] or 0) // 2,
+           "agreed": int(r["agreed"] or 0) // 2}
     out["intersection"] = out["intersection+"] + out["intersection-"]
     diff.cache.pair_counts = dict(out)
     return out
@@ -148,11 +191,20 @@ def pair_counts(diff: Diff) -> dict:
 def stratum_pairs(diff: Diff, stratum: str, total_weight: float) -> pa.Table:
     """Every distinct pair of a stratum, for a census: ``item_a, item_b`` (``item_a`` from the
     fragment listed first) and ``pair_weight = u_ab + u_ba`` (``= 2·u_ab``: a pair's weight is the
-    same from both ends). Cost ∝ the pairs listed: fragments are paired first, then their items."""
+    same from both ends); the agreed stratum's ``2·w_a·w_b/W²`` (its pairs have no ``u_ab``: their
+    weight in the pair masses of :func:`link_masses`). Cost ∝ the pairs listed: fragments are
+    paired first, then their items."""
     f = diff.fragments
     it = affected_items(diff)
     W = float(total_weight)
-    if stratum in ("split", "merge"):
+    if stratum == "agreed":
+        fr = f.filter(f.n > 1).select("base_cluster", "exp_cluster")
+        it = rows_of_fragments(diff, fr)
+        a = it.view()
+        b = it.view()
+        x = a.join(b, [a.base_cluster == b.base_cluster, a.exp_cluster == b.exp_cluster, a.item_id < b.item_id])
+        x = x.select(item_a=a.item_id, item_b=b.item_id, pair_weight=2.0 * a.weight * b.weight / (W * W))
+    elif stratum in ("split", "merge"):
         same, other = ("base_cluster", "exp_cluster") if stratum == "split" else ("exp_cluster", "base_cluster")
         fr = f.filter(affected(f)).select(same, other, tot=f.wb if stratum == "split" else f.we)
         f1, f2 = fr.view(), fr.view()
@@ -267,9 +319,44 @@ def _partners(diff: Diff, draws: pa.Table) -> pa.Table:
         c2 = cand.view()
         m = hit.join(c2, [hit._k == c2._k, hit.at == c2.rk.cast("int64")])
         out.append(eng.to_arrow(m.select("draw", "partner"), step=f"pair partners ({side})"))
+    if "agreed" in present:
+        out.append(_agreed_partners(diff, d.filter(d["class"] == "agreed")))
     if not out:
         return pa.table({"draw": pa.array([], pa.int64()), "partner": pa.array([], draws.schema.field("vantage").type)})
     return pa.concat_tables(out)
+
+
+def _agreed_partners(diff: Diff, dd: ibis.Table) -> pa.Table:
+    """The partners of agreed draws: ∝ ``w_j`` within the vantage item's fragment ``F`` (self
+    included; the caller rejects self draws). The running weight sums are taken over the items of
+    the drawn fragments only (unaffected clusters have no partner index: every other pair sample
+    needs only the affected items), in id order; the draw's position ``u·W(F)`` falls in one item's
+    ``[cum_lo, cum_hi)``, found as in :func:`_partners` (a running max of ranks in one stream)."""
+    eng = diff.engine
+    keys = ["base_cluster", "exp_cluster"]
+    frags = dd.select(*keys).distinct()
+    items = rows_of_fragments(diff, frags)
+    win = ibis.window(group_by=[items.base_cluster, items.exp_cluster], order_by=[items.item_id], rows=(None, 0))
+    items = items.mutate(cum_hi=items.weight.sum().over(win),
+                         rk=ibis.row_number().over(group_by=[items.base_cluster, items.exp_cluster],
+                                                   order_by=[items.item_id]))
+    items = eng.materialize(items.mutate(cum_lo=items.cum_hi - items.weight), "partner_agreed")
+    tot = items.group_by(keys).aggregate(total=items.cum_hi.max())
+    x = dd.join(tot, keys)
+    x = x.select(_kb=x.base_cluster, _ke=x.exp_cluster, pos=x.u * x.total, draw=x.draw).view()
+    c = items.select(_kb=items.base_cluster, _ke=items.exp_cluster, cum_lo=items.cum_lo, rk=items.rk,
+                     partner=items.item_id)
+    stream = ibis.union(
+        x.select("_kb", "_ke", "pos", "draw", rk=ibis.null("int64")),
+        c.select("_kb", "_ke", pos=c.cum_lo, draw=ibis.null("int64"), rk=c.rk.cast("int64")),
+    )
+    w = ibis.window(group_by=[stream._kb, stream._ke], order_by=[stream.pos, stream.draw.notnull(), stream.rk],
+                    rows=(None, 0))
+    stream = stream.mutate(at=stream.rk.max().over(w))
+    hit = stream.filter(stream.draw.notnull()).select("_kb", "_ke", "draw", "at").view()
+    c2 = c.view()
+    m = hit.join(c2, [hit._kb == c2._kb, hit._ke == c2._ke, hit.at == c2.rk.cast("int64")])
+    return eng.to_arrow(m.select("draw", "partner"), step="pair partners (agreed)")
 
 
 @dataclass(frozen=True)
@@ -464,5 +551,5 @@ def pair_class_of_draws(draws: pa.Table) -> list[str]:
     return ["self" if s else ("intersection" if c == "stable" else c) for c, s in zip(cls, sf)]
 
 
-__all__ = ["PairSample", "item_pair_weights", "pair_id", "pair_totals", "pairweight_expr", "sample_pairs",
+__all__ = ["PairSample", "agreed_population", "item_pair_weights", "link_masses", "pair_id", "pair_totals", "pairweight_expr", "sample_pairs",
            "sample_pairs_many", "vantage_items"]

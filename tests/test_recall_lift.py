@@ -1,0 +1,259 @@
+"""The recall lift Λ = T_Exp/T_Base − 1 (issue 38): exact facts against the brute-force reference,
+identities, the census, the agreed stratum's sampler, samples drawn before it, and simulations with
+a known truth."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import reference as ref
+from test_quality import dicts, oracle, world
+from abcde.core.diff import build_diff
+from abcde.core.inputs import Inputs
+from abcde.metrics.impact import overall
+from abcde.quality import draw_pair_sample, estimate_quality
+from abcde.quality.distances import drawn_items
+from abcde.quality.draw import extend_pair_sample
+from abcde.quality.sample_dir import PairSampleDir, write_sample_dir
+from abcde.quality.recall import estimate_recall_lift, recall_facts
+from abcde.quality.result import Estimate
+from abcde.quality.stratified import agreed_budget, sample_stratified, sample_stratified_many
+from abcde.sampling.pairs import link_masses, pair_counts
+
+CENSUS = 10 ** 6  # a budget beyond every stratum's pairs: each is listed whole
+
+
+def small_world(seed: int, n_entities: int = 12, *, split: float = 0.3, merge: float = 0.2, weighted: bool = True):
+    """Entities of 1–5 items; Base and Exp each split some entities and merge some pairs."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 6, n_entities)
+    truth = np.repeat(np.arange(n_entities), sizes)
+    n = len(truth)
+
+    def corrupt(salt):
+        r = np.random.default_rng(seed * 100 + salt)
+        c = truth.copy()
+        moved = (r.random(n_entities) < split)[truth] & (r.random(n) < 0.5)
+        c[moved] += n_entities
+        m = np.where(r.random(2 * n_entities) < merge, r.integers(0, 2 * n_entities, 2 * n_entities),
+                     np.arange(2 * n_entities))
+        return m[c]
+
+    w = rng.lognormal(0, 0.7, n) if weighted else np.ones(n)
+    ids = [f"r{k}" for k in range(n)]
+    items = pa.table({"item_id": ids, "weight": w, "entity": [f"e{t}" for t in truth],
+                      "kind": rng.choice(["a", "b"], n)})
+    return (pa.table({"item_id": ids, "cluster_id": corrupt(1)}), pa.table({"item_id": ids, "cluster_id": corrupt(2)}),
+            items)
+
+
+def _judge(ss, t):
+    by_pair = {}
+    for c in ss.strata:
+        if ss.draws[c].num_rows:
+            by_pair.update(oracle(ss.draws[c], t))
+    return by_pair
+
+
+def _lift(d, o, t, *, budget, seed, slice_by=(), values=None):
+    ss = sample_stratified(d, budget=budget, seed=seed, total_weight=o["total_weight"])
+    ids = [x for c in ss.strata for x in drawn_items(ss.draws[c])]
+    facts = recall_facts(d, ids, slice_by=slice_by, total_weight=o["total_weight"])
+    return ss, estimate_recall_lift(ss, _judge(ss, t), facts, method="test", vantage_values=values)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pair_masses_match_the_pair_listing(seed):
+    base, exp, items = small_world(seed)
+    b, e, w, _ = dicts(base, exp, items)
+    d = build_diff(Inputs(base, exp, items=items))
+    got = link_masses(d, overall(d)["total_weight"])
+    want = ref.link_masses(b, e, w)
+    for k in want:
+        assert got[k] == pytest.approx(want[k], rel=1e-12, abs=1e-15), k
+    counts = pair_counts(d)
+    assert counts["agreed"] == sum(1 for i in b for j in b if i < j and b[i] == b[j] and e[i] == e[j])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_census_gives_the_exact_lift(seed):
+    base, exp, items = small_world(seed)
+    b, e, w, t = dicts(base, exp, items)
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    ss, (est, exact, _) = _lift(d, o, t, budget=CENSUS, seed=seed)
+    assert set(ss.census) >= {c for c in ("split", "merge", "agreed") if ss.budgets[c]}
+    assert exact and est.exact
+    assert est.value == pytest.approx(ref.recall_lift(b, e, t, w), abs=1e-12)
+    lo, hi = est.confidence_interval()
+    assert lo == hi == est.value
+
+
+def test_a_census_gives_the_exact_lift_per_slice():
+    base, exp, items = small_world(3, 16)
+    b, e, w, t = dicts(base, exp, items)
+    kind = dict(zip(items.column("item_id").to_pylist(), items.column("kind").to_pylist()))
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    values = {"kind": {i: json.dumps(k) for i, k in kind.items()}}
+    _, (_, _, slices) = _lift(d, o, t, budget=CENSUS, seed=1, slice_by=("kind",), values=values)
+    for k in ("a", "b"):
+        vantage = {i for i, v in kind.items() if v == k}
+        got = slices["kind"][json.dumps(k)]
+        assert got["exact"] and got["estimate"] == pytest.approx(ref.recall_lift(b, e, t, w, vantage), abs=1e-12)
+
+
+@pytest.mark.spark
+def test_masses_and_census_on_spark(spark):
+    base, exp, items = small_world(5)
+    b, e, w, t = dicts(base, exp, items)
+    d_duck = build_diff(Inputs(base, exp, items=items))
+    d = build_diff(Inputs(base, exp, items=items), engine=spark)
+    o = overall(d)
+    got = link_masses(d, o["total_weight"])
+    for k, v in ref.link_masses(b, e, w).items():
+        assert got[k] == pytest.approx(v, rel=1e-12, abs=1e-15), k
+    _, (est, exact, _) = _lift(d, o, t, budget=CENSUS, seed=2)
+    assert exact and est.value == pytest.approx(ref.recall_lift(b, e, t, w), abs=1e-12)
+    # the agreed stratum's draws are the same on both engines
+    a = sample_stratified(d, budget=40, seed=9, total_weight=o["total_weight"]).draws["agreed"]
+    od = overall(d_duck)
+    a2 = sample_stratified(d_duck, budget=40, seed=9, total_weight=od["total_weight"]).draws["agreed"]
+    assert a.column("pair_id").to_pylist() == a2.column("pair_id").to_pylist()
+
+
+def test_identities():
+    """Base = Exp: Λ = 0 exactly (no judgement needed); splits only: Λ ≤ 0; merges only: Λ ≥ 0."""
+    base, exp, items = small_world(7, 20)
+    b, e, w, t = dicts(base, exp, items)
+    truth = pa.table({"item_id": items.column("item_id"), "cluster_id": items.column("entity")})
+    d = build_diff(Inputs(base, base, items=items))
+    o = overall(d)
+    _, (est, exact, _) = _lift(d, o, t, budget=50, seed=1)
+    assert exact and est.value == 0.0
+    # splits only: Exp = the truth's entities cut further; merges only: the truth's entities joined
+    tt = dict(zip(truth.column("item_id").to_pylist(), truth.column("cluster_id").to_pylist()))
+    rng = np.random.default_rng(0)
+    cut = pa.table({"item_id": list(tt), "cluster_id": [f"{c}-{rng.integers(2)}" for c in tt.values()]})
+    joined = pa.table({"item_id": list(tt), "cluster_id": [f"j{int(c[1:]) // 2}" for c in tt.values()]})
+    for bb, ee, sign in ((truth, cut, -1), (cut, truth, 1), (truth, joined, 0), (joined, truth, 0)):
+        bd, ed = (dict(zip(x.column("item_id").to_pylist(), x.column("cluster_id").to_pylist())) for x in (bb, ee))
+        exact_lift = ref.recall_lift(bd, ed, t, w)
+        assert sign * exact_lift >= 0 if sign else exact_lift == pytest.approx(0.0, abs=1e-12)
+        d = build_diff(Inputs(bb, ee, items=items))
+        o = overall(d)
+        for budget, seed in ((CENSUS, 1), (40, 2), (40, 3)):
+            _, (est, _, _) = _lift(d, o, t, budget=budget, seed=seed)
+            if sign:
+                assert sign * est.value >= 0, (sign, budget, est)
+            lo, hi = est.confidence_interval()
+            assert lo <= est.value <= hi
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_every_estimate_lies_inside_its_interval(seed):
+    base, exp, items = small_world(seed, 30)
+    _, _, _, t = dicts(base, exp, items)
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    _, (est, _, _) = _lift(d, o, t, budget=10 + 9 * (seed % 10), seed=seed)
+    if est.defined:
+        lo, hi = est.confidence_interval()
+        assert lo <= est.value <= hi and lo > -1.0
+
+
+def test_agreed_budget_grows_one_pair_at_a_time():
+    for share in (0.05, 0.2, 0.5):
+        prev = (0, 0)
+        for budget in range(1, 400):
+            a = agreed_budget(budget, share)
+            assert a >= prev[0] and budget - a >= prev[1], (share, budget)
+            assert a - prev[0] <= 1
+            prev = (a, budget - a)
+        assert agreed_budget(100, share) >= 2
+
+
+def test_agreed_draws_are_pairs_together_in_both_and_continue_when_extended():
+    base, exp, items = world(120, seed=4)
+    b, e, _, _ = dicts(base, exp, items)
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    small, large = (sample_stratified(d, budget=n, seed=5, total_weight=o["total_weight"]) for n in (200, 400))
+    a = small.draws["agreed"]
+    assert a.num_rows and small.budgets["agreed"] == len(set(a.column("pair_id").to_pylist()))
+    for i, j in zip(a.column("item_a").to_pylist(), a.column("item_b").to_pylist()):
+        assert i != j and b[i] == b[j] and e[i] == e[j]
+    assert large.draws["agreed"].slice(0, a.num_rows).equals(a)
+    many = sample_stratified_many(d, budget=200, seeds=[5, 6], total_weight=o["total_weight"])
+    assert many[0].draws["agreed"].equals(a)
+
+
+def test_the_partner_is_drawn_by_weight():
+    """One fragment with a heavy item: the agreed pairs with it dominate, ∝ w_i·w_j."""
+    ids = [f"x{k}" for k in range(4)]
+    base = pa.table({"item_id": ids + ["y0", "y1"], "cluster_id": [1, 1, 1, 1, 2, 2]})
+    exp = pa.table({"item_id": ids + ["y0", "y1"], "cluster_id": [1, 1, 1, 1, 2, 3]})
+    items = pa.table({"item_id": ids + ["y0", "y1"], "weight": [8.0, 1.0, 1.0, 1.0, 1.0, 1.0]})
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    got = sample_stratified_many(d, budget=16, seeds=range(300), total_weight=o["total_weight"], census=False)
+    pairs = [tuple(sorted(p)) for s in got for p in zip(s.draws["agreed"].column("item_a").to_pylist(),
+                                                         s.draws["agreed"].column("item_b").to_pylist())]
+    heavy = sum("x0" in p for p in pairs) / len(pairs)
+    # P(pair has x0) = Σ_{j} 2·8·1 / Σ_{i≠j} w_i w_j = 48 / (48 + 6) over the ordered pairs of the fragment
+    assert heavy == pytest.approx(48 / 54, abs=0.03)
+
+
+def test_quality_reports_the_lift_and_an_old_sample_says_how_to_add_it(tmp_path):
+    base, exp, items = world(100, seed=2)
+    b, e, w, t = dicts(base, exp, items)
+    out = draw_pair_sample(base, exp, tmp_path / "s", budget=120, seed=3, items=items, hide=["entity"],
+                           slice_by=["kind"])
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["budgets"]["agreed"] >= 2 and "recall" in meta
+    s = estimate_quality(out)
+    d = s.to_dict()["recall_lift"]
+    assert d["available"] and d["estimate"] is None and "agreed" in d["note"]  # nothing judged yet
+    draws = PairSampleDir.read(out).draws
+    judged = pa.table({"pair_id": list(oracle(draws, t)), "judgement": list(oracle(draws, t).values())})
+    q = estimate_quality(out, judged, slice_by=["kind"])
+    assert isinstance(q.recall_lift, Estimate) and q.recall_lift.defined
+    d = q.to_dict()
+    for k in ("estimate", "std_err", "ci_low", "ci_high", "exact"):
+        assert k in d["recall_lift"]
+    assert all("recall_lift" in row for row in d["slices"]["kind"])
+    exact = ref.recall_lift(b, e, t, w)
+    assert d["recall_lift"]["ci_low"] - 0.3 < exact < d["recall_lift"]["ci_high"] + 0.3
+    # A sample drawn before the agreed stratum (written as that abcde wrote it: no agreed draws, no
+    # recall facts): quality says how to add it, no number invented; the command adds it.
+    for k in ("recall", "agreed_share", "sample_id", "format", "version", "abcde_version"):
+        meta.pop(k, None)
+    meta["budgets"].pop("agreed")
+    meta["pair_counts"].pop("agreed", None)
+    meta["census"] = [c for c in meta["census"] if c != "agreed"]
+    keep = pa.array([c != "agreed" for c in draws.column("stratum").to_pylist()], pa.bool_())
+    old_draws = draws.filter(keep)
+    old_draws = old_draws.set_column(0, "draw", pa.array(range(old_draws.num_rows), pa.int64()))
+    meta["draws"] = old_draws.num_rows
+    meta["judgeable_pairs"] = len({p for p, n in zip(old_draws.column("pair_id").to_pylist(),
+                                                     old_draws.column("needs_judgement").to_pylist()) if n})
+    old = write_sample_dir(tmp_path / "old", old_draws, PairSampleDir.read(out).items, meta,
+                           hidden=["entity"])
+    r = estimate_quality(old, pa.table({"pair_id": list(oracle(old_draws, t)),
+                                        "judgement": list(oracle(old_draws, t).values())}))
+    rl = r.to_dict()["recall_lift"]
+    assert not rl["available"] and rl["estimate"] is None
+    assert rl["command"].startswith(f"abcde pairs --extend {old} --budget ")
+    budget = int(rl["command"].rsplit(" ", 1)[1])
+    extend_pair_sample(old, budget=budget, base=base, exp=exp, items=items)
+    grown = PairSampleDir.read(old)
+    assert grown.metadata["budgets"]["agreed"] >= 2 and "recall" in grown.metadata
+    for c in ("split", "merge", "intersection+", "intersection-"):
+        assert grown.metadata["budgets"][c] >= meta["budgets"][c]
+    newly = pa.table({"pair_id": list(oracle(grown.draws, t)), "judgement": list(oracle(grown.draws, t).values())})
+    assert estimate_quality(old, newly).to_dict()["recall_lift"]["available"]
