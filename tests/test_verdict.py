@@ -52,7 +52,8 @@ CASES = [
      ["Exp is less precise than Base", "went down by 0.0058", "-0.0103 to -0.0012"], ["Next:"]),
     ("straddling 0", quality(est(-0.0019, -0.0058, 0.0019, 0.002)), "none",
      ["No detectable change in Precision at 95%", "ΔPrecision -0.0019", "not distinguishable",
-      "abcde pairs --extend pairs/ --budget"], ["more precise", "less precise"]),
+      "with this sample (every pair of it is judged; a larger sample could tell)",
+      "abcde pairs --extend pairs/ --budget"], ["more precise", "less precise", "Base in Precision yet"]),
     ("just below 0 is not up", quality(est(0.004, -0.0005, 0.0085, 0.0023)), "none",
      ["No detectable change"], ["more precise"]),
     ("undefined", quality(est(None, note="no usable judgement yet in the merge stratum"), judged=3), "undefined",
@@ -61,7 +62,8 @@ CASES = [
      ["went down by exactly 0.0020", "every pair judged", "exactly"], ["95% interval", "Next:"]),
     ("census no change", quality(est(0.0, 0.0, 0.0, 0.0), exact=True), "none", ["exactly as precise"], ["Next:"]),
     ("not all judged yet", quality(est(0.001, -0.003, 0.005, 0.002), missing=40), "none",
-     ["40 pairs of the sample are not judged yet"], ["--extend"]),
+     ["so Exp is not distinguishable from Base in Precision yet.", "40 pairs of the sample are not judged yet"],
+     ["--extend", "with this sample"]),
 ]
 
 
@@ -69,6 +71,9 @@ CASES = [
 def test_verdict_table(name, q, direction, must, must_not):
     v = verdict(q)
     assert v.facts["precision"]["direction"] == direction
+    # These results carry no recall lift: the headline is Precision's, and recall is said to be unknown.
+    assert v.facts["recall"]["direction"] == "undefined" and v.facts["overall"] == "unknown"
+    assert "Recall is not known yet: this result carries no recall lift estimate." in v.sentences
     for w in must:
         assert w in v.text, (name, w, v.text)
     for w in must_not:
@@ -142,7 +147,7 @@ def test_next_step_from_the_se_with_the_finite_population_correction(judged, cou
 def test_a_tiny_change_aims_at_a_tenth_of_a_point_not_at_zero():
     v = verdict(quality(est(0.00001, -0.004, 0.004, 0.002)))
     assert v.facts["next_step"]["target_half_width"] == 0.001
-    assert "to tell a change of ±0.0010 from none" in v.text
+    assert "to tell a Precision change of ±0.0010 from none" in v.text
 
 
 def test_truth_gives_each_sides_precision_and_recall():

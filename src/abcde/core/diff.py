@@ -120,7 +120,7 @@ class DiffCache:
     pair_vantage: tuple | None = None  # sampling.pairs.sample_pairs_many: (population, rows, totals)
     self_terms: dict[float, float] = field(default_factory=dict)  # quality.stratified.self_term, by weight(T)
     stratum_populations: dict[str, tuple] = field(default_factory=dict)  # quality.stratified.stratum_populations
-    link_masses: dict[float, dict] = field(default_factory=dict)  # sampling.pairs.link_masses, by weight(T)
+    link_masses: dict[float, dict] = field(default_factory=dict)  # metrics.impact.link_masses, by weight(T)
     agreed_population: tuple | None = None  # sampling.pairs.agreed_population: (population, rows)
 
 

@@ -333,6 +333,30 @@ def top_clusters(diff: Diff, total_weight: float, k: int) -> dict:
     return out
 
 
+def link_masses(diff: Diff, total_weight: float) -> dict:
+    """Exact pair masses ``M_s = Σ w_i·w_j / W²`` over the ordered pairs ``i ≠ j`` together in
+    either clustering, by stratum (issue 38, the recall lift)::
+
+        agreed  (together in both, j ∈ F∖{i}):  Σ_F (W(F)² − Σ_F w²)
+        split   (in Base only,     j ∈ B∖E):     Σ_F W(F)·(W(B) − W(F))
+        merge   (in Exp only,      j ∈ E∖B):     Σ_F W(F)·(W(E) − W(F))
+
+    from the fragments in closed form (never a pair list); once per diff and weight total."""
+    key = float(total_weight)
+    if key in diff.cache.link_masses:
+        return dict(diff.cache.link_masses[key])
+    f = diff.fragments
+    r = diff.engine.one(f.aggregate(
+        agreed=(f.w * f.w - f.w2).sum(where=f.n > 1),
+        split=(f.w * (f.wb - f.w)).sum(where=f.n < f.nb),
+        merge=(f.w * (f.we - f.w)).sum(where=f.n < f.ne),
+    ), step="pair masses")
+    W2 = key * key
+    out = {c: max(float(r[c] or 0.0), 0.0) / W2 for c in ("agreed", "split", "merge")}
+    diff.cache.link_masses[key] = dict(out)
+    return out
+
+
 def slice_sums(diff: Diff, cols: tuple[str, ...], total_weight: float, expr: ibis.Table | None = None) -> ibis.Table:
     """Per-slice metrics for the attribute columns ``cols``: the columns under their own names, each
     of :data:`SLICE_FIELDS` under its :func:`private` name (whatever the slice columns are called:

@@ -15,6 +15,7 @@ lifted Precision and Recall of a set of items.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -25,8 +26,8 @@ import pyarrow as pa
 from abcde.engine import Engine
 from abcde.core.diff import Diff, Restriction, build_diff
 from abcde.core.inputs import Inputs
-from abcde.metrics.impact import (check_slice_columns, normalize_slices, overall, per_cluster_expr, per_item_expr,
-                                  private, slice_sums)
+from abcde.metrics.impact import (check_slice_columns, link_masses, normalize_slices, overall, per_cluster_expr,
+                                  per_item_expr, private, slice_sums)
 
 #: What every row of :attr:`PointwiseResult.slices` holds besides its slice columns' values (a slice
 #: column of one of these names is refused: :func:`~abcde.metrics.impact.check_slice_columns`).
@@ -56,6 +57,11 @@ class PointwiseResult:
         What restricting to common items removed (truth plays Base).
     slices
         ``{"col": [row, ...]}`` with ``items, weight, precision, recall, f1``.
+    true_links
+        The weight of the true links the clustering keeps, ``T_C = Σ w_i·w_j`` over the ordered pairs
+        ``i ≠ j`` of one cluster and one truth entity, divided by ``total_weight²`` (the pairs of each
+        truth ∩ cluster fragment): two clusterings' ratio minus 1 is the exact recall lift
+        (:mod:`abcde.quality.recall`), when both are measured on the same items.
     """
 
     items: int
@@ -67,6 +73,7 @@ class PointwiseResult:
     slices: dict
     engine: str
     diff: Diff = field(repr=False, compare=False)
+    true_links: float = math.nan
 
     def per_item_expr(self) -> ibis.Table:
         t = per_item_expr(self.diff)
@@ -104,6 +111,7 @@ class PointwiseResult:
             "restriction": self.restriction.to_dict(),
             "slices": self.slices,
             "engine": self.engine,
+            "true_links": self.true_links if math.isfinite(self.true_links) else None,
         }
 
     def write(self, out_dir: str | os.PathLike) -> list[str]:
@@ -168,4 +176,5 @@ def pointwise(
         slices=slice_rows,
         engine=diff.engine.name,
         diff=diff,
+        true_links=link_masses(diff, o["total_weight"])["agreed"] if o["total_weight"] > 0 else math.nan,
     )

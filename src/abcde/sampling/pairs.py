@@ -40,6 +40,7 @@ from abcde.util import progress as _progress
 from abcde.core.diff import Diff, affected_items, rows_of_fragments
 from abcde.core.formulas import affected, merge_pair_weight, split_pair_weight, stable_label, stable_pair_weight
 from abcde.errors import InputError
+from abcde.metrics.impact import link_masses
 from abcde.sampling.clocks import (check_seed, check_size, draw_limit, hash_uniform_py, replay,
                                    smallest_draw_times_many)
 
@@ -119,30 +120,6 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
     out["all"] = out["split"] + out["merge"] + out["stable"]
     out["agreed"] = 0.0  # the agreed stratum (pairs together in both) is no part of ΔPrecision
     diff.cache.pair_totals[key] = dict(out)
-    return out
-
-
-def link_masses(diff: Diff, total_weight: float) -> dict:
-    """Exact pair masses ``M_s = Σ w_i·w_j / W²`` over the ordered pairs ``i ≠ j`` together in
-    either clustering, by stratum (issue 38, the recall lift)::
-
-        agreed  (together in both, j ∈ F∖{i}):  Σ_F (W(F)² − Σ_F w²)
-        split   (in Base only,     j ∈ B∖E):     Σ_F W(F)·(W(B) − W(F))
-        merge   (in Exp only,      j ∈ E∖B):     Σ_F W(F)·(W(E) − W(F))
-
-    from the fragments in closed form (never a pair list); once per diff and weight total."""
-    key = float(total_weight)
-    if key in diff.cache.link_masses:
-        return dict(diff.cache.link_masses[key])
-    f = diff.fragments
-    r = diff.engine.one(f.aggregate(
-        agreed=(f.w * f.w - f.w2).sum(where=f.n > 1),
-        split=(f.w * (f.wb - f.w)).sum(where=f.n < f.nb),
-        merge=(f.w * (f.we - f.w)).sum(where=f.n < f.ne),
-    ), step="pair masses")
-    W2 = key * key
-    out = {c: max(float(r[c] or 0.0), 0.0) / W2 for c in ("agreed", "split", "merge")}
-    diff.cache.link_masses[key] = dict(out)
     return out
 
 
@@ -551,5 +528,5 @@ def pair_class_of_draws(draws: pa.Table) -> list[str]:
     return ["self" if s else ("intersection" if c == "stable" else c) for c, s in zip(cls, sf)]
 
 
-__all__ = ["PairSample", "agreed_population", "item_pair_weights", "link_masses", "pair_id", "pair_totals", "pairweight_expr", "sample_pairs",
+__all__ = ["PairSample", "agreed_population", "item_pair_weights", "pair_id", "pair_totals", "pairweight_expr", "sample_pairs",
            "sample_pairs_many", "vantage_items"]
