@@ -5,8 +5,9 @@ the numbers mean"), sharing no code with abcde:
 
 - a rate (GoodSplitRate, …) of a sampled stratum or class: with ``k`` of the ``n`` judged draws
   counting, ``p̃ = (k + 2)/(n + 4)`` and ``R·(p̃ ± q·√(p̃(1 − p̃)/(n + 4)))`` cut to ``[0, R]``;
-- ΔPrecision, stratified: ``self + Σ_c U_c·l_c·p̃_c ± q·√(Σ_c U_c²·p̃_c(1 − p̃_c)/(n_c + 4))`` cut to
-  ``[self − U_split − U_intersection−, self + U_merge + U_intersection+]``;
+- ΔPrecision, stratified: ``self + Σ_c U_c·l_c·p̃_c ± q·√(Σ_c U_c²·p̃_c(1 − p̃_c)/(n_c + 4))``,
+  widened to reach the estimate when the shifts (which add linearly, the half-widths in quadrature)
+  leave it outside (issue 38), cut to ``[self − U_split − U_intersection−, self + U_merge + U_intersection+]``;
 - ΔPrecision, the paper's design: ``estimate ± q·SE``, cut to
   ``[−(U_split + U_intersection− + U_self), U_merge + U_intersection+ + U_self]``;
 - a slice's contribution: ``estimate ± q·SE`` cut to ``self(I) ± (pairweight(I) − Σ_I u_ii)``
@@ -36,7 +37,7 @@ from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.quality import estimate_from_draws
 from abcde.quality.estimate import _with_precision
-from abcde.quality.stratified import (STRATA, StratifiedSample, estimate_stratified, estimate_stratified_slices,
+from abcde.quality.stratified import (StratifiedSample, estimate_stratified, estimate_stratified_slices,
                                       sample_stratified_many, self_term)
 from abcde.sampling.pairs import pair_totals, sample_pairs_many
 from test_estimator_formulas import answers_for, random_draws, same, table, usable
@@ -44,6 +45,7 @@ from test_quality import dicts, oracle, truth_metrics, world
 
 TOL = 1e-12
 SIGN = {"split": -1, "merge": 1, "intersection+": 1, "intersection-": -1}
+STRATA = tuple(SIGN)  # the strata of ΔPrecision (a sample's agreed stratum, for the recall lift, has no part in it)
 
 
 def q975(n):
@@ -107,7 +109,8 @@ def test_stratified_intervals_are_their_formulas(seed):
     lo_r = st - totals["split"] - totals["intersection-"]
     hi_r = st + totals["merge"] + totals["intersection+"]
     h = q975(n_all) * math.sqrt(var)
-    approx(q["delta_precision"], cut(centre - h, centre + h, lo_r, hi_r))
+    est = q["delta_precision"]["estimate"]
+    approx(q["delta_precision"], cut(min(centre - h, est), max(centre + h, est), lo_r, hi_r))
     assert q["delta_precision"]["range"] == [pytest.approx(lo_r), pytest.approx(hi_r)]
     # The rates: the share's Agresti–Coull interval times the exact rate; Good and Bad mirror.
     for name, klass, want_same, R in (("good_split_rate", "split", False, sr), ("bad_split_rate", "split", True, sr),
@@ -229,18 +232,21 @@ JUDGES = {
 
 
 def check_inside(q: dict, ranges: dict, where: str):
-    """Intervals inside their ranges; estimates too, except the paper's ΔPrecision: its unbiased
-    reweighted mean can fall outside at tiny budgets (every draw a split pair judged same gives
-    −Σu), and is left unbiased, not cut."""
+    """Intervals inside their ranges, estimates inside their intervals (issue 38) and so inside their
+    ranges too: the paper's ΔPrecision, an unbiased reweighted mean that can fall outside at tiny
+    budgets (every draw a split pair judged same gives −Σu), is cut to its range."""
     eps = 1e-12
     for name, (a, b) in ranges.items():
         e = q[name]
         if e["estimate"] is None:
             continue
         lo, hi = e["ci_low"], e["ci_high"]
+        if lo is None:  # one judged draw: no SE yet, and (± t·SE) no interval
+            assert e["std_err"] is None and e.get("n_judgements", 0) <= 1, f"{where}: {name} has no interval"
+            continue
+        assert lo <= e["estimate"] <= hi, f"{where}: {name} estimate {e['estimate']} outside [{lo}, {hi}]"
         assert a - eps <= lo <= hi <= b + eps, f"{where}: {name} [{lo}, {hi}] outside [{a}, {b}]"
-        if not (name == "delta_precision" and q["estimator"] == "paper"):
-            assert a - eps <= e["estimate"] <= b + eps, f"{where}: {name} estimate outside its range"
+        assert a - eps <= e["estimate"] <= b + eps, f"{where}: {name} estimate outside its range"
     for kind, R in (("split", q["split_rate"]), ("merge", q["merge_rate"])):
         g, b = q[f"good_{kind}_rate"], q[f"bad_{kind}_rate"]
         if g["estimate"] is not None and b["estimate"] is not None:
@@ -253,6 +259,7 @@ def check_inside(q: dict, ranges: dict, where: str):
                 if e["ci_low"] is not None:
                     a, b = e["range"]
                     assert a - eps <= e["ci_low"] <= e["ci_high"] <= b + eps, f"{where}: slice {r['value']} {key}"
+                    assert e["ci_low"] <= e["estimate"] <= e["ci_high"], f"{where}: slice {r['value']} {key}"
 
 
 def test_no_interval_ever_leaves_its_range(worlds):

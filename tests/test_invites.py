@@ -640,3 +640,34 @@ def test_a_rater_follows_their_link_from_another_site_and_judges(browser, sample
             assert [p for p in page.problems if "401" not in p and "403" not in p] == []
     finally:
         srv.shutdown()
+
+
+def test_the_owners_view_names_the_raters_the_owner_invited(sample, tmp_path):
+    """The owner invited alice and bob by name (issue 38): the owner's view and the settle queue call them
+    so, not "rater 1", "rater 2"; a rater who judged without an invite (before the first link) stays
+    "rater N" unless the server shows raters; a rater still sees no other rater's name."""
+    from abcde.judging import JudgingSession
+
+    d = fresh_copy(sample, tmp_path)
+    s = JudgingSession(d, replicate=1.0, seed=3)
+    pids = s.pair_ids[:4]
+    for pid in pids:  # judged on loopback before any invite
+        s.store.record(pid, "same", rater="carol")
+    s.store.invite(["alice", "bob", OWNER])
+    for who, answer in (("alice", "same"), ("bob", "different")):
+        for pid in s.pair_ids[:6]:  # the last two tie: the settle queue
+            s.store.record(pid, answer, rater=who)
+    owner = s.owner_state()
+    assert owner["raters"] == ["alice", "bob", "rater 1"] and "carol" not in json.dumps(owner)
+    assert [(r["rater"], r["judgements"]) for r in owner["rater_progress"]] == [("rater 1", 4), ("alice", 6),
+                                                                                ("bob", 6)]
+    assert {tuple(sorted(c["raters"])) for c in owner["agreement"]["cohen"]} == {
+        ("alice", "rater 1"), ("bob", "rater 1"), ("alice", "bob")}
+    queue = s.settle_state()
+    assert queue["waiting_total"] == 2
+    votes = [v["rater"] for p in queue["waiting"] for v in p["votes"]]
+    assert {"alice", "bob"} <= set(votes) and "carol" not in votes
+    st = s.state("alice")
+    assert "bob" not in json.dumps(st) and "carol" not in json.dumps(st)
+    s.store.revoke(["bob"])  # a revoked link: still the name the owner gave
+    assert JudgingSession(d).owner_state()["raters"] == ["alice", "bob", "rater 1"]

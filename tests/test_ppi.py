@@ -163,20 +163,25 @@ def _oracle(draws, t):
 
 
 def _tasks(ss, seed, n):
+    from abcde.quality.stratified import stratum_weights
+
     units = {p: c for c, d in ss.draws.items() for p in d.column("pair_id").to_pylist()}
-    plan = plan_people(units, seed, n, weights=ss.totals)  # ∝ U_c, as `abcde pairs --human-budget`
+    plan = plan_people(units, seed, n, weights=stratum_weights(ss.totals, ss.budgets))  # as `pairs --human-budget`
     return frozenset(p for p, c in units.items() if priority(seed, p) <= plan["thresholds"][c]), units
 
 
 def _tasks_by_answers(ss, seed, n, model):
     """The people's tasks chosen after the model judged (as ``judge model`` does on a sample drawn
     with ``--human-budget``), and each pair's cell."""
+    from abcde.quality.stratified import stratum_weights
+
     units = {p: c for c, d in ss.draws.items() for p in d.column("pair_id").to_pylist()}
     answers = {p: a for p, a in model.items() if a in ("same", "different")}
     pw = {p: w for c in ss.census for p, w in zip(ss.draws[c].column("pair_id").to_pylist(),
                                                   ss.draws[c].column("pair_weight").to_pylist())}
     dc = {p: m for dr in ss.draws.values() for p, m in draw_counts(dr).items()}
-    plan = plan_by_answers(units, answers, seed, n, weights=ss.totals, pair_weights=pw, draw_counts=dc)
+    plan = plan_by_answers(units, answers, seed, n, weights=stratum_weights(ss.totals, ss.budgets), pair_weights=pw,
+                           draw_counts=dc)
     cells = design_cells(units, plan, answers, seed, pw, dc)
     return tasks_in(cells, plan, seed), cells
 
@@ -281,7 +286,7 @@ MODELS = {  # name: model options
     "95% symmetric": dict(accuracy=0.95),
     "90%, says same too often": dict(accuracy=0.9, same_bias=0.4),
     "errors in the split stratum only": dict(accuracy={"split": 0.55, "merge": 1.0, "intersection+": 1.0,
-                                                       "intersection-": 1.0}),
+                                                       "intersection-": 1.0, "agreed": 1.0}),
     "80%, a fifth unanswered": dict(accuracy=0.8, unanswered=0.2),
 }
 #: The models whose answers also choose the people's tasks (the design ``judge model`` makes on a
@@ -494,7 +499,8 @@ def test_model_all_pairs_people_their_tasks_quality_is_prediction_powered(drawn,
     ppi = q["design"]["ppi"]
     assert q["delta_precision"]["method"] == "prediction-powered (model + people)"
     assert ppi["people_judgements"] == n and ppi["people_tasks"] == n and ppi["pairs"] == 400
-    assert ppi["model_judgements"] + ppi["model_unanswered"] == 400
+    # the model's judgements as stored (unsure included); the answers the estimate used, and the rest
+    assert ppi["model_judgements"] == 400 and ppi["model_used"] + ppi["model_unanswered"] == 400
     assert ppi["design"] == BY_ANSWERS and sum(c["people"] for c in ppi["cells"].values()) == n
     assert sum(c["pairs"] for c in ppi["cells"].values()) == 400
     assert "Prediction-powered" in q["verdict"]
@@ -550,7 +556,11 @@ def test_the_llm_judge_path_with_a_local_openai_compatible_server(drawn, tmp_pat
     _cli("judge", "oracle", d, "--oracle-column", "entity_id")
     q = json.loads(_cli("quality", d, "--json").output)
     assert q["design"]["ppi"]["model_judgements"] == out["judged_now"]
-    assert q["design"]["ppi"]["model_unanswered"] == 400 - out["judged_now"]  # garbage: no model value
+    # garbage: not judged, no model value (nor are unsure answers, or answers in strata they did not split)
+    ppi = q["design"]["ppi"]
+    assert sum(ppi["model_answers"].values()) == out["judged_now"]
+    assert ppi["model_used"] + ppi["model_unanswered"] == 400
+    assert ppi["model_used"] <= out["answers"]["same"] + out["answers"]["different"]
 
 
 def test_people_who_judged_first_keep_their_tasks(drawn, tmp_path):

@@ -65,7 +65,7 @@ def altair_specs(data: dict) -> dict[str, dict]:
         pts = [{"metric": L[k], "estimate": q[k]["estimate"], "low": q[k]["ci_low"], "high": q[k]["ci_high"]}
                for k in QUALITY_METRICS if q[k]["estimate"] is not None]
         if pts:
-            specs["quality"] = _errorbars(pts, "metric", "Quality estimates with 95% intervals")
+            specs["quality"] = _errorbars(pts, "metric", "Quality estimates with 95% intervals", percent=True)
         for col, rows in (q.get("slices") or {}).items():
             pts = [{"slice": NULL_TEXT if r["value"] is None else str(r["value"]), "estimate": r["delta_precision"]["estimate"],
                     "low": r["delta_precision"]["ci_low"], "high": r["delta_precision"]["ci_high"]}
@@ -90,17 +90,20 @@ def _stacked(rows, key, title):
     ).properties(width="container", title=title))
 
 
-def _errorbars(rows, key, title):
+def _errorbars(rows, key, title, percent=False):
+    """``percent``: the quality chart, whose axis and tooltips are in percent like the table beside it."""
     base = alt.Chart(alt.Data(values=rows))
     order = [r[key] for r in rows]
+    fmt = ".3%" if percent else ".4f"
     bars = base.mark_rule(strokeWidth=2).encode(
         y=alt.Y(f"{key}:N", sort=order, title=None),
-        x=alt.X("low:Q", title="estimate (95% interval)", scale=alt.Scale(zero=True, nice=True, padding=14)),
+        x=alt.X("low:Q", title="estimate (95% interval)", scale=alt.Scale(zero=True, nice=True, padding=14),
+                **({"axis": alt.Axis(format=".2~%")} if percent else {})),
         x2="high:Q")
     pts = base.mark_point(filled=True, size=60, color="black").encode(
         y=alt.Y(f"{key}:N", sort=order), x="estimate:Q",
-        tooltip=[alt.Tooltip(f"{key}:N"), alt.Tooltip("estimate:Q", format=".4f"),
-                 alt.Tooltip("low:Q", format=".4f"), alt.Tooltip("high:Q", format=".4f")])
+        tooltip=[alt.Tooltip(f"{key}:N"), alt.Tooltip("estimate:Q", format=fmt),
+                 alt.Tooltip("low:Q", format=fmt), alt.Tooltip("high:Q", format=fmt)])
     zero = alt.Chart(alt.Data(values=[{"x": 0}])).mark_rule(strokeDash=[4, 4], color="gray").encode(x="x:Q")
     return _configured((bars + pts + zero).properties(width="container", title=title))
 
@@ -197,3 +200,14 @@ def test_a_report_imports_no_chart_library(tmp_path):
                         "--items", p["items"], "--out", tmp_path / "r.html", "-q"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "r.html").read_text().count("vega-lite") > 0
+
+
+def test_the_quality_chart_is_in_percent_like_its_table(demo_data):
+    """The quality table shows the rates in percent (issue 38): the chart beside it too, its axis and
+    tooltips; ΔPrecision by slice stays in fractions, like its table."""
+    specs = chart_specs(demo_data)
+    x = specs["quality"]["layer"][0]["encoding"]["x"]
+    assert x["axis"]["format"].endswith("%")
+    assert all(t["format"].endswith("%") for t in specs["quality"]["layer"][1]["encoding"]["tooltip"] if "format" in t)
+    sliced = [k for k in specs if k.startswith("quality_slice:")]
+    assert sliced and all("axis" not in specs[k]["layer"][0]["encoding"]["x"] for k in sliced)

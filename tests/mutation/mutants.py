@@ -35,6 +35,10 @@ FORMULAS = "tests/test_estimator_formulas.py"  # each estimate and SE against th
 SCALE = "tests/test_scale_paths.py"  # the ways of joining large inputs against the one hash join
 INTERVALS = "tests/test_intervals.py"  # each interval's formula at 1e-12; no interval leaves its range
 VERDICT = "tests/test_verdict.py"  # the answer in words, table-driven
+# Issue 38:
+INSIDE = "tests/test_inside_interval.py"  # every estimate inside its interval, all judgements agreeing
+PINNED = "tests/test_pinned_38.py"  # code the tests did not pin (section 6)
+PPI = "tests/test_ppi.py"  # prediction-powered estimates (model + people)
 
 
 @dataclass(frozen=True)
@@ -441,4 +445,68 @@ MUTANTS: list[Mutant] = [
       "    elif lo > -1e-3:\n",
       "verdict: 'went up' when the interval reaches a little below 0",
       (VERDICT,)),
+    # ------------------------------------------------------------------ issue 38, section 3: inside its interval
+    M("interval-estimate-outside", "quality/result.py",
+      "at any level.\n            lo, hi = min(lo, self.value), max(hi, self.value)\n",
+      "at any level.\n            lo, hi = lo, hi\n",
+      "intervals: a shifted (Agresti-Coull) interval not widened to reach its estimate (sums of strata)",
+      (INSIDE, INTERVALS)),
+    M("paper-dp-uncut", "quality/paper.py",
+      "value = min(max(value, bounds[0]), bounds[1])",
+      "value = value",
+      "paper estimator: ΔPrecision left outside the range its interval is cut to",
+      (INSIDE, INTERVALS)),
+    M("strat-slice-uncut", "quality/stratified.py",
+      "est = min(max(est, bounds[0]), bounds[1])",
+      "est = est",
+      "stratified slices: ΔPrecision(I) left outside the slice's range its interval is cut to",
+      (INSIDE, INTERVALS)),
+    M("ppi-estimate-uncut", "quality/combined.py",
+      "v = min(max(v, bounds[0]), bounds[1])",
+      "v = v",
+      "model + people: an estimate left outside the range its interval is cut to",
+      (INSIDE, PPI)),
+    # ------------------------------------------------------------------ issue 38, section 6: not pinned before
+    M("ppi-people-unsure-as-different", "quality/combined.py",
+      """        a = people.get(p) if tasks is None or p in tasks else None
+        if a in ("same", "different"):""",
+      """        a = people.get(p) if tasks is None or p in tasks else None
+        if a in ("same", "different", "unsure"):""",
+      "model + people: a person's unsure counted as a judged different",
+      (PINNED, PPI)),
+    M("ppi-rates-range-0-1", "quality/combined.py",
+      "out[name] = _estimate(name, p, rate, bounds=(0.0, rate), flip=good != good_is_same,",
+      "out[name] = _estimate(name, p, rate, bounds=(0.0, 1.0), flip=good != good_is_same,",
+      "model + people: Good/Bad rate intervals cut to [0, 1] instead of [0, the exact rate]",
+      (PINNED, PPI)),
+    M("verdict-ppi-no-fpc", "quality/verdict.py",
+      "need = int(math.ceil(1.0 / ((1.0 / n - 1.0 / N) * ratio + 1.0 / N) if N > n else n / ratio))",
+      "need = int(math.ceil(n / ratio))",
+      "next step, model + people: people's judgements needed without the finite-population correction",
+      (PINNED, VERDICT)),
+    M("ppi-lambda-same-pairs", "quality/ppi.py",
+      "        lk = _other_lambda(y, f, other, fallback, k)\n        rest = in_g.copy()",
+      "        lk = _other_lambda(y, f, mine, fallback, k)\n        rest = in_g.copy()",
+      "prediction-powered mean: each fold's λ tuned on its own pairs (the ones it corrects), not cross-fitted",
+      (PINNED, PPI)),
+    M("ppi-census-lambda-same-pairs", "quality/ppi.py",
+      "            lk = _other_lambda(y, f, other, fallback, k)\n            lam_of[folds == k] = lk",
+      "            lk = _other_lambda(y, f, mine, fallback, k)\n            lam_of[folds == k] = lk",
+      "prediction-powered census total: each fold's λ tuned on its own pairs, not cross-fitted",
+      (PINNED, PPI)),
+    M("ppi-no-between-cells", "quality/ppi.py",
+      "between = 0.0 if population else sum(s * (t - value) ** 2 for s, t in means.values())",
+      "between = 0.0",
+      "prediction-powered mean: the variance between cells (groups) dropped",
+      (PINNED, PPI)),
+    M("pilot-intersection-swapped", "quality/draw.py",
+      'cls = [c + ("+" if lab > 0 else "-") if c == "intersection" else c for c, lab in zip(cls, labels)]',
+      'cls = [c + ("-" if lab > 0 else "+") if c == "intersection" else c for c, lab in zip(cls, labels)]',
+      "Neyman pilot: the σ of intersection+ and intersection- swapped",
+      (PINNED, STRATIFIED)),
+    M("explore-examples-by-draw-count", "sampling/explore.py",
+      'return weighted_subsample(t, weight="importance_weight", n=int(n), seed=seed, key="item_id")',
+      'return weighted_subsample(t, weight="draw_count", n=int(n), seed=seed, key="item_id")',
+      "exploration examples drawn ∝ draw count instead of ∝ the item weight w(i)",
+      (PINNED, EXPLORE)),
 ]

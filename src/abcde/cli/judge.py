@@ -180,7 +180,8 @@ def judge_oracle(sample_dir, oracle_column, out, as_json):
 @click.option("--hide", multiple=True, help="Item attribute not to show, e.g. a ground-truth column (repeatable).")
 @click.option("--show-ids", is_flag=True, help="Show the item ids (they can give the answer away).")
 @click.option("--show-raters", is_flag=True,
-              help="Show every rater's name in the progress and agreement (default: others are 'rater 1', ...).")
+              help="Show every rater's name in the progress and agreement (default: others are 'rater 1', ...; "
+                   "the owner's view names the raters invited with --raters).")
 @click.option("--adaptive", is_flag=True,
               help="Stratified samples: after each stratum's first judgements, serve the next pair from the "
                    "stratum whose judgement most reduces ΔPrecision's SE (adaptive Neyman allocation); pair it "
@@ -405,6 +406,8 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_h
         console().print(f"people's tasks: {people['tasks']:,} pairs, chosen by the model's answers"
                         + (f" ({split} cells: each stratum's pairs the model called same, different or left)"
                            if split else "") + f"; judge them with: abcde judge serve {sample_dir}")
+        if people.get("note"):  # not the number asked (--human-budget): why
+            console().print(people["note"][:1].upper() + people["note"][1:] + ".", soft_wrap=True)
         console().print(f"estimate with: abcde quality {sample_dir} (model + people, once people have judged)")
     else:
         if people:

@@ -120,10 +120,15 @@ def print_sample(path, *, as_json: bool, extended: bool = False) -> None:
     if meta.get("budgets"):
         counts = meta.get("pair_counts") or {}
         census = set(meta.get("census") or ())
+        masses = (meta.get("recall") or {}).get("masses") or {}
         console().print(table([{"stratum": c, "pairs to judge": meta["budgets"][c],
-                                "pairs in the stratum": counts.get(c), "Σu": t[c],
+                                "pairs in the stratum": counts.get(c), "Σu": t.get(c, 0.0),
                                 "judged whole": "yes (census)" if c in census else ""} for c in strata],
                               "Strata (pairs to judge per stratum; a stratum judged whole is exact once judged)"))
+        if "agreed" in strata:
+            console().print("The agreed stratum (pairs together in both clusterings, drawn ∝ w_i·w_j) is no part of "
+                            "ΔPrecision (Σu 0); with the split and merge pairs it gives the recall lift (pair masses "
+                            + ", ".join(f"{k} {v:.4g}" for k, v in masses.items()) + ", of W²).", soft_wrap=True)
     people = meta.get("people")
     if people:
         order = [c for c in (meta.get("budgets") or ("split", "merge", "intersection")) if c in people["pairs"]]
@@ -133,6 +138,10 @@ def print_sample(path, *, as_json: bool, extended: bool = False) -> None:
                                for c in order + [c for c in people["pairs"] if c not in order]],
                               f"People's tasks: {people['tasks']:,} of the {meta['judgeable_pairs']:,} pairs (a random "
                               "subset of each; a model judges every pair)"))
+        from abcde.quality.ppi import tasks_note  # lazy: start-up time
+
+        if tasks_note(people):  # not the number asked (--human-budget): why
+            console().print(tasks_note(people)[:1].upper() + tasks_note(people)[1:] + ".", soft_wrap=True)
         console().print(f"wrote {path}/ (tasks.csv has the people's {people['tasks']:,} pairs to judge; "
                         f"'abcde judge model {path} …' judges all {meta['judgeable_pairs']:,})")
     else:

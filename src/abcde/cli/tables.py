@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from abcde.core.names import DISTANCE_PARTS, METRIC_LABELS, QUALITY_COLUMNS, QUALITY_METRICS
+from abcde.core.names import DISTANCE_PARTS, METRIC_LABELS, QUALITY_COLUMNS, QUALITY_METRICS, RECALL_METRIC
 from abcde.errors import AbcdeError
-from abcde.util.display import NULL_TEXT, count, estimate, estimate_interval, four, interval, pct, weight
+from abcde.util.display import NULL_TEXT, count, estimate, estimate_interval, four, interval, pct, weight, zero_se_note
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -274,7 +274,8 @@ def print_quality(d: dict, sentences=None) -> None:
     how = f"estimator: {d['estimator']}" + (f", allocation: {d['allocation']}" if d.get("allocation") else "")
     t = new_table(title="Quality of Exp relative to Base", title_justify="left")
     metrics = (("precision",) if "precision" in d else ()) + QUALITY_METRICS
-    notes = [e.get("note", "") for e in (d[k] for k in metrics)]
+    # why "± s.e. 0" sits beside an interval with width, when it does
+    notes = ["; ".join(x for x in (d[k].get("note", ""), zero_se_note(k, d[k])) if x) for k in metrics]
     for c in [*QUALITY_COLUMNS, *([""] if any(notes) else [])]:
         t.add_column(c, justify="left" if c in ("metric", "") else "right")
     for key, note in zip(metrics, notes):
@@ -282,7 +283,19 @@ def print_quality(d: dict, sentences=None) -> None:
         t.add_row(METRIC_LABELS[key], estimate(key, e["estimate"]), estimate(key, e["std_err"]),
                   estimate_interval(key, e), count(e["n_judgements"]),
                   *([note] if any(notes) else []))
+    rl = d.get(RECALL_METRIC) or {}
+    if rl.get("available"):  # beside Precision: how many more (fewer) true links Exp keeps
+        t.add_row(METRIC_LABELS[RECALL_METRIC], estimate(RECALL_METRIC, rl["estimate"]),
+                  estimate(RECALL_METRIC, rl["std_err"]), estimate_interval(RECALL_METRIC, rl),
+                  count(rl["n_judgements"]), *([rl.get("note", "")] if any(notes) else []))
     console().print(t)
+    if rl and not rl.get("available") and "precision" not in d:
+        console().print(f"{METRIC_LABELS[RECALL_METRIC]}: not estimated: {rl.get('note', '')}"
+                        + (f" ({rl['command']})" if rl.get("command") else "") + ".", soft_wrap=True)
+    elif rl.get("available"):
+        console().print(f"{METRIC_LABELS[RECALL_METRIC]} = T_Exp/T_Base − 1: how many more (fewer) true links (pairs "
+                        "of one entity, weighted) Exp keeps than Base, from the judged split, merge and agreed "
+                        "pairs.", soft_wrap=True)
     console().print(f"Estimates with 95% intervals ({how}).", soft_wrap=True)
     console().print(describe_quality_sample(d))
     console().print(f"{METRIC_LABELS['split_rate']} {pct(d['split_rate'])} = Good + Bad; "
@@ -332,43 +345,83 @@ def print_distances(d: dict | None) -> None:
                               headers={SLICE_VALUE: col}))
 
 
+def model_judged_text(ppi: dict) -> str:
+    """How many pairs the model judged, as stored, with its answers (``design["ppi"]``)."""
+    a = ppi.get("model_answers")
+    if a is None:  # a result of an earlier abcde: the answers used only
+        return f"the model judged {count(ppi['model_judgements'])} pairs ({count(ppi['model_unanswered'])} unanswered)"
+    return (f"the model judged {count(ppi['model_judgements'])} of the {count(ppi['pairs'])} pairs (same "
+            f"{count(a['same'])}, different {count(a['different'])}, unsure {count(a['unsure'])})")
+
+
+def by_answer_text(ppi: dict) -> str:
+    """The people's pairs / drawn pairs per cell of the model's answers, by stratum."""
+    by_unit: dict = {}
+    for c, v in ppi["cells"].items():
+        unit, _, answer = c.partition("|")
+        by_unit.setdefault(unit, []).append(f"{answer or 'all'} {count(v['people'])}/{count(v['pairs'])}")
+    return "; ".join(f"{u}: {', '.join(v)}" for u, v in by_unit.items())
+
+
 def print_ppi(ppi: dict) -> None:
     """What a model's judgements added to people's (``design["ppi"]`` of a prediction-powered
-    estimate): λ per stratum, what they were worth in people's judgements, and a warning when
-    model and people disagree often."""
+    estimate): the model's judgements as stored and the answers the estimate used, λ per stratum
+    (or the cells of its answers), what they were worth in people's judgements (or why that cannot
+    be told), how often model and people disagree (weighted back to the drawn pairs first), and the
+    people's tasks when they are not the number asked. ``--source person`` (or ``oracle``) on a
+    sample whose tasks were chosen by the model's answers: the people's judgements alone, weighted by
+    cell; nothing of the model's is said to be used."""
     from abcde.quality.ppi import BY_ANSWERS  # lazy: start-up time
 
-    if ppi.get("design") == BY_ANSWERS:
-        by_unit: dict = {}
-        for c, v in ppi["cells"].items():
-            unit, _, answer = c.partition("|")
-            by_unit.setdefault(unit, []).append(f"{answer or 'all'} {count(v['people'])}/{count(v['pairs'])}")
-        console().print(f"Prediction-powered, the people's tasks chosen by the model's answers: the model judged "
-                        f"{count(ppi['model_judgements'])} pairs ({count(ppi['model_unanswered'])} unanswered), people "
-                        f"{count(ppi['people_judgements'])} of them, more where the model's answer is rare; each "
-                        "people's judgement counts for its cell's share, so the estimates stay unbiased whatever the "
-                        "model. People's pairs / drawn pairs, by the model's answer: "
-                        + "; ".join(f"{u}: {', '.join(v)}" for u, v in by_unit.items()) + ".", soft_wrap=True)
+    def say(text: str, style: str | None = None) -> None:
+        text = text[:1].upper() + text[1:]
+        text = text.rstrip(".") + "."
+        console().print(f"[{style}]{text}[/{style}]" if style else text, soft_wrap=True)
+
+    n = count(ppi["people_judgements"])
+    if ppi.get("people_only"):
+        say(f"People's judgements alone (--source {ppi['people_only']}): {n} of the {count(ppi['pairs'])} pairs, each "
+            "counting for its cell's share of the drawn pairs (the cells are the model's answers the people's tasks "
+            "were chosen by); no model judgement is used as a judgement"
+            + (f". People's pairs / drawn pairs, by the model's answer: {by_answer_text(ppi)}"
+               if ppi.get("cells") else ""))
+    elif ppi.get("design") == BY_ANSWERS:
+        split = any("|" in c for c in ppi.get("cells") or {})
+        say(f"Prediction-powered, the people's tasks chosen by the model's answers: {model_judged_text(ppi)}; "
+            + (ppi.get("model_note")
+               or f"the estimate uses all {count(ppi.get('model_used', 0))} of its answers, as cells")
+            + f". People judged {n} of the pairs"
+            + (", more where the model's answer is rare; each people's judgement counts for its cell's share, so the "
+               "estimates stay unbiased whatever the model" if split else "")
+            + f". People's pairs / drawn pairs, by the model's answer: {by_answer_text(ppi)}")
     else:
         lam = ", ".join(f"{c} {v:.2f}" for c, v in ppi["lambdas"].items()) or "none"
-        console().print(f"Prediction-powered: the model judged {count(ppi['model_judgements'])} pairs "
-                        f"({count(ppi['model_unanswered'])} unanswered), people {count(ppi['people_judgements'])} of "
-                        f"them; the people's judgements correct the model's bias. λ (the model's weight) per stratum: "
-                        f"{lam}.", soft_wrap=True)
-    worth = ppi.get("worth_people_judgements")
-    if worth is not None:
-        console().print(f"The model's {count(ppi['model_judgements'])} judgements were worth about "
-                        f"{count(round(worth))} people's judgements here (ΔPrecision's s.e. "
-                        f"{four(ppi['std_err'])} against {four(ppi['people_only_std_err'])} from the people's alone).",
-                        soft_wrap=True)
-    if ppi.get("both_judged"):
-        console().print(f"Model and people disagree on {count(ppi['disagreements'])} of the "
-                        f"{count(ppi['both_judged'])} pairs both judged.", soft_wrap=True)
+        used = ppi.get("model_used", ppi["model_judgements"])
+        say(f"Prediction-powered: {model_judged_text(ppi)}; the estimate uses its {count(used)} same or different "
+            "answers" + (f" ({ppi['model_note']})" if ppi.get("model_note") else "")
+            + f". People judged {n} of the pairs; their judgements correct the model's bias. λ (the model's weight) "
+            f"per stratum: {lam}")
+    if ppi.get("people_tasks_note"):
+        say(ppi["people_tasks_note"])
+    if not ppi.get("people_only"):
+        worth = ppi.get("worth_people_judgements")
+        used = ppi.get("model_used", ppi["model_judgements"])
+        if not used:
+            pass  # no answer of the model's is used (said above): it is worth nothing here
+        elif worth is not None:
+            say(f"The model's {count(used)} answers were worth about {count(round(worth))} people's judgements here "
+                f"(ΔPrecision's s.e. {four(ppi['std_err'])} against {four(ppi['people_only_std_err'])} from the "
+                "people's alone)")
+        elif ppi.get("worth_note"):
+            say(f"What the model's answers were worth in people's judgements cannot be told yet: {ppi['worth_note']}")
+        if ppi.get("both_judged"):
+            share = ppi.get("disagreement_share")
+            raw = f"{count(ppi['disagreements'])} of the {count(ppi['both_judged'])} pairs both judged"
+            say(f"Model and people disagree on an estimated {share:.1%} of the drawn pairs (the people's pairs "
+                f"weighted back to them; raw: {raw})" if share is not None else f"Model and people disagree on {raw}")
     for key in ("warning", "outside_note", "subset"):
-        if ppi.get(key):
-            text = ppi[key][:1].upper() + ppi[key][1:]
-            text = text.rstrip(".") + "."
-            console().print(f"[yellow]{text}[/yellow]" if key != "subset" else text, soft_wrap=True)
+        if ppi.get(key) and not (key == "warning" and ppi.get("people_only")):
+            say(ppi[key], "yellow" if key != "subset" else None)
 
 
 def describe_quality_sample(d: dict) -> str:

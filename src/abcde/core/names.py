@@ -43,7 +43,10 @@ METRIC_LABELS = {
     "good_merge_rate": "GoodMergeRate",
     "bad_merge_rate": "BadMergeRate",
     "precision": "Precision",  # of one clustering (abcde precision): 1 + ΔPrecision against every item alone
+    "recall_lift": "Recall lift",  # T_Exp/T_Base − 1: how many more (fewer) true links Exp keeps
 }
+#: The recall lift (abcde.quality.recall): shown beside the quality metrics when the sample has agreed pairs.
+RECALL_METRIC = "recall_lift"
 
 #: The columns of a quality table, the same in the terminal, the report, the notebook and the judging
 #: page ("draws used": the judged draws an estimate rests on; a pair drawn twice counts twice).
@@ -64,4 +67,5 @@ WEIGHT_COMBINE_RULES = ("max", "min", "mean", "base", "exp")
 #: ``abcde.names()`` and ``abcde.style()``): the metric names and labels, and the number style of
 #: abcde.util.display, so the pages name and format as the terminal and the notebook do.
 PAGE_NAMES = {"labels": METRIC_LABELS, "impact_metrics": list(IMPACT_METRICS), "quality_metrics": list(QUALITY_METRICS),
+              "recall_metric": RECALL_METRIC,
               "quality_columns": list(QUALITY_COLUMNS), "style": STYLE}

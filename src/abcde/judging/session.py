@@ -82,7 +82,7 @@ from abcde.quality.judgements import majority, vote
 from abcde.quality.ppi import people_cells, people_pairs, units_of
 from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import KEEP, OWNER, JudgementStore, NotJudgedError, check_rater
-from abcde.quality.stratified import next_stratum, stratum_values
+from abcde.quality.stratified import next_stratum, stratum_values, stratum_weights
 from abcde.quality.verdict import verdict as quality_verdict
 from abcde.sampling.pairs import pair_class_of_draws
 from abcde.util import display
@@ -225,7 +225,9 @@ class JudgingSession:
         stratum_of = {p: c for p, c, n in zip(pids, names, need) if n and (tasks is None or p in tasks)}
         present = set(stratum_of.values())
         if self.estimator == "stratified":  # a stratum with weight needs judgements, even one with no pair drawn
-            weight = {c: float(totals.get(c, 0.0)) for c in strata if totals.get(c, 0.0) > 0}
+            # (the agreed stratum, no part of ΔPrecision, by its share of the sample: the recall lift's)
+            sw = stratum_weights(totals, meta["budgets"])
+            weight = {c: sw[c] for c in strata if sw.get(c, 0.0) > 0}
         else:  # the paper's estimator needs one in every class drawn
             weight = {c: float(totals.get(c, 0.0)) for c in strata if c in present}
         cells = people_cells(d, meta)
@@ -442,13 +444,19 @@ class JudgingSession:
     # ------------------------------------------------------------------ state
     def aliases(self, live, rater: str | None) -> dict:
         """How raters are named to ``rater``: themselves by name, the others by name only with
-        ``show_raters``, else as "rater 1", "rater 2", … (in the order they first judged)."""
+        ``show_raters``, else as "rater 1", "rater 2", … (in the order they first judged). To the owner
+        (``rater`` None), a rater the owner invited by name (``judge serve --raters``, an invite link,
+        revoked or not) is named as invited: the owner gave that name."""
         alias: dict = {}
+        invited = {i.name for i in self.store.invites() if i.role == "rater"} if rater is None else set()
         n = 0
         for j in live:
             if j.rater not in alias:
                 if j.rater == OWNER:  # the owner's settling votes: a role, not a person's name
                     alias[j.rater] = OWNER
+                    continue
+                if j.rater in invited:
+                    alias[j.rater] = j.rater
                     continue
                 n += 1
                 alias[j.rater] = j.rater if self.show_raters or j.rater == rater else f"rater {n}"

@@ -29,7 +29,7 @@ from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.core.diff import Diff, Restriction, affected_fragments, affected_items, build_diff
 from abcde.core.inputs import Inputs, private
-from abcde.core.formulas import fragment_metrics
+from abcde.core.formulas import affected, fragment_metrics
 from abcde.core.names import DISTANCE_PARTS, IMPACT_METRICS, METRIC_LABELS
 from abcde.util import display
 
@@ -337,22 +337,32 @@ def link_masses(diff: Diff, total_weight: float) -> dict:
     """Exact pair masses ``M_s = Σ w_i·w_j / W²`` over the ordered pairs ``i ≠ j`` together in
     either clustering, by stratum (issue 38, the recall lift)::
 
-        agreed  (together in both, j ∈ F∖{i}):  Σ_F (W(F)² − Σ_F w²)
-        split   (in Base only,     j ∈ B∖E):     Σ_F W(F)·(W(B) − W(F))
-        merge   (in Exp only,      j ∈ E∖B):     Σ_F W(F)·(W(E) − W(F))
+        both           (together in both, j ∈ F∖{i}):  Σ_F (W(F)² − Σ_F w²)
+        intersection±  the part of ``both`` in affected fragments with W(B) > W(E) (+) or < (−): the
+                       pairs of the intersection strata, which ΔPrecision samples ∝ u_ij already
+        agreed         the rest of ``both``: the agreed stratum, sampled ∝ w_i·w_j for the recall lift
+        split          (in Base only, j ∈ B∖E):       Σ_F W(F)·(W(B) − W(F))
+        merge          (in Exp only,  j ∈ E∖B):       Σ_F W(F)·(W(E) − W(F))
 
     from the fragments in closed form (never a pair list); once per diff and weight total."""
     key = float(total_weight)
     if key in diff.cache.link_masses:
         return dict(diff.cache.link_masses[key])
     f = diff.fragments
+    within = f.w * f.w - f.w2
+    up, down = affected(f) & (f.wb > f.we), affected(f) & (f.wb < f.we)
     r = diff.engine.one(f.aggregate(
-        agreed=(f.w * f.w - f.w2).sum(where=f.n > 1),
+        both=within.sum(where=f.n > 1),
+        agreed=within.sum(where=(f.n > 1) & ~(up | down)),
+        up=within.sum(where=(f.n > 1) & up),
+        down=within.sum(where=(f.n > 1) & down),
         split=(f.w * (f.wb - f.w)).sum(where=f.n < f.nb),
         merge=(f.w * (f.we - f.w)).sum(where=f.n < f.ne),
     ), step="pair masses")
     W2 = key * key
-    out = {c: max(float(r[c] or 0.0), 0.0) / W2 for c in ("agreed", "split", "merge")}
+    out = {c: max(float(r[k] or 0.0), 0.0) / W2 for c, k in (
+        ("both", "both"), ("agreed", "agreed"), ("intersection+", "up"), ("intersection-", "down"),
+        ("split", "split"), ("merge", "merge"))}
     diff.cache.link_masses[key] = dict(out)
     return out
 

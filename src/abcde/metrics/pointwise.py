@@ -176,5 +176,5 @@ def pointwise(
         slices=slice_rows,
         engine=diff.engine.name,
         diff=diff,
-        true_links=link_masses(diff, o["total_weight"])["agreed"] if o["total_weight"] > 0 else math.nan,
+        true_links=link_masses(diff, o["total_weight"])["both"] if o["total_weight"] > 0 else math.nan,
     )

@@ -110,6 +110,11 @@ def _estimate(name, part: Part, scale: float, *, bounds, note: str = "", shift: 
         return Estimate(name, math.nan, math.nan, part.n, method=METHOD, note=note or "no usable people's judgement",
                         bounds=bounds)
     v = scale * (1.0 - part.value) if flip else shift + scale * part.value
+    if bounds is not None:
+        # A prediction-powered mean is unbiased but not bounded (λ·mean(f) + mean(y − λf) can pass 1):
+        # cut to the range the metric can take, which holds the truth, so the estimate is never
+        # further from it and lies inside its interval (cut to the same range; issue 38).
+        v = min(max(v, bounds[0]), bounds[1])
     se = abs(scale) * math.sqrt(part.var) if math.isfinite(part.var) else math.nan
     return Estimate(name, v, se, part.n, method=METHOD, note=note, centre=v,
                     interval_se=abs(scale) * math.sqrt(part.ivar) if math.isfinite(part.ivar) else None,
@@ -232,48 +237,127 @@ def _people_only(p: Part, j: Judged, y: np.ndarray, scale: float, census: bool) 
     return Part(p.value, p.var, p.ivar, p.n, p.lambdas, unit * unit * var / p.n)
 
 
-def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: set, cells: dict | None = None) -> dict:
-    """What the model added, for ``design["ppi"]``."""
+ANSWERS = ("same", "different")
+#: A variance below this is a rounding residue of 0 (a standard error under 1e-12): the judgements do not vary.
+NO_VARIANCE = 1e-24
+
+
+def _worth_note(dp: Part) -> str:
+    """Why what the model's judgements were worth cannot be told (``worth_people_judgements`` None)."""
+    if not math.isfinite(dp.var):
+        return ("ΔPrecision's standard error is not defined yet (a stratum has fewer than two people's judgements), "
+                "so there is nothing to compare the model with")
+    if dp.var <= NO_VARIANCE:
+        return ("the people's judgements do not vary (within each stratum, or each cell of the model's answers, "
+                "every one gave the same answer): ΔPrecision's standard error is 0 with the model's judgements and "
+                "without them, so there is nothing to compare yet; more people's judgements tell")
+    return ("the people-only standard error is not defined (too few people's judgements in a cell), so there is "
+            "nothing to compare the model with")
+
+
+def _model_counts(model: dict, stored: dict, pair_ids, cells: dict | None) -> dict:
+    """The model's judgements of the sample's pairs as stored (every answer, ``unsure`` included), and
+    how many of them the estimate uses: a "same" or "different" answer (``cells``: the answers the
+    people's tasks were chosen by), with why the others are not used."""
+    answers = {a: sum(1 for p in pair_ids if stored.get(p) == a) for a in (*ANSWERS, "unsure")}
+    judged = sum(answers.values())
+    used = sum(1 for p in pair_ids if model.get(p) in ANSWERS)
+    out = {"model_judgements": judged, "model_answers": answers, "model_used": used,
+           "model_unanswered": len(pair_ids) - used}
+    why = []
+    if cells is None:
+        if answers["unsure"]:
+            why.append(f"its {answers['unsure']:,} unsure answers")
+        if len(pair_ids) - judged:
+            why.append(f"the {len(pair_ids) - judged:,} pairs it has not judged")
+        if why:
+            out["model_note"] = (" and ".join(why) + " count as ½ \"same\", a fixed value that keeps the estimate "
+                                 "unbiased and adds nothing")
+        return out
+    # by the model's answers: the answers the tasks were chosen by, kept in the sample
+    unsplit = sum(1 for p in pair_ids if stored.get(p) in ANSWERS and "|" not in str(cells.get(p, "")))
+    later = sum(1 for p in pair_ids if stored.get(p) in ANSWERS and "|" in str(cells.get(p, ""))
+                and model.get(p) not in ANSWERS)
+    if answers["unsure"]:
+        why.append(f"{answers['unsure']:,} unsure")
+    if unsplit:
+        why.append(f"{unsplit:,} in strata its answers did not split: one answer only, or too few people's tasks "
+                   "to give each answer two")
+    if later:
+        why.append(f"{later:,} answered after the people's tasks were chosen (or drawn since)")
+    if len(pair_ids) - judged:
+        why.append(f"{len(pair_ids) - judged:,} not judged")
+    if why and not used:
+        out["model_note"] = ("the estimate uses none of the model's answers (" + "; ".join(why) + "): no stratum is "
+                             "split by them, so the estimate is the people's judgements alone")
+    elif why:
+        out["model_note"] = (f"the estimate uses the {used:,} answers the people's tasks were chosen by, as cells; the "
+                             "model's other pairs (" + "; ".join(why) + ") are in their stratum's cell \"none\" (a "
+                             "stratum its answers did not split is one cell)")
+    return out
+
+
+def _weighted_disagreement(people: dict, model: dict, labeled_pairs: set, groups: dict | None,
+                           pair_ids) -> float | None:
+    """The share of the drawn pairs where model and people disagree, estimated from the pairs both
+    judged, each weighted by its group's (cell's or stratum's) drawn pairs per people's pair (the
+    people's pairs are a random subset of each group, in shares other than the group's); None when
+    no pair is judged by both."""
+    if not groups:
+        both, dis = agreement({p: people[p] for p in labeled_pairs if p in people}, model, labeled_pairs)
+        return dis / both if both else None
+    drawn: dict = {}
+    for p in pair_ids:
+        drawn[groups.get(p)] = drawn.get(groups.get(p), 0) + 1
+    judged: dict = {}
+    for p in labeled_pairs:
+        judged[groups.get(p)] = judged.get(groups.get(p), 0) + 1
+    w = {g: drawn.get(g, 0) / n for g, n in judged.items() if n}
+    num = den = 0.0
+    for p in labeled_pairs:
+        a, b = people.get(p), model.get(p)
+        if a in ANSWERS and b in ANSWERS:
+            den += w.get(groups.get(p), 0.0)
+            num += w.get(groups.get(p), 0.0) * (a != b)
+    return num / den if den else None
+
+
+def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: set, cells: dict | None = None,
+           *, units: dict | None = None, stored: dict | None = None) -> dict:
+    """What the model added, for ``design["ppi"]``. ``units``: each pair's stratum (class), which the
+    disagreement is weighted back by when the tasks were not chosen by cell; ``stored``: the model's
+    judgements as stored (default ``model``), which the counts are of."""
     both, dis = agreement({p: people[p] for p in labeled_pairs if p in people}, model, labeled_pairs)
     n = len(labeled_pairs)
-    worth = (n * (dp.var_people / dp.var - 1.0) if math.isfinite(dp.var) and dp.var > 0
+    worth = (n * (dp.var_people / dp.var - 1.0) if math.isfinite(dp.var) and dp.var > NO_VARIANCE
              and math.isfinite(dp.var_people) else None)
-    share = dis / both if both else None
     facts = {
         "lambdas": {k: round(v, 6) for k, v in dp.lambdas.items()},
-        "model_judgements": sum(1 for p in pair_ids if model.get(p) in ("same", "different")),
-        "model_unanswered": sum(1 for p in pair_ids if model.get(p) not in ("same", "different")),
+        **_model_counts(model, model if stored is None else stored, pair_ids, cells),
         "people_judgements": n,
         "people_tasks": None if tasks is None else len(tasks),
         "pairs": len(pair_ids),
         "worth_people_judgements": None if worth is None else max(worth, 0.0),
         "both_judged": both,
         "disagreements": dis,
-        "disagreement_share": share,
+        # weighted back to the drawn pairs (the raw count above over-represents what the people's pairs
+        # over-represent)
+        "disagreement_share": _weighted_disagreement(people, model, labeled_pairs, cells or units, pair_ids),
         "people_only_std_err": math.sqrt(dp.var_people) if math.isfinite(dp.var_people) else None,
         "std_err": math.sqrt(dp.var) if math.isfinite(dp.var) else None,
     }
+    if worth is None:
+        facts["worth_note"] = _worth_note(dp)
+    share = facts["disagreement_share"]
     if cells is not None:
         facts["design"] = BY_ANSWERS
         facts["lambdas"] = {}
         facts["cells"] = {c: {"pairs": sum(1 for p in pair_ids if cells.get(p) == c),
                               "people": sum(1 for p in labeled_pairs if cells.get(p) == c)}
                           for c in sorted(set(cells.values()))}
-        # The people's pairs over-represent the cells the model called rare: their disagreement is
-        # weighted back to the drawn pairs (each pair by its cell's pairs per people's pair).
-        w = {c: v["pairs"] / v["people"] for c, v in facts["cells"].items() if v["people"]}
-        num = den = 0.0
-        for p in labeled_pairs:
-            a, b = people.get(p), model.get(p)
-            if a in ("same", "different") and b in ("same", "different"):
-                den += w.get(cells.get(p), 0.0)
-                num += w.get(cells.get(p), 0.0) * (a != b)
-        share = num / den if den else None
-        facts["disagreement_share"] = share
     if share is not None and share > DISAGREEMENT_WARNING:
-        facts["warning"] = (f"The model and people disagree on {dis:,} of the {both:,} pairs both judged "
-                            + (f"(an estimated {share:.0%} of the drawn pairs, more than a fifth)" if cells is not None
-                               else f"({share:.0%}, more than a fifth)")
+        facts["warning"] = (f"The model and people disagree on an estimated {share:.0%} of the drawn pairs, more than "
+                            f"a fifth ({dis:,} of the {both:,} pairs both judged)"
                             + ": the estimates stay unbiased, but the model adds little; check its prompt or use "
                             "people's judgements alone (--source person).")
     if tasks is None:
@@ -301,12 +385,14 @@ def _counts(pair_ids, people, tasks) -> tuple[int, int, int]:
 
 
 def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | None, *, split_rate: float,
-                        merge_rate: float, lam=None, cells: dict | None = None) -> QualityResult:
+                        merge_rate: float, lam=None, cells: dict | None = None,
+                        stored_model: dict | None = None) -> QualityResult:
     """ΔPrecision and the Good/Bad rates of a stratified sample (:class:`StratifiedSample`):
     the exact self term plus, per stratum, ``U_c`` times its prediction-powered mean (a census
     stratum: its prediction-powered total). ``cells``: the people's tasks were chosen by the
     model's answers (:func:`abcde.quality.ppi.people_cells`): each stratum's mean is stratified by
-    cell (λ = 0 within a cell, where the model's value is one number)."""
+    cell (λ = 0 within a cell, where the model's value is one number). ``stored_model``: the model's
+    judgements as stored (every answer; default ``model``), which ``design["ppi"]`` counts."""
     parts, rate_parts = [], {}
     lo = hi = sample.self_term
     missing = []
@@ -348,7 +434,9 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
         judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n,
         draws={c: sample.draws[c].num_rows for c in sample.strata},
         estimator="stratified", allocation=sample.allocation, strata=sample.strata, census=tuple(census),
-        design={"ppi": _facts(dp, people, model, pair_ids, tasks, labeled, cells)},
+        design={"ppi": _facts(dp, people, model, pair_ids, tasks, labeled, cells, stored=stored_model,
+                              units={p: c for c in sample.strata if sample.draws[c].num_rows
+                                     for p in sample.draws[c].column("pair_id").to_pylist()})},
     )
 
 
@@ -406,7 +494,7 @@ def combined_stratified_slices(sample, people: dict, model: dict, tasks: frozens
 def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset | None, totals: dict,
                    split_rate: float, merge_rate: float, *, items: pa.Table | None = None,
                    slice_multipliers: dict | None = None, total_weight: float | None = None,
-                   lam=None, cells: dict | None = None) -> QualityResult:
+                   lam=None, cells: dict | None = None, stored_model: dict | None = None) -> QualityResult:
     """The paper's design: ΔPrecision = Σ u_ij times the prediction-powered mean of ``l·1(i ≡ j)``
     over all draws, post-stratified by class (self draws known "same"); the rates from the split and
     merge classes; slices from the draws whose vantage item is in the slice. ``cells``: the people's
@@ -465,5 +553,7 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
         delta_precision=dp, **_rates(rate_parts, split_rate, merge_rate),
         split_rate=split_rate, merge_rate=merge_rate,
         judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n, draws=counts, slices=slices,
-        design={"ppi": _facts(dp_part, people, model, pair_ids, tasks, labeled, cells)},
+        design={"ppi": _facts(dp_part, people, model, pair_ids, tasks, labeled, cells, stored=stored_model,
+                              units={p: c for p, c in zip(draws.column("pair_id").to_pylist() if draws.num_rows
+                                                          else [], cls) if c != "self"})},
     )

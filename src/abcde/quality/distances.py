@@ -44,7 +44,8 @@ r_b)/2``) and estimates pairs left unsure from the judged ones, as the rates do.
 
 GoodDistance = GoodSplitDistance + GoodMergeDistance: split and merge pairs are sampled
 independently (their strata; in the paper's design, given the classes' counts), so the variances
-add, and so do the interval's parts.
+add, and so do the interval's parts (widened to reach the estimate where the two shifts carry the
+centre past the half-width: every estimate lies inside its interval).
 
 Slices (vantage item in I): ``GoodSplitDistance(I) = SplitDistance(I) · p̂_I`` with ``p̂_I`` the
 r-weighted share over the judged draws whose vantage item is in I (a domain ratio; its variance
@@ -303,7 +304,9 @@ def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, 
 
 def sum_estimate(name: str, a: Estimate, b: Estimate) -> Estimate:
     """``a + b`` of two independent estimates: variances add, and so do the interval's parts
-    (centre and per-quantile half-width) and the feasible ranges."""
+    (centre and per-quantile half-width) and the feasible ranges. The parts' shifted centres add up
+    while their half-widths add in quadrature: where that leaves the sum outside its interval, the
+    interval is widened to reach it (:meth:`Estimate.confidence_interval`, issue 38)."""
     method = a.method if a.method == b.method else f"{a.method}; {b.method}"
     notes = "; ".join(e.note for e in (a, b) if e.note and not e.defined)
     bounds = (a.bounds[0] + b.bounds[0], a.bounds[1] + b.bounds[1]) if a.bounds and b.bounds else None

@@ -26,7 +26,7 @@ from abcde.quality.judgements import judgement_files, load_judgements
 from abcde.quality.ppi import (BY_ANSWERS, META_KEY as PEOPLE_KEY, census_weights, check_human_budget, design_answers,
                                draw_counts, plan_by_answers, plan_people, unit_weights, units_of)
 from abcde.quality.sample_dir import PairSampleDir, StagedSample, check_hidden, stage_sample_dir, write_sample_dir
-from abcde.quality.recall import recall_facts, recall_record
+from abcde.quality.recall import recall_facts, recall_items, recall_record
 from abcde.quality.stratified import (LEGACY_STRATA, SIGNED, STRATA, sample_stratified, slice_self_terms,
                                       stratum_sigmas)
 from abcde.sampling.pairs import PairSample, pair_class_of_draws, pair_counts, pairweight_expr, sample_pairs
@@ -386,7 +386,7 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
         if estimator == "stratified" and "agreed" in (meta.get("budgets") or {}):
             # The recall lift's exact facts (the pair masses, both cluster weights of every split and
             # merge item drawn, per slice the masses of its vantage items), likewise stored now.
-            meta["recall"] = recall_record(recall_facts(diff, drawn_items(draws), slice_by=slice_by,
+            meta["recall"] = recall_record(recall_facts(diff, recall_items(draws), slice_by=slice_by,
                                                         total_weight=o["total_weight"]))
     return draws, items_t, meta, slices, hide
 

@@ -18,7 +18,7 @@ from abcde.core.names import PEOPLE
 from abcde.quality.combined import combined_paper, combined_stratified, combined_stratified_slices
 from abcde.quality.distances import estimate_distances_paper, estimate_distances_stratified, sample_facts
 from abcde.quality.judgements import judgement_files, load_judgements
-from abcde.quality.ppi import design_answers, people_cells, people_pairs
+from abcde.quality.ppi import META_KEY as PEOPLE_PLAN, design_answers, people_cells, people_pairs, tasks_note
 from abcde.quality.paper import estimate_from_draws
 from abcde.quality.recall import estimate_recall_lift, stored_recall
 from abcde.quality.result import Estimate, QualityResult
@@ -130,7 +130,12 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         people = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"],
                                  source=PEOPLE if source is None else source)
         model = _Answers(design_answers(meta))
-        r = _with_precision(_combined(s, people, model, tasks, slice_by, stored, design, cells=cells), meta)
+        # the model's judgements as stored (every answer), which design["ppi"] counts beside the answers used;
+        # with --source person or oracle the estimate uses none of them (the cells' weights only)
+        kept = (load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"], source="model").by_pair
+                if source is None and "model" in by_source else None)
+        r = _with_precision(_combined(s, people, model, tasks, slice_by, stored, design, cells=cells,
+                                      stored_model=kept, people_only=source), meta)
         # The distances from the people's draws alone, weighted by cell as the estimates above.
         r = _with_recall(r, s, people.by_pair, slice_by, cells=cells, people=True)
         return _with_distances(r, s, people.by_pair, slice_by, distances=distances, diff=diff, cells=cells)
@@ -279,24 +284,34 @@ class _Answers:
 
 
 def _combined(s: PairSampleDir, people, model, tasks, slice_by, stored: dict, design: dict,
-              cells: dict | None = None) -> QualityResult:
+              cells: dict | None = None, stored_model: dict | None = None,
+              people_only: str | None = None) -> QualityResult:
     """The prediction-powered estimates (:mod:`abcde.quality.combined`) of a sample judged by a
     model and by people; ``design["ppi"]`` says what the model added. ``cells``: the people's tasks
-    were chosen by the model's answers (:func:`abcde.quality.ppi.people_cells`)."""
+    were chosen by the model's answers (:func:`abcde.quality.ppi.people_cells`); ``stored_model``:
+    the model's judgements as stored (default: ``model``'s); ``people_only``: the source given
+    (``--source person``/``oracle``), whose judgements alone are weighted by cell, no model's used."""
     meta = s.metadata
     pb, mb = people.by_pair, model.by_pair
     if meta.get("estimator") == "stratified":
         ss = _stratified_sample(s)
         r = combined_stratified(ss, pb, mb, tasks, split_rate=meta["split_rate_T"], merge_rate=meta["merge_rate_T"],
-                                cells=cells)
+                                cells=cells, stored_model=stored_model)
         r = replace(r, slices=_stratified_slices(s, slice_by, stored, lambda value, mult, selfs, W: (
             combined_stratified_slices(ss, pb, mb, tasks, value, mult, selfs, total_weight=W, cells=cells))))
     else:
         r = combined_paper(s.draws, pb, mb, tasks, meta["pair_totals"], meta["split_rate_T"], meta["merge_rate_T"],
                            items=s.items, slice_multipliers={c: stored[c] for c in slice_by},
-                           total_weight=meta["total_weight"], cells=cells)
+                           total_weight=meta["total_weight"], cells=cells, stored_model=stored_model)
     outside = 0 if tasks is None else sum(1 for p in pb if p not in tasks)
     ppi = {**r.design["ppi"], "people_outside_tasks": outside}
+    plan = meta.get(PEOPLE_PLAN) or {}
+    if plan:  # the people's tasks asked (--human-budget), and why they are not as many, when they are not
+        ppi["people_tasks_asked"] = int(plan.get("asked") or 0)
+        if tasks_note(plan):
+            ppi["people_tasks_note"] = tasks_note(plan)
+    if people_only:
+        ppi["people_only"] = people_only
     if outside:
         ppi["outside_note"] = (f"{outside:,} people's judgements of pairs outside the people's tasks were left out "
                                "(the estimate needs the people's pairs to be the random subset drawn for them)")

@@ -60,7 +60,14 @@ def _dp(cls, valid, same, label, mask, multiplier, what, bounds=None) -> Estimat
     n_judged = int((use & (cls_a != "self")).sum())
     if n_judged == 0 and (mask & (cls_a != "self")).any():
         return Estimate(what, math.nan, math.nan, 0, note="no judgements", bounds=bounds)
-    return Estimate(what, multiplier * m, multiplier * se if math.isfinite(se) else math.nan, n_judged,
+    value = multiplier * m
+    if bounds is not None:
+        # The reweighted mean is unbiased but not bounded: at a few draws it can leave the range the
+        # metric can take (every draw a split pair judged same gives −Σu, below ΔPrecision's least).
+        # Cut to that range, which holds the truth: never further from it, and the estimate stays
+        # inside its interval (cut to the same range; issue 38).
+        value = min(max(value, bounds[0]), bounds[1])
+    return Estimate(what, value, multiplier * se if math.isfinite(se) else math.nan, n_judged,
                     bounds=bounds)
 
 

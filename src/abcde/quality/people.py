@@ -22,23 +22,27 @@ import pyarrow.parquet as pq
 from abcde.core.names import PEOPLE
 from abcde.errors import InputError
 from abcde.quality.judgements import judgement_files, load_judgements
-from abcde.quality.ppi import (BY_ANSWERS, META_KEY, census_weights, draw_counts, plan_by_answers, unit_weights,
-                               units_of)
+from abcde.quality.ppi import (BY_ANSWERS, META_KEY, census_weights, draw_counts, plan_by_answers, tasks_note,
+                               unit_weights, units_of)
 from abcde.quality.sample_dir import PairSampleDir, served_by, write_sample_dir
 
 
 @dataclass(frozen=True)
 class PeopleTasks:
     """What :func:`choose_by_model_answers` did: ``chosen`` (the tasks were chosen again, by the
-    model's answers) or why not (``reason``), and the plan's counts."""
+    model's answers) or why not (``reason``), and the plan's counts: ``tasks`` of the ``asked``
+    (``--human-budget``), and why they differ (``note``, :func:`abcde.quality.ppi.tasks_note`)."""
 
     chosen: bool
     reason: str
     tasks: int = 0
     cells: dict | None = None
+    asked: int = 0
+    note: str = ""
 
     def to_dict(self) -> dict:
-        return {"chosen": self.chosen, "reason": self.reason, "tasks": self.tasks, "cells": self.cells}
+        return {"chosen": self.chosen, "reason": self.reason, "tasks": self.tasks, "cells": self.cells,
+                "asked": self.asked, "note": self.note}
 
 
 def choose_by_model_answers(sample_dir: str | os.PathLike) -> PeopleTasks | None:
@@ -74,7 +78,7 @@ def choose_by_model_answers(sample_dir: str | os.PathLike) -> PeopleTasks | None
     if plan.get("design") == BY_ANSWERS and plan.get("answers") == new["answers"] and \
             plan.get("thresholds") == new["thresholds"]:
         return PeopleTasks(True, "unchanged: the model's answers are those the tasks were chosen by",
-                           int(new["tasks"]), cells)
+                           int(new["tasks"]), cells, int(new["asked"]), tasks_note(new))
     meta = {k: v for k, v in meta.items() if k not in ("files", "draws_digest", "meta_digest", "sample_id",
                                                        "format", "version", "blind", "replaced")}
     meta[META_KEY] = new
@@ -83,4 +87,4 @@ def choose_by_model_answers(sample_dir: str | os.PathLike) -> PeopleTasks | None
         write_sample_dir(s.path, s.draws, s.items, meta, slices=slices, hidden=s.hidden, show_ids=s.show_ids)
     except InputError as exc:  # e.g. a server started meanwhile: the tasks stay as they were, nothing lost
         return PeopleTasks(False, f"the people's tasks stay as drawn: {exc}", int(plan["tasks"]))
-    return PeopleTasks(True, BY_ANSWERS, int(new["tasks"]), cells)
+    return PeopleTasks(True, BY_ANSWERS, int(new["tasks"]), cells, int(new["asked"]), tasks_note(new))

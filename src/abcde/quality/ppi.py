@@ -92,12 +92,17 @@ def units_of(draws: pa.Table, meta: dict) -> dict:
     return {p: c for p, c, n in zip(pids, names, need) if n}
 
 
+
 def unit_weights(draws: pa.Table, meta: dict, units: dict) -> dict:
-    """Each unit's weight in the people's budget: its exact pair weight ``U_c`` (stratified samples),
+    """Each unit's weight in the people's budget: its exact pair weight ``U_c`` (stratified samples,
+    the agreed stratum its share of the sample: :func:`abcde.quality.stratified.stratum_weights`),
     as the people-only design allocates; the paper's design: its class's draws (its share of the pair
     weight)."""
     if meta.get("estimator") == "stratified":
-        return {c: float(meta["pair_totals"].get(c, 0.0)) for c in set(units.values())}
+        from abcde.quality.stratified import stratum_weights  # lazy: ibis stays out of reading a sample's files
+
+        w = stratum_weights(meta["pair_totals"], meta.get("budgets") or {})
+        return {c: float(w.get(c, meta["pair_totals"].get(c, 0.0))) for c in set(units.values())}
     from abcde.sampling.pairs import pair_class_of_draws  # lazy: ibis stays out of reading a sample's files
 
     drawn = pair_class_of_draws(draws) if draws.num_rows else []
@@ -158,6 +163,41 @@ def tasks_in(cells: dict, plan: dict, seed: int) -> frozenset:
         return frozenset(p for p in cells if cells.is_task(p))
     t = plan["thresholds"]
     return frozenset(p for p, c in cells.items() if priority(seed, p) <= t.get(c, -1.0))
+
+
+def tasks_note(plan: dict) -> str:
+    """Why a plan's people's tasks are not exactly the number asked (``--human-budget``), or "".
+
+    - Chosen by the model's answers (:func:`plan_by_answers`): each cell's people's draws are a fixed
+      number of its draws (census cells: draws ∝ pair weight), as many as make its share of distinct
+      pairs *expected*; a pair drawn twice is one task, so the distinct pairs come out near the number
+      asked. Drawing until exactly that many would bias the estimate towards pairs drawn often.
+    - Every pair a task: the strata with weight hold fewer pairs than asked.
+    - More than asked: ``--extend`` keeps every earlier task, also where the new shares are smaller.
+
+    >>> tasks_note({"asked": 200, "tasks": 200})
+    ''
+    >>> tasks_note({"asked": 50, "tasks": 40, "pairs": {"split": 40}, "budgets": {"split": 40}})
+    "40 people's tasks, not the 50 asked: the strata with weight hold only 40 pairs, and every one is a task"
+    """
+    asked, tasks = int(plan.get("asked") or 0), int(plan.get("tasks") or 0)
+    if not asked or tasks == asked:
+        return ""
+    budgets, pairs = plan.get("budgets") or {}, plan.get("pairs") or {}
+    if tasks < asked and budgets and all(budgets[c] >= pairs.get(c, 0) for c in budgets if budgets[c]):
+        return (f"{tasks:,} people's tasks, not the {asked:,} asked: the strata with weight hold only {tasks:,} "
+                "pairs, and every one is a task")
+    if plan.get("design") == BY_ANSWERS:
+        return (f"{tasks:,} people's tasks, not exactly the {asked:,} asked: in each cell of the model's answers "
+                "people judge a fixed number of the cell's draws"
+                + (" (in a census stratum, draws ∝ pair weight)" if plan.get("census_draws") else "")
+                + ", as many as make the cell's share of pairs expected; a pair drawn more than once is one task, so "
+                f"the pairs come out near the share, not exactly on it (drawing until exactly {asked:,} pairs would "
+                "bias the estimate towards pairs drawn often)")
+    if tasks > asked:
+        return (f"{tasks:,} people's tasks, more than the {asked:,} asked: every earlier task stays a task "
+                "(--extend), also in a stratum whose share is now smaller")
+    return f"{tasks:,} people's tasks, not the {asked:,} asked: a stratum has fewer pairs than its share"
 
 
 # ------------------------------------------------------------- the design by the model's answers

@@ -83,6 +83,13 @@ class Estimate:
         The metric's feasible range, known exactly before anyone judges (``[0, SplitRate]`` for
         GoodSplitRate, ``[self term − U_split − U_intersection−, self term + U_merge +
         U_intersection+]`` for ΔPrecision, …): the interval is cut to it. None: no range known.
+    exact
+        Whether the estimate is the exact value (every pair it needs listed and judged); None: not said
+        (``to_dict`` then carries no ``exact``).
+    interval_of
+        A function of the quantile giving the interval's ends, for an estimate whose interval is built
+        from its parts' (the recall lift's, :func:`abcde.quality.recall.mover_interval`); the interval
+        is widened to hold ``value`` and cut to ``bounds``.
     """
 
     metric: str
@@ -95,7 +102,7 @@ class Estimate:
     interval_se: float | None = None
     bounds: tuple[float, float] | None = None
     exact: bool | None = None
-    log_scale: bool = False
+    interval_of: object = field(default=None, repr=False, compare=False)
 
     @property
     def defined(self) -> bool:
@@ -121,10 +128,9 @@ class Estimate:
         z = quantile(self.n_judgements, confidence_level)
         if not self.defined:
             return (math.nan, math.nan)
-        if self.log_scale and self.value > -1.0 and self.interval_se is not None and math.isfinite(self.interval_se):
-            # A ratio minus 1 (the recall lift): the interval of log(1 + value), SE interval_se/(1 + value).
-            s = self.interval_se / (1.0 + self.value)
-            lo, hi = math.expm1(math.log1p(self.value) - z * s), math.expm1(math.log1p(self.value) + z * s)
+        if self.interval_of is not None:  # an interval of its own (the recall lift's MOVER), holding the value
+            lo, hi = self.interval_of(z)
+            lo, hi = min(lo, self.value), max(hi, self.value)
         elif self.centre is not None and self.interval_se is not None and math.isfinite(self.interval_se):
             # Defined from one judged draw on: a stratum with one judgement has no SE yet, but its
             # proportion has an Agresti–Coull interval.
@@ -299,6 +305,14 @@ class QualityResult:
                          display.count(e["n_judgements"])])
             if e.get("note"):
                 notes.append(f"{METRIC_LABELS[name]}: {e['note']}")
+        rl = self.recall_lift_dict()
+        if rl["available"]:
+            rows.append([METRIC_LABELS["recall_lift"], display.estimate("recall_lift", rl["estimate"]),
+                         display.estimate("recall_lift", rl["std_err"]), display.estimate_interval("recall_lift", rl),
+                         display.count(rl["n_judgements"])])
+        elif self.precision is None:
+            notes.append(f"{METRIC_LABELS['recall_lift']}: not estimated: {rl['note']}"
+                         + (f" ({rl['command']})" if rl.get("command") else ""))
         how = self.estimator + (f", {self.allocation}" if self.allocation else "")
         design = ""
         if self.census:

@@ -47,9 +47,10 @@ from abcde.core.formulas import stable_pair_weight, weighted_mean_se
 from abcde.core.inputs import private
 from abcde.errors import InputError
 from abcde.quality.result import Estimate, QualityResult, agresti_coull
+from abcde.metrics.impact import link_masses
 from abcde.sampling.clocks import check_seed, check_size
-from abcde.sampling.pairs import (LABEL, agreed_population, fill_budgets, link_masses, pair_counts, pair_id,
-                                  pair_totals, stratum_pairs, vantage_items)
+from abcde.sampling.pairs import (LABEL, agreed_population, fill_budgets, pair_counts, pair_id, pair_totals,
+                                  stratum_pairs, vantage_items)
 
 #: The strata of a new sample: split, merge, and the intersection (stable pairs without self)
 #: by the sign of its term, known from the cluster weights before anyone judges: ``intersection+``
@@ -66,7 +67,7 @@ _LABEL = {**LABEL, "intersection+": 1, "intersection-": -1, "agreed": 0}  # l_ij
 #: pairs among agreed pairs (usually near 1) and among split and merge pairs (unknown: 1/2, the
 #: largest variance); and the bounds of the share.
 AGREED_PRIOR, CHANGED_PRIOR = 0.95, 0.5
-AGREED_SHARE_RANGE = (0.05, 0.5)
+AGREED_SHARE_RANGE = (0.1, 0.5)
 
 
 def agreed_share(masses: dict) -> float:
@@ -91,6 +92,19 @@ def agreed_share(masses: dict) -> float:
     share = a / (a + b) if a + b > 0 else 1.0
     lo, hi = AGREED_SHARE_RANGE
     return min(max(share, lo), hi)
+
+
+def stratum_weights(totals: dict, budgets: dict) -> dict:
+    """Each stratum's weight where a budget is split ∝ ``U_c`` again (the people's tasks, the judging
+    app's serving order): the ΔPrecision strata's ``U_c``; the agreed stratum (no ``U``) the weight
+    that gives it the share of the sample it was drawn with, ``budgets[agreed]·Σ U_c/Σ budgets_c`` over
+    the others. Strata not in ``budgets`` (samples drawn before the agreed stratum) as in ``totals``."""
+    out = {c: float(totals.get(c, 0.0)) for c in budgets}
+    if budgets.get("agreed"):
+        others = [c for c in budgets if c != "agreed" and totals.get(c, 0.0) > 0 and budgets.get(c)]
+        u, n = sum(float(totals[c]) for c in others), sum(int(budgets[c]) for c in others)
+        out["agreed"] = int(budgets["agreed"]) * u / n if n and u > 0 else 1.0
+    return out
 
 
 def agreed_budget(budget: int, share: float, cap: int | None = None) -> int:
@@ -370,7 +384,9 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
     # Intervals: in a stratum of one sign every judged draw is l·1(same), a proportion; near 0 or 1
     # its Wald interval undercovers (a stratum whose few draws all agree has SE 0), so the interval
     # is Agresti–Coull's: centred on p̃ = (k + 2)/(n + 4), half-width q·√(p̃(1 − p̃)/(n + 4)) (the
-    # estimate stays the unbiased p̂). Samples drawn before the sign split keep Wald intervals.
+    # estimate stays the unbiased p̂). Summed over strata the shifts add up, the half-widths in
+    # quadrature: Estimate.confidence_interval widens the interval to reach the estimate where they
+    # carry it outside (issue 38). Samples drawn before the sign split keep Wald intervals.
     signed = all(c in _LABEL for c in sample.strata)
     dp, var, n_j, missing = sample.self_term, 0.0, 0, []
     centre, ivar = sample.self_term, 0.0
@@ -511,7 +527,9 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
         ΔPrecision(I)             = weight(T) / weight(I) · ΔPrecisionContribution(I)
 
     The means run over every valid draw of stratum c (a draw whose vantage item is not in
-    I contributes 0), so the contributions of a partition of T add up to ΔPrecision(T).
+    I contributes 0), so the contributions of a partition of T add up to ΔPrecision(T). At a few
+    draws, most of a stratum's in I, ``U_c`` times their share can pass what I's pairs weigh: an
+    estimate outside the slice's range is cut to it (issue 38), and the sum is then off by the cut.
     """
     stats = {c: _valid_draws(sample.draws[c], by_pair) for c in sample.strata}
     vals = {c: np.array([vantage_value.get(v) for v in stats[c][2]], dtype=object) for c in sample.strata}
@@ -558,6 +576,11 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
                 var += U * U * (float(y.var(ddof=1)) / len(y) if len(y) > 1 else math.nan)
             if math.isfinite(est) and n_in == 0:
                 est, note = math.nan, "no judged pair has its vantage item in this slice"
+            if math.isfinite(est):
+                # U_c times the share of stratum c's draws in I can pass the slice's own pair weight
+                # (a few draws, most of them in I): cut to the slice's range, which holds the truth,
+                # so the estimate is never further from it and lies inside its interval (issue 38).
+                est = min(max(est, bounds[0]), bounds[1])
         se = math.sqrt(var) if math.isfinite(var) and math.isfinite(est) else math.nan
         contrib = Estimate("delta_precision_contribution", est, se, n_in, method=method, note=note, bounds=bounds)
         scale = float(total_weight) / w_i if w_i else math.nan

@@ -560,7 +560,8 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
                    if worth is not None else
                    "; what the model's were worth cannot be told yet: "
                    + ("the people's judgements do not vary, so there is no standard error to compare"
-                      if ppi.get("std_err") == 0 else "too few people's judgements for a standard error"))
+                      if (ppi.get("std_err") or 0.0) <= 1e-12 and ppi.get("std_err") is not None
+                      else "too few people's judgements for a standard error"))
                 + "."
                 + (f" Model and people disagree on an estimated {share:.0%} of the drawn pairs, more than a fifth."
                    if ppi.get("warning") and share is not None else ""))

@@ -69,7 +69,9 @@ MEANING = [
      "freedom), times the exact rate, so it lies in [0, rate] and Good's and Bad's mirror each other; it has "
      f"width even when every judgement agrees (s.e. 0). For {_DP} under the stratified design: the same "
      "construction summed over the strata (the exact self term plus each stratum's U_c·l_c·p̃_c, half-width "
-     "q·√Σ U_c²·p̃_c(1 − p̃_c)/(n_c + 4)); under the paper's design: the estimate ± q × standard error. "
+     "q·√Σ U_c²·p̃_c(1 − p̃_c)/(n_c + 4)), widened to reach the estimate where the strata's shifts, which add "
+     "up while the half-widths add in quadrature, carry it outside; under the paper's design: the estimate "
+     "± q × standard error. Every estimate lies inside its interval. "
      "A census stratum adds its exact part. Every interval is then cut to the range the metric can take "
      f"(known exactly before anyone judges: [0, {_SR}] for a split rate, for {_DP} the self term plus each "
      "stratum's weight on its own side of 0), which never lowers its coverage. Slices: the estimate "
@@ -199,6 +201,7 @@ def build_report(
         data["truth"] = {side: {k: float((r if isinstance(r, dict) else r.to_dict())[k])
                                 for k in ("precision", "recall", "f1")}
                          for side, r in truth.items() if side in ("base", "exp")}
+        data["truth_recall_lift"] = _truth_lift(truth)
     if quality is not None:
         from abcde.quality.verdict import verdict  # lazy: start-up time (a report without quality)
 
@@ -230,6 +233,19 @@ def _jaccard_histogram(result: ImpactResult, bins: int = 20) -> list[dict]:
     aff = result.affected_weight or 1.0
     return [{"from": r["bin"] / bins, "to": (r["bin"] + 1) / bins, "items": int(r["items"]),
              "weight": float(r["weight"]), "weight_share": float(r["weight"]) / aff} for r in rows]
+
+
+def _truth_lift(truth: dict) -> float | None:
+    """The exact recall lift against the truth, ``T_Exp/T_Base − 1`` from each side's true links
+    (``PointwiseResult.true_links``), when both sides were measured on the same items; else None."""
+    t = {side: (r if isinstance(r, dict) else r.to_dict()) for side, r in truth.items() if side in ("base", "exp")}
+    if set(t) != {"base", "exp"}:
+        return None
+    b, e = t["base"].get("true_links"), t["exp"].get("true_links")
+    wb, we = t["base"].get("total_weight"), t["exp"].get("total_weight")
+    same = t["base"].get("items") == t["exp"].get("items") and wb is not None and we is not None and math.isclose(
+        wb, we, rel_tol=1e-9)
+    return e / b - 1.0 if same and b and e is not None else None
 
 
 def _neighbourhoods(result: ImpactResult, anchors: dict[str, list], attributes: list[str], max_fragments: int,

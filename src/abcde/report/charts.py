@@ -78,7 +78,8 @@ def chart_specs(data: dict) -> dict[str, dict]:
         pts = [{"metric": L[k], "estimate": q[k]["estimate"], "low": q[k]["ci_low"], "high": q[k]["ci_high"]}
                for k in QUALITY_METRICS if q[k]["estimate"] is not None]
         if pts:
-            specs["quality"] = _errorbars(pts, "metric", "Quality estimates with 95% intervals")
+            # in percent, as the quality table beside it shows the rates
+            specs["quality"] = _errorbars(pts, "metric", "Quality estimates with 95% intervals", percent=True)
         for col, rows in (q.get("slices") or {}).items():
             pts = [{"slice": _text(r["value"]), "estimate": r["delta_precision"]["estimate"],
                     "low": r["delta_precision"]["ci_low"], "high": r["delta_precision"]["ci_high"]}
@@ -140,17 +141,24 @@ def _stacked(rows: list[dict], key: str, title: str | dict) -> dict:
         })
 
 
-def _errorbars(rows: list[dict], key: str, title: str) -> dict:
-    """One point (``estimate``) and interval (``low``..``high``) per ``key``, with a dashed line at 0."""
+#: The axis format of a chart in percent: at most two decimals, trailing zeros dropped (2%, 0.5%, 0.25%).
+PERCENT_AXIS = ".2~%"
+
+
+def _errorbars(rows: list[dict], key: str, title: str, *, percent: bool = False) -> dict:
+    """One point (``estimate``) and interval (``low``..``high``) per ``key``, with a dashed line at 0;
+    ``percent``: the axis and the tooltips in percent."""
     order = [r[key] for r in rows]
+    fmt = ".3%" if percent else ".4f"
     bars = {"mark": {"type": "rule", "strokeWidth": 2}, "encoding": {
         "y": _n(key, sort=order, title=None),
         # padding: a point or interval end at the domain's edge is not drawn on the axis line
-        "x": _q("low", title="estimate (95% interval)", scale={"zero": True, "nice": True, "padding": 14}),
+        "x": _q("low", title="estimate (95% interval)", scale={"zero": True, "nice": True, "padding": 14},
+                **({"axis": {"format": PERCENT_AXIS}} if percent else {})),
         "x2": {"field": "high"}}}
     pts = {"mark": {"type": "point", "filled": True, "size": 60, "color": "black"}, "encoding": {
         "y": _n(key, sort=order), "x": _q("estimate"),
-        "tooltip": [_n(key), _q("estimate", format=".4f"), _q("low", format=".4f"), _q("high", format=".4f")]}}
+        "tooltip": [_n(key), _q("estimate", format=fmt), _q("low", format=fmt), _q("high", format=fmt)]}}
     zero = {"data": {"values": [{"x": 0}]}, "mark": {"type": "rule", "strokeDash": [4, 4], "color": "gray"},
             "encoding": {"x": _q("x")}}
     return _top_level({"values": rows}, title=title, layer=[bars, pts, zero])

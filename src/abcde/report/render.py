@@ -29,7 +29,7 @@ import jinja2
 from markupsafe import Markup
 
 from abcde.core.diff import describe_restriction
-from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, PAGE_NAMES, QUALITY_COLUMNS, QUALITY_METRICS
+from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, PAGE_NAMES, QUALITY_COLUMNS, QUALITY_METRICS, RECALL_METRIC
 from abcde.report.charts import VEGA_LITE_VERSION, chart_specs, most_affected
 from abcde.util import display
 from abcde.util.display import interval
@@ -146,6 +146,7 @@ def _view(data: dict) -> dict:
         "verdict": (data.get("verdict_facts") or {}).get("sentences") or [],
         "truth": [{"side": names.get(side, side), "key": side, **{k: pct(v) for k, v in r.items()}, "raw": r}
                   for side, r in (data.get("truth") or {}).items()],
+        "truth_lift": _truth_lift_text(data),
         "exploration": None,
     }
     x = data.get("exploration")
@@ -191,16 +192,24 @@ def _quality_view(q: dict | None) -> dict | None:
         "rows": [{"key": k, "label": METRIC_LABELS[k], "estimate": q[k]["estimate"], "std_err": q[k]["std_err"],
                   "shown": display.estimate(k, q[k]["estimate"]), "shown_se": display.estimate(k, q[k]["std_err"]),
                   "interval": display.estimate_interval(k, q[k]), "n_judgements": q[k]["n_judgements"],
-                  "note": q[k].get("note", "")}
-                 for k in QUALITY_METRICS],
+                  # why "± s.e. 0" sits beside an interval with width, when it does
+                  "note": "; ".join(x for x in (q[k].get("note", ""), display.zero_se_note(k, q[k])) if x)}
+                 for k in QUALITY_METRICS + ((RECALL_METRIC,) if (q.get(RECALL_METRIC) or {}).get("available") else ())],
+        "recall_note": _recall_note(q),
         "slices": [{"name": col, "rows": [
             {"value": r["value"], "weight": r.get("weight"), "draws": r.get("sampled_draws"),
              "dp": r["delta_precision"]["estimate"], "se": r["delta_precision"]["std_err"],
              "interval": interval(r["delta_precision"]),
-             "contribution": r["delta_precision_contribution"]["estimate"]} for r in rows],
+             "contribution": r["delta_precision_contribution"]["estimate"],
+             **({"lift": r[RECALL_METRIC]["estimate"],
+                 "lift_interval": display.estimate_interval(RECALL_METRIC, r[RECALL_METRIC])}
+                if RECALL_METRIC in r else {})} for r in rows],
             "columns": [Column("value", col), Column("weight", "weight", num), Column("draws", "draws", count),
                         Column("dp", dp, four), Column("se", "± s.e.", four), Column("interval", "95% interval"),
-                        Column("contribution", "contribution", four)]}
+                        Column("contribution", "contribution", four),
+                        *([Column("lift", METRIC_LABELS[RECALL_METRIC], pct),
+                           Column("lift_interval", "95% interval")] if any(RECALL_METRIC in r for r in rows)
+                          else [])]}
             for col, rows in (q.get("slices") or {}).items()],
         "distances": _distances_view(q.get("distances")),
     }
@@ -210,6 +219,33 @@ def _quality_view(q: dict | None) -> dict | None:
 DISTANCE_ROWS = (("split_distance", "good_split_distance", "bad_split_distance"),
                  ("merge_distance", "good_merge_distance", "bad_merge_distance"),
                  ("jaccard_distance", "good_distance", "bad_distance"))
+
+
+def _truth_lift_text(data: dict) -> str:
+    """The exact recall lift against the truth beside the estimate from judged pairs, so a reader can
+    check one against the other."""
+    lift = data.get("truth_recall_lift")
+    if lift is None:
+        return ""
+    rl = (data.get("quality") or {}).get(RECALL_METRIC) or {}
+    est = (f"; estimated from the judged pairs: {display.pct(rl['estimate'])} "
+           f"(95% interval {display.pct(rl['ci_low'])} to {display.pct(rl['ci_high'])})"
+           if rl.get("available") and rl.get("estimate") is not None else "")
+    return (f"{METRIC_LABELS[RECALL_METRIC]} against the truth (exact): {display.pct(lift)}: Exp keeps "
+            f"{display.pct(abs(lift))} {'more' if lift >= 0 else 'fewer'} true links than Base{est}.")
+
+
+def _recall_note(q: dict) -> str:
+    """What the quality section says of the recall lift: what it is, or why it is not there."""
+    rl = q.get(RECALL_METRIC) or {}
+    if q.get("target") == "precision" or not rl:
+        return ""
+    if not rl.get("available"):
+        return (f"{METRIC_LABELS[RECALL_METRIC]}: not estimated: {rl.get('note', '')}"
+                + (f" ({rl['command']})" if rl.get("command") else "") + ".")
+    return (f"{METRIC_LABELS[RECALL_METRIC]} = T_Exp/T_Base − 1: how many more (fewer) true links (pairs of one "
+            "entity, weighted) Exp keeps than Base, from the same judged split and merge pairs and the agreed "
+            "pairs (together in both)" + ("; exact (every pair judged)" if rl.get("exact") else "") + ".")
 
 
 def _good_share(exact, e: dict) -> str:
@@ -393,6 +429,8 @@ def render_markdown(data: dict) -> str:
         lines += [f"| {_md(n.get(side, side))} | {pct(t['precision'])} | {pct(t['recall'])} | {pct(t['f1'])} |"
                   for side, t in data["truth"].items()]
         lines.append("")
+        if _truth_lift_text(data):
+            lines += [_md(_truth_lift_text(data)), ""]
     r = data["restriction"]
     if r["base_only_items"] or r["exp_only_items"]:
         lines += [f"Restricted to {r['common_items']:,} common items: {r['base_only_items']:,} only in "
@@ -411,9 +449,12 @@ def render_markdown(data: dict) -> str:
         lines += [f"Quality (judged by {_md(q['judged_by'])}; estimator {q.get('estimator', 'paper')}{alloc}; "
                   f"{q['judged_pairs']:,} pairs judged, {q['unsure_pairs']:,} unsure):", "",
                   "| metric | estimate | 95% interval |", "|---|---:|---:|"]
-        for k in QUALITY_METRICS:
+        shown = QUALITY_METRICS + ((RECALL_METRIC,) if (q.get(RECALL_METRIC) or {}).get("available") else ())
+        for k in shown:
             lines.append(f"| {L[k]} | {display.estimate(k, q[k]['estimate'])} | {display.estimate_interval(k, q[k])} |")
         lines.append("")
+        if _recall_note(q):
+            lines += [_md(_recall_note(q)), ""]
         lines += _markdown_distances(_distances_view(q.get("distances")))
     return "\n".join(lines) + "\n"
 

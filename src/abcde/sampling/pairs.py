@@ -123,13 +123,21 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
     return out
 
 
+def agreed_fragments(f) -> ibis.BooleanValue:
+    """The fragments of the agreed stratum: two items or more, and not an intersection stratum's (an
+    affected fragment with ``W(B) ≠ W(E)``, whose pairs ΔPrecision samples ∝ u_ij already and the
+    recall lift reweights): so no pair is in two strata."""
+    inter = affected(f) & (f.wb != f.we)
+    return (f.n > 1) & ~inter
+
+
 def agreed_population(diff: Diff) -> tuple[ibis.Table, int]:
-    """The vantage population of the agreed stratum: every item of a fragment with another item
+    """The vantage population of the agreed stratum: every item of an :func:`agreed_fragments` fragment
     (``item_id, base_cluster, exp_cluster, u, label, key, class``), ``u = w_i·W(F)`` (its self pair
     included, rejected when drawn: what remains is ∝ ``w_i·w_j`` over the pairs ``i ≠ j`` of one
     fragment), and its rows. Unaffected items too: an agreed pair is together in both clusterings."""
     if diff.cache.agreed_population is None:
-        f = diff.fragments.filter(diff.fragments.n > 1)
+        f = diff.fragments.filter(agreed_fragments(diff.fragments))
         j = diff.joined
         t = j.join(f, [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster])
         pop = t.select(j.item_id, j.base_cluster, j.exp_cluster, u=j.weight * f.w, label=ibis.literal(0).cast("int8"),
@@ -155,7 +163,7 @@ def pair_counts(diff: Diff) -> dict:
         merge=(n * (f.ne.cast("int64") - n)).sum(),
         up=within.sum(where=aff & (f.wb > f.we)),
         down=within.sum(where=aff & (f.wb < f.we)),
-        agreed=within.sum(),
+        agreed=within.sum(where=agreed_fragments(f)),
     ), step="pair counts")
     out = {"split": int(r["split"] or 0) // 2, "merge": int(r["merge"] or 0) // 2,
            "intersection+": int(r["up"] or 0) // 2, "intersection-": int(r["down"] or 0) // 2,
@@ -175,7 +183,7 @@ def stratum_pairs(diff: Diff, stratum: str, total_weight: float) -> pa.Table:
     it = affected_items(diff)
     W = float(total_weight)
     if stratum == "agreed":
-        fr = f.filter(f.n > 1).select("base_cluster", "exp_cluster")
+        fr = f.filter(agreed_fragments(f)).select("base_cluster", "exp_cluster")
         it = rows_of_fragments(diff, fr)
         a = it.view()
         b = it.view()
@@ -317,7 +325,9 @@ def _agreed_partners(diff: Diff, dd: ibis.Table) -> pa.Table:
     items = items.mutate(cum_hi=items.weight.sum().over(win),
                          rk=ibis.row_number().over(group_by=[items.base_cluster, items.exp_cluster],
                                                    order_by=[items.item_id]))
-    items = eng.materialize(items.mutate(cum_lo=items.cum_hi - items.weight), "partner_agreed")
+    # Not materialized: the drawn fragments come from the draws (an in-memory table), which Spark
+    # registers for the one query that reads them; their items are few.
+    items = items.mutate(cum_lo=items.cum_hi - items.weight)
     tot = items.group_by(keys).aggregate(total=items.cum_hi.max())
     x = dd.join(tot, keys)
     x = x.select(_kb=x.base_cluster, _ke=x.exp_cluster, pos=x.u * x.total, draw=x.draw).view()

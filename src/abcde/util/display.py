@@ -31,7 +31,7 @@ ESTIMATE_DIGITS = 4
 #: The estimates shown as percentages (rates of the total weight, like the impact rates).
 PERCENT_ESTIMATES = ("good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate",
                      "good_split_distance", "bad_split_distance", "good_merge_distance", "bad_merge_distance",
-                     "good_distance", "bad_distance")
+                     "good_distance", "bad_distance", "recall_lift")
 STYLE = {"pct_digits": PCT_DIGITS, "estimate_digits": ESTIMATE_DIGITS, "null": NULL_TEXT,
          "percent_estimates": list(PERCENT_ESTIMATES)}
 
@@ -79,6 +79,28 @@ def estimate_interval(metric: str, e: dict) -> str:
     if e["ci_low"] is None:
         return "n/a"
     return f"[{estimate(metric, e['ci_low'])}, {estimate(metric, e['ci_high'])}]"
+
+
+def zero_se_note(metric: str, e: dict) -> str:
+    """Why an estimate (``Estimate.to_dict()``) shows a standard error of 0 beside a 95% interval
+    with width, or "" when it does not: its judgements agreed (all "same" or all "different", within
+    each stratum), so they have no spread; its interval does not rest on that standard error alone
+    (Agresti–Coull's for a judged share, a Jeffreys floor under a model + people variance), so a few
+    agreeing judgements never make a point.
+
+    >>> zero_se_note("good_split_rate", {"std_err": 0.0, "ci_low": 0.0, "ci_high": 0.0123, "method": "paper"})
+    "s.e. 0: the judgements all agree (per stratum); Agresti–Coull's interval still has width"
+    >>> zero_se_note("delta_precision", {"std_err": 0.01, "ci_low": -0.02, "ci_high": 0.02})
+    ''
+    """
+    se, lo, hi = e.get("std_err"), e.get("ci_low"), e.get("ci_high")
+    if se is None or lo is None or hi is None or not hi > lo or estimate(metric, se).strip("0.%-") != "":
+        return ""
+    if se > 1e-12:  # not 0, only shown as 0
+        return f"s.e. {se:.1e}, shown as {estimate(metric, se)}"
+    how = ("the interval's variance has a floor (Jeffreys')" if str(e.get("method") or "").startswith("prediction")
+           else "Agresti–Coull's interval still has width")
+    return f"s.e. 0: the judgements all agree (per stratum); {how}"
 
 
 def count(v) -> str:

@@ -24,7 +24,28 @@ for (const [id, spec] of Object.entries(specs)) {
 }
 // Tabs.
 const tabs = document.querySelectorAll('.tab');
-function showTab(k){tabs.forEach(t=>t.classList.toggle('active', t.dataset.tab===k));document.querySelectorAll('.tabpanel').forEach(p=>p.style.display = p.dataset.panel===k ? '' : 'none');}
+function showTab(k){tabs.forEach(t=>t.classList.toggle('active', t.dataset.tab===k));document.querySelectorAll('.tabpanel').forEach(p=>p.style.display = p.dataset.panel===k ? '' : 'none');fit();}
+// Nothing cut at the page's width: a clusters' table wider than its panel is stacked (report.css), and an open
+// Figure 1 whose columns cannot hold a member's id puts its groups one under another.
+function fit(){
+  document.querySelectorAll('.tabpanel').forEach(p=>{
+    const t = p.querySelector('table.clusters');
+    if (!t || p.offsetParent === null) return;
+    t.classList.remove('stacked');
+    if (t.scrollWidth > p.clientWidth + 1) t.classList.add('stacked');
+  });
+  document.querySelectorAll('.fig').forEach(fitFigure);
+}
+function fitFigure(fig){
+  if (fig.offsetParent === null) return;
+  fig.classList.remove('rows');
+  const cut = [...fig.querySelectorAll('.col')].some(c => {
+    const r = c.getBoundingClientRect();
+    return c.scrollWidth > c.clientWidth + 1 || [...c.querySelectorAll('.id, h4, .lab')].some(e => e.getBoundingClientRect().right > r.right + 1);
+  });
+  if (cut) fig.classList.add('rows');
+}
+window.addEventListener('resize', fit);
 if (tabs.length) showTab('interleaved');
 tabs.forEach(t=>t.addEventListener('click', ()=>showTab(t.dataset.tab)));
 // Cluster neighbourhoods: split / stable / merge from one member's point of view (paper, Figure 1).
@@ -61,7 +82,7 @@ function figure(side, cid, nb, pov){
       shown++;
       const li = el('li', {title:'weight '+num(m.weight)+' · Base '+m.base_cluster+' · Exp '+m.exp_cluster}, ...memberLabel(m));
       if (povItem && m.item_id===povItem.item_id) li.classList.add('pov');
-      if (f.own_frag) li.addEventListener('click', ()=>{box.replaceWith(figure(side, cid, nb, f));});
+      if (f.own_frag) li.addEventListener('click', ()=>{const b = figure(side, cid, nb, f); box.replaceWith(b); fitFigure(b.querySelector('.fig'));});
       ul.append(li);
     }
     col.append(ul);
@@ -80,6 +101,8 @@ document.querySelectorAll('tr.cluster').forEach(tr=>tr.addEventListener('click',
   const td = el('td', {colspan: tr.children.length});
   if (!nb || !nb.fragments.length) td.append('No members recorded.'); else td.append(figure(tr.dataset.side, tr.dataset.cluster, nb, null));
   tr.after(el('tr', {class:'detail'}, td)); tr.classList.add('open');
+  const f = td.querySelector('.fig');
+  if (f) fitFigure(f);
 }));
 window.__reportReady = true;
 })();

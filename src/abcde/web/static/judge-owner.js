@@ -54,7 +54,10 @@
       return;
     }
     // A sample of one clustering's pairs (abcde precision) shows its Precision first.
-    const keys = (s.estimates.precision ? ["precision"] : []).concat(abcde.names().quality_metrics);
+    // The recall lift beside them, when the sample has agreed pairs (how many more true links Exp keeps).
+    const rl = s.estimates[abcde.names().recall_metric];
+    const keys = (s.estimates.precision ? ["precision"] : []).concat(abcde.names().quality_metrics,
+      rl && rl.available ? [abcde.names().recall_metric] : []);
     for (const key of keys) {
       const e = s.estimates[key];
       body.append(el("tr", {"data-metric": key},
@@ -68,7 +71,9 @@
     }
     // Why an estimate is undefined, under the table (as the report and the terminal give it).
     $("est-why").replaceChildren(...keys.filter((k) => s.estimates[k].note).map(
-      (k) => el("li", null, abcde.label(k) + ": " + s.estimates[k].note)));
+      (k) => el("li", null, abcde.label(k) + ": " + s.estimates[k].note)),
+      ...(rl && !rl.available && !s.estimates.precision ? [el("li", null, abcde.label(abcde.names().recall_metric) +
+        ": not estimated: " + rl.note + (rl.command ? " (" + rl.command + ")" : ""))] : []));
     const design = [];
     if (s.estimates.census && s.estimates.census.length) design.push("judged whole (a census): " + s.estimates.census.join(", "));
     if (s.estimates.exact) design.push("every pair judged: the estimates are exact");
