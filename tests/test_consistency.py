@@ -31,7 +31,7 @@ from click.testing import CliRunner
 
 import abcde
 from abcde.cli import main
-from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS
+from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS, RECALL_METRIC
 from abcde.core.names import QUALITY_COLUMNS as TABLE_COLUMNS
 from abcde.examples import example_paths
 from abcde.quality.store import JudgementStore
@@ -239,10 +239,15 @@ def quality_renderings(w, name: str) -> dict[str, dict]:
     }
 
 
+def shown_metrics(q: dict) -> tuple:
+    """The quality metrics every table shows: the five, and the recall lift when the sample has it."""
+    return QUALITY_METRICS + ((RECALL_METRIC,) if (q.get(RECALL_METRIC) or {}).get("available") else ())
+
+
 def quality_expected(q: dict) -> dict:
     return {L[k]: {"estimate": display.estimate(k, q[k]["estimate"]), "s.e.": display.estimate(k, q[k]["std_err"]),
                    "interval": display.estimate_interval(k, q[k]), "judged": display.count(q[k]["n_judgements"])}
-            for k in QUALITY_METRICS}
+            for k in shown_metrics(q)}
 
 
 def only(fields: tuple[str, ...], d: dict) -> dict:
@@ -302,7 +307,9 @@ def test_quality_columns_and_exact_rates_have_one_name_and_style(world):
     columns = list(TABLE_COLUMNS)
     no_se = [c for c in columns if c != "± s.e."]  # the judging page shows no standard error
     headers = {
-        "terminal (abcde quality)": (terminal_table(world["quality_terminal_judged"], "Quality of Exp")[0], columns),
+        # the terminal's and the report's last column, each estimate's note, has no header
+        "terminal (abcde quality)": ([h for h in terminal_table(world["quality_terminal_judged"], "Quality of Exp")[0]
+                                      if h], columns),
         "notebook (QualityResult._repr_html_)": (notebook_tables(world["quality_notebook_judged"])[0][0], columns),
         # the report's last column, each estimate's note, has no header
         "report (table.quality)": ([h for h in world["report_quality_judged"]["header"] if h], columns),
@@ -330,7 +337,7 @@ def test_an_undefined_estimate_reads_the_same_everywhere(world):
     assert all(q[k]["estimate"] is None for k in QUALITY_METRICS)
     # display.four(None) and display.interval are "n/a"; the reason (the note) may be shown beside.
     want = {L[k]: {"estimate": display.estimate(k, None), "interval": display.estimate_interval(k, q[k]), "judged": "0"}
-            for k in QUALITY_METRICS}
+            for k in shown_metrics(q)}
     shown = quality_renderings(world, "empty")
     # These differed when the test was written (now fixed): an undefined estimate reads "undefined" in the terminal
     # (src/abcde/cli/tables.py print_quality), the notebook (src/abcde/quality/result.py _repr_html_)

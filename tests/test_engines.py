@@ -200,6 +200,8 @@ def test_same_strata_counts_and_census_on_both_engines(spark):
     for c in STRATA:
         assert s_d.draws[c].select(cols).equals(s_s.draws[c].select(cols)), c
         assert s_d.draws[c].num_rows == c_d[c]
+        if not c_d[c]:  # a stratum without pairs (here perhaps the agreed one) lists none
+            continue
         assert s_s.draws[c].column("pair_weight").to_pylist() == pytest.approx(
             s_d.draws[c].column("pair_weight").to_pylist(), rel=1e-12), c
 

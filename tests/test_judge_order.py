@@ -188,7 +188,7 @@ def test_a_stratum_judged_all_unsure_does_not_stall_the_rater_and_the_owner_is_t
     assert needs["message"] == (f"ΔPrecision needs 1 usable judgement (same or different) in the {small} stratum. "
                                 f"No pair of the {small} stratum is left to judge: grow the sample with "
                                 f"'abcde pairs --extend {s.given_dir} --budget N'.")
-    assert len(pairs) == 4
+    assert len(pairs) == 3  # (4 before the agreed stratum took its share of the budget)
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
@@ -217,7 +217,7 @@ def test_only_the_order_changes_not_the_sample(fresh, drawn, estimator):
             # never more than one ahead of its share (or of its first two), and once the first two
             # of the small strata are absorbed, within one judgement of its share at every point
             assert got[c] < max(share, min(2, size[c])) + 1, (n, c, got, size)
-            if n >= 20:
+            if n >= 6 * len(size):  # once the first two of every stratum are absorbed (30 with five strata)
                 assert abs(got[c] - share) < 1, (n, c, got, size)
     after = PairSampleDir.read(d)
     assert (after.metadata["sample_id"], after.draws) == before

@@ -302,23 +302,6 @@ def sim_world(seed: int, kind: str, *, n_entities: int = 260, weighted: bool = F
     return pa.table({"item_id": ids, "cluster_id": base}), pa.table({"item_id": ids, "cluster_id": exp}), items
 
 
-def _people_by_answers(ss, seed, n, model):
-    """The people's tasks chosen by a model's answers (as ``judge model`` does on a sample drawn
-    with ``--human-budget``), each pair's cell: the design of :mod:`abcde.quality.ppi`."""
-    from abcde.quality.ppi import design_cells, draw_counts, plan_by_answers, tasks_in
-    from abcde.quality.stratified import stratum_weights
-
-    units = {p: c for c, d in ss.draws.items() for p in d.column("pair_id").to_pylist()}
-    answers = {p: a for p, a in model.items() if a in ("same", "different")}
-    pw = {p: w for c in ss.census for p, w in zip(ss.draws[c].column("pair_id").to_pylist(),
-                                                  ss.draws[c].column("pair_weight").to_pylist())}
-    dc = {p: k for dr in ss.draws.values() for p, k in draw_counts(dr).items()}
-    plan = plan_by_answers(units, answers, seed, n, weights=stratum_weights(ss.totals, ss.budgets), pair_weights=pw,
-                           draw_counts=dc)
-    cells = design_cells(units, plan, answers, seed, pw, dc)
-    return tasks_in(cells, plan, seed), cells
-
-
 def _check_honest(rows, truth, what, *, cover_high=0.97):
     v = np.array([r[0] for r in rows])
     se = np.array([r[1] for r in rows])
@@ -355,7 +338,7 @@ def test_simulation_with_a_known_truth(kind, weighted):
     share being on the safe side), wrong-way intervals no more often than 2.5% (+ 3 MC SEs), every
     estimate inside its interval."""
     from abcde.core.diff import affected_items
-    from test_ppi import _model
+    from test_ppi import _model, _tasks_by_answers
 
     base, exp, items = sim_world(11, kind, weighted=weighted)
     b, e, w, t = dicts(base, exp, items)
@@ -379,7 +362,7 @@ def test_simulation_with_a_known_truth(kind, weighted):
         est, _, _ = estimate_recall_lift(ss, true, facts, method="sim")
         designs["people"].append((est.value, est.standard_error, *est.confidence_interval()))
         for name, opts in models.items():
-            tasks, cells = _people_by_answers(ss, seed, 150, _model(true, **opts))
+            tasks, cells = _tasks_by_answers(ss, seed, 150, _model(true, **opts))
             people = {p: v for p, v in true.items() if p in tasks}
             est, _, _ = estimate_recall_lift(ss, people, facts, method="sim", cells=cells)
             designs[name].append((est.value, est.standard_error, *est.confidence_interval()))

@@ -95,7 +95,8 @@ def test_pair_sample_directory_stores_exact_quantities(tmp_path_factory, data, e
     check_totals(m, b, e, w)
     # exact pair weight totals per class (paper, "Summary of the estimation of quality metrics")
     want = ref.pair_totals(b, e, w)
-    assert set(m["pair_totals"]) == set(want)
+    # and the agreed stratum's, 0: no part of ΔPrecision (the recall lift's stratum, issue 38)
+    assert set(m["pair_totals"]) == set(want) | {"agreed"} and m["pair_totals"]["agreed"] == 0.0
     for c, v in want.items():
         assert m["pair_totals"][c] == close(v), c
     # Σ u_ij over AllPairs = Σ_i w_i/W · (SplitRate(i) + MergeRate(i) + stable share) ≥ 0
@@ -103,16 +104,19 @@ def test_pair_sample_directory_stores_exact_quantities(tmp_path_factory, data, e
     if estimator == "stratified":
         # U_c per stratum are the pair totals above; the self term is exact
         assert m["self_term"] == close(ref.self_term(b, e, w))
-        assert set(m["budgets"]) == {"split", "merge", "intersection+", "intersection-"}
+        assert set(m["budgets"]) == {"split", "merge", "intersection+", "intersection-", "agreed"}
         # the distinct pairs {i, j} (i ≠ j, u_ij > 0) of each stratum, counted from AllPairs
         strat = {"split": lambda p: p["class"] == "split", "merge": lambda p: p["class"] == "merge",
                  "intersection+": lambda p: p["class"] == "stable" and p["l"] > 0,
                  "intersection-": lambda p: p["class"] == "stable" and p["l"] < 0}
         listed = {c: {frozenset((p["i"], p["j"])) for p in ref.all_pairs(b, e, w)
                       if p["i"] != p["j"] and p["u"] > 0 and f(p)} for c, f in strat.items()}
+        # the agreed stratum (issue 38): pairs together in both clusterings, but for the intersection's
+        together = {frozenset((i, j)) for i in b for j in b if i != j and b[i] == b[j] and e[i] == e[j]}
+        listed["agreed"] = together - listed["intersection+"] - listed["intersection-"]
         assert m["pair_counts"] == {c: len(v) for c, v in listed.items()}
         for c, n in m["budgets"].items():
-            assert 0 <= n <= len(listed[c]) and (want[c] > 0 or n == 0), c
+            assert 0 <= n <= len(listed[c]) and (want.get(c, 1.0) > 0 or n == 0), c
         room = sum(len(listed[c]) for c in m["budgets"])
         assert sum(m["budgets"].values()) == min(budget, room)
         # a stratum whose budget covers its pairs is listed whole, each pair once with u_ij + u_ji
@@ -122,12 +126,20 @@ def test_pair_sample_directory_stores_exact_quantities(tmp_path_factory, data, e
             rows = [r for r in s.draws.to_pylist() if r["stratum"] == c]
             assert {frozenset((r["item_a"], r["item_b"])) for r in rows} == listed[c] and len(rows) == len(listed[c])
             for r in rows:
+                if c == "agreed":  # its pairs' weight in the pair masses: 2·w_a·w_b/W²
+                    pw = 2 * w[r["item_a"]] * w[r["item_b"]] / ref.overall(b, e, w)["total_weight"] ** 2
+                    assert r["pair_weight"] == close(pw)
+                    continue
                 assert r["pair_weight"] == close(u[(r["item_a"], r["item_b"])] + u[(r["item_b"], r["item_a"])])
 
     # each stored draw is a pair of AllPairs with its class and label
     pairs = {(p["i"], p["j"]): p for p in ref.all_pairs(b, e, w)}
     for r in s.draws.to_pylist():
         p = pairs[(r["item_a"], r["item_b"])]
+        if r.get("stratum") == "agreed":  # together in both, drawn ∝ w_i·w_j (no part of ΔPrecision: u may be 0)
+            assert b[r["item_a"]] == b[r["item_b"]] and e[r["item_a"]] == e[r["item_b"]], r
+            assert r["class"] == "agreed" and r["label"] == 0 and not r["is_self"], r
+            continue
         assert p["u"] > 0, r
         assert r["class"] == p["class"], r
         assert r["label"] == p["l"], r

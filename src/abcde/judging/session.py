@@ -130,6 +130,11 @@ def _and(parts: list[str]) -> str:
     return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
+def _agreed(unit: str) -> bool:
+    """Whether a stratum (or a cell of one, ``stratum|answer``) is the agreed stratum."""
+    return unit == "agreed" or unit.startswith("agreed|")
+
+
 class JudgingSession:
     """The judging app's state over one pair sample directory.
 
@@ -295,15 +300,19 @@ class JudgingSession:
         """Which of ``open_strata`` (strata with a pair open for the rater) the next pair comes from.
 
         First judgements first: a stratum with weight and no usable judgement yet (largest weight
-        first), then one with fewer than two. Then, with ``adaptive``, :meth:`next_stratum`;
+        first), then one with fewer than two; ΔPrecision's strata before the agreed stratum. Then, with ``adaptive``, :meth:`next_stratum`;
         otherwise the stratum with the largest ``needed_c / (judged_c + 1/2)``, so that the
         judgements split over the strata as the sample does."""
         open_strata = list(open_strata)
         usable = self.usable(live)
-        for k in (1, 2):
-            short = [c for c in self._weight if c in open_strata and usable[c] < min(k, self._pairs_in[c])]
-            if short:
-                return max(short, key=lambda c: self._weight[c])
+        # ΔPrecision's strata first (defined after one judgement each, its SE after two), then the agreed
+        # stratum's (the recall lift's): no part of ΔPrecision, it waits its turn.
+        for group in (False, True):
+            for k in (1, 2):
+                short = [c for c in self._weight if c in open_strata and _agreed(c) == group
+                         and usable[c] < min(k, self._pairs_in[c])]
+                if short:
+                    return max(short, key=lambda c: self._weight[c])
         if self.adaptive:
             c = self.next_stratum(live, set(open_strata))
             if c in open_strata:
@@ -353,10 +362,11 @@ class JudgingSession:
         usable = self.usable(live)
         count = Counter(j.pair_id for j in live)
         open_ = {self._stratum_of.get(p) for p in self.pair_ids if count[p] < self._wanted(p)}
-        defined = {c: 1 for c in self._weight if usable[c] < 1}
+        strata = [c for c in self._weight if not _agreed(c)]  # the agreed stratum is no part of ΔPrecision
+        defined = {c: 1 for c in strata if usable[c] < 1}
         if self.estimator == "stratified":  # a standard error needs two (a stratum of one pair: that pair)
-            want = {c: 1 if self._pairs_in[c] == 1 else 2 for c in self._weight}
-            se = {c: want[c] - usable[c] for c in self._weight if usable[c] < want[c]}
+            want = {c: 1 if self._pairs_in[c] == 1 else 2 for c in strata}
+            se = {c: want[c] - usable[c] for c in strata if usable[c] < want[c]}
         else:
             se = dict(defined)
         stuck = [c for c in se if c not in open_]

@@ -233,10 +233,11 @@ def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int | None = No
     prints = s.check_inputs(base=given.base, exp=given.exp, items=given.items)
     diff = build_diff(given, engine=engine, roles=_roles(m.get("target", "delta_precision")), prints=prints)
     estimator = m.get("estimator") or "paper"
-    strata, floor = (tuple(m["budgets"]) if estimator == "stratified" else STRATA), 0
+    strata, floor = (tuple(m["budgets"]) if estimator == "stratified" else STRATA), int(m.get("dp_floor") or 0)
     if strata == SIGNED:
         # Drawn before the agreed stratum: its strata keep their draws and budget, the agreed pairs
-        # (the recall lift's third stratum) come on top.
+        # (the recall lift's third stratum) come on top; that budget stays their floor in every later
+        # --extend (recorded as dp_floor), or a later budget would give them fewer than they hold.
         strata, floor = STRATA, int(m["budget"])
     draws, items_t, meta, slices, hide = _draw(
         diff, given, prints, budget=budget, seed=int(m["seed"]), slice_by=m.get("slice_by") or (),
@@ -328,9 +329,8 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
         draws = draws.set_column(0, "draw", pa.array(range(draws.num_rows), pa.int64()))
         judgeable = len({p for p, n in zip(draws.column("pair_id").to_pylist(),
                                            draws.column("needs_judgement").to_pylist()) if n})
-        # Every stratum's distinct pairs, counted per stratum: a pair may be in two strata (an agreed
-        # pair of an affected fragment is also an intersection pair; one judgement serves both), so
-        # the budget is filled when these add up to it.
+        # Every stratum's distinct pairs, counted per stratum (the strata hold disjoint pairs: the budget
+        # is filled when these add up to it; a stratum at its cap leaves it short: exhausted).
         filled = sum(len({p for p, n in zip(ss.draws[c].column("pair_id").to_pylist(),
                                             ss.draws[c].column("needs_judgement").to_pylist()) if n})
                      for c in ss.strata if ss.draws[c].num_rows)
@@ -341,6 +341,8 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
             extra["pair_counts"] = {c: pair_counts(diff)[c] for c in ss.strata}
         if strata == STRATA:
             extra["agreed_share"] = ss.agreed_share
+            if floor:
+                extra["dp_floor"] = floor
     draws = ps.draws
     id_type = "integer" if diff.joined.item_id.type().is_integer() else "string"
     # Attributes of every item in the sample.

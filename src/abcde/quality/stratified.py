@@ -266,6 +266,10 @@ def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: floa
             share = agreed_share(link_masses(diff, total_weight))
         dp_budget, n_agreed = split_budget(budget, share, caps, floor)
         budgets = allocate(dp_budget, totals, allocation=allocation, sigmas=sigmas, caps=caps, strata=SIGNED)
+        # What ΔPrecision's strata cannot take (every one listed whole) goes to the agreed stratum.
+        left = dp_budget - sum(budgets.values())
+        if n_agreed and left > 0:
+            n_agreed = min(n_agreed + left, (caps or {}).get("agreed", n_agreed + left))
         budgets["agreed"] = n_agreed
     else:
         budgets = allocate(budget, totals, allocation=allocation, sigmas=sigmas, caps=caps, strata=strata)
@@ -466,7 +470,14 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
         judged += j in ("same", "different")
         unsure += j == "unsure"
     live = [c for c in sample.strata if sample.totals[c] > 0]
-    exact = bool(live) and all(c in sample.census for c in live) and judged == len(judgeable)
+    # Exact: every ΔPrecision stratum listed whole and each of its pairs judged (the agreed stratum,
+    # no part of ΔPrecision, does not count here; the recall lift says its own exactness).
+    of_live = set()
+    for c in live:
+        if sample.draws[c].num_rows:
+            of_live |= set(sample.draws[c].column("pair_id").to_pylist())
+    exact = bool(live) and all(c in sample.census for c in live) and all(
+        by_pair.get(p) in ("same", "different") for p in of_live)
     return QualityResult(
         delta_precision=delta,
         good_split_rate=rate("split", split_rate, False, "good_split_rate"),

@@ -1,0 +1,267 @@
+"""Mutants of the recall lift's code (issue 38, section 6, last paragraph): plausible bugs planted by an
+independent review, each with the tests that kill it.
+
+Same format as ``mutants.py`` (an exact snippet of a file under ``src/abcde/``, which must occur exactly
+once, its replacement, a description, the test files in the order they run with ``-x``), kept apart
+so the list there stays one engineer's. ``run.py`` reads ``mutants.py`` only; run these with a driver
+that hands this list to it instead, e.g.::
+
+    import importlib.util, sys
+    sys.path.insert(0, "tests/mutation")
+    import run
+    spec = importlib.util.spec_from_file_location("abcde_mutants_recall", "tests/mutation/mutants_recall.py")
+    mod = importlib.util.module_from_spec(spec); sys.modules[spec.name] = mod; spec.loader.exec_module(mod)
+    run.load_mutants = lambda: mod.MUTANTS
+    run.MARKERS = "not slow and not spark and not browser"   # the cheap tests only
+    sys.exit(run.main(sys.argv[1:]))
+
+Every mutant is killed by a cheap test (no simulation): ``test_recall_lift_pinned.py`` pins each
+quantity exactly (hand-computed, or the brute-force reference of ``tests/reference.py``, at 1e-12).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PINNED = "tests/test_recall_lift_pinned.py"  # this review's tests
+RECALL = "tests/test_recall_lift.py"  # the recall lift's tests so far
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    file: str  # relative to src/abcde/
+    find: str  # exact snippet; must occur exactly once in the file
+    replace: str
+    description: str
+    tests: tuple[str, ...]
+    k: str | None = None
+
+
+M = Mutant
+BOTH_TESTS = (PINNED, RECALL)
+
+MUTANTS: list[Mutant] = [
+    # ------------------------------------------------------------------ quality/recall.py: reweighting
+    M("rl-factor-split-e", "quality/recall.py",
+      '    if kind == "split":\n        return b\n',
+      '    if kind == "split":\n        return e\n',
+      "factor: a split draw reweighted by W(E)/W instead of W(B)/W", BOTH_TESTS),
+    M("rl-factor-merge-b", "quality/recall.py",
+      '    if kind == "merge":\n        return e\n',
+      '    if kind == "merge":\n        return b\n',
+      "factor: a merge draw reweighted by W(B)/W instead of W(E)/W", BOTH_TESTS),
+    M("rl-factor-inter", "quality/recall.py",
+      "        return b * e / abs(b - e)",
+      "        return b * e",
+      "factor: an intersection draw reweighted by b·e, without the 1/|b − e|", BOTH_TESTS),
+    M("rl-cw-swapped", "quality/recall.py",
+      'cw = {r["item_id"]: (float(r["wb"]) / W, float(r["we"]) / W) for r in rows}',
+      'cw = {r["item_id"]: (float(r["we"]) / W, float(r["wb"]) / W) for r in rows}',
+      "recall_facts: the drawn items' cluster weights stored as (W(E), W(B)): b and e swapped", BOTH_TESTS),
+    M("rl-items-no-stable", "quality/recall.py",
+      'WEIGHED_CLASSES = ("split", "merge", "stable")',
+      'WEIGHED_CLASSES = ("split", "merge")',
+      "recall_items: the intersection draws' items left out of the cluster weights stored", BOTH_TESTS),
+    # ------------------------------------------------------------------ quality/recall.py: the estimate
+    M("rl-both-agreed-only", "quality/recall.py",
+      "    both = sum(parts[k].total for k in BOTH)\n",
+      '    both = parts["agreed"].total\n',
+      "lift_estimate: T_Base without the intersection strata (T_both = T_agreed)", BOTH_TESTS),
+    M("rl-den-no-split", "quality/recall.py",
+      "    den = both + s.total\n",
+      "    den = both\n",
+      "lift_estimate: Λ divided by T_both instead of T_Base = T_both + T_split", BOTH_TESTS),
+    M("rl-delta-no-1plus", "quality/recall.py",
+      "(1.0 + lam) ** 2 * s.var",
+      "s.var",
+      "delta method: the split stratum's variance without its (1 + Λ)² factor", BOTH_TESTS),
+    M("rl-delta-agreed-only", "quality/recall.py",
+      "lam * lam * sum(parts[k].var for k in BOTH)",
+      'lam * lam * parts["agreed"].var',
+      "delta method: the intersection strata's variance left out of the Λ²·Var(T_both) term", BOTH_TESTS),
+    M("rl-var-mass-once", "quality/recall.py",
+      "return _Part(mass * p, mass * mass * v, 0.0, mass, n, False, share=p, n_eff=n_eff)",
+      "return _Part(mass * p, mass * v, 0.0, mass, n, False, share=p, n_eff=n_eff)",
+      "a sampled stratum's Var(T̂_s) = M_s·Var(p̂) instead of M_s²·Var(p̂)", BOTH_TESTS),
+    M("rl-exact-any", "quality/recall.py",
+      "    exact = all(p.exact for p in parts.values())\n",
+      "    exact = any(p.exact for p in parts.values())\n",
+      "lift_estimate: exact when any stratum is (not every one)", BOTH_TESTS),
+    # ------------------------------------------------------------------ quality/recall.py: the interval
+    M("rl-wilson-n", "quality/recall.py",
+      "lo, hi = wilson(self.share, self.n_eff, z)",
+      "lo, hi = wilson(self.share, self.n, z)",
+      "a stratum's Wilson interval on its judged draws n instead of the effective n*", BOTH_TESTS),
+    M("rl-mover-sum", "quality/recall.py",
+      "        down += max(lam - min(vals), 0.0) ** 2\n        up += max(max(vals) - lam, 0.0) ** 2\n"
+      "    return lam - math.sqrt(down), lam + math.sqrt(up) if math.isfinite(up) else math.inf\n",
+      "        down += max(lam - min(vals), 0.0)\n        up += max(max(vals) - lam, 0.0)\n"
+      "    return lam - down, lam + up if math.isfinite(up) else math.inf\n",
+      "MOVER: the strata's distances added (a sum) instead of in quadrature", BOTH_TESTS),
+    M("rl-lift-of-agreed-only", "quality/recall.py",
+      "    den = sum(t[k] for k in BOTH) + ts\n",
+      '    den = t["agreed"] + ts\n',
+      "_lift_of (the interval and the range): T_Base without the intersection strata", BOTH_TESTS),
+    M("rl-wilson-centre", "quality/recall.py",
+      "    c = (p + z * z / (2.0 * n)) / d\n",
+      "    c = p\n",
+      "wilson: centred on p̂ instead of (p̂ + z²/2n)/(1 + z²/n)", BOTH_TESTS),
+    # ------------------------------------------------------------------ quality/recall.py: census, slices, cells
+    M("rl-census-no-factor", "quality/recall.py",
+      "                return factor(kind, *got)\n",
+      "                return 1.0\n",
+      "a census pair of the split, merge or intersection strata counted without its factor", BOTH_TESTS),
+    M("rl-census-half", "quality/recall.py",
+      "(inside(x) + inside(y)) / 2.0",
+      "float(inside(x))",
+      "a census pair in a slice: its whole weight when its first item is in the slice (not half per end)",
+      BOTH_TESTS),
+    M("rl-slice-overall-masses", "quality/recall.py",
+      "masses=dict(zip(RECALL_STRATA, m)))",
+      "masses=None)",
+      "slices: the overall pair masses instead of the slice's M_s(I)", BOTH_TESTS),
+    M("rl-slice-agreed-inter", "quality/recall.py",
+      "__abcde_a=ibis.ifelse(inter, 0.0, within),",
+      "__abcde_a=within,",
+      "recall_facts: a slice's agreed mass includes the intersection fragments' pairs", BOTH_TESTS),
+    M("rl-slice-self", "quality/recall.py",
+      "        within = j.weight * (f.w - j.weight)\n",
+      "        within = j.weight * f.w\n",
+      "recall_facts: a slice's within-fragment masses include the self pairs", BOTH_TESTS),
+    M("rl-cells-ignored", "quality/recall.py",
+      "    judged = {k: _judged(sample.draws[k], by_pair, _weights_for(facts, k), k, cells=cells)",
+      "    judged = {k: _judged(sample.draws[k], by_pair, _weights_for(facts, k), k, cells=None)",
+      "estimate_recall_lift: the people's cells ignored (their draws a plain subset)", BOTH_TESTS),
+    M("rl-nothing-changed-or", "quality/recall.py",
+      "    if s.exact and m.exact and s.hi == 0 and m.hi == 0:",
+      "    if s.exact and m.exact and (s.hi == 0 or m.hi == 0):",
+      "lift_estimate: 'nothing split or merged' (Λ = 0 exactly) when nothing is split or nothing merged",
+      BOTH_TESTS),
+    M("rl-census-unsure-exact", "quality/recall.py",
+      "    return _Part(t, v, known, known + rest, n, rest == 0.0)\n",
+      "    return _Part(t, v, known, known + rest, n, True)\n",
+      "a census stratum with pairs left unsure (or unjudged) called exact", BOTH_TESTS),
+    M("rl-slice-split-merge-swapped", "quality/recall.py",
+      "__abcde_s=j.weight * (f.wb - f.w), __abcde_m=j.weight * (f.we - f.w))",
+      "__abcde_s=j.weight * (f.we - f.w), __abcde_m=j.weight * (f.wb - f.w))",
+      "recall_facts: a slice's split and merge masses swapped", BOTH_TESTS),
+    M("rl-stored-ids-str", "quality/recall.py",
+      '    as_id = int if meta.get("id_type") == "integer" else str\n',
+      "    as_id = str\n",
+      "stored_recall: integer item ids read back as text (the cluster weights of integer ids not found)",
+      BOTH_TESTS),
+    # ------------------------------------------------------------------ metrics/impact.py link_masses
+    M("masses-W", "metrics/impact.py",
+      "    W2 = key * key\n",
+      "    W2 = key\n",
+      "link_masses: the masses divided by W instead of W²", BOTH_TESTS),
+    M("masses-agreed-inter", "metrics/impact.py",
+      "agreed=within.sum(where=(f.n > 1) & ~(up | down)),",
+      "agreed=within.sum(where=f.n > 1),",
+      "link_masses: the agreed mass includes the intersection fragments' pairs", BOTH_TESTS),
+    M("masses-self", "metrics/impact.py",
+      "    within = f.w * f.w - f.w2\n",
+      "    within = f.w * f.w\n",
+      "link_masses: the within-fragment masses include the self pairs", BOTH_TESTS),
+    M("masses-merge-base", "metrics/impact.py",
+      "merge=(f.w * (f.we - f.w)).sum(where=f.n < f.ne),",
+      "merge=(f.w * (f.we - f.w)).sum(where=f.n < f.nb),",
+      "link_masses: the merge mass summed over the fragments smaller than their Base cluster", BOTH_TESTS),
+    # ------------------------------------------------------------------ sampling/pairs.py
+    M("pairs-agreed-frag-inter", "sampling/pairs.py",
+      "    return (f.n > 1) & ~inter\n",
+      "    return f.n > 1\n",
+      "agreed_fragments: the intersection fragments included (a pair in two strata)", BOTH_TESTS),
+    M("pairs-agreed-u", "sampling/pairs.py",
+      "u=j.weight * f.w, label=ibis.literal(0)",
+      "u=j.weight, label=ibis.literal(0)",
+      "agreed_population: the vantage item drawn ∝ w_i instead of w_i·W(F)", BOTH_TESTS),
+    M("pairs-agreed-partner-count", "sampling/pairs.py",
+      "    items = rows_of_fragments(diff, frags)\n    win = ibis.window(",
+      "    items = rows_of_fragments(diff, frags).mutate(weight=ibis.literal(1.0))\n    win = ibis.window(",
+      "_agreed_partners: the partner drawn ∝ 1 (by count) instead of ∝ w_j", BOTH_TESTS),
+    M("pairs-agreed-partner-pos", "sampling/pairs.py",
+      "pos=x.u * x.total, draw=x.draw).view()",
+      "pos=x.u * x.total * 0.95, draw=x.draw).view()",
+      "_agreed_partners: the partner never the last 5% of the fragment's weight", BOTH_TESTS),
+    M("pairs-count-agreed", "sampling/pairs.py",
+      "agreed=within.sum(where=agreed_fragments(f)),",
+      "agreed=within.sum(where=f.n > 1),",
+      "pair_counts: the agreed stratum's pairs counted with the intersection fragments'", BOTH_TESTS),
+    M("pairs-census-agreed-weight", "sampling/pairs.py",
+      "pair_weight=2.0 * a.weight * b.weight / (W * W))",
+      "pair_weight=a.weight * b.weight / (W * W))",
+      "stratum_pairs: an agreed census pair weighs w_a·w_b/W² (one ordered pair) instead of 2·w_a·w_b/W²",
+      BOTH_TESTS),
+    # ------------------------------------------------------------------ quality/stratified.py
+    M("strat-agreed-self-kept", "quality/stratified.py",
+      'drop_self=c.startswith("intersection") or c == "agreed")',
+      'drop_self=c.startswith("intersection"))',
+      "sample_stratified_many: the agreed stratum's self draws not rejected", BOTH_TESTS),
+    M("strat-share-no-1plus", "quality/stratified.py",
+      "    b = (1 + lift) * ms * sc + mm * sc\n",
+      "    b = ms * sc + mm * sc\n",
+      "agreed_share: the split stratum's gradient without (1 + Λ)", BOTH_TESTS),
+    M("strat-share-no-lift", "quality/stratified.py",
+      "    a = abs(lift) * ma * sa\n",
+      "    a = ma * sa\n",
+      "agreed_share: the agreed stratum's gradient without |Λ|", BOTH_TESTS),
+    M("strat-share-no-floor", "quality/stratified.py",
+      "    return min(max(share, lo), hi)\n",
+      "    return min(share, hi)\n",
+      "agreed_share: not cut to at least 0.1 (no agreed pair when as much is split as merged)", BOTH_TESTS),
+    M("strat-agreed-budget-no-half", "quality/stratified.py",
+      "    n = min(max(2, int(math.floor(share * budget + 0.5))), budget // 2)\n",
+      "    n = max(2, int(math.floor(share * budget + 0.5)))\n",
+      "agreed_budget: not at most half the budget (2 of a budget of 1: not monotone)", BOTH_TESTS),
+    M("strat-agreed-budget-ceil", "quality/stratified.py",
+      "int(math.floor(share * budget + 0.5))",
+      "int(math.ceil(share * budget))",
+      "agreed_budget: share·budget rounded up instead of to the nearest", BOTH_TESTS),
+    M("strat-split-budget-floor", "quality/stratified.py",
+      "    if budget - n_a < floor:\n        n_a = budget - floor\n",
+      "    if budget - n_a < floor:\n        n_a = max(budget - floor, 2)\n",
+      "split_budget: at least 2 agreed pairs even when the floor leaves fewer (old strata shrink)", BOTH_TESTS),
+    M("strat-weights-agreed", "quality/stratified.py",
+      '        out["agreed"] = int(budgets["agreed"]) * u / n if n and u > 0 else 1.0\n',
+      '        out["agreed"] = u / n if n and u > 0 else 1.0\n',
+      "stratum_weights: the agreed stratum weighs one pair's share, not its budget's", BOTH_TESTS),
+    M("strat-agreed-cap-ignored", "quality/stratified.py",
+      "    n_a = agreed_budget(budget, share, (caps or {}).get(\"agreed\"))\n",
+      "    n_a = agreed_budget(budget, share)\n",
+      "split_budget: the agreed budget not capped at its pairs (the rest not given to the others)", BOTH_TESTS),
+    # ------------------------------------------------------------------ quality/draw.py
+    M("draw-extend-no-floor", "quality/draw.py",
+      "        strata, floor = STRATA, int(m[\"budget\"])\n",
+      "        strata, floor = STRATA, 0\n",
+      "--extend of a sample drawn before the agreed stratum: its strata not kept at their budget", BOTH_TESTS),
+    M("draw-recall-no-slices", "quality/draw.py",
+      "meta[\"recall\"] = recall_record(recall_facts(diff, recall_items(draws), slice_by=slice_by,",
+      "meta[\"recall\"] = recall_record(recall_facts(diff, recall_items(draws), slice_by=(),",
+      "the recall metadata without the slices' masses", BOTH_TESTS),
+    # ------------------------------------------------------------------ quality/estimate.py _with_recall
+    M("est-recall-cells-dropped", "quality/estimate.py",
+      "        r = _with_recall(r, s, people.by_pair, slice_by, cells=cells, people=True)\n",
+      "        r = _with_recall(r, s, people.by_pair, slice_by, people=True)\n",
+      "_with_recall: the people's cells not passed (tasks chosen by a model's answers read as a plain subset)",
+      BOTH_TESTS),
+    M("est-recall-ppi-all", "quality/estimate.py",
+      "        r = _with_recall(r, s, pb, slice_by, people=True)\n",
+      "        r = _with_recall(r, s, {**model.by_pair, **pb}, slice_by, people=True)\n",
+      "_with_recall (model + people): the model's judgements used for the pairs people did not judge",
+      BOTH_TESTS),
+    # ------------------------------------------------------------------ metrics/pointwise.py, report/build.py
+    M("pw-true-links-agreed", "metrics/pointwise.py",
+      'true_links=link_masses(diff, o["total_weight"])["both"]',
+      'true_links=link_masses(diff, o["total_weight"])["agreed"]',
+      "pointwise true_links: the agreed stratum's mass instead of every pair together in both", BOTH_TESTS),
+    M("report-truth-lift-recall", "report/build.py",
+      '    b, e = t["base"].get("true_links"), t["exp"].get("true_links")\n',
+      '    b, e = t["base"].get("recall"), t["exp"].get("recall")\n',
+      "_truth_lift: the ratio of the pointwise recalls instead of the true links'", BOTH_TESTS),
+    M("report-truth-lift-inverted", "report/build.py",
+      "return e / b - 1.0 if same",
+      "return b / e - 1.0 if same",
+      "_truth_lift: T_Base/T_Exp − 1 instead of T_Exp/T_Base − 1", BOTH_TESTS),
+]
