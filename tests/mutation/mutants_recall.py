@@ -21,21 +21,25 @@ quantity exactly (hand-computed, or the brute-force reference of ``tests/referen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 PINNED = "tests/test_recall_lift_pinned.py"  # this review's tests
 RECALL = "tests/test_recall_lift.py"  # the recall lift's tests so far
 
 
-@dataclass(frozen=True)
-class Mutant:
-    id: str
-    file: str  # relative to src/abcde/
-    find: str  # exact snippet; must occur exactly once in the file
-    replace: str
-    description: str
-    tests: tuple[str, ...]
-    k: str | None = None
+def _mutant_class():
+    """The catalogue's own ``Mutant`` (tests/mutation/mutants.py), loaded from beside this file."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("abcde_mutation_catalogue", Path(__file__).with_name("mutants.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # (dataclasses look their module up while the class is made)
+    spec.loader.exec_module(mod)
+    return mod.Mutant
+
+
+Mutant = _mutant_class()
 
 
 M = Mutant
