@@ -113,8 +113,8 @@ MUTANTS: list[Mutant] = [
       "wilson: centred on p̂ instead of (p̂ + z²/2n)/(1 + z²/n)", BOTH_TESTS),
     # ------------------------------------------------------------------ quality/recall.py: census, slices, cells
     M("rl-census-no-factor", "quality/recall.py",
-      "                return factor(kind, *got)\n",
-      "                return 1.0\n",
+      "_census_part(draws, by_pair, _Factors(facts.cluster_weights, kind).of, inside)",
+      "_census_part(draws, by_pair, lambda x: 1.0, inside)",
       "a census pair of the split, merge or intersection strata counted without its factor", BOTH_TESTS),
     M("rl-census-half", "quality/recall.py",
       "(inside(x) + inside(y)) / 2.0",

@@ -15,22 +15,25 @@ read "Exp keeps x% more (fewer) true links than Base". ``T_C / T_truth`` is C's 
 cancels (after van Staden, "More Clustering Quality Metrics for ABCDE", 2024, which characterises
 ΔRecall).
 
-The pairs together in either clustering fall into three strata: **agreed** (together in both, ``j ∈
-F(i)∖{i}`` with ``F = B ∩ E`` the fragment), **split** (together in Base only, ``j ∈ B∖E``) and
-**merge** (together in Exp only, ``j ∈ E∖B``). Each has an exact pair mass ``M_s = Σ w_i·w_j``
-(:func:`abcde.sampling.pairs.link_masses`, from the fragments, never a pair list), and
-``T_s = M_s·p_s`` with ``p_s`` the share of same-entity pairs among pairs drawn ∝ ``w_i·w_j`` in
-``s``. So::
+The pairs together in either clustering fall into five strata, each pair in exactly one: those
+together in both (``j ∈ F(i)∖{i}``, ``F = B ∩ E`` the fragment) are the **intersection±** strata's
+when ``F`` is affected with ``W(B) ≠ W(E)`` (ΔPrecision samples them already) and the **agreed**
+stratum's otherwise; **split** (together in Base only, ``j ∈ B∖E``) and **merge** (together in Exp
+only, ``j ∈ E∖B``). Each has an exact pair mass ``M_s = Σ w_i·w_j``
+(:func:`abcde.metrics.impact.link_masses`, from the fragments, never a pair list), and ``T_s =
+M_s·p_s`` with ``p_s`` the share of same-entity pairs among pairs drawn ∝ ``w_i·w_j`` in ``s``. With
+``T_both = T_agreed + T_intersection+ + T_intersection−``::
 
-    T_Base = T_agreed + T_split,   T_Exp = T_agreed + T_merge
-    Λ      = (T_merge − T_split) / (T_agreed + T_split)
+    T_Base = T_both + T_split,   T_Exp = T_both + T_merge
+    Λ      = (T_merge − T_split) / (T_both + T_split)
 
 Estimation
 ----------
-The agreed stratum is drawn ∝ ``w_i·w_j`` (:func:`abcde.sampling.pairs.agreed_population`). The split
-and merge strata, drawn for ΔPrecision ∝ ``u_ij = w_i·w_j/(W·W(B(i)))`` (merge: ``W(E(i))``), stand for
-draws ∝ ``w_i·w_j`` once each draw is reweighted by ``r = W(B(i))`` (merge: ``W(E(i))``), known exactly
-(stored in the sample at the draw): the ratio form of :mod:`abcde.quality.distances`::
+The agreed stratum is drawn ∝ ``w_i·w_j`` (:func:`abcde.sampling.pairs.agreed_population`). The other
+strata, drawn for ΔPrecision ∝ ``u_ij``, stand for draws ∝ ``w_i·w_j`` once each draw is reweighted by
+its :func:`factor` (split ``W(B(i))``, merge ``W(E(i))``, intersection ``W(B)·W(E)/|W(B) − W(E)|``),
+known exactly (the cluster weights are stored in the sample at the draw): the ratio form of
+:mod:`abcde.quality.distances`::
 
     p̂_s = Σ_k r_k·g_k / Σ_k r_k      (k: the judged draws of s, g = 1(i ≡ j); r = 1 for agreed)
     Var(p̂_s) = n/(n − 1) · Σ_k r_k²(g_k − p̂_s)² / (Σ_k r_k)²
@@ -40,7 +43,7 @@ A stratum listed whole (a census) adds its judged pairs exactly (pairs left unsu
 like the judged ones, as ΔPrecision's census does). The strata are sampled independently, so the
 delta method gives::
 
-    Var(Λ̂) = (Var(T̂_merge) + (1 + Λ̂)²·Var(T̂_split) + Λ̂²·Var(T̂_agreed)) / (T̂_agreed + T̂_split)²
+    Var(Λ̂) = (Var(T̂_merge) + (1 + Λ̂)²·Var(T̂_split) + Λ̂²·Var(T̂_both)) / (T̂_both + T̂_split)²
 
 The interval (MOVER, the method of variance estimates recovery; Zou & Donner 2008) is built from
 each stratum's own interval: a sampled stratum's ``M_s·`` Wilson's interval of its share on the
@@ -58,7 +61,7 @@ draws − 1 degrees of freedom. Every pair of every stratum listed and judged: �
 
 Slices (vantage item in I): ``T_s(I) = M_s(I)·p̂_s(I)`` with ``M_s(I)`` the exact mass of the pairs whose
 first item is in I and ``p̂_s(I)`` the domain ratio over the judged draws whose vantage item is in I;
-``Λ(I) = (T_merge(I) − T_split(I)) / (T_agreed(I) + T_split(I))``.
+``Λ(I) = (T_merge(I) − T_split(I)) / (T_both(I) + T_split(I))``.
 
 People and models: with people's tasks (``--human-budget``) the lift uses the people's judgements of
 their tasks alone, each stratum's tasks a random subset of its draws; when the tasks were chosen by
@@ -194,13 +197,6 @@ def stored_recall(meta: dict) -> RecallFacts | None:
     cw = {as_id(k): (float(v[0]), float(v[1])) for k, v in (rec.get("cluster_weights") or {}).items()}
     slices = {c: {v: tuple(float(x) for x in t) for v, t in vals.items()} for c, vals in (rec.get("slices") or {}).items()}
     return RecallFacts({k: float(v) for k, v in rec["masses"].items()}, cw, slices)
-
-
-class _Ones(dict):
-    """Every item's "share" 1: the agreed stratum is drawn ∝ w_i·w_j already (no reweighting)."""
-
-    def get(self, key, default=None):
-        return (1.0, 1.0)
 
 
 # ----------------------------------------------------------------------------- one stratum
@@ -369,25 +365,34 @@ def _bounds(parts: dict) -> tuple[float, float]:
 def _weights_for(facts: RecallFacts, kind: str) -> DistanceFacts:
     """Each drawn item's reweighting factor in stratum ``kind`` (:func:`factor`), as the share
     ``distances._judged`` reads."""
-    if kind == "agreed":
-        return DistanceFacts(0.0, 0.0, _Ones())
     return DistanceFacts(0.0, 0.0, _Factors(facts.cluster_weights, kind))
 
 
 class _Factors(dict):
     """``{item: (factor, factor)}`` of one stratum, computed for the items asked (an intersection
-    item's ``W(B) ≠ W(E)``; a split item's may be equal)."""
+    item's ``W(B) ≠ W(E)``; a split item's may be equal); every agreed item's is 1 (drawn ∝ w_i·w_j,
+    its cluster weights not stored)."""
 
     def __init__(self, cluster_weights: dict, kind: str):
         super().__init__()
         self.cw, self.kind = cluster_weights, kind
 
     def get(self, key, default=None):
+        if self.kind == "agreed":
+            return (1.0, 1.0)
         got = self.cw.get(key)
         if got is None:
             return default
         f = factor(self.kind, *got)
         return (f, f)
+
+    def of(self, key) -> float:
+        """The factor of ``key``, refused when the sample stored no cluster weights for it."""
+        got = self.get(key)
+        if got is None:
+            raise InputError(f"Item {key!r} of the pair sample has no stored cluster weights: the sample's "
+                             "metadata is not the one it was drawn with.")
+        return got[0]
 
 
 def _parts_of(sample, by_pair: dict, facts: RecallFacts, *, cells=None, inside=None, masses=None,
@@ -403,16 +408,7 @@ def _parts_of(sample, by_pair: dict, facts: RecallFacts, *, cells=None, inside=N
                 _Part(math.nan, math.nan, 0.0, mass, 0, False, "not drawn")
             continue
         if kind in sample.census:
-            def census_factor(x, kind=kind):
-                if kind == "agreed":
-                    return 1.0
-                got = facts.cluster_weights.get(x)
-                if got is None:
-                    raise InputError(f"Item {x!r} of the pair sample has no stored cluster weights: the sample's "
-                                     "metadata is not the one it was drawn with.")
-                return factor(kind, *got)
-
-            out[kind] = _census_part(draws, by_pair, census_factor, inside)
+            out[kind] = _census_part(draws, by_pair, _Factors(facts.cluster_weights, kind).of, inside)
             continue
         j = judged[kind] if judged else _judged(draws, by_pair, _weights_for(facts, kind), kind, cells=cells)
         mask = None if inside is None else np.array([bool(inside(v)) for v in j.vantage], dtype=bool)
