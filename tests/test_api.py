@@ -27,6 +27,27 @@ def test_table_types_give_the_same_result(make, small):
         assert r.jaccard_distance == pytest.approx(31 / 60, rel=1e-12)
 
 
+def test_dataframes_are_read_through_arrow_not_ibis_pandas_reader(monkeypatch):
+    """A pandas DataFrame never reaches Ibis's pandas reader, which reads an option pandas 3 deprecates
+    (a warning, an error under the suite's rules): abcde gives Ibis Arrow (issue 39, part 9)."""
+    import ibis.formats.pandas as ibis_pandas
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Ibis's pandas reader was used")
+
+    monkeypatch.setattr(ibis_pandas.PandasData, "infer_table", refuse)
+    r = abcde.impact(pd.DataFrame(BASE), pd.DataFrame(EXP), items=pd.DataFrame({"item_id": [1, 2, 3, 4, 5],
+                                                                              "weight": [1.0] * 5}))
+    assert r.split_rate == pytest.approx(7 / 15, rel=1e-12)
+
+
+def test_a_dataframe_column_of_mixed_types_is_one_clear_error():
+    from abcde.errors import InputError
+
+    with pytest.raises(InputError, match="column 'cluster_id'.*mixes types"):
+        abcde.impact(pd.DataFrame({"item_id": [1, 2], "cluster_id": ["a", 1.5]}), pd.DataFrame(EXP))
+
+
 def test_database_file_memory_limit_and_threads(tmp_path, small):
     db = tmp_path / "work.duckdb"
     eng = abcde.connect("duckdb", database=db, memory_limit="512MB", threads=1)

@@ -301,11 +301,12 @@ def test_foreign_host_and_odd_bodies(server):
 
 def test_structured_filter_keeps_big_integers_exact(tmp_path):
     import ibis
+    import pyarrow as pa
 
-    t = ibis.memtable({"x": [2**53, 2**53 + 1]})
+    t = ibis.memtable(pa.table({"x": [2**53, 2**53 + 1]}))
     con = ibis.duckdb.connect()
     for v in (2**53 + 1, str(2**53 + 1)):
-        assert con.execute(t.filter(structured_filter([{"column": "x", "op": "=", "value": v}], t)).x).tolist() == [
+        assert con.to_pyarrow(t.filter(structured_filter([{"column": "x", "op": "=", "value": v}], t)).x).to_pylist() == [
             2**53 + 1]
     with pytest.raises(InputError, match="not a value of column 'x'"):
         structured_filter([{"column": "x", "op": "=", "value": 2**70}], t)

@@ -29,6 +29,7 @@ import os
 from dataclasses import dataclass, field
 
 import ibis
+import pyarrow as pa
 
 from abcde.core import join_buckets, join_hash, join_zip
 from abcde.core.formulas import affected
@@ -297,7 +298,7 @@ def _keep(diff: Diff, key: str) -> Diff:
             raise
         meta = {"restriction": diff.restriction.to_dict(), "labels": diff.labels, "attributes": diff.attributes,
                 "items": items is not None}
-        eng.store(names["meta"], ibis.memtable({"meta": [json.dumps(meta, default=str)]}))
+        eng.store(names["meta"], ibis.memtable(pa.table({"meta": [json.dumps(meta, default=str)]})))
         shown.rows = diff.restriction.common_items
     return Diff(engine=eng, joined=joined, fragments=fragments, items=items, attributes=diff.attributes,
                 restriction=diff.restriction, labels=diff.labels, prints=diff.prints)

@@ -32,11 +32,11 @@ TypeError: Can't instantiate abstract class Engine
 :func:`connect` makes the class its name registers; temporary tables go with
 :meth:`Engine.release`:
 
->>> import ibis
+>>> import ibis, pyarrow as pa
 >>> eng = connect("duckdb")
 >>> type(eng).__name__, eng.name
 ('DuckDBEngine', 'duckdb')
->>> t = eng.materialize(ibis.memtable({"x": [1, 2]}), "doctest")
+>>> t = eng.materialize(ibis.memtable(pa.table({"x": [1, 2]})), "doctest")
 >>> eng.one(t.aggregate(s=t.x.sum()))
 {'s': 3}
 >>> temp = "SELECT count(*) FROM duckdb_tables() WHERE table_name LIKE '__abcde_doctest_%'"

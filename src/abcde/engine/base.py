@@ -152,7 +152,8 @@ class Engine(abc.ABC):
             return ibis.memtable(pa.table(source) if isinstance(source, pa.RecordBatch) else source)
         mod = type(source).__module__.split(".")[0]
         if mod in ("pandas", "polars"):
-            return ibis.memtable(source)
+            # Through Arrow, not Ibis's pandas reader (Ibis 12 reads an option pandas 3 deprecates).
+            return ibis.memtable(_frame_to_arrow(source, mod, role))
         raise InputError(
             f"Cannot read {role} from an object of type {type(source).__name__}. "
             "Expected a path to a .parquet or .csv file, a pandas or polars DataFrame, "
@@ -539,3 +540,26 @@ def resolve(engine: Engine | str | None) -> Engine:
     if isinstance(engine, Engine):
         return engine
     raise InputError(f"engine must be an Engine, an engine name or None. Got {type(engine).__name__}.")
+
+
+def _frame_to_arrow(frame, mod: str, role: str) -> pa.Table:
+    """A pandas or polars DataFrame as Arrow (its index is not a column); a column Arrow cannot
+    hold in one type (an object column of text and numbers) is a clear error naming it."""
+    if mod == "polars":
+        return frame.to_arrow()
+    try:
+        return pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        column = next((c for c in frame.columns if _arrow_fails(frame[c])), None)
+        where = f"column {column!r}" if column is not None else "a column"
+        raise InputError(f"Cannot read {role}: {where} of the DataFrame mixes types Arrow cannot hold in one "
+                         f"column ({str(exc).splitlines()[0]}). Give the column one type.") from exc
+
+
+def _arrow_fails(series) -> bool:
+    try:
+        pa.array(series, from_pandas=True)
+        return False
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return True
+
