@@ -39,6 +39,7 @@ from abcde.quality.ppi import people_pairs
 from abcde.util import progress as _progress
 from abcde.util.files import (InputPrints, aside_prefix, describe_fingerprint, describe_os_error, exchange_dirs,
                               file_digest, make_temp_dir, remove_dead_leftovers, write_table_file)
+from abcde.util.files import FORMULA_STARTS, neutralise_formulas  # noqa: F401  (the rule's old home)
 
 
 FORMAT = "abcde.pair_sample"
@@ -59,8 +60,6 @@ LOCK_FILE = ".judging.lock"
 REPLACED_DIR = "replaced"
 #: Item columns never shown to a judge: sampling data, not evidence about the items.
 NEVER_SHOWN = ("weight",)
-#: Cell starts that a spreadsheet reads as a formula (CSV injection); such text cells get a leading '.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def shown_columns(attributes, hidden=()) -> list[str]:
@@ -86,17 +85,6 @@ def blind_tasks(tasks: pa.Table, attributes, *, hidden=(), show_ids: bool = Fals
     for c in shown_columns(attributes, hidden):
         cols += [f"a_{c}", f"b_{c}"]
     return tasks.select([c for c in cols if c in tasks.column_names])
-
-
-def neutralise_formulas(table: pa.Table) -> pa.Table:
-    """Text cells that a spreadsheet would run as a formula, prefixed with ``'`` (for CSV files
-    that people open in a spreadsheet); other cells unchanged."""
-    for k, field in enumerate(table.schema):
-        if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
-            values = [("'" + v) if isinstance(v, str) and v.startswith(FORMULA_STARTS) else v
-                      for v in table.column(k).to_pylist()]
-            table = table.set_column(k, field, pa.array(values, field.type))
-    return table
 
 
 def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Table, meta: dict, *,
@@ -128,7 +116,7 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
     plan = _plan(out, draws, items, meta, force=force, hidden=hidden, show_ids=show_ids, extends=extends,
                  with_slices=slices is not None)
     try:
-        _write_whole(out, lambda tmp: _write_files(tmp, plan, draws, items, slices), plan.aside)
+        _write_whole(out, lambda tmp: _write_files(tmp, plan, draws, items, slices), plan.aside, old_id=plan.old_id)
     except OSError as exc:
         raise InputError(describe_os_error(exc, f"Cannot write the pair sample to '{out}':")) from exc
     return out
@@ -194,7 +182,7 @@ def _write_files(tmp: Path, plan: _Plan, draws: pa.Table, items: pa.Table, slice
     tasks = blind_tasks(task_table(draws, items, people_pairs(draws, meta)), items.column_names, hidden=hidden,
                         show_ids=meta["blind"]["show_ids"])
     tasks = tasks.replace_schema_metadata(None)
-    write_table_file(neutralise_formulas(tasks), tmp / "tasks.csv")
+    write_table_file(tasks, tmp / "tasks.csv")  # for people: formula cells neutralised
     for ext in ("parquet", "jsonl"):
         write_table_file(tasks, tmp / f"tasks.{ext}")
     # Fingerprints: every file of the sample, the draws, and (last) the metadata itself.
@@ -227,29 +215,38 @@ class StagedSample:
         the ``with`` block. Meanwhile ``out``'s in-use lock (:data:`LOCK_FILE`) is held exclusively,
         so no judge writes between the links and the swap. Refuses when ``out`` is in use (served,
         judged) or was drawn into since the sample was staged."""
-        out, plan = self.out, self.plan
-        lock = None
-        if out.is_dir():
-            lock = open(out / LOCK_FILE, "a+")
-            try:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                lock.seek(0)
-                holder = " ".join(lock.read().split()) or "another process"
-                lock.close()
-                raise InputError(f"The sample directory '{out}' is in use ({holder}); nothing was replaced. Stop "
-                                 "that process (a judging server, a model run) and run again.") from None
-        try:
-            now = _existing_sample_id(out)
-            if now != plan.old_id:
-                raise InputError(f"'{out}' changed while this sample was being drawn for it (it held sample "
-                                 f"{plan.old_id}, now {now}); nothing was replaced. Run again.")
-            if out.is_dir():
-                _link_kept(out, self.files, plan.aside)
+        with _held_unchanged(self.out, self.plan.old_id):
+            if self.out.is_dir():
+                _link_kept(self.out, self.files, self.plan.aside)
             yield
-        finally:
-            if lock is not None:
-                lock.close()
+
+
+@contextlib.contextmanager
+def _held_unchanged(out: Path, old_id: str | None):
+    """Hold ``out``'s in-use lock (:data:`LOCK_FILE`) exclusively for the ``with`` block, after checking
+    that ``out`` still holds sample ``old_id`` (what the plan saw): no judging server or model run
+    writes into ``out`` between the links of its judgements and the swap. Refuses in one line when
+    ``out`` is in use or was drawn into meanwhile; nothing is changed then."""
+    lock = None
+    if out.is_dir():
+        lock = open(out / LOCK_FILE, "a+")
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.seek(0)
+            holder = " ".join(lock.read().split()) or "another process"
+            lock.close()
+            raise InputError(f"The sample directory '{out}' is in use ({holder}); nothing was replaced. Stop "
+                             "that process (a judging server, a model run) and run again.") from None
+    try:
+        now = _existing_sample_id(out)
+        if now != old_id:
+            raise InputError(f"'{out}' changed while this sample was being drawn for it (it held sample "
+                             f"{old_id}, now {now}); nothing was replaced. Run again.")
+        yield
+    finally:
+        if lock is not None:
+            lock.close()
 
 
 def stage_sample_dir(out_dir: str | os.PathLike, files: str | os.PathLike, draws: pa.Table, items: pa.Table,
@@ -271,7 +268,7 @@ def stage_sample_dir(out_dir: str | os.PathLike, files: str | os.PathLike, draws
     return StagedSample(out, files, plan)
 
 
-def _write_whole(out: Path, write, aside: tuple[Path, tuple] | None = None) -> None:
+def _write_whole(out: Path, write, aside: tuple[Path, tuple] | None = None, *, old_id: str | None = None) -> None:
     """Write a sample directory as one step: after a crash at any moment ``out`` holds the old
     directory or the new one, whole.
 
@@ -281,7 +278,10 @@ def _write_whole(out: Path, write, aside: tuple[Path, tuple] | None = None) -> N
     exchanged atomically (Linux ``renameat2(RENAME_EXCHANGE)``; elsewhere two renames, with the
     old directory kept aside in between), and the old one, whose every kept file is now linked
     from ``out``, is removed. ``aside``: ``(folder relative to out, names)`` of ``out``'s files to
-    keep in that folder instead (an earlier sample and its judgements, stale files).
+    keep in that folder instead (an earlier sample and its judgements, stale files). The links and
+    the exchange happen under ``out``'s in-use lock, ``out`` still holding sample ``old_id``
+    (:func:`_held_unchanged`): a judge that starts meanwhile waits or is refused, never writes into
+    the old directory.
     """
     out.parent.mkdir(parents=True, exist_ok=True)
     _remove_leftovers(out)
@@ -291,8 +291,9 @@ def _write_whole(out: Path, write, aside: tuple[Path, tuple] | None = None) -> N
         if not out.exists():
             os.rename(new, out)  # the directory appears whole
             return
-        _link_kept(out, new, aside)
-        _exchange(new, out)
+        with _held_unchanged(out, old_id):
+            _link_kept(out, new, aside)
+            _exchange(new, out)
     finally:
         shutil.rmtree(new, ignore_errors=True)  # the new files if anything failed; else the old directory
 

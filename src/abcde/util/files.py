@@ -143,8 +143,46 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
     return Path(path)
 
 
-def write_table_file(table: pa.Table, path: str | os.PathLike) -> Path:
-    """Write Arrow as CSV, Parquet or JSONL by extension, atomically."""
+#: Cell starts that a spreadsheet reads as a formula (CSV injection; OWASP's list, with line feed and
+#: the full-width forms some spreadsheets fold to them).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+#: The mark of a neutralised cell: a spreadsheet shows the text after it as text and hides the mark.
+FORMULA_QUOTE = "'"
+
+
+def neutralise_formulas(table: pa.Table) -> pa.Table:
+    """Every text cell that a spreadsheet would run as a formula, prefixed with ``'`` (a CSV file people
+    open); a cell that starts with ``'`` gets one more, so :func:`restore_formulas` gives back every
+    value exactly. Nested columns become JSON text first; other cells are unchanged."""
+    table = _flat_for_csv(table)
+    marks = (*FORMULA_STARTS, FORMULA_QUOTE)
+    for k, f in enumerate(table.schema):
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
+            values = [FORMULA_QUOTE + v if isinstance(v, str) and v.startswith(marks) else v
+                      for v in table.column(k).to_pylist()]
+            table = table.set_column(k, f, pa.array(values, f.type))
+    return table
+
+
+def restore_formulas(table: pa.Table) -> pa.Table:
+    """The values :func:`neutralise_formulas` was given: a text cell ``'`` + a formula start (or ``'``)
+    loses its first ``'`` (as a spreadsheet reads it); every other cell is unchanged."""
+    marks = (*FORMULA_STARTS, FORMULA_QUOTE)
+    for k, f in enumerate(table.schema):
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
+            values = [v[1:] if isinstance(v, str) and v.startswith(FORMULA_QUOTE) and v[1:].startswith(marks) else v
+                      for v in table.column(k).to_pylist()]
+            table = table.set_column(k, f, pa.array(values, f.type))
+    return table
+
+
+def write_table_file(table: pa.Table, path: str | os.PathLike, *, spreadsheet: bool = True) -> Path:
+    """Write Arrow as CSV, Parquet or JSONL by extension, atomically.
+
+    A CSV is written for people, who open it in a spreadsheet: every text cell that would run as a
+    formula is neutralised (:func:`neutralise_formulas`; abcde's readers of judgement files undo it).
+    ``spreadsheet=False`` writes the values as they are, for a CSV that is data for a program (such as
+    ``abcde weights --out W.csv``, read back as ``--items``)."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
@@ -156,7 +194,7 @@ def write_table_file(table: pa.Table, path: str | os.PathLike) -> Path:
         if name.endswith((".parquet", ".pq")):
             pq.write_table(table, tmp)
         elif name.endswith(".csv"):
-            pacsv.write_csv(_flat_for_csv(table), tmp)
+            pacsv.write_csv(neutralise_formulas(table) if spreadsheet else _flat_for_csv(table), tmp)
         else:
             with open(tmp, "w") as fh:
                 for row in table.to_pylist():

@@ -248,12 +248,13 @@
     return null;
   }
 
-  // A cell of a CSV file: text that a spreadsheet would run as a formula gets a leading ' (the rule
-  // of tasks.csv, abcde.quality.sample_dir.neutralise_formulas); quoted as RFC 4180 says.
+  // A cell of a CSV file: text that a spreadsheet would run as a formula, or that starts with the
+  // mark ' itself, gets a leading ' (the rule of every CSV abcde writes for people,
+  // abcde.util.files.neutralise_formulas); quoted as RFC 4180 says.
   function csvCell(v) {
     if (v === null || v === undefined || (typeof v === "number" && !isFinite(v))) return "";
     let s = String(v);
-    if (typeof v === "string" && (META.csv_formula_starts || []).some((p) => s.startsWith(p))) s = "'" + s;
+    if (typeof v === "string" && [...(META.csv_formula_starts || []), "'"].some((p) => s.startsWith(p))) s = "'" + s;
     return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
   }
   function toCsv(columns, rows) {
