@@ -11,6 +11,12 @@ Exp, ``1 - Precision = OverMergeRate = MergeRate`` and
 ``1 - Recall = UnderMergeRate = SplitRate`` (paper, "ABCDE impact metrics"), so
 this module reuses the impact computation. F1 is the harmonic mean of the
 lifted Precision and Recall of a set of items.
+
+A truth that covers part of the clustering's items gives numbers over the items it covers (the
+result's ``note`` says so): Precision is then optimistic, since an overmerge with an item outside
+the truth is hidden. When the truth lists complete entities sampled by a known design,
+``truth_sample=`` estimates the whole population's numbers instead
+(:mod:`abcde.metrics.truth_sample`).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import ibis
 import pyarrow as pa
@@ -26,8 +32,12 @@ import pyarrow as pa
 from abcde.engine import Engine
 from abcde.core.diff import Diff, Restriction, build_diff
 from abcde.core.inputs import Inputs
+from abcde.errors import InputError
 from abcde.metrics.impact import (check_slice_columns, link_masses, normalize_slices, overall, per_cluster_expr,
                                   per_item_expr, private, slice_sums)
+
+if TYPE_CHECKING:
+    from abcde.metrics.truth_sample import TruthSampleResult
 
 #: What every row of :attr:`PointwiseResult.slices` holds besides its slice columns' values (a slice
 #: column of one of these names is refused: :func:`~abcde.metrics.impact.check_slice_columns`).
@@ -62,6 +72,9 @@ class PointwiseResult:
         ``i ≠ j`` of one cluster and one truth entity, divided by ``total_weight²`` (the pairs of each
         truth ∩ cluster fragment): two clusterings' ratio minus 1 is the exact recall lift
         (:mod:`abcde.quality.recall`), when both are measured on the same items.
+    note
+        When the truth covers only part of the clustering's items: that these numbers describe the
+        items the truth covers, not the population (:func:`partial_truth_note`); else empty.
     """
 
     items: int
@@ -74,6 +87,7 @@ class PointwiseResult:
     engine: str
     diff: Diff = field(repr=False, compare=False)
     true_links: float = math.nan
+    note: str = ""
 
     def per_item_expr(self) -> ibis.Table:
         t = per_item_expr(self.diff)
@@ -112,12 +126,24 @@ class PointwiseResult:
             "slices": self.slices,
             "engine": self.engine,
             "true_links": self.true_links if math.isfinite(self.true_links) else None,
+            "note": self.note or None,
         }
 
     def write(self, out_dir: str | os.PathLike) -> list[str]:
         """Write ``pointwise_items.parquet`` and ``pointwise_clusters.parquet`` into ``out_dir``."""
         return self.diff.engine.write_outputs(out_dir, {"pointwise_items.parquet": self.per_item_expr(),
                                                          "pointwise_clusters.parquet": self.per_cluster_expr()})
+
+
+def partial_truth_note(truth_items: int, outside: int) -> str:
+    """What numbers over a partial truth's items describe, in words (empty when the truth covers every
+    item of the clustering): ``outside`` items of the clustering are not in the truth."""
+    if not outside:
+        return ""
+    return (f"These numbers describe the {truth_items:,} items the truth covers, not the population (the clustering "
+            f"has {outside:,} more items): Precision is optimistic when the clustering puts them with items outside "
+            "the truth. If the truth lists complete entities sampled by a known design, --truth-sample DESIGN "
+            "(truth_sample= in Python) estimates the population's Precision and Recall with intervals.")
 
 
 def pointwise(
@@ -131,12 +157,23 @@ def pointwise(
     weight: str | None = None,
     slice_by: Sequence = (),
     engine: Engine | str | None = None,
-) -> PointwiseResult:
+    truth_sample: str | None = None,
+    population_entities: float | None = None,
+) -> "PointwiseResult | TruthSampleResult":
     """Pointwise Precision, Recall and F1 of ``clustering`` against ``truth``.
 
     Inputs and options are as for :func:`abcde.impact`; ``truth`` may cover only
     part of the items (the metrics are over the items both share, reported in
-    ``restriction``).
+    ``restriction``, and the result's ``note`` says that they describe those items,
+    not the population).
+
+    ``truth_sample``: the truth lists complete entities (every item of each entity it names)
+    sampled by a known design, ``"uniform"`` (a simple random sample of entities) or the name of
+    the truth's column of each entity's inclusion probability. Then the result is a
+    :class:`~abcde.metrics.truth_sample.TruthSampleResult`: the whole population's Precision,
+    Recall and F1 estimated with standard errors and intervals, each item's Precision measured
+    against its whole cluster (:func:`abcde.metrics.truth_sample.estimate_pointwise`, which also
+    compares two clusterings; ``population_entities`` is its ``N``).
 
     Examples
     --------
@@ -149,6 +186,16 @@ def pointwise(
     """
     given = Inputs.of(truth, clustering, items=items, item_id=item_id, cluster_id=cluster_id,
                       base_cluster_id=truth_cluster_id, weight=weight)
+    if truth_sample is not None:
+        from abcde.metrics.truth_sample import estimate_pointwise  # lazy: start-up time
+
+        return estimate_pointwise(given.base, given.exp, truth_sample=truth_sample,
+                                  population_entities=population_entities, items=given.items,
+                                  item_id=given.item_id, cluster_id=given.exp_cluster(),
+                                  truth_cluster_id=given.base_cluster(), weight=given.weight, slice_by=slice_by,
+                                  engine=engine)
+    if population_entities is not None:
+        raise InputError("population_entities is the population size of a truth sample: it needs truth_sample.")
     diff = build_diff(given, engine=engine, roles=("truth", "clustering"))
     slices = normalize_slices(slice_by)
     check_slice_columns(diff, slices, fields=SLICE_FIELDS)
@@ -177,4 +224,5 @@ def pointwise(
         engine=diff.engine.name,
         diff=diff,
         true_links=link_masses(diff, o["total_weight"])["both"] if o["total_weight"] > 0 else math.nan,
+        note=partial_truth_note(o["items"], diff.restriction.exp_only_items),
     )
