@@ -193,7 +193,9 @@ def test_changed_or_missing_inputs_are_refused_and_a_database_is_reused(tmp_path
     d = tmp_path / "ev"
     evaluate(d, "--database", tmp_path / "kept.duckdb", inputs=inputs)
     assert json.loads((d / RECORD).read_text())["engine"]["database"] == str(tmp_path / "kept.duckdb")
-    r = cli("report", d)
+    r = cli("report", d)  # the record's database is not opened by itself (issue 39) ...
+    assert "(engine.database) is not opened" in r.stderr and "Reusing" not in r.stderr
+    r = cli("report", d, "--database", tmp_path / "kept.duckdb")  # ... only when the user gives it
     assert "Reusing the validated inputs and fragments kept in the database" in r.stderr
     report = (d / "report.html").read_bytes()
     inputs["exp"].rename(tmp_path / "exp.parquet")

@@ -73,8 +73,10 @@ def _leave(code) -> None:
         status = 0
     elif isinstance(code, int):
         status = code
-    else:  # SystemExit("message"): printed, status 1, as Python does
-        print(code, file=sys.stderr)
+    else:  # SystemExit("message"): printed, status 1, as Python does (its control characters shown)
+        from abcde.util.display import safe_text  # lazy: only a SystemExit("message")
+
+        print(safe_text(code, lines=True), file=sys.stderr)
         status = 1
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

@@ -12,7 +12,7 @@ import click
 
 from abcde.cli.options import engine_options, json_option
 from abcde.cli.tables import (console, emit_json, estimate_row, handle_errors, new_table, pct, print_impact,
-                              print_quality, table)
+                              print_quality, styled, table)
 
 
 @click.command()
@@ -33,16 +33,16 @@ def demo(out, as_json, engine):
     if as_json:
         emit_json(res.to_dict())
         return
-    console().print(f"[bold]Example data:[/bold] {res.example_dir}")
+    console().print(styled("[bold]Example data:[/bold] {}", res.example_dir))
     print_impact(res.impact, top=10)
     console().print(table([estimate_row(g) for g in res.groups_by_state],
                           f"Exploration sample ({res.exploration.metadata['unique_items']:,} affected items drawn ∝ "
                           "weight·JaccardDistance): top states by estimated Jaccard contribution",
                           ["state", "sampled_items", "weight_share", "split_contribution", "merge_contribution",
                            "jaccard_contribution", "jaccard_contribution_se"]))
-    console().print(f"[bold]Quality[/bold]: {PAIR_BUDGET} pairs sampled (stratified: exact self term, split/merge/"
-                    "intersection strata ∝ u_ij) and judged by an [bold]oracle[/bold] (the example's true entity "
-                    "ids), not by people:")
+    console().print(styled("[bold]Quality[/bold]: {} pairs sampled (stratified: exact self term, split/merge/"
+                           "intersection strata ∝ u_ij) and judged by an [bold]oracle[/bold] (the example's true "
+                           "entity ids), not by people:", PAIR_BUDGET))
     print_quality(res.quality.to_dict(), sentences=res.report.to_dict()["verdict_facts"]["sentences"])
     t = new_table(title="Against the example's true entities (FEBRL ground truth)", title_justify="left")
     for c in ("clustering", "Precision", "Recall", "F1"):
@@ -54,12 +54,12 @@ def demo(out, as_json, engine):
         console().print(f"wrote {p}")
     cmd = abcde_command()
     d, q = shlex.quote(str(res.out_dir)), shlex.quote(str(res.pair_dir))
-    console().print(f"\n[bold]Open {res.report_path} in a browser[/bold] (works offline). Explore the sample "
-                    f"interactively with: {cmd} explore serve {shlex.quote(str(res.sample_path))}")
-    console().print(f"[bold]Next:[/bold] judge the pairs yourself with [bold]{cmd} judge serve {q}[/bold] (kept "
-                    f"beside the oracle's; {cmd} quality {q} --source person gives yours alone), then rebuild the "
-                    f"report with every section and the judgements now in {q}: [bold]{cmd} report {d}[/bold]",
-                    soft_wrap=True)
+    console().print(styled("\n[bold]Open {} in a browser[/bold] (works offline). Explore the sample interactively "
+                           "with: {} explore serve {}", res.report_path, cmd, shlex.quote(str(res.sample_path))))
+    console().print(styled("[bold]Next:[/bold] judge the pairs yourself with [bold]{cmd} judge serve {q}[/bold] "
+                           "(kept beside the oracle's; {cmd} quality {q} --source person gives yours alone), then "
+                           "rebuild the report with every section and the judgements now in {q}: "
+                           "[bold]{cmd} report {d}[/bold]", cmd=cmd, q=q, d=d), soft_wrap=True)
     if cmd != "abcde":
         console().print(f"(abcde is not on your PATH: call it as {cmd}, or first run: "
                         f"source {Path(cmd).parent / 'activate'})")

@@ -8,7 +8,7 @@ import click
 
 from abcde.cli.demo import abcde_command
 from abcde.cli.options import clustering_options, engine_options, json_option
-from abcde.cli.tables import console, emit_json, handle_errors, print_impact, table
+from abcde.cli.tables import console, emit_json, handle_errors, print_impact, styled, table
 
 
 @click.command()
@@ -65,7 +65,7 @@ def evaluate(base, exp, items, item_id, cluster_id, weight_column, slice_by, top
     for p in res.written:
         console().print(f"wrote {p}")
     cmd, d, q = abcde_command(), shlex.quote(str(res.out_dir)), shlex.quote(str(res.pair_dir))
-    console().print(f"\n[bold]Next:[/bold] judge the pairs with [bold]{cmd} judge serve {q}[/bold] "
-                    f"(or a model: {cmd} judge model {q} ...; or a ground-truth column: {cmd} judge oracle {q} "
-                    f"--oracle-column COL), then rebuild the report with every section and the quality estimates: "
-                    f"[bold]{cmd} report {d}[/bold]", soft_wrap=True)
+    console().print(styled("\n[bold]Next:[/bold] judge the pairs with [bold]{cmd} judge serve {q}[/bold] "
+                           "(or a model: {cmd} judge model {q} ...; or a ground-truth column: {cmd} judge oracle {q} "
+                           "--oracle-column COL), then rebuild the report with every section and the quality "
+                           "estimates: [bold]{cmd} report {d}[/bold]", cmd=cmd, q=q, d=d), soft_wrap=True)

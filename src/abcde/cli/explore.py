@@ -10,7 +10,7 @@ import warnings
 import click
 
 from abcde.cli.options import clustering_options, engine_options, input_options, json_option
-from abcde.cli.tables import METRIC_BY_OPTION, console, emit_json, estimate_row, handle_errors, table
+from abcde.cli.tables import METRIC_BY_OPTION, console, emit_json, estimate_row, handle_errors, safe_text, table
 
 
 @click.group()
@@ -40,12 +40,12 @@ def explore_sample(base, exp, items, item_id, cluster_id, weight_column, size, s
         emit_json({**m, "written": str(path)})
         return
     if m["unique_items"] == 0:
-        console().print("[yellow]No item is affected: Base and Exp agree on every common item. "
-                        f"Wrote an empty sample to {path}.[/yellow]")
+        console().print(f"No item is affected: Base and Exp agree on every common item. Wrote an empty sample to "
+                        f"{path}.", style="yellow")
         return
     if m["unique_items"] < size:
-        console().print(f"[yellow]Only {m['affected_items']:,} items are affected (asked for {size:,}): all of "
-                        "them are in the sample, each with its exact weight, so its estimates are exact.[/yellow]")
+        console().print(f"Only {m['affected_items']:,} items are affected (asked for {size:,}): all of them are in "
+                        "the sample, each with its exact weight, so its estimates are exact.", style="yellow")
     console().print(table([{"unique items": m["unique_items"], "draws": m["total_draws"],
                             "affected items": m["affected_items"], "JaccardDistance(T)": m["jaccard_distance_T"],
                             "seed": m["seed"]}], "Exploration sample"))
@@ -84,7 +84,7 @@ def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, 
         click.echo(json.dumps({"url": f"http://{h}:{p}/", "host": h, "port": p, "sample": str(sample),
                                "whole_clusters_from": app.whole_clusters_from}))
     else:
-        click.echo(f"abcde explore: serving {sample} at http://{h}:{p}/ (Ctrl+C to stop)")
+        click.echo(f"abcde explore: serving {safe_text(sample)} at http://{h}:{p}/ (Ctrl+C to stop)")
     sys.stdout.flush()
     try:
         srv.serve_forever()

@@ -7,6 +7,7 @@ imports the library modules it uses when it runs.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import click
@@ -20,7 +21,37 @@ from abcde.cli.quality import pairs, precision, quality
 from abcde.cli.report import report
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class AbcdeGroup(click.Group):
+    """The ``abcde`` group: every error message shown, abcde's (:func:`~abcde.cli.tables.handle_errors`)
+    and click's own (a path that does not exist, an option that does not parse, a value that is not
+    a choice), names ids, paths and values as the text they are: their control characters (an
+    escape sequence, a carriage return, a bidi override) shown, never obeyed (``util.display.safe_text``).
+    The one place an error reaches the terminal; tables and messages go through ``tables.console``."""
+
+    def make_context(self, *args, **kwargs):
+        with _plain_errors():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx):
+        with _plain_errors():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def _plain_errors():
+    """A click error leaving the block formats its message (what ``show`` prints) as safe text."""
+    try:
+        yield
+    except click.ClickException as exc:
+        if "format_message" not in vars(exc):  # once, however many groups it leaves
+            from abcde.util.display import safe_text  # lazy: start-up time
+
+            formatted = exc.format_message
+            exc.format_message = lambda: safe_text(formatted(), lines=True)
+        raise
+
+
+@click.group(cls=AbcdeGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="abcde")
 def main():
     """ABCDE: Application-Based Cluster Diff Evals.

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from abcde.cli.options import json_option
-from abcde.cli.tables import console, emit_json, handle_errors
+from abcde.cli.tables import console, emit_json, handle_errors, safe_text
 from abcde.errors import AbcdeError, InputError
 
 #: The largest raters file ``--raters FILE`` reads (one name a line).
@@ -106,14 +106,14 @@ def print_invites(rows: list[dict], sample_dir, *, invites_on: bool) -> None:
     if made:
         click.echo("New invite links (each signs a browser in as its name: send each person only their own; shown "
                    "this once, the store keeps only a hash):")
-        width = max(len(r["name"]) for r in made)
+        width = max(len(safe_text(r["name"])) for r in made)
         for r in made:
             note = "   (the owner's view and the export)" if r["role"] == "owner" else ""
-            click.echo(f"  {r['name']:<{width}}  {r['link']}{note}")
+            click.echo(f"  {safe_text(r['name']):<{width}}  {r['link']}{note}")
     kept = [r["name"] for r in rows if r["status"] == "active" and not r["link"]]
     if kept:
-        click.echo(f"Links made earlier ({', '.join(kept)}) still work and are not shown again; "
-                   f"'abcde judge raters {sample_dir} --new-link NAME' replaces one.")
+        click.echo(f"Links made earlier ({', '.join(map(safe_text, kept))}) still work and are not shown again; "
+                   f"'abcde judge raters {safe_text(sample_dir)} --new-link NAME' replaces one.")
     if invites_on:
         click.echo("Invites are on: every request needs a link (revoked ones stop at once, their judgements stay).")
 
@@ -235,8 +235,8 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
         click.echo(json.dumps(info))
     else:
         who = "to invited raters only" if srv.invites_on else "to this machine only; a rater types their name"
-        click.echo(f"abcde judge: serving {len(s.pair_ids)} pairs of {sample_dir} {who} (Ctrl+C to stop); "
-                   f"judgements go to {s.store.path}\n"
+        click.echo(f"abcde judge: serving {len(s.pair_ids)} pairs of {safe_text(sample_dir)} {who} (Ctrl+C to stop); "
+                   f"judgements go to {safe_text(s.store.path)}\n"
                    f"  raters judge at  {srv.link_base if srv.invites_on else srv.url}\n"
                    f"  the owner's view {(srv.link_base if srv.invites_on else srv.url) + 'owner'} (estimates, "
                    "agreement, verdict; raters do not see them)")
@@ -248,7 +248,7 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
     except KeyboardInterrupt:
         pass
     if not as_json:
-        click.echo(f"stopped; {len(s.store.live(source='person'))} person judgements in {s.store.path}")
+        click.echo(f"stopped; {len(s.store.live(source='person'))} person judgements in {safe_text(s.store.path)}")
 
 
 @judge.command("raters")

@@ -7,7 +7,8 @@ import os
 import click
 
 from abcde.cli.options import clustering_options, engine_options, input_options, json_option
-from abcde.cli.tables import console, emit_json, handle_errors, new_table, pct, print_impact, print_restriction, table
+from abcde.cli.tables import (console, emit_json, handle_errors, new_table, pct, print_impact, print_restriction,
+                              safe_text, table)
 from abcde.core.names import WEIGHT_COMBINE_RULES
 from abcde.errors import InputError
 
@@ -49,11 +50,14 @@ def impact(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, 
         return
     print_impact(res, top=top)
     if lookup:
-        console().print(table(found, "Item lookup") if found
-                        else "[yellow]No such item among the common items.[/yellow]")
+        if found:
+            console().print(table(found, "Item lookup"))
+        else:
+            console().print("No such item among the common items.", style="yellow")
         missing = {str(x) for x in lookup} - {str(r["item_id"]) for r in found}
-        if missing:
-            console().print(f"[yellow]Not among the common items: {', '.join(sorted(missing))}[/yellow]")
+        if missing:  # each id as the text it is, one line each
+            console().print(f"Not among the common items: {', '.join(map(safe_text, sorted(missing)))}",
+                            style="yellow")
     for p in written:
         console().print(f"wrote {p}")
 

@@ -106,8 +106,8 @@ def print_sample(path, *, as_json: bool, extended: bool = False) -> None:
         emit_json(meta)
         return
     if meta["exhausted"]:
-        console().print(f"[yellow]Only {meta['judgeable_pairs']:,} distinct pairs need a judgement "
-                        f"(budget {meta['budget']:,}): all of them are in the sample.[/yellow]")
+        console().print(f"Only {meta['judgeable_pairs']:,} distinct pairs need a judgement "
+                        f"(budget {meta['budget']:,}): all of them are in the sample.", style="yellow")
     t = meta["pair_totals"]
     row = {"pairs to judge": meta["judgeable_pairs"], "draws": meta["draws"], "Σu split": t["split"],
            "Σu merge": t["merge"]}
@@ -159,7 +159,7 @@ def print_sample(path, *, as_json: bool, extended: bool = False) -> None:
     if replaced:
         what = ", ".join(replaced["files"]) if replaced.get("files") else f"the earlier sample {replaced['sample_id']} " \
             "and its judgements"
-        console().print(f"[yellow]Moved {what} to {replaced['moved_to']}/ (nothing was deleted).[/yellow]")
+        console().print(f"Moved {what} to {replaced['moved_to']}/ (nothing was deleted).", style="yellow")
 
 
 @click.command()
@@ -231,7 +231,7 @@ def quality(sample_dir, judgements, slice_by, source, distances, as_json):
     if d["design"].get("ppi"):
         print_ppi(d["design"]["ppi"])
     text = judgements_used_text(used)
-    console().print(f"[yellow]{text}[/yellow]" if len(used["by_source"]) > 1 else text, soft_wrap=True)
+    console().print(text, style="yellow" if len(used["by_source"]) > 1 else "", soft_wrap=True)
 
 
 def judgements_used_text(used: dict) -> str:

@@ -11,7 +11,7 @@ from click.core import ParameterSource
 
 from abcde.cli.demo import abcde_command
 from abcde.cli.options import clustering_options, engine_options, json_option
-from abcde.cli.tables import console, emit_json, handle_errors, print_impact, print_quality
+from abcde.cli.tables import console, emit_json, handle_errors, print_impact, print_quality, styled
 
 #: Options that an evaluation directory brings itself (from its evaluate.json): not given with EVALDIR.
 RECORDED = ("base", "exp", "items", "item_id", "cluster_id", "weight_column", "slice_by", "top", "quality_dir",
@@ -44,11 +44,15 @@ ENGINE = ("engine", "database", "memory_limit", "threads", "temp_directory", "sp
 @click.option("--markdown", type=click.Path(dir_okay=False), default=None,
               help="Also write a Markdown summary (for a code review comment) here (with EVALDIR and no --out: "
                    "default EVALDIR/report.md).")
+@click.option("--remote-inputs", is_flag=True,
+              help="With EVALDIR: read inputs its evaluate.json names by URI (s3://, https://, ...); without it "
+                   "they are refused, as a shared directory's record could name any server.")
 @json_option(help="Print the report's content as one JSON object.")
 @engine_options
 @handle_errors
 def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_by, top, quality_dir, judgements,
-           judged_by, quality_slice_by, sample_path, explore_by, truth, title, out, markdown, as_json, engine):
+           judged_by, quality_slice_by, sample_path, explore_by, truth, title, out, markdown, remote_inputs, as_json,
+           engine):
     """One self-contained HTML report: impact, most affected clusters, charts, slices, quality.
 
     'abcde report EVALDIR' rebuilds the report of an 'abcde evaluate' (or 'abcde demo') directory
@@ -56,7 +60,14 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
     the quality estimates from the judgements now in EVALDIR/quality; it replaces EVALDIR/report.html
     and EVALDIR/report.md (each at once) and never changes the judgements. --judged-by, --judgements,
     --quality-slice-by, --title, --out, --markdown and the engine options may be given (by default
-    the evaluation's own engine and --database).
+    the evaluation's own engine, in memory).
+
+    An evaluation directory may come from someone else, so 'abcde report EVALDIR' writes only
+    inside EVALDIR (or where --out and --markdown say) and reads only what 'abcde evaluate' put
+    there (never through a link out of it): a record naming other outputs is refused. Nor does it
+    open what only evaluate.json names: its database is left alone (a note says so; give --database
+    to reuse it), a Spark server or cluster is refused (give the engine options), and so is an
+    input by URI (unless --remote-inputs).
     """
     ctx = click.get_current_context()
 
@@ -73,8 +84,12 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
 
         res = report_from_evaluation(evaldir, out=out, markdown=markdown, judged_by=judged_by, judgements=judgements,
                                      quality_slice_by=quality_slice_by or None, title=title if given("title") else None,
-                                     engine=engine if any(given(n) for n in ENGINE) else None)
+                                     engine=engine if any(given(n) for n in ENGINE) else None,
+                                     remote_inputs=remote_inputs)
     else:
+        if remote_inputs:
+            raise click.UsageError("--remote-inputs goes with EVALDIR (the inputs its evaluate.json names); with "
+                                   "--base and --exp, the inputs given are read.")
         missing = [o for o, v in (("--base", base), ("--exp", exp), ("--out", out)) if not v]
         if missing:
             raise click.UsageError(f"Missing option(s) {', '.join(missing)} (or give an 'abcde evaluate' output "
@@ -97,6 +112,7 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
         console().print(f"wrote {p}")
     if evaldir is not None and res.quality is None:
         cmd, q = abcde_command(), shlex.quote(str(res.quality_dir))
-        console().print(f"\n[bold]No judgements[/bold] in {res.quality_dir} yet, so the report has no quality "
-                        f"estimates. Judge the pairs ({cmd} judge serve {q}, a model or an oracle column), then "
-                        f"run {cmd} report {shlex.quote(str(evaldir))} again.", soft_wrap=True)
+        console().print(styled("\n[bold]No judgements[/bold] in {qdir} yet, so the report has no quality estimates. "
+                               "Judge the pairs ({cmd} judge serve {q}, a model or an oracle column), then run {cmd} "
+                               "report {d} again.", qdir=res.quality_dir, cmd=cmd, q=q, d=shlex.quote(str(evaldir))),
+                        soft_wrap=True)

@@ -4,6 +4,13 @@ Rich is imported when something is printed, not when a command module is
 imported, so ``abcde --help`` and ``--json`` runs never load it. The renderers
 shared by several commands (an impact result, quality estimates, the
 restriction to the common items, an exploration estimate) live here too.
+
+Every table and message goes through :func:`console` (``abcde.util.display.safe_console``): a string
+is printed as the text it is, never read as rich markup or an emoji code, with its control
+characters shown (an id ``[/]``, ``[bold]x``, an escape sequence, a bidi override from data, a path
+or an option). A message styles its own words with :func:`styled` (markup whose fields are put in as
+text) or ``style=``. Error messages, which click prints, are made safe by the ``abcde`` group
+(``cli.group``), every one of them, abcde's and click's own.
 """
 
 from __future__ import annotations
@@ -18,7 +25,9 @@ import click
 
 from abcde.core.names import DISTANCE_PARTS, METRIC_LABELS, QUALITY_COLUMNS, QUALITY_METRICS, RECALL_METRIC
 from abcde.errors import AbcdeError
-from abcde.util.display import NULL_TEXT, count, estimate, estimate_interval, four, interval, pct, weight, zero_se_note
+from abcde.util.display import (NULL_TEXT, count, estimate, estimate_interval, four, interval, pct, safe_console,
+                                safe_text, weight, zero_se_note)
+from abcde.util.display import styled  # noqa: F401  (for the commands: a message styled around data)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -30,12 +39,11 @@ _console: Console | None = None
 
 
 def console() -> Console:
-    """The console every command prints to (stdout; 120 columns when not a terminal)."""
+    """The console every command prints to (stdout; 120 columns when not a terminal): every string
+    on it is the text it is (``abcde.util.display.safe_console``); styles come from :func:`styled`."""
     global _console
     if _console is None:
-        from rich.console import Console  # lazy: start-up time
-
-        _console = Console(width=None if sys.stdout.isatty() else 120)
+        _console = safe_console(width=None if sys.stdout.isatty() else 120)
     return _console
 
 
@@ -122,15 +130,17 @@ def table(rows: list[dict], title: str | None = None, columns: list[str] | None 
     leave columns out): it is shown expanded instead, one block of ``column  value`` lines per row,
     as ``psql``'s ``\\x`` does."""
     cols = columns or (list(rows[0].keys()) if rows else [])
-    heads = {**HEADERS, **{c: c for c in plain}, **(headers or {})}
+    # the user's column names and values (and a title naming them) as the text they are, one line each
+    heads = {c: safe_text(h) for c, h in {**HEADERS, **{c: c for c in plain}, **(headers or {})}.items()}
     shown = rows[:limit]
     caption = f"… and {len(rows) - limit} more rows (--json for all)" if len(rows) > limit else None
+    title = None if title is None else safe_text(title)
     t = new_table(title=title, title_justify="left", header_style="bold", caption=caption, caption_justify="left")
     cells = [[_cell(c, r.get(c), plain) for c in cols] for r in shown]
     for k, c in enumerate(cols):
         # wrapped at spaces only: never narrower than the column's longest word (an id, a number)
-        words = [w for text in [heads.get(c, c), *(row[k] for row in cells)] for w in text.split()]
-        t.add_column(heads.get(c, c), justify="left" if c in LEFT else "right", overflow="fold",
+        words = [w for text in [heads.get(c, safe_text(c)), *(row[k] for row in cells)] for w in text.split()]
+        t.add_column(heads.get(c, safe_text(c)), justify="left" if c in LEFT else "right", overflow="fold",
                      min_width=max(map(len, words), default=1))
     for row in cells:
         t.add_row(*row)
@@ -142,8 +152,9 @@ def table(rows: list[dict], title: str | None = None, columns: list[str] | None 
 
 
 def _cell(key: str, v, plain=()) -> str:
-    """:func:`cell`; a ``plain`` column's value in the style of any column, whatever its name."""
-    return cell("", v) if key in plain else cell(key, v)
+    """:func:`cell`; a ``plain`` column's value in the style of any column, whatever its name; on one
+    line, its control characters shown (:func:`safe_text`)."""
+    return safe_text(cell("", v) if key in plain else cell(key, v))
 
 
 def _expanded(rows: list[dict], cols: list[str], title: str | None, caption: str | None, heads: dict = HEADERS,
@@ -157,7 +168,7 @@ def _expanded(rows: list[dict], cols: list[str], title: str | None, caption: str
     for k, r in enumerate(rows):
         parts.append(Text(f"row {k + 1}", style="bold"))
         for c in cols:  # wrapped at spaces, as any text
-            parts.append(Text(f"  {heads.get(c, c) or '(row)'}: {_cell(c, r.get(c), plain)}"))
+            parts.append(Text(f"  {heads.get(c, safe_text(c)) or '(row)'}: {_cell(c, r.get(c), plain)}"))
     if caption:
         parts.append(Text(caption))
     return Group(*parts)
@@ -187,7 +198,8 @@ def emit_json(obj) -> None:
 
 
 def handle_errors(fn):
-    """Turn abcde errors into a clean message and exit code 1."""
+    """Turn abcde errors into a clean message and exit code 1 (the ids, paths and values it names
+    shown as the text they are by the ``abcde`` group, as every error click prints: ``cli.group``)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -212,7 +224,7 @@ def print_restriction(r: dict, names: tuple[str, str]) -> None:
 
     lines = describe_restriction(r, names, weight)
     if lines:
-        console().print("[yellow]Restricted to the common items:[/yellow]")
+        console().print("Restricted to the common items:", style="yellow")
         for line in lines:
             console().print(f"  • {line}")
 
@@ -236,7 +248,7 @@ def print_impact(res: ImpactResult, *, top: int) -> None:
     console().print(summary)
     print_restriction(d["restriction"], ("base", "exp"))
     if res.affected_items == 0:
-        console().print("[green]Base and Exp are identical on the common items: nothing changed.[/green]")
+        console().print("Base and Exp are identical on the common items: nothing changed.", style="green")
         return
     cols = ["side", "cluster_id", "size", "weight", "split_rate", "merge_rate", "jaccard_distance", "contribution"]
     rows = res.top_clusters["interleaved"][:top]
@@ -252,12 +264,10 @@ def print_verdict(sentences) -> None:
     """The answer in words (``Verdict.sentences``): the headline in bold, the rest below it."""
     if not sentences:
         return
-    from rich.markup import escape
-
     head, *rest = sentences
-    console().print(f"[bold]{escape(head)}[/bold]", soft_wrap=True)
+    console().print(head, style="bold", soft_wrap=True)
     for line in rest:
-        console().print(f"  • {escape(line)}", soft_wrap=True)
+        console().print(f"  • {line}", soft_wrap=True)
 
 
 def print_quality(d: dict, sentences=None) -> None:
@@ -376,7 +386,7 @@ def print_ppi(ppi: dict) -> None:
     def say(text: str, style: str | None = None) -> None:
         text = text[:1].upper() + text[1:]
         text = text.rstrip(".") + "."
-        console().print(f"[{style}]{text}[/{style}]" if style else text, soft_wrap=True)
+        console().print(text, style=style or "", soft_wrap=True)
 
     n = count(ppi["people_judgements"])
     if ppi.get("people_only"):

@@ -11,12 +11,20 @@ and, through the same rules, the pages.
 - a count with thousands separators; a weight by its magnitude (integers as counts, otherwise
   6 significant digits, no exponent);
 - a missing value as ``(null)``.
+
+And one rule for text from data on a terminal (:func:`safe_text`, :func:`safe_console`,
+:func:`styled`): an id, a value, a path or an option is printed as the text it is, never read as
+rich markup (``[bold]``, ``[/]``, ``[link=…]``) or emoji codes, and its control characters (an
+escape sequence, a carriage return, a bidi override) are shown, never obeyed.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import math
+import re
+import string
 
 #: How a missing value (a null attribute) is shown.
 NULL_TEXT = "(null)"
@@ -130,3 +138,121 @@ def html_table(title: str, rows: list[tuple[str, str]] | list[list[str]], header
     foot = f"<p style='color:#666;margin:.3em 0 0'>{e(note)}</p>" if note else ""
     return (f"<div class='abcde'><table><caption style='text-align:left;font-weight:600'>{e(title)}</caption>"
             f"{'<thead><tr>' + head + '</tr></thead>' if head else ''}<tbody>{body}</tbody></table>{foot}</div>")
+
+
+# -- text from data on a terminal ---------------------------------------------------------------
+
+#: What a terminal would obey rather than show: C0 controls (ESC starts colours, OSC 8 hyperlinks,
+#: cursor moves; CR rewrites a line), DEL and C1 controls (U+009B is a CSI of its own); the bidi
+#: controls that reorder what is shown (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069:
+#: "Trojan Source"); invisible characters that make two texts look alike (U+200B, U+2060–U+2064,
+#: U+FEFF, U+FFF9–U+FFFB); the line and paragraph separators U+2028, U+2029; and lone surrogates
+#: (a path's undecodable bytes), which no terminal encoding can print.
+_SHOWN = r"\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ud800-\udfff\ufeff\ufff9-\ufffb"
+_UNSAFE_RE = re.compile(rf"[\x00-\x1f{_SHOWN}]")
+#: The same but a newline, for a message of several lines.
+_UNSAFE_BUT_NEWLINE_RE = re.compile(rf"[\x00-\x09\x0b-\x1f{_SHOWN}]")
+_NAMED = {"\n": r"\n", "\r": r"\r", "\t": r"\t"}
+
+
+def _visible(m: re.Match) -> str:
+    c = m.group()
+    o = ord(c)
+    return _NAMED.get(c) or (f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}")
+
+
+def safe_text(value, *, lines: bool = False) -> str:
+    """``value`` (``str()`` of it) as text safe to print on a terminal: each character a terminal
+    would obey rather than show (listed above) as its Python escape, so it is seen and
+    never acted on; everything else, brackets included, unchanged. ``lines``: a message of several
+    lines, whose newlines stay; otherwise (a table cell, an id, a value inside a message) a newline
+    is shown as ``\\n`` too. Idempotent.
+
+    >>> print(safe_text("\\x1b[31mred"), safe_text("a\\rb"), safe_text("\\u202eevil"), safe_text("[/] ok"))
+    \\x1b[31mred a\\rb \\u202eevil [/] ok
+    >>> print(safe_text("two\\nlines"), safe_text("two\\nlines", lines=True))
+    two\\nlines two
+    lines
+    """
+    text = value if isinstance(value, str) else str(value)
+    return (_UNSAFE_BUT_NEWLINE_RE if lines else _UNSAFE_RE).sub(_visible, text)
+
+
+#: Where a field of a :func:`styled` template goes while the template's markup is read
+#: (private-use characters, never in a template).
+_FIELD = re.compile("\ue000([0-9]+)\ue001")
+
+
+def styled(template: str, /, *values, **named):
+    """abcde's own rich markup ``template`` with ``str.format`` fields (e.g. ``"[bold]Next:[/bold] {}"``
+    or ``"{n:,} items"``), each field filled with a value from data as the text it is
+    (:func:`safe_text`, on one line) in the style the markup gives that place: a ``rich.text.Text``.
+    The template's markup is read on its own, the values never are: whatever brackets, backslashes
+    or escape sequences a value holds, it is shown as itself. The one way a message both has
+    styles and names data.
+
+    >>> t = styled("[bold]{}[/bold]: {n:,} items", "[/]\\x1b", n=1234)
+    >>> print(t.plain)
+    [/]\\x1b: 1,234 items
+    >>> t.spans
+    [Span(0, 7, 'bold')]
+    """
+    from rich.text import Text  # lazy: start-up time
+
+    fields: list[str] = []
+    marked = ""
+    auto = 0
+    formatter = string.Formatter()
+    for literal, name, spec, conversion in formatter.parse(template):
+        marked += literal
+        if name is None:
+            continue
+        if name == "":
+            name, auto = str(auto), auto + 1
+        value, _ = formatter.get_field(name, values, named)
+        value = formatter.convert_field(value, conversion)
+        fields.append(safe_text(format(value, formatter.vformat(spec or "", values, named))))
+        marked += f"\ue000{len(fields) - 1}\ue001"
+    shaped = Text.from_markup(marked, emoji=False)
+    out, at = Text(), 0
+    for m in _FIELD.finditer(shaped.plain):
+        out.append_text(shaped[at:m.start()])
+        start = len(out)
+        out.append(fields[int(m.group(1))])
+        for span in shaped.spans:  # the styles the markup gives this place, in their order
+            if span.start <= m.start() and m.end() <= span.end:
+                out.stylize(span.style, start, len(out))
+        at = m.end()
+    out.append_text(shaped[at:])
+    return out
+
+
+@functools.cache
+def _safe_console_class():
+    from rich.console import Console  # lazy: start-up time
+    from rich.segment import Segment
+
+    class SafeConsole(Console):
+        """A rich console on which text is always the text it is: strings are never read as markup
+        or emoji codes (styles come from :func:`styled` or ``style=``), and control characters are
+        shown (:func:`safe_text`) — in strings when they become text, so tables measure what is
+        shown; in whatever else is rendered as a last resort."""
+
+        def render_str(self, text: str, **kwargs):
+            kwargs.update(markup=False, emoji=False)
+            return super().render_str(safe_text(text, lines=True), **kwargs)
+
+        def render(self, renderable, options=None):
+            for seg in super().render(renderable, options):
+                if not seg.control and _UNSAFE_BUT_NEWLINE_RE.search(seg.text):
+                    seg = Segment(safe_text(seg.text, lines=True), seg.style, seg.control)
+                yield seg
+
+    return SafeConsole
+
+
+def safe_console(**kwargs):
+    """A ``rich.console.Console`` (``kwargs`` as its own) that prints every string as the text it
+    is (see :func:`safe_text`): what every table and message of abcde goes through, on stdout
+    (``abcde.cli.tables.console``) and stderr (``abcde.util.progress``)."""
+    return _safe_console_class()(markup=False, emoji=False, **kwargs)

@@ -10,6 +10,10 @@
   forces the terminal display.
 
 A step reports its rows by setting ``.rows`` on the object :func:`step` yields.
+
+A step's description and a note name paths, columns and values from data: they are shown as the
+text they are, one line each, never read as rich markup and their control characters shown
+(``util.display``: :func:`~abcde.util.display.safe_text`, :func:`~abcde.util.display.styled`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import os
 import sys
 import threading
 import time
+
+from abcde.util.display import safe_console, safe_text, styled
 
 _enabled: bool | None = None
 
@@ -84,13 +90,11 @@ def step(description: str):
         yield s
         return
     if m == "terminal":
-        from rich.console import Console
-
-        console = Console(stderr=True)
-        with console.status(f"[bold]{description}[/bold] …") as status, _ticking(0.5, lambda: status.update(
-                f"[bold]{description}[/bold] … {_seconds(s.elapsed())}")):
+        console = safe_console(stderr=True)
+        with console.status(styled("[bold]{}[/bold] …", description)) as status, _ticking(0.5, lambda: status.update(
+                styled("[bold]{}[/bold] … {}", description, _seconds(s.elapsed())))):
             yield s
-        console.print(f"[green]✓[/green] {s.summary()}", highlight=False)
+        console.print(styled("[green]✓[/green] {}", s.summary()), highlight=False)
         return
     every = interval()
     with _ticking(max(every, 0.05), lambda: _line(f"{description} … {_seconds(s.elapsed())}")):
@@ -124,13 +128,11 @@ def stage_done(name: str, seconds: float, rows: int | None) -> None:
 
 
 def _say(mark: str, plain_mark: str, text: str) -> None:
-    """A line on stderr: with rich's ``mark`` on a terminal, as ``abcde: <plain_mark><text>`` in a log."""
+    """A line on stderr: with rich's ``mark`` (markup) on a terminal, as ``abcde: <plain_mark><text>`` in
+    a log; ``text`` as the text it is."""
     m = mode()
     if m == "terminal":
-        from rich.console import Console
-        from rich.markup import escape
-
-        Console(stderr=True).print(f"{mark}{escape(text)}", highlight=False)
+        safe_console(stderr=True).print(styled(mark + "{}", text), highlight=False)
     elif m == "lines":
         _line(f"{plain_mark}{text}")
 
@@ -141,4 +143,5 @@ def _tick(stop: threading.Event, every: float, show) -> None:
 
 
 def _line(text: str) -> None:
-    print(f"abcde: {text}", file=sys.stderr, flush=True)
+    """One line of a log: ``text`` on one line, its control characters shown."""
+    print(f"abcde: {safe_text(text)}", file=sys.stderr, flush=True)

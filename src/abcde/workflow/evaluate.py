@@ -418,8 +418,9 @@ def pointwise_against(truth, given: Inputs, engine: Engine) -> dict[str, Pointwi
 def read_evaluation(evaldir: str | os.PathLike) -> dict:
     """The record ``evaldir/evaluate.json`` of an :func:`evaluate` run, checked.
 
-    Its layout (paths under ``outputs`` are relative to ``evaldir``; an input given as a table
-    has ``given`` its type name and ``path`` null)::
+    Its layout (the ``outputs`` are the fixed names in ``evaldir`` :data:`OUTPUTS`, and a record
+    naming any other place is refused; an input given as a table has ``given`` its type name and
+    ``path`` null)::
 
         {"format": "abcde-evaluation", "version": 1, "complete": true, "abcde_version": "0.1.0",
          "created": "2025-01-31T12:00:00Z",
@@ -440,13 +441,15 @@ def read_evaluation(evaldir: str | os.PathLike) -> dict:
     ------
     InputError
         ``evaldir`` is not a directory, holds no record (not an ``abcde evaluate`` output), the
-        record is unreadable or of another format, or its run did not finish.
+        record is unreadable or of another format, its run did not finish, it is a link out of
+        ``evaldir``, or it names an output other than the directory's own (``outputs.*``).
     """
     d = Path(evaldir)
     if not d.is_dir():
         what = "is a file, not a directory" if d.exists() else "does not exist"
         raise InputError(f"'{d}' {what}; give the output directory of 'abcde evaluate' (its --out).")
     f = d / RECORD
+    refuse_links_out(d, [f])
     if not f.is_file():
         older = " (it was written by an abcde that kept no record: run 'abcde evaluate' again)" \
             if (d / OUTPUTS["impact"]).is_dir() and (d / OUTPUTS["pair_sample"]).is_dir() else ""
@@ -468,7 +471,42 @@ def read_evaluation(evaldir: str | os.PathLike) -> dict:
     if bad:
         raise InputError(f"'{f}' lacks or garbles {', '.join(bad[:5])}; it was not written whole by "
                          "'abcde evaluate'. Run it again.")
+    for key, name in OUTPUTS.items():
+        # Each output is in the directory under its own name: a record naming another place (an
+        # absolute path, '../x', another sample) is not one evaluate wrote, and nothing is read
+        # from or written to it (issue 39: a shared directory's record is not to be trusted).
+        v = record["outputs"][key]
+        if v != name:
+            where = " (outside DIR)" if _leads_out(d, d / v) else ""
+            raise InputError(f"'{f}': outputs.{key} is {v!r}{where}, not {name!r}: 'abcde report DIR' reads and "
+                             "writes only what 'abcde evaluate' put in DIR, under its own names. Run 'abcde "
+                             "evaluate' again to write a new record.")
     return record
+
+
+def refuse_links_out(d: Path, paths) -> None:
+    """Refuse (:class:`InputError`) a path in the evaluation directory ``d`` that leads out of it
+    through a link (anywhere along it): ``evaluate`` writes no link, and ``abcde report DIR`` reads
+    only what ``evaluate`` put in DIR (a shared directory's ``DIR/quality`` linked to another sample
+    would be read as the evaluation's)."""
+    for p in paths:
+        real = _leads_out(d, p)
+        if real is not None:
+            raise InputError(f"{str(p)!r} is a link to {real!r}, outside '{d}': 'abcde report DIR' reads only what "
+                             "'abcde evaluate' put in DIR, never through a link out of it. Put the file itself "
+                             "there, or run 'abcde evaluate' again.")
+
+
+def _leads_out(d: Path, p: Path) -> str | None:
+    """Where ``p`` really is (every link resolved) when that is outside ``d``'s real place, else None."""
+    root = os.path.realpath(d)
+    try:
+        real = os.path.realpath(p)
+    except ValueError:  # a NUL in a record's path: no place at all, so not one in ``d``
+        return os.fspath(p)
+    if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
+        return None
+    return real
 
 
 def _record_checks(record: dict):

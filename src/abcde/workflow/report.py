@@ -9,13 +9,14 @@ sample, gathered into one report and written as HTML (and Markdown).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from abcde.engine import Engine, connect
-from abcde.errors import InputError
+from abcde.errors import InputError, with_option
 from abcde.metrics.impact import ImpactResult, impact
 from abcde.report.build import Report, build_report
 
@@ -158,18 +159,30 @@ def report_from_evaluation(
     quality_slice_by: Sequence[str] | None = None,
     title: str | None = None,
     engine: Engine | str | None = None,
+    remote_inputs: bool = False,
 ) -> ReportResult:
     """The report of an ``abcde evaluate`` directory again, with every section it had and the
     quality estimates from the judgements made since (``abcde report EVALDIR``).
 
     It reads how the evaluation was run from ``evaldir/evaluate.json``
     (:func:`abcde.workflow.evaluate.read_evaluation`): the inputs (their absolute paths), columns,
-    slices, top clusters, title and engine. It computes the impact again from the inputs (on the
-    recorded ``--database``, when there was one and it is still there, whose kept inputs and
-    fragments it reuses), reads the exploration sample ``evaldir/explore/sample.parquet``, adds
-    each side's pointwise metrics against the recorded truth, and estimates the quality from the
-    judgements in ``evaldir/quality`` (only read, never written). Without any judgement yet, the
-    report has no quality estimates and says so.
+    slices, top clusters, title and engine. It computes the impact again from the inputs, reads the
+    exploration sample ``evaldir/explore/sample.parquet``, adds each side's pointwise metrics
+    against the recorded truth, and estimates the quality from the judgements in
+    ``evaldir/quality`` (only read, never written). Without any judgement yet, the report has no
+    quality estimates and says so.
+
+    An evaluation directory is shared (attached to a review, copied from a colleague), so its
+    record is not trusted with anything but the inputs and options (issue 39): the outputs are
+    the directory's own (``evaldir/report.html``, ``report.md``, ``quality``,
+    ``explore/sample.parquet``: a record naming other places is refused, as is a link out of
+    ``evaldir`` in their place), so a directory moved or copied elsewhere is rebuilt where it is
+    now. The recorded engine is used with its memory limit and threads, but never its database
+    file (a cache opened read-write: computed without it, said in a note; give ``engine`` on it to
+    reuse its kept inputs and fragments), and a recorded Spark Connect server (``engine.remote``)
+    or non-local Spark master (``engine.master``) is refused: give ``engine`` to compute there.
+    An input the record names by URI (``s3://``, ``https://``, ...) is read only with
+    ``remote_inputs``.
 
     Parameters
     ----------
@@ -188,34 +201,45 @@ def report_from_evaluation(
     title
         The report's title (default: the recorded one).
     engine
-        The engine to compute with (default: the recorded one, on its database file; made and
-        closed here, so the returned impact's tables are no longer queryable).
+        The engine to compute with (default: the recorded one, without its database file and
+        never a remote one; made and closed here, so the returned impact's tables are no longer
+        queryable).
+    remote_inputs
+        Read inputs the record names by URI (default: refused; only local files are read).
 
     Raises
     ------
     InputError
-        ``evaldir`` is not an evaluation directory, its record is missing or unreadable, a
-        recorded input is missing, or an input changed since (the pair sample's fingerprints).
+        ``evaldir`` is not an evaluation directory, its record is missing or unreadable, names
+        an output other than the directory's own or a remote engine (without ``engine``), an
+        input by URI (without ``remote_inputs``), a file it reads is a link out of ``evaldir``,
+        a recorded input is missing, or an input changed since (the pair sample's fingerprints).
     """
     from abcde.quality.estimate import estimate_quality  # lazy: start-up time
     from abcde.quality.judgements import judgement_files  # lazy: start-up time
     from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
     from abcde.sampling.explore import ExplorationSample  # lazy: start-up time
-    from abcde.workflow.evaluate import evaluation_report, pointwise_against, read_evaluation  # lazy: start-up time
+    from abcde.workflow.evaluate import (OUTPUTS, RECORD, evaluation_report, pointwise_against,  # lazy: start-up time
+                                         read_evaluation, refuse_links_out)
 
     d = Path(evaldir)
-    record = read_evaluation(d)
-    given, truth = _recorded_inputs(d, record)
-    places = record["outputs"]
-    qdir = d / places["pair_sample"]
+    record = read_evaluation(d)  # refuses outputs.* other than the directory's own names
+    # Every place is the directory's own (never the record's): a copied or moved directory is rebuilt
+    # where it is now, and nothing is read through a link out of it.
+    places = {key: d / name for key, name in OUTPUTS.items()}
+    qdir, sample = places["pair_sample"], places["exploration_sample"]
+    refuse_links_out(d, [sample.parent, sample, qdir, *(sorted(qdir.iterdir()) if qdir.is_dir() else ())])
+    own = engine is None
+    if own:
+        _check_recorded_engine(d / RECORD, record)  # before anything is read or opened
+    given, truth = _recorded_inputs(d, record, remote_inputs=remote_inputs)
     pairs = PairSampleDir.read(qdir)
     # The samples describe the inputs they were drawn from: refuse inputs that changed since.
     prints = pairs.check_inputs(base=given.base, exp=given.exp, items=given.items)
     _check_truth(d, record, truth)
-    exploration = ExplorationSample.read(d / places["exploration_sample"])
+    exploration = ExplorationSample.read(sample)
     files = [Path(j) for j in judgements] or judgement_files(qdir)
-    own = engine is None
-    eng = _recorded_engine(record) if own else engine
+    eng = _recorded_engine(d / RECORD, record) if own else engine
     try:
         res = impact(given, slice_by=record["options"]["slice_by"], top=record["options"]["top"], engine=eng)
         against = pointwise_against(truth, given, res.diff.engine) if truth is not None else {}
@@ -231,18 +255,20 @@ def report_from_evaluation(
     finally:
         if own:
             eng.close()
-    if out is None:
-        out, markdown = d / places["report"], (d / places["markdown"] if markdown is None else markdown)
+    if out is None:  # else: where the caller says (the user's own choice, anywhere)
+        out, markdown = places["report"], (places["markdown"] if markdown is None else markdown)
     prints.check("rebuilding the report")  # the inputs read are the ones fingerprinted
     written = rep.write(out, markdown=markdown)
     return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written,
                         pointwise_against_truth=against, quality_dir=qdir)
 
 
-def _recorded_inputs(d: Path, record: dict):
+def _recorded_inputs(d: Path, record: dict, *, remote_inputs: bool = False):
     """The recorded inputs (absolute paths) as :class:`abcde.Inputs`, and the truth's path;
-    refuses an input that was a table (nothing to read again) or is missing now."""
+    refuses an input that was a table (nothing to read again), is missing now, or is named by a
+    URI (unless ``remote_inputs``: a shared directory's record could name any server)."""
     from abcde.core.inputs import Inputs  # lazy: start-up time
+    from abcde.workflow.evaluate import OUTPUTS, RECORD  # lazy: start-up time
 
     paths = {}
     for role, r in record["inputs"].items():
@@ -252,8 +278,12 @@ def _recorded_inputs(d: Path, record: dict):
         if not r.get("path"):
             raise InputError(f"The {role} of the evaluation in '{d}' was a {r.get('given')} in memory, not a file: "
                              "it cannot be read again. Use 'abcde report --base ... --quality "
-                             f"{d / record['outputs']['pair_sample']}' with the inputs as files.")
+                             f"{d / OUTPUTS['pair_sample']}' with the inputs as files.")
         p = r["path"]
+        if "://" in p and not remote_inputs:
+            raise InputError(f"'{d / RECORD}': inputs.{role} is the URI {p!r}: 'abcde report DIR' reads no remote "
+                             "location that only the record names (a shared directory's record could name any "
+                             "server)." + with_option("remote_inputs", " If it is your data, say so: {option}."))
         if "://" not in p and not os.path.exists(p):
             raise InputError(f"The {role} input '{p}' recorded in '{d / 'evaluate.json'}' does not exist any more"
                              + (f" (given as '{r['given']}')" if r.get("given") != p else "")
@@ -277,16 +307,70 @@ def _check_truth(d: Path, record: dict, truth) -> None:
                          "fingerprint changed); run 'abcde evaluate' again with it.")
 
 
-def _recorded_engine(record: dict) -> Engine:
-    """The engine the evaluation ran on: its DuckDB database file when there was one and it is
-    still there (its kept inputs and fragments are reused), its memory limit and threads."""
+#: The Spark masters on this machine (``local``, ``local[4]``, ``local[*]``, ``local[4,2]``): a
+#: recorded one is used; any other (a cluster, yarn, k8s://...) only when the caller gives it.
+_LOCAL_MASTER = re.compile(r"local(\[(\*|\d+)(,\s*\d+)?\])?")
+
+
+class _RemoteEngineRefused(InputError):
+    """A remote engine named only by an evaluation's record: refused, with the way to give it
+    spelled for the command line or for Python."""
+
+    def __init__(self, message: str, cli: str = "", python: str = "") -> None:
+        super().__init__(message + python)
+        self._message, self._cli = message, cli
+
+    def render(self, options: set | None = None) -> str:
+        if options is not None and "engine" in options:
+            return self._message + self._cli
+        return super().render(options)
+
+
+def _check_recorded_engine(f: Path, record: dict) -> None:
+    """Refuse a recorded engine that is not on this machine: a Spark Connect server
+    (``engine.remote``) or a Spark master other than a local one (``engine.master``). Only the
+    caller's own engine connects anywhere (issue 39: a shared directory's record is not trusted)."""
+    import shlex  # lazy: start-up time
+
+    def arg(v: str, placeholder: str) -> str:  # on one line, as typed in a shell
+        return shlex.quote(v) if v.isprintable() and v.strip() == v and v else placeholder
+
     e = record["engine"]
+    remote, master = e.get("remote"), e.get("master")
+    if remote is not None:
+        what, field, cli, python = (f"the Spark Connect server {remote!r}", "engine.remote",
+                                    f"--engine spark --spark-remote {arg(remote, 'URL')}",
+                                    f"engine=connect('spark', remote={remote!r})")
+    elif master is not None and not _LOCAL_MASTER.fullmatch(master):
+        what, field, cli, python = (f"the Spark master {master!r}", "engine.master",
+                                    f"--engine spark --spark-master {arg(master, 'MASTER')}",
+                                    f"engine=connect('spark', master={master!r})")
+    else:
+        return
+    message = (f"'{f}': {field} names {what}; 'abcde report DIR' connects to no server or cluster that only the "
+               "record names (a shared directory's record could name any). To compute there, give the engine "
+               "yourself: ")
+    raise _RemoteEngineRefused(message, cli + ".", python + ".")
+
+
+def _recorded_engine(f: Path, record: dict) -> Engine:
+    """The engine the evaluation ran on, on this machine (:func:`_check_recorded_engine`), with its
+    memory limit and threads, in memory: a recorded DuckDB database file is never opened (it is
+    opened read-write and written to; the record of a shared directory could name any file), and
+    a note says so."""
+    from abcde.util import progress  # lazy: start-up time
+
+    e = record["engine"]
+    _check_recorded_engine(f, record)
     if e["name"] == "spark":
-        return connect("spark", master=e.get("master"), remote=e.get("remote"), threads=e.get("threads"),
-                       memory_limit=e.get("memory_limit"))
+        return connect("spark", master=e.get("master"), threads=e.get("threads"), memory_limit=e.get("memory_limit"))
     db = e.get("database")
-    return connect(e["name"], database=db if db and os.path.isfile(db) else None,
-                   memory_limit=e.get("memory_limit"), threads=e.get("threads"))
+    if db:
+        progress.note(f"The database {db!r} that '{f}' names (engine.database) is not opened: 'abcde report DIR' "
+                      "opens a database only when given one (abcde report DIR --database PATH; in Python "
+                      "engine=connect(database=PATH)), so the impact is computed without its kept inputs and "
+                      "fragments.")
+    return connect(e["name"], memory_limit=e.get("memory_limit"), threads=e.get("threads"))
 
 
 def _judged_by(qdir: Path, files: Sequence[Path], pairs) -> str:
