@@ -79,19 +79,20 @@ def explore_serve(sample, base, exp, items, item_id, cluster_id, weight_column, 
     app.meta()  # fail fast on a bad sample
     app.warm_up()  # whole clusters for drill-downs, computed while the page loads
     srv = make_server(app, host, port)
-    h, p = srv.server_address[:2]
-    if as_json:
-        click.echo(json.dumps({"url": f"http://{h}:{p}/", "host": h, "port": p, "sample": str(sample),
-                               "whole_clusters_from": app.whole_clusters_from}))
-    else:
-        click.echo(f"abcde explore: serving {safe_text(sample)} at http://{h}:{p}/ (Ctrl+C to stop)")
-    sys.stdout.flush()
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        srv.server_close()
+    with srv.stop_on_sigterm():  # from here on SIGTERM stops the server as Ctrl+C does
+        h, p = srv.server_address[:2]
+        if as_json:
+            click.echo(json.dumps({"url": f"http://{h}:{p}/", "host": h, "port": p, "sample": str(sample),
+                                   "whole_clusters_from": app.whole_clusters_from}))
+        else:
+            click.echo(f"abcde explore: serving {safe_text(sample)} at http://{h}:{p}/ (Ctrl+C to stop)")
+        sys.stdout.flush()
+        try:
+            srv.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            srv.server_close()
 
 
 @explore.command("query")

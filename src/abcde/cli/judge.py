@@ -221,34 +221,36 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
     srv = serve(sample_dir, host=host, port=port, seed=seed, replicate=replicate, target_width=target_width,
                 hide=hide, show_ids=show_ids, verbose=verbose, adaptive=adaptive, show_raters=show_raters,
                 raters=raters, public_url=public_url, instructions=instructions)
-    s = srv.session
-    rows = []
-    if srv.invites_on:
-        counts = Counter(j.rater for j in s.store.live(source="person"))
-        rows = invite_rows(s.store.invites(), counts, srv.links)
-    info = {"url": srv.url, "owner_url": srv.owner_url, "pid": os.getpid(), "sample_dir": str(s.sample_dir),
-            "store": str(s.store.path), "pairs": len(s.pair_ids), "replicated_pairs": len(s.replicated),
-            "seed": s.seed, "replicate": s.replicate, "allocation": "adaptive Neyman" if s.adaptive else "as sampled",
-            "invites": srv.invites_on, "links": srv.links, "raters": rows,
-            "instructions": s.store.instructions() is not None}
-    if as_json:
-        click.echo(json.dumps(info))
-    else:
-        who = "to invited raters only" if srv.invites_on else "to this machine only; a rater types their name"
-        click.echo(f"abcde judge: serving {len(s.pair_ids)} pairs of {safe_text(sample_dir)} {who} (Ctrl+C to stop); "
-                   f"judgements go to {safe_text(s.store.path)}\n"
-                   f"  raters judge at  {srv.link_base if srv.invites_on else srv.url}\n"
-                   f"  the owner's view {(srv.link_base if srv.invites_on else srv.url) + 'owner'} (estimates, "
-                   "agreement, verdict; raters do not see them)")
+    with srv.server.stop_on_sigterm():  # from here on SIGTERM stops the server as Ctrl+C does
+        s = srv.session
+        rows = []
         if srv.invites_on:
-            print_invites(rows, sample_dir, invites_on=False)
-    sys.stdout.flush()
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    if not as_json:
-        click.echo(f"stopped; {len(s.store.live(source='person'))} person judgements in {safe_text(s.store.path)}")
+            counts = Counter(j.rater for j in s.store.live(source="person"))
+            rows = invite_rows(s.store.invites(), counts, srv.links)
+        info = {"url": srv.url, "owner_url": srv.owner_url, "pid": os.getpid(), "sample_dir": str(s.sample_dir),
+                "store": str(s.store.path), "pairs": len(s.pair_ids), "replicated_pairs": len(s.replicated),
+                "seed": s.seed, "replicate": s.replicate,
+                "allocation": "adaptive Neyman" if s.adaptive else "as sampled",
+                "invites": srv.invites_on, "links": srv.links, "raters": rows,
+                "instructions": s.store.instructions() is not None}
+        if as_json:
+            click.echo(json.dumps(info))
+        else:
+            who = "to invited raters only" if srv.invites_on else "to this machine only; a rater types their name"
+            click.echo(f"abcde judge: serving {len(s.pair_ids)} pairs of {safe_text(sample_dir)} {who} "
+                       f"(Ctrl+C to stop); judgements go to {safe_text(s.store.path)}\n"
+                       f"  raters judge at  {srv.link_base if srv.invites_on else srv.url}\n"
+                       f"  the owner's view {(srv.link_base if srv.invites_on else srv.url) + 'owner'} (estimates, "
+                       "agreement, verdict; raters do not see them)")
+            if srv.invites_on:
+                print_invites(rows, sample_dir, invites_on=False)
+        sys.stdout.flush()
+        try:
+            srv.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        if not as_json:
+            click.echo(f"stopped; {len(s.store.live(source='person'))} person judgements in {safe_text(s.store.path)}")
 
 
 @judge.command("raters")

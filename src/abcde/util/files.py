@@ -245,21 +245,58 @@ _HINTS = {
 }
 
 
+_FILE_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
 def read_small_text(path: str | os.PathLike, *, limit: int, where: str, expected: str) -> str:
-    """A small UTF-8 text file given by a person (a BOM dropped), at most ``limit`` bytes, or an
-    :class:`InputError` in one line: ``where`` names the file ("The raters file 'x'"), ``expected``
-    says what it should hold."""
+    """A small UTF-8 text file given by a person (a BOM dropped), at most ``limit`` bytes, read only
+    if it is a regular file, or an :class:`InputError` in one line naming it: ``where`` names the
+    file ("The raters file 'x'", "The instructions file 'x'"), ``expected`` says what it should hold.
+
+    The file is opened without blocking and checked on the opened descriptor (no race with a file
+    replaced in between): a named pipe with no writer, a device or a directory is refused at once
+    instead of hanging or reading forever."""
     p = Path(path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+    def not_regular(mode: int) -> InputError:
+        if stat.S_ISDIR(mode):
+            return InputError(f"{where} is a directory; {expected}.")
+        kind = next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+        return InputError(f"{where} is {kind}, not a regular file; {expected}.")
+
+    def cannot_read(exc: OSError) -> InputError:
+        exc.filename = None  # ``where`` names it
+        return InputError(describe_os_error(exc, f"Cannot read {where[0].lower()}{where[1:]}"))
+
     try:
-        with open(p, "rb") as fh:
-            data = fh.read(limit + 1)
-    except IsADirectoryError:
-        raise InputError(f"{where} is a directory; {expected}.") from None
+        fd = os.open(p, flags)
+    except OSError as exc:  # a socket cannot be opened (ENXIO): say what it is
+        try:
+            mode = os.stat(p).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        raise (cannot_read(exc) if stat.S_ISREG(mode) else not_regular(mode)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise not_regular(mode)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
     except OSError as exc:
-        raise InputError(describe_os_error(exc, f"Cannot read {where[0].lower()}{where[1:]}")) from None
+        raise cannot_read(exc) from None
+    finally:
+        os.close(fd)
     if len(data) > limit:
-        size = f"{limit // (1 << 20)} MB" if limit >= 1 << 20 else f"{limit // 1024} KB"
-        raise InputError(f"{where} is larger than {size}; {expected}.")
+        size_text = f"{limit // (1 << 20)} MB" if limit >= 1 << 20 else f"{limit // 1024} KB"
+        raise InputError(f"{where} is larger than {size_text}; {expected}.")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

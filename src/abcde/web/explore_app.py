@@ -157,6 +157,9 @@ class ExploreApp:
         self._meta_lock = threading.Lock()
         self._full = None
         self._full_lock = threading.Lock()  # the population's table is a temporary table of one connection
+        self._warm: threading.Thread | None = None
+        self._busy: set[Engine] = set()  # sessions running a request's queries now
+        self._closing = False
 
     @property
     def whole_clusters_from(self) -> str:
@@ -171,10 +174,39 @@ class ExploreApp:
                 self._full_items()
             except AbcdeError:
                 pass  # the first drill-down tries again and shows the error on the page
+            except Exception:
+                if not self._closing:  # interrupted by close(): nothing to say
+                    raise
 
         th = threading.Thread(target=run, name="abcde-explore-warm-up", daemon=True)
+        self._warm = th
         th.start()
         return th
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the work still running in the background before the process ends (the server has
+        stopped: :func:`make_server`'s server calls this): the warm-up and the queries of requests
+        given up, each interrupted until its thread is done, for up to ``timeout`` seconds. A thread
+        still inside DuckDB when Python exits aborts the process (SIGABRT, "FATAL: exception not
+        rethrown"), so stopping within seconds of the start, while the warm-up ran, did that."""
+        self._closing = True
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                warm = self._warm if self._warm is not None and self._warm.is_alive() else None
+                with self._idle_lock:
+                    busy = list(self._busy)
+                if warm is None and not busy:
+                    return
+                for engine in ([self._engine] if warm is not None and self._engine is not None else []) + busy:
+                    with contextlib.suppress(Exception):
+                        engine.interrupt()
+                if warm is not None:
+                    warm.join(0.05)
+                else:
+                    time.sleep(0.05)
+        finally:
+            self._closing = False
 
     # -- running queries -------------------------------------------------------
     @contextlib.contextmanager
@@ -220,12 +252,17 @@ class ExploreApp:
         view = dataclasses.replace(self.sample)
         view.__dict__.update(engine=_Bounded(engine), expr=self.sample.expr)
         state = {"fired": False}
+        with self._idle_lock:
+            self._busy.add(engine)
         try:
             with self._deadline(engine) as state:
                 yield view
         finally:
-            if not state["fired"]:  # (an interrupted session is dropped, in case its interrupt is pending)
-                with self._idle_lock:
+            with self._idle_lock:
+                self._busy.discard(engine)
+                # an interrupted session (by the deadline, or by close()) is dropped, in case its
+                # interrupt is pending
+                if not state["fired"] and not self._closing:
                     self._idle.append(engine)
 
     # -- metadata ----------------------------------------------------------
@@ -435,7 +472,25 @@ def create_explore_app(app: ExploreApp):
     return create_app(routes, errors=ERRORS)
 
 
+class ExploreServer(Server):
+    """The exploration app's server: once serving has ended (SIGTERM, Ctrl+C, :meth:`shutdown`),
+    the app's background work is stopped too (:meth:`ExploreApp.close`), so the process ends
+    cleanly."""
+
+    def __init__(self, app: ExploreApp, **kwargs):
+        super().__init__(create_explore_app(app), **kwargs)
+        self.explore = app
+
+    def serve_forever(self) -> None:
+        try:
+            super().serve_forever()
+        finally:
+            self.explore.close()
+
+
 def make_server(app: ExploreApp, host: str = "127.0.0.1", port: int = 0, *, limits: Limits = Limits()) -> Server:
     """A server for ``app``, bound (port 0: a free one) but not yet serving: call ``serve_forever()``
-    (or ``start()`` for a background thread); ``shutdown()`` stops it, ``server_close()`` closes it."""
-    return Server(create_explore_app(app), host=host, port=port, limits=limits)
+    (or ``start()`` for a background thread); ``shutdown()`` stops it, ``server_close()`` closes it.
+    SIGTERM stops ``serve_forever()`` in the main thread as :meth:`~Server.shutdown` does (it
+    returns; Ctrl+C raises KeyboardInterrupt), after the requests in flight are answered."""
+    return ExploreServer(app, host=host, port=port, limits=limits)

@@ -29,10 +29,12 @@ Every answer that is not a page or a static file is JSON; every error has one sh
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import importlib.resources
 import json
 import logging
+import signal
 import socket
 import threading
 import time
@@ -488,6 +490,32 @@ class _Protocol(H11Protocol):
 
 
 # ----------------------------------------------------------------------------- the server
+@contextlib.contextmanager
+def _sigterm_stops(server: uvicorn.Server):
+    """While serving in the main thread: SIGTERM asks ``server`` to stop, and nothing more.
+
+    uvicorn catches SIGTERM and SIGINT while it serves, stops gracefully, puts back the handlers it
+    found and then raises the signals it caught again, for their handlers to act. SIGTERM's
+    default handler kills the process on the spot, before the caller's ``finally`` and ``except``
+    blocks run (the judging server's store stays unclosed, its last judgements in the write-ahead
+    log only). The handler put here instead sets ``should_exit`` (so a SIGTERM before or after
+    uvicorn's own handlers are in place stops the server too) and returns: ``run`` then returns
+    normally. The previous handler is back once serving has ended. Elsewhere than the main thread
+    (:meth:`Server.start`) signals are not this server's business, and nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame) -> None:
+        server.should_exit = True
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _bind(host: str, port: int, backlog: int) -> socket.socket:
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _, addr = infos[0]
@@ -542,14 +570,27 @@ class Server:
         self._stopped = threading.Event()
 
     def serve_forever(self) -> None:
-        """Serve in this thread until :meth:`shutdown` or, in the main thread, SIGINT/SIGTERM
-        (uvicorn stops gracefully, then raises the signal again: Ctrl+C is a KeyboardInterrupt)."""
+        """Serve in this thread until :meth:`shutdown` or, in the main thread, SIGTERM or SIGINT.
+
+        Either signal stops the server gracefully: it stops accepting connections and answers the
+        requests in flight (up to ``limits.shutdown_timeout``). Then SIGTERM, the way a service is
+        stopped (systemd, ``docker stop``, ``kill``), returns from here like :meth:`shutdown`, so the
+        caller closes what it holds (the judging server its store, whose file then holds every
+        judgement) and the process exits 0; SIGINT (Ctrl+C) raises KeyboardInterrupt, as before."""
         self._serving.set()
         try:
-            self._uvicorn.run(sockets=[self._socket])
+            with self.stop_on_sigterm():
+                self._uvicorn.run(sockets=[self._socket])
         finally:
             self._stopped.set()
             self.server_close()
+
+    def stop_on_sigterm(self):
+        """A context manager: within it, in the main thread, SIGTERM stops this server (or makes
+        the next :meth:`serve_forever` return at once) instead of killing the process.
+        :meth:`serve_forever` is within it; a command enters it before it prints that it serves,
+        so that a SIGTERM right after that line still stops the server cleanly."""
+        return _sigterm_stops(self._uvicorn)
 
     def start(self) -> Server:
         """Serve in a background (daemon) thread; returns once uvicorn accepts connections."""
