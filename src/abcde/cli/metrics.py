@@ -64,16 +64,66 @@ def impact(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, 
 
 @click.command()
 @click.option("--truth", required=True, type=click.Path(), help="Ground truth clustering (Parquet/CSV).")
-@click.option("--clustering", required=True, type=click.Path(), help="Clustering to evaluate (Parquet/CSV).")
+@click.option("--clustering", type=click.Path(), default=None, help="Clustering to evaluate (Parquet/CSV).")
+@click.option("--base", type=click.Path(), default=None,
+              help="Instead of --clustering, with --exp and --truth-sample: Base of two clusterings compared on the "
+                   "truth's sampled entities (paired ΔPrecision, ΔRecall, ΔF1).")
+@click.option("--exp", type=click.Path(), default=None, help="Exp of the two clusterings (see --base).")
 @input_options
 @click.option("--slice-by", multiple=True, help="Attribute column(s) to slice by.")
-@click.option("--worst", default=10, show_default=True, type=click.IntRange(min=0), help="Clusters with the lowest F1 to list.")
-@click.option("--out", type=click.Path(file_okay=False), default=None, help="Write per-item and per-cluster Parquet here.")
+@click.option("--truth-sample", "truth_sample", default=None, metavar="DESIGN",
+              help="How the --truth's entities were sampled (it lists every item of each): 'uniform' (a simple random "
+                   "sample of entities) or the name of its column of each entity's inclusion probability. Then the "
+                   "population's Precision, Recall and F1 are estimated with standard errors and 95% intervals. "
+                   "Without it, a truth covering part of the items gives numbers over those items.")
+@click.option("--population-entities", type=click.FloatRange(min=1), default=None, metavar="N",
+              help="With --truth-sample uniform: the number of entities in the population (default: estimated from "
+                   "the truth's mean entity size).")
+@click.option("--worst", default=10, show_default=True, type=click.IntRange(min=0),
+              help="Clusters with the lowest F1 to list.")
+@click.option("--out", type=click.Path(file_okay=False), default=None,
+              help="Write per-item and per-cluster Parquet here.")
 @json_option(help="Print one JSON object instead of tables.")
 @engine_options
 @handle_errors
-def pointwise(truth, clustering, items, item_id, cluster_id, weight_column, slice_by, worst, out, as_json, engine):
-    """Pointwise Precision, Recall and F1 of a clustering against a ground truth."""
+def pointwise(truth, clustering, base, exp, items, item_id, cluster_id, weight_column, slice_by, truth_sample,
+              population_entities, worst, out, as_json, engine):
+    """Pointwise Precision, Recall and F1 of a clustering against a ground truth.
+
+    With --truth-sample (the truth lists every item of entities sampled by that design): the whole
+    population's Precision, Recall and F1 estimated with 95% intervals; with --base and --exp
+    instead of --clustering, both and their paired differences.
+    """
+    from abcde.cli.report import check_truth_sample_options  # lazy: start-up time
+
+    two = base is not None or exp is not None
+    if two and clustering is not None:
+        raise click.UsageError("Give --clustering, or --base and --exp, not both.")
+    if two and (base is None or exp is None):
+        raise click.UsageError("--base and --exp go together (two clusterings compared on the truth).")
+    if not two and clustering is None:
+        raise click.UsageError("Missing option --clustering (or --base and --exp with --truth-sample).")
+    if two and truth_sample is None:
+        raise click.UsageError("--base and --exp compare two clusterings on a truth sample: give --truth-sample "
+                               "DESIGN (without a design, run 'abcde pointwise --clustering' on each, or 'abcde "
+                               "report --truth').")
+    check_truth_sample_options(truth, truth_sample, population_entities)
+    if truth_sample is not None:
+        if out:
+            raise click.UsageError("--out writes per-item and per-cluster tables of a truth without a design; with "
+                                   "--truth-sample, --json gives the estimates.")
+        from abcde.metrics.truth_sample import estimate_pointwise  # lazy: start-up time
+
+        n = population_entities
+        res = estimate_pointwise(truth, clustering, base=base, exp=exp, truth_sample=truth_sample,
+                                 population_entities=int(n) if n is not None and float(n).is_integer() else n,
+                                 items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
+                                 slice_by=slice_by, engine=engine)
+        if as_json:
+            emit_json(res.to_dict())  # "estimates" (with intervals), "truth_sample", "restricted", "notes", ...
+            return
+        print_truth_sample(res)
+        return
     from abcde.metrics.pointwise import pointwise as run_pointwise  # lazy: start-up time
 
     res = run_pointwise(truth, clustering, items=items, item_id=item_id, cluster_id=cluster_id,
@@ -81,7 +131,7 @@ def pointwise(truth, clustering, items, item_id, cluster_id, weight_column, slic
     written = res.write(out) if out else []
     worst_rows = res.per_cluster().slice(0, worst).to_pylist() if worst else []
     if as_json:
-        d = res.to_dict()
+        d = res.to_dict()  # carries "note" for a partial truth
         d["worst_clusters"] = worst_rows
         if out:
             d["written"] = [str(p) for p in written]
@@ -95,6 +145,8 @@ def pointwise(truth, clustering, items, item_id, cluster_id, weight_column, slic
     t.add_row("Recall", pct(res.recall))
     t.add_row("F1", pct(res.f1))
     console().print(t)
+    if res.note:  # a partial truth: what these numbers describe, in words
+        console().print(res.note, style="yellow", soft_wrap=True)
     print_restriction(res.restriction.to_dict(), ("truth", "clustering"))
     if worst_rows:
         console().print(table(worst_rows, f"{len(worst_rows)} clusters with the lowest F1"))
@@ -102,6 +154,58 @@ def pointwise(truth, clustering, items, item_id, cluster_id, weight_column, slic
         console().print(table(rows, f"Slices by {name}", plain=name.split(",")))
     for p in written:
         console().print(f"wrote {p}")
+
+
+def print_truth_sample(res) -> None:
+    """A truth sample's estimates: per clustering (and, for two, the paired differences) the estimate,
+    its standard error and 95% interval; the design; the notes; the numbers over the truth's items."""
+    from abcde.quality.verdict import design_words, truth_point_note  # lazy: start-up time
+    from abcde.util.display import four
+
+    def signed(v):
+        s = four(v)
+        return s if s.startswith("-") or s in ("n/a", four(0.0)) else "+" + s
+
+    t = new_table(title=f"The population's Precision, Recall and F1, estimated from {res.entities:,} sampled "
+                        "entities", title_justify="left")
+    for c, justify in (("metric", "left"), ("clustering", "left"), ("estimate", "right"), ("± s.e.", "right"),
+                       ("95% interval", "right")):
+        t.add_column(c, justify=justify)
+    names = {"clustering": "clustering", "base": "Base", "exp": "Exp"}
+    notes = list(res.notes)
+    for m, label in (("precision", "Precision"), ("recall", "Recall"), ("f1", "F1")):
+        rows = [(label, names[s], res.side_estimates(s)[m], False) for s in res.sides]
+        if len(res.sides) == 2:
+            rows.append((f"Δ{label}", "Exp − Base", res.estimates[f"delta_{m}"], True))
+        for metric, who, e, delta in rows:
+            d, fmt = e.to_dict(), (signed if delta else pct)
+            lo, hi = d["ci_low"], d["ci_high"]
+            t.add_row(metric, who, fmt(d["estimate"]), (four if delta else pct)(d["std_err"]),
+                      "n/a" if lo is None else f"[{fmt(lo)}, {fmt(hi)}]")
+            why = d.get("note") or truth_point_note(d, res.census)
+            if why:
+                notes.append(f"{metric} ({who}): {why}.")
+    console().print(t)
+    pop = sorted(set(res.population_items.values()))
+    console().print(f"Design: {design_words(res.design_dict())}. The truth covers {res.truth_items:,} of the "
+                    f"{pop[-1]:,} items." + (" A census: the numbers are exact." if res.census else ""),
+                    soft_wrap=True)
+    for n in notes:
+        console().print(n, style="yellow", soft_wrap=True)
+    r = res.restricted
+    over = [r] if len(res.sides) == 1 else [r[s] for s in res.sides]
+    console().print(f"Over the truth's {res.truth_items:,} items only (restricted; without --truth-sample; Precision "
+                    "optimistic): " + "; ".join(
+                        (f"{names[s]}: " if len(res.sides) == 2 else "")
+                        + f"Precision {pct(x['precision'])}, Recall {pct(x['recall'])}, F1 {pct(x['f1'])}"
+                        for s, x in zip(res.sides, over)) + ".", soft_wrap=True)
+    for name, rows in res.slices.items():
+        flat = [{**{c: row[c] for c in name.split(",")}, "entities": row["entities"], "items": row["items"],
+                 **{(f"{names[s]} {m}" if len(res.sides) == 2 else m): pct(
+                     (row["estimates"][s][m] if len(res.sides) == 2 else row["estimates"][m]).value)
+                    for s in res.sides for m in ("precision", "recall")}}
+                for row in rows]
+        console().print(table(flat, f"Slices by {name} (estimates; intervals in --json)", plain=name.split(",")))
 
 
 @click.command()

@@ -11,11 +11,11 @@ from click.core import ParameterSource
 
 from abcde.cli.demo import abcde_command
 from abcde.cli.options import clustering_options, engine_options, json_option
-from abcde.cli.tables import console, emit_json, handle_errors, print_impact, print_quality, styled
+from abcde.cli.tables import console, emit_json, handle_errors, new_table, print_impact, print_quality, styled
 
 #: Options that an evaluation directory brings itself (from its evaluate.json): not given with EVALDIR.
 RECORDED = ("base", "exp", "items", "item_id", "cluster_id", "weight_column", "slice_by", "top", "quality_dir",
-            "sample_path", "explore_by", "truth")
+            "sample_path", "explore_by", "truth", "truth_sample", "population_entities")
 #: The engine options: given on the command line, they replace the evaluation's recorded engine.
 ENGINE = ("engine", "database", "memory_limit", "threads", "temp_directory", "spark_master", "spark_remote",
           "spark_conf")
@@ -38,6 +38,14 @@ ENGINE = ("engine", "database", "memory_limit", "threads", "temp_directory", "sp
 @click.option("--truth", type=click.Path(), default=None,
               help="A ground-truth clustering (Parquet/CSV, same id and cluster columns): adds Base's and Exp's "
                    "pointwise Precision, Recall and F1 against it.")
+@click.option("--truth-sample", "truth_sample", default=None, metavar="DESIGN",
+              help="How the --truth's entities were sampled (it lists every item of each): 'uniform' (a simple random "
+                   "sample of entities) or the name of its column of each entity's inclusion probability. The report "
+                   "then shows the population's Precision, Recall and F1 of Base and Exp with 95% intervals and the "
+                   "paired differences. Without it, a truth covering part of the items gives numbers over those items.")
+@click.option("--population-entities", type=click.FloatRange(min=1), default=None, metavar="N",
+              help="With --truth-sample uniform: the number of entities in the population (default: estimated from "
+                   "the truth's mean entity size).")
 @click.option("--title", default="ABCDE report", show_default=True, help="Title of the report (HTML and Markdown).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="The HTML report to write (required with --base; with EVALDIR default EVALDIR/report.html).")
@@ -51,8 +59,8 @@ ENGINE = ("engine", "database", "memory_limit", "threads", "temp_directory", "sp
 @engine_options
 @handle_errors
 def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_by, top, quality_dir, judgements,
-           judged_by, quality_slice_by, sample_path, explore_by, truth, title, out, markdown, remote_inputs, as_json,
-           engine):
+           judged_by, quality_slice_by, sample_path, explore_by, truth, truth_sample, population_entities, title, out,
+           markdown, remote_inputs, as_json, engine):
     """One self-contained HTML report: impact, most affected clusters, charts, slices, quality.
 
     'abcde report EVALDIR' rebuilds the report of an 'abcde evaluate' (or 'abcde demo') directory
@@ -96,16 +104,19 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
                                    "directory: abcde report EVALDIR).")
         if not quality_dir and (judgements or quality_slice_by):
             raise click.UsageError("--judgements and --quality-slice-by need --quality DIR.")
+        check_truth_sample_options(truth, truth_sample, population_entities)
         from abcde.workflow.report import run_report  # lazy: start-up time
 
         res = run_report(base, exp, out, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
                          slice_by=slice_by, top=top, quality=quality_dir or None, judgements=judgements,
                          quality_slice_by=quality_slice_by, judged_by=judged_by, sample=sample_path,
-                         explore_by=explore_by, title=title, markdown=markdown, truth=truth, engine=engine)
+                         explore_by=explore_by, title=title, markdown=markdown, truth=truth, truth_sample=truth_sample,
+                         population_entities=_entities(population_entities), engine=engine)
     if as_json:
         emit_json(res.to_dict())
         return
     print_impact(res.impact, top=min(top, 10) if evaldir is None else 10)
+    print_truth(res.report.to_dict())
     if res.quality is not None:
         print_quality(res.report.to_dict()["quality"])
     for p in res.written:
@@ -116,3 +127,49 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
                                "Judge the pairs ({cmd} judge serve {q}, a model or an oracle column), then run {cmd} "
                                "report {d} again.", qdir=res.quality_dir, cmd=cmd, q=q, d=shlex.quote(str(evaldir))),
                         soft_wrap=True)
+
+
+def check_truth_sample_options(truth, truth_sample, population_entities) -> None:
+    """A usage error for --truth-sample without --truth, and --population-entities without
+    --truth-sample (the commands that take a truth share it)."""
+    if truth_sample is not None and not truth:
+        raise click.UsageError("--truth-sample is the design of the ground truth's sample of entities: it needs "
+                               "--truth.")
+    if population_entities is not None and truth_sample is None:
+        raise click.UsageError("--population-entities is the number of entities the truth's sample was drawn from: it "
+                               "needs --truth-sample uniform.")
+
+
+def _entities(n: float | None):
+    """A whole number of entities as an int (as given: 2000, not 2000.0), else the number."""
+    return int(n) if n is not None and float(n).is_integer() else n
+
+
+def print_truth(data: dict) -> None:
+    """The report's ground truth in the terminal, where it differs from the exact table: a truth
+    sample's estimates with their intervals, the paired differences, the design and its notes; or
+    a partial truth's note in words. (The exact numbers of a full truth are in the report.)"""
+    if data.get("truth_sample"):
+        from abcde.report.render import truth_sample_view  # lazy: start-up time (rendered already)
+
+        ts = truth_sample_view(data["truth_sample"], data["names"])
+        t = new_table(title="Against the ground truth: the population's estimates from a sample of "
+                            f"{ts['design']['entities']:,} entities", title_justify="left")
+        for c, justify in (("metric", "left"), ("clustering", "left"), ("estimate", "right"), ("± s.e.", "right"),
+                           ("95% interval", "right")):
+            t.add_column(c, justify=justify)
+        names = data["names"]
+        label = {**{c["col"]: c["label"] for c in ts["columns"]}, "delta": f"{names['exp']} − {names['base']}"}
+        for r in ts["rows"]:
+            for c in r["cells"]:
+                t.add_row(("Δ" if c["col"] == "delta" else "") + r["label"], label[c["col"]], c["shown"], c["se"],
+                          c["interval"])
+        console().print(t)
+        for line in [ts["text"], *ts["notes"]]:
+            console().print(line, soft_wrap=True)
+        if ts["restricted"]:
+            console().print(ts["restricted_text"] + " " + "; ".join(
+                f"{r['side']}: Precision {r['precision']}, Recall {r['recall']}, F1 {r['f1']}"
+                for r in ts["restricted"]) + ".", soft_wrap=True)
+    elif data.get("truth_note"):
+        console().print(data["truth_note"], soft_wrap=True)

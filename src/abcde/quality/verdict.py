@@ -39,8 +39,15 @@ The rule
   freedom); Holm's step-down method across all the tests shown (of every ``--slice-by`` column and
   both sides together) keeps the chance of naming any slice wrongly at 5%. A slice is named as
   significantly worse (or better) only when Holm rejects it, even when the whole shows no change.
-- **Ground truth.** Each side's pointwise Precision and Recall against it (exact); recall changes
-  are what a ground truth measures well (paper, "Introduction").
+- **Ground truth.** Each side's pointwise Precision and Recall against it (exact), and the exact
+  recall lift from the true links each keeps; recall changes are what a ground truth measures well
+  (paper, "Introduction"). A truth covering only part of the items, without a design: the same
+  numbers, said to be over the items it covers, not the population (Precision is optimistic when a
+  clustering puts them with items outside the truth), pointing to ``--truth-sample``. A truth of
+  sampled entities with its design (:mod:`abcde.metrics.truth_sample`): the population's estimates
+  with their 95% intervals and the paired ΔPrecision and ΔRecall (Exp − Base, one interval per
+  difference); no recall lift from true links, which describe the sampled entities only. Estimates
+  whose variance rests on few entities say so (:func:`truth_view` reads every form the truth comes in).
 - **Next step.** Aimed at the side still undetermined (direction ``none``), named in the sentence:
   how many more judged pairs would make that side's interval's half-width as small as its
   estimate's size (at least 0.001 for ΔPrecision, 0.005 = 0.5% for the recall lift), from the
@@ -72,6 +79,9 @@ MIN_RESOLUTION = 0.001
 RECALL_MIN_RESOLUTION = 0.005
 #: The strata the recall lift rests on: pairs together in Base only, in Exp only, and in both.
 RECALL_STRATA = ("split", "merge", "agreed")
+#: Below this effective number of entities a truth sample's interval may cover less than its level
+#: (:data:`abcde.metrics.truth_sample.FEW_ENTITIES`, not imported here: numpy and Ibis at start-up).
+FEW_ENTITIES = 10
 #: What the first sentence says when the judgements used are a model's alone.
 MODEL_ONLY = "Judged by a model only, not people"
 
@@ -281,6 +291,198 @@ def _model_only(q: dict) -> dict | None:
             "left_out": {k: int(v) for k, v in (used.get("left_out") or {}).items() if v}}
 
 
+# ============================================================================ the ground truth
+#: The metrics of a truth's table and their paired differences (a truth sample's, Exp − Base).
+TRUTH_METRICS = ("precision", "recall", "f1")
+TRUTH_DELTAS = tuple(f"delta_{m}" for m in TRUTH_METRICS)
+
+
+def truth_view(truth) -> dict | None:
+    """The ground truth's numbers as the verdict and the report read them, from any form they are given in.
+
+    ``truth`` is one of
+
+    - ``{"base": r, "exp": r}`` with ``r`` a :class:`~abcde.metrics.pointwise.PointwiseResult` or its
+      ``to_dict()`` (a truth without a design; its ``note`` says when it covers only part of the items);
+    - a :class:`~abcde.metrics.truth_sample.TruthSampleResult` of Base and Exp, or its ``to_dict()``
+      (a truth of sampled entities with its design: estimates with intervals, paired differences);
+    - ``{"base": res.side_dict("base"), "exp": res.side_dict("exp")}`` of such a result, with its
+      ``delta_precision``, ``delta_recall`` and ``delta_f1`` (``PopulationEstimate.to_dict()``) beside
+      them when they are known.
+
+    Returns None without a truth, else ``{"kind", "sides", ...}``: ``kind`` is ``"exact"`` (a truth
+    covering every item: exact numbers), ``"partial"`` (no design, part of the items: exact over them,
+    ``note`` says what they describe, ``items`` how many) or ``"sample"`` (with a design: ``estimates``
+    per side and ``deltas``, each an estimate dict with ``ci_low``/``ci_high``, and ``design``,
+    ``notes``, ``restricted``, ``truth_items``, ``population_items``); ``sides`` holds each side's
+    ``precision``, ``recall`` and ``f1`` (the estimates for a sample); ``recall_lift`` the exact recall
+    lift from the true links each side keeps (None for a sample, or when the sides were measured on
+    different items)."""
+    if not truth:
+        return None
+    if hasattr(truth, "design_dict") and hasattr(truth, "to_dict"):  # a TruthSampleResult
+        truth = truth.to_dict()
+    if isinstance(truth, dict) and "sides" in truth and "estimates" in truth and "truth_sample" in truth:
+        return _sample_view(truth)
+    if not isinstance(truth, dict):
+        raise TypeError(f"truth must be {{'base': ..., 'exp': ...}} or a TruthSampleResult; got {type(truth).__name__}")
+    t = {side: (x if isinstance(x, dict) else x.to_dict()) for side, x in truth.items() if side in ("base", "exp")}
+    if not t:
+        return None
+    if all(isinstance(x.get("estimates"), dict) and x.get("truth_sample") for x in t.values()):
+        first = next(iter(t.values()))
+        return _sample_view({"truth_sample": first["truth_sample"], "sides": list(t),
+                             "estimates": {**{side: x["estimates"] for side, x in t.items()},
+                                           **{k: truth[k] for k in TRUTH_DELTAS if isinstance(truth.get(k), dict)}},
+                             "truth_items": first.get("items"), "truth_weight": first.get("total_weight")})
+    sides = {side: {m: _num(x.get(m)) for m in TRUTH_METRICS} for side, x in t.items()}
+    notes = list(dict.fromkeys(x["note"] for x in t.values() if x.get("note")))
+    lift = None
+    if set(t) == {"base", "exp"}:
+        tb, te = _num(t["base"].get("true_links")), _num(t["exp"].get("true_links"))
+        same_items = t["base"].get("items") == t["exp"].get("items") and math.isclose(
+            _num(t["base"].get("total_weight")), _num(t["exp"].get("total_weight")), rel_tol=1e-9)
+        value = te / tb - 1.0 if same_items and tb > 0 and math.isfinite(te) else math.nan
+        lift = value if math.isfinite(value) else None
+    view = {"kind": "partial" if notes else "exact", "sides": sides, "recall_lift": lift,
+            "items": {side: x.get("items") for side, x in t.items()}}
+    if notes:
+        if len(notes) == 1:
+            view["note"] = notes[0]
+        else:  # Base and Exp hold different items: each side's own words
+            view["note"] = " ".join(f"{side.capitalize()}: {x['note']}" for side, x in t.items() if x.get("note"))
+    return view
+
+
+def _sample_view(d: dict) -> dict:
+    sides = [s for s in d["sides"] if s in ("base", "exp")]
+    if not sides:
+        from abcde.errors import InputError  # lazy: only for this refusal
+
+        raise InputError("The truth sample's estimates are of one clustering; the report and the verdict compare "
+                         "Base and Exp: estimate both (estimate_pointwise(truth, base=..., exp=..., ...)).")
+    est = d["estimates"]
+    estimates = {side: {m: dict(est[side][m]) for m in TRUTH_METRICS} for side in sides}
+    return {"kind": "sample",
+            "sides": {side: {m: _num(estimates[side][m].get("estimate")) for m in TRUTH_METRICS} for side in sides},
+            "estimates": estimates, "deltas": {k: dict(est[k]) for k in TRUTH_DELTAS if isinstance(est.get(k), dict)},
+            "design": dict(d["truth_sample"]), "notes": list(d.get("notes") or ()),
+            "restricted": d.get("restricted"), "truth_items": d.get("truth_items"),
+            "truth_weight": d.get("truth_weight"), "population_items": d.get("population_items"),
+            "f1_method": d.get("f1_method"), "interval_method": d.get("interval_method"), "recall_lift": None}
+
+
+def design_words(design: dict) -> str:
+    """A truth sample's design in words: how its entities were drawn, and from how many.
+
+    >>> design_words({"design": "uniform", "entities": 400, "population_entities": 1972.4,
+    ...               "population_entities_from": "estimated", "census": False, "column": None})
+    'uniform design: a simple random sample of 400 of an estimated 1,972 entities'
+    >>> design_words({"design": "uniform", "entities": 400, "population_entities": 2000.0,
+    ...               "population_entities_from": "given", "census": False, "column": None})
+    "uniform design: a simple random sample of 400 of the population's 2,000 entities"
+    >>> words = design_words({"design": "poisson", "entities": 3, "population_entities": 7.5,
+    ...                       "population_entities_from": "design", "census": False, "column": "p"})
+    >>> words.startswith("each entity included independently with the probability in the truth's column 'p'")
+    True
+    >>> words.endswith(": 3 entities listed, about 7.5 in the population (Σ 1/π)")
+    True
+    """
+    n, N = int(design["entities"]), _num(design.get("population_entities"))
+    big = f"{N:,.0f}" if abs(N - round(N)) < 1e-9 or N >= 100 else f"{N:,.1f}"
+    if design.get("design") == "uniform":
+        if design.get("population_entities_from") == "estimated":
+            return f"uniform design: a simple random sample of {n:,} of an estimated {big} entities"
+        return f"uniform design: a simple random sample of {n:,} of the population's {big} entities"
+    return (f"each entity included independently with the probability in the truth's column '{design.get('column')}': "
+            f"{n:,} entities listed, about {big} in the population (Σ 1/π)")
+
+
+def truth_point_note(e: dict, census: bool) -> str:
+    """Why a truth sample's estimate has a point interval though the truth is not a census: every
+    sampled entity scored the same (all at the end of the range), so the sample shows no spread;
+    entities not sampled may differ (empty when that is not so)."""
+    if census or e.get("note") or e.get("std_err") != 0 or e.get("estimate") is None:
+        return ""
+    return ("standard error 0 and a point interval: every sampled entity scores the same, so the sample shows no "
+            "spread; the entities not sampled may differ")
+
+
+def _truth_sentences(view: dict, base: str, exp: str) -> tuple[list[str], dict]:
+    """The ground truth's sentences and facts (see the module's rule)."""
+    b, e = view["sides"]["base"], view["sides"]["exp"]
+    facts = {"kind": view["kind"],
+             **{side: {k: v[k] for k in ("precision", "recall")} for side, v in view["sides"].items()}}
+    if view["kind"] != "sample":
+        lift = view.get("recall_lift")
+        facts["recall_lift"] = lift
+        items = (view.get("items") or {}).get("base")
+        scope = ("Against the ground truth (exact)" if view["kind"] == "exact" else
+                 f"Against the ground truth, over the {display.count(int(items)) + ' ' if items is not None else ''}"
+                 "items it covers (exact for them, not the population: Precision is optimistic when a clustering "
+                 "puts them with items outside the truth; --truth-sample, truth_sample= in Python, estimates the "
+                 "population's)")
+        if view["kind"] == "partial":
+            facts["note"] = view.get("note")
+        return [f"{scope}: Precision {display.pct(b['precision'])} → {display.pct(e['precision'])}, Recall "
+                f"{display.pct(b['recall'])} → {display.pct(e['recall'])}"
+                + (f", recall lift {_signed_pct(lift)}" if lift is not None else "") + f" ({base} → {exp})."], facts
+    design, est, deltas = view["design"], view["estimates"], view["deltas"]
+    census = bool(design.get("census"))
+    facts.update({"recall_lift": None, "design": design, "estimates": est, "deltas": deltas})
+
+    def level(x: dict) -> str:
+        if census:
+            return display.pct(x.get("estimate"))
+        lo, hi = _num(x.get("ci_low")), _num(x.get("ci_high"))
+        return f"{display.pct(x.get('estimate'))} ({_interval_text(lo, hi, display.pct)})"
+
+    def delta(name: str, x: dict) -> str:
+        if census:
+            return f"{name} exactly {_signed(_num(x.get('estimate')))}"
+        lo, hi = _num(x.get("ci_low")), _num(x.get("ci_high"))
+        return f"{name} {_signed(_num(x.get('estimate')))} ({_interval_text(lo, hi)})"
+
+    n = display.count(int(design["entities"]))
+    how = "design uniform" if design.get("design") == "uniform" else \
+        f"design: inclusion probabilities in column '{design.get('column')}'"
+    scope = (f"Against the ground truth, every one of its {n} entities (a census, so exact)" if census else
+             f"Against a ground-truth sample of {n} entities ({how}), estimated for the whole population")
+    text = (f"{scope}: Precision {level(est['base']['precision'])} → {level(est['exp']['precision'])}, Recall "
+            f"{level(est['base']['recall'])} → {level(est['exp']['recall'])} ({base} → {exp})")
+    shown = [(label, deltas[k]) for k, label in (("delta_precision", "ΔPrecision"), ("delta_recall", "ΔRecall"))
+             if k in deltas]
+    if shown:
+        text += "; " + ", ".join(delta(label, x) for label, x in shown)
+    sentences = [text + "."]
+    if not census:
+        few, other = [], []
+        for label, x in (*((f"{side_name}'s {m.capitalize()}", est[side][m])
+                           for side, side_name in (("base", base), ("exp", exp)) for m in ("precision", "recall")),
+                         *shown):
+            eff = _num(x.get("effective_entities"))
+            if x.get("note") and math.isfinite(eff) and eff < FEW_ENTITIES:
+                few.append(f"{label} (about {eff:.1f} entities)")
+            elif x.get("note"):
+                other.append(f"{label}: {x['note']}")
+            elif truth_point_note(x, census):
+                other.append(f"{label} has {truth_point_note(x, census)}")
+        if few:
+            sentences.append(f"The intervals of {_and(few)} rest on few of the sampled entities (a few decide the "
+                             "estimate), so they may cover less than 95%.")
+        if other:
+            sentences.append(f"{'; '.join(other)}.")
+    return sentences, facts
+
+
+def _and(words: list[str]) -> str:
+    """
+    >>> _and(["a"]), _and(["a", "b"]), _and(["a", "b", "c"])
+    ('a', 'a and b', 'a, b and c')
+    """
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def _recall_facts(q: dict, absolute: bool, exact: bool) -> dict:
     """``facts["recall"]`` from ``q["recall_lift"]`` (read as the estimator wrote it)."""
     if absolute:
@@ -352,8 +554,10 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
     quality
         A :class:`~abcde.quality.QualityResult` or its ``to_dict()``.
     truth
-        Optional pointwise metrics of each side against a ground truth, ``{"base": r, "exp": r}``
-        (:class:`~abcde.metrics.pointwise.PointwiseResult` or its ``to_dict()``).
+        Optional: each side's pointwise metrics against a ground truth, ``{"base": r, "exp": r}``
+        (:class:`~abcde.metrics.pointwise.PointwiseResult` or its ``to_dict()``), or the estimates
+        from a truth of sampled entities, a :class:`~abcde.metrics.truth_sample.TruthSampleResult`
+        of Base and Exp or its ``to_dict()`` (every form :func:`truth_view` reads).
     names
         What Base and Exp are called in the sentences.
     """
@@ -524,22 +728,12 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
     if tested and not named:
         sentences.append(f"No slice differs significantly (Holm's method {across}, 5% family-wise).")
 
-    # Ground truth: each side's Precision and Recall, exact.
-    if truth:
-        t = {side: (x if isinstance(x, dict) else x.to_dict()) for side, x in truth.items() if side in ("base", "exp")}
-        if "base" in t and "exp" in t:
-            facts["truth"] = {side: {k: float(t[side][k]) for k in ("precision", "recall")} for side in t}
-            b, e = facts["truth"]["base"], facts["truth"]["exp"]
-            # The exact recall lift: the true links each side keeps, measured on the same items.
-            tb, te = _num(t["base"].get("true_links")), _num(t["exp"].get("true_links"))
-            same_items = t["base"].get("items") == t["exp"].get("items") and math.isclose(
-                _num(t["base"].get("total_weight")), _num(t["exp"].get("total_weight")), rel_tol=1e-9)
-            lift = te / tb - 1.0 if same_items and tb > 0 and math.isfinite(te) else math.nan
-            facts["truth"]["recall_lift"] = lift if math.isfinite(lift) else None
-            sentences.append(
-                f"Against the ground truth (exact): Precision {display.pct(b['precision'])} → "
-                f"{display.pct(e['precision'])}, Recall {display.pct(b['recall'])} → {display.pct(e['recall'])}"
-                + (f", recall lift {_signed_pct(lift)}" if math.isfinite(lift) else "") + f" ({base} → {exp}).")
+    # Ground truth: each side's Precision and Recall, exact (over the items a partial truth covers), or
+    # estimated with intervals from a truth of sampled entities (its design given), with the paired changes.
+    view = truth_view(truth)
+    if view is not None and {"base", "exp"} <= set(view["sides"]):
+        said, facts["truth"] = _truth_sentences(view, base, exp)
+        sentences += said
 
     ppi = design.get("ppi")
     if ppi and not ppi.get("people_only"):  # --source person/oracle: no model judgement used, none to speak of

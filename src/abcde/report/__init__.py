@@ -3,7 +3,9 @@
 - :mod:`abcde.report.build`: what the report contains (:func:`build_report`, :class:`Report`);
 - :mod:`abcde.report.charts`: its charts, as Vega-Lite specs (Altair);
 - :mod:`abcde.report.render`: the self-contained HTML page (``templates/``, ``static/``) and
-  the Markdown summary.
+  the Markdown summary;
+- :mod:`abcde.report.truth`: the ground-truth section computed (each side against a truth, or the
+  population's estimates from a truth of sampled entities).
 """
 
 from abcde.report.build import Report, build_report

@@ -82,6 +82,20 @@ MEANING = [
 ]
 
 
+#: What a truth sample's numbers are (shown at the end of the page when the report has them).
+TRUTH_SAMPLE_MEANING = (
+    "a truth listing every item of each of n entities sampled by a known design (uniform: a simple random sample "
+    "of the population's N entities; or each entity included with its own probability π). Each truth item's "
+    "Precision is exact against its whole cluster (items outside the truth included), its Recall against its "
+    "entity; the population's Precision (likewise Recall) is the ratio of the entities' weighted sums, estimated "
+    "by weighting each sampled entity by 1/π (Hájek), its standard error by linearisation; F1 is the harmonic mean "
+    "of the two estimates (delta method). Δ = Exp − Base from the same entities, with one standard error for the "
+    "difference. 95% intervals on the logit scale, Student t on n − 1 degrees of freedom. They assume the "
+    "variance spreads over many entities: where a few decide it, a note says so and the interval may cover less. "
+    "The numbers over the truth's items only (without the design) are shown too, labelled as such: Precision "
+    "among them is optimistic, as it misses overmerges with items outside the truth.")
+
+
 @dataclass(frozen=True)
 class Report:
     """Everything the report shows, as plain data (see :func:`build_report`).
@@ -156,7 +170,13 @@ def build_report(
     truth
         Optional pointwise metrics of each side against a ground truth: ``{"base": r, "exp": r}``
         with ``r`` a :class:`~abcde.metrics.pointwise.PointwiseResult` or its ``to_dict()``
-        (Precision, Recall and F1 are shown side by side).
+        (Precision, Recall and F1 are shown side by side; a truth covering part of the items says
+        in words what its numbers describe, ``truth_note``); or the estimates from a truth of
+        sampled entities, a :class:`~abcde.metrics.truth_sample.TruthSampleResult` of Base and Exp
+        (or its ``to_dict()``): the population's Precision, Recall and F1 with 95% intervals, the
+        paired differences, the design and its notes, and the numbers over the truth's items only,
+        labelled as such (``truth_sample``). Every form
+        :func:`abcde.quality.verdict.truth_view` reads.
     max_fragments, members_per_fragment
         Truncation of each cluster's neighbourhood in the page (counts and weights stay
         exact; only the listed members are cut).
@@ -197,11 +217,22 @@ def build_report(
         anchors = {side: [r["cluster_id"] for r in imp["top_clusters"][side]] for side in ("base", "exp")}
         data["neighbourhoods"] = _neighbourhoods(result, anchors, data["attributes"], max_fragments,
                                                  members_per_fragment)
+    view = None
     if truth:
-        data["truth"] = {side: {k: float((r if isinstance(r, dict) else r.to_dict())[k])
-                                for k in ("precision", "recall", "f1")}
-                         for side, r in truth.items() if side in ("base", "exp")}
-        data["truth_recall_lift"] = _truth_lift(truth)
+        from abcde.quality.verdict import truth_view  # lazy: start-up time (a report without a truth)
+
+        view = truth_view(truth)
+    if view is not None:
+        data["truth"] = {side: {k: _jsonable(float(v[k])) for k in ("precision", "recall", "f1")}
+                         for side, v in view["sides"].items()}
+        data["truth_recall_lift"] = view.get("recall_lift")
+        if view["kind"] == "partial":
+            data["truth_note"] = view["note"]
+        elif view["kind"] == "sample":
+            data["truth_sample"] = {k: view[k] for k in (
+                "design", "estimates", "deltas", "notes", "restricted", "truth_items", "truth_weight",
+                "population_items", "population_weight", "f1_method", "interval_method") if k in view}
+            data["meaning"].append({"term": "Against a truth sample", "meaning": TRUTH_SAMPLE_MEANING})
     if quality is not None:
         from abcde.quality.verdict import verdict  # lazy: start-up time (a report without quality)
 
@@ -233,19 +264,6 @@ def _jaccard_histogram(result: ImpactResult, bins: int = 20) -> list[dict]:
     aff = result.affected_weight or 1.0
     return [{"from": r["bin"] / bins, "to": (r["bin"] + 1) / bins, "items": int(r["items"]),
              "weight": float(r["weight"]), "weight_share": float(r["weight"]) / aff} for r in rows]
-
-
-def _truth_lift(truth: dict) -> float | None:
-    """The exact recall lift against the truth, ``T_Exp/T_Base − 1`` from each side's true links
-    (``PointwiseResult.true_links``), when both sides were measured on the same items; else None."""
-    t = {side: (r if isinstance(r, dict) else r.to_dict()) for side, r in truth.items() if side in ("base", "exp")}
-    if set(t) != {"base", "exp"}:
-        return None
-    b, e = t["base"].get("true_links"), t["exp"].get("true_links")
-    wb, we = t["base"].get("total_weight"), t["exp"].get("total_weight")
-    same = t["base"].get("items") == t["exp"].get("items") and wb is not None and we is not None and math.isclose(
-        wb, we, rel_tol=1e-9)
-    return e / b - 1.0 if same and b and e is not None else None
 
 
 def _neighbourhoods(result: ImpactResult, anchors: dict[str, list], attributes: list[str], max_fragments: int,

@@ -147,6 +147,8 @@ def _view(data: dict) -> dict:
         "truth": [{"side": names.get(side, side), "key": side, **{k: pct(v) for k, v in r.items()}, "raw": r}
                   for side, r in (data.get("truth") or {}).items()],
         "truth_lift": _truth_lift_text(data),
+        "truth_note": data.get("truth_note") or "",
+        "truth_sample": truth_sample_view(data.get("truth_sample"), names),
         "exploration": None,
     }
     x = data.get("exploration")
@@ -223,7 +225,8 @@ DISTANCE_ROWS = (("split_distance", "good_split_distance", "bad_split_distance")
 
 def _truth_lift_text(data: dict) -> str:
     """The exact recall lift against the truth beside the estimate from judged pairs, so a reader can
-    check one against the other."""
+    check one against the other (a partial truth's: over its items only, and said so; a truth
+    sample has none)."""
     lift = data.get("truth_recall_lift")
     if lift is None:
         return ""
@@ -231,8 +234,93 @@ def _truth_lift_text(data: dict) -> str:
     est = (f"; estimated from the judged pairs: {display.pct(rl['estimate'])} "
            f"(95% interval {display.pct(rl['ci_low'])} to {display.pct(rl['ci_high'])})"
            if rl.get("available") and rl.get("estimate") is not None else "")
-    return (f"{METRIC_LABELS[RECALL_METRIC]} against the truth (exact): {display.pct(lift)}: Exp keeps "
+    scope = "(exact over the truth's items, not the population)" if data.get("truth_note") else "(exact)"
+    return (f"{METRIC_LABELS[RECALL_METRIC]} against the truth {scope}: {display.pct(lift)}: Exp keeps "
             f"{display.pct(abs(lift))} {'more' if lift >= 0 else 'fewer'} true links than Base{est}.")
+
+
+#: The rows of a truth sample's table, and the labels of its paired differences.
+TRUTH_ROWS = (("precision", "Precision"), ("recall", "Recall"), ("f1", "F1"))
+
+
+def _signed_four(v) -> str:
+    """A difference with its sign, 4 decimals (``+0.0012``, ``-0.0019``, ``0.0000``)."""
+    s = display.four(v)
+    return s if s.startswith("-") or s == "n/a" or s == display.four(0.0) else "+" + s
+
+
+def _truth_cell(e: dict | None, *, delta: bool = False) -> dict:
+    """One estimate of a truth sample as the page and the Markdown show it: the estimate, its
+    standard error and its 95% interval (levels as percentages, differences with 4 decimals)."""
+    if not e:
+        return {"value": None, "shown": "n/a", "se": "n/a", "interval": "n/a", "note": ""}
+    fmt = four if delta else pct
+    lo, hi = e.get("ci_low"), e.get("ci_high")
+    return {"value": e.get("estimate"), "shown": _signed_four(e.get("estimate")) if delta else pct(e.get("estimate")),
+            "se": fmt(e.get("std_err")), "lo": lo, "hi": hi,
+            "interval": "n/a" if lo is None or hi is None else
+            (f"[{_signed_four(lo)}, {_signed_four(hi)}]" if delta else f"[{pct(lo)}, {pct(hi)}]"),
+            "note": e.get("note") or ""}
+
+
+def design_text(ts: dict, names: dict) -> str:
+    """What a truth sample is and what was estimated from it, in words (the page and the Markdown)."""
+    from abcde.quality.verdict import design_words  # lazy: only with a truth sample
+
+    d = ts["design"]
+    pop = ts.get("population_items") or {}
+    counts = sorted(set(pop.values()))
+    of = (f"of the {count(counts[0])} items" if len(counts) == 1 else
+          "of the " + " and ".join(f"{count(pop[s])} items of {names.get(s, s)}" for s in pop)) if counts else ""
+    share = f" ({pct(ts['truth_items'] / counts[0])})" if len(counts) == 1 and counts[0] else ""
+    census = (" It is a census (every entity listed): the numbers are exact, with standard error 0."
+              if d.get("census") else "")
+    return (f"Estimated for the whole population from a truth of sampled complete entities ({design_words(d)}). "
+            f"It covers {count(ts.get('truth_items'))} {of}{share}. Each truth item's Precision is measured against "
+            f"its whole cluster (every item of the clustering), its Recall against its entity; the population's "
+            f"numbers are ratio estimates over the sampled entities, {names.get('base', 'Base')} and "
+            f"{names.get('exp', 'Exp')} paired on the same entities (one interval per difference).{census}")
+
+
+def truth_sample_view(ts: dict | None, names: dict) -> dict | None:
+    """A truth sample's section: the estimates with their intervals per side, the paired
+    differences, the design in words, its notes, and the numbers over the truth's items only."""
+    if not ts:
+        return None
+    est, deltas = ts["estimates"], ts.get("deltas") or {}
+    sides = [s for s in ("base", "exp") if s in est]
+    rows = [{"key": m, "label": label,
+             "cells": [{"col": side, **_truth_cell(est[side].get(m))} for side in sides]
+             + ([{"col": "delta", **_truth_cell(deltas.get(f"delta_{m}"), delta=True)}] if deltas else [])}
+            for m, label in TRUTH_ROWS]
+    from abcde.quality.verdict import truth_point_note  # lazy: only with a truth sample
+
+    notes = list(ts.get("notes") or ())
+    census = bool(ts["design"].get("census"))
+    for m, r in zip((m for m, _ in TRUTH_ROWS), rows):
+        for c in r["cells"]:
+            who = ("Δ" if c["col"] == "delta" else f"{names.get(c['col'], c['col'])}'s ") + r["label"]
+            e = (deltas.get(f"delta_{m}") if c["col"] == "delta" else est[c["col"]].get(m)) or {}
+            if c["note"]:
+                notes.append(f"{who}: {c['note']}.")
+            elif truth_point_note(e, census):
+                notes.append(f"{who} has {truth_point_note(e, census)}.")
+    restricted = ts.get("restricted") or {}
+    rest_rows = [{"key": side, "side": names.get(side, side),
+                  **{m: pct(restricted[side].get(m)) for m, _ in TRUTH_ROWS},
+                  "raw": {m: restricted[side].get(m) for m, _ in TRUTH_ROWS}}
+                 for side in sides if isinstance(restricted.get(side), dict)]
+    return {"design": ts["design"], "text": design_text(ts, names), "sides": sides,
+            "columns": [{"col": s, "label": names.get(s, s)} for s in sides]
+            + ([{"col": "delta", "label": f"Δ ({names.get('exp', 'Exp')} − {names.get('base', 'Base')})"}]
+               if deltas else []),
+            "rows": rows, "notes": notes, "restricted": rest_rows,
+            "restricted_text": (f"Over the truth's {count(ts.get('truth_items'))} items only (restricted): what "
+                                "--truth gives without --truth-sample. These describe the listed entities' items, not "
+                                "the population: Precision is optimistic when a clustering puts them with items "
+                                "outside the truth."),
+            "method": " ".join(x for x in (f"Intervals: {ts['interval_method']}." if ts.get("interval_method") else "",
+                                           f"F1: {ts['f1_method']}." if ts.get("f1_method") else "") if x)}
 
 
 def _recall_note(q: dict) -> str:
@@ -424,11 +512,16 @@ def render_markdown(data: dict) -> str:
               "|---:|---:|---:|---:|---:|",
               "| " + " | ".join(pct(h[k]) for k in IMPACT_METRICS) + " | "
               f"{h['affected_items']:,} ({pct(h['affected_weight_share'])} of weight) | {h['items']:,} |", ""]
-    if data.get("truth"):
+    ts = truth_sample_view(data.get("truth_sample"), n)
+    if ts is not None:
+        lines += _markdown_truth_sample(ts)
+    elif data.get("truth"):
         lines += ["Against the ground truth:", "", "| clustering | Precision | Recall | F1 |", "|---|---:|---:|---:|"]
         lines += [f"| {_md(n.get(side, side))} | {pct(t['precision'])} | {pct(t['recall'])} | {pct(t['f1'])} |"
                   for side, t in data["truth"].items()]
         lines.append("")
+        if data.get("truth_note"):
+            lines += [_md(data["truth_note"]), ""]
         if _truth_lift_text(data):
             lines += [_md(_truth_lift_text(data)), ""]
     r = data["restriction"]
@@ -457,6 +550,25 @@ def render_markdown(data: dict) -> str:
             lines += [_md(_recall_note(q)), ""]
         lines += _markdown_distances(_distances_view(q.get("distances")))
     return "\n".join(lines) + "\n"
+
+
+def _markdown_truth_sample(ts: dict) -> list[str]:
+    """A truth sample's estimates as Markdown: the table (estimate ± s.e. and the 95% interval per
+    side and for the paired difference), the design, the notes and the restricted numbers."""
+    cols = ts["columns"]
+    lines = ["Against the ground truth (a sample of entities; population estimates with 95% intervals):", "",
+             "| | " + " | ".join(f"{_md(c['label'])} | 95% interval" for c in cols) + " |",
+             "|---|" + "---:|---:|" * len(cols)]
+    for r in ts["rows"]:
+        lines.append(f"| {r['label']} | " + " | ".join(f"{c['shown']} ± {c['se']} | {c['interval']}"
+                                                       for c in r["cells"]) + " |")
+    lines += ["", _md(ts["text"]), ""]
+    lines += [f"- {_md(x)}" for x in ts["notes"]] + ([""] if ts["notes"] else [])
+    if ts["restricted"]:
+        lines += [_md(ts["restricted_text"]), "", "| clustering | Precision | Recall | F1 |", "|---|---:|---:|---:|"]
+        lines += [f"| {_md(r['side'])} | {r['precision']} | {r['recall']} | {r['f1']} |" for r in ts["restricted"]]
+        lines.append("")
+    return lines
 
 
 def _markdown_distances(v: dict | None) -> list[str]:

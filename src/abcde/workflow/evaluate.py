@@ -30,6 +30,7 @@ that record with every section and the quality estimates.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import threading
@@ -38,20 +39,24 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata as _metadata
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from abcde.core.inputs import Inputs, describe
 from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, impact
-from abcde.metrics.pointwise import PointwiseResult, pointwise
+from abcde.metrics.pointwise import PointwiseResult
 from abcde.quality.draw import _full_path, stage_pair_sample
 from abcde.quality.sample_dir import check_hidden
 from abcde.report.build import Report, build_report
+from abcde.report.truth import check_truth_sample, pointwise_against  # noqa: F401  (pointwise_against: also here)
 from abcde.sampling.explore import ExplorationSample, check_group_columns, sample_affected
 from abcde.util import progress
 from abcde.util.files import (RACY_SECONDS, InputPrints, aside_prefix, exchange_dirs, make_temp_dir, remove_dead_leftovers,
                               write_text)
+
+if TYPE_CHECKING:
+    from abcde.metrics.truth_sample import TruthSampleResult
 
 #: The record of a run in its directory: how it was run and where each output is.
 RECORD = "evaluate.json"
@@ -82,7 +87,10 @@ class EvaluateResult:
     pair_dir
         The pair sample directory, to judge.
     pointwise_against_truth
-        With ``truth``: each side's pointwise Precision/Recall/F1 against it (else empty).
+        With ``truth`` and no design: each side's pointwise Precision/Recall/F1 against it (else empty).
+    truth_sample
+        With ``truth`` and its design (``truth_sample``): the population's estimates for Base and
+        Exp and their paired differences; else None.
     report, report_path
         The report (without quality estimates: nothing is judged yet) and its HTML file.
     stages
@@ -104,12 +112,18 @@ class EvaluateResult:
     stages: list[dict] = field(default_factory=list)
     written: list[str | Path] = field(default_factory=list)
     record: dict = field(default_factory=dict)
+    truth_sample: TruthSampleResult | None = None
 
     def to_dict(self) -> dict:
-        """The outputs as JSON-ready values (``abcde evaluate --json``)."""
+        """The outputs as JSON-ready values (``abcde evaluate --json``). With a truth sample,
+        ``pointwise_against_truth`` holds each side's estimates (:meth:`TruthSampleResult.side_dict`)
+        and ``truth_sample`` the whole result with the paired differences."""
+        pw = ({side: self.truth_sample.side_dict(side) for side in self.truth_sample.sides}
+              if self.truth_sample is not None else
+              {k: v.to_dict() for k, v in self.pointwise_against_truth.items()})
         return {"impact": self.impact.to_dict(), "explore": {"sample": self.exploration.metadata},
-                "pairs": {"dir": str(self.pair_dir)},
-                "pointwise_against_truth": {k: v.to_dict() for k, v in self.pointwise_against_truth.items()},
+                "pairs": {"dir": str(self.pair_dir)}, "pointwise_against_truth": pw,
+                "truth_sample": self.truth_sample.to_dict() if self.truth_sample is not None else None,
                 "report": str(self.report_path), "record": str(self.out_dir / RECORD), "stages": self.stages,
                 "written": [str(p) for p in self.written]}
 
@@ -171,6 +185,8 @@ def evaluate(
     force: bool = False,
     only_affected: bool = True,
     quality_slice_by: Sequence[str] | None = None,
+    truth_sample: str | None = None,
+    population_entities: float | None = None,
     engine: Engine | str | None = None,
 ) -> EvaluateResult:
     """Impact, exploration sample, pair sample and report of Exp relative to Base, written to
@@ -180,8 +196,11 @@ def evaluate(
     and (unless ``explore_by``) the report's exploration groups. ``sample_size``: draws of the
     exploration sample; ``budget``: distinct pairs to judge (``estimator`` and ``hide`` as in
     :func:`abcde.draw_pair_sample`). ``truth``: a ground-truth clustering, for each side's
-    pointwise Precision/Recall/F1 in the report. ``force``: replace another pair sample in
-    ``out_dir/quality`` (moved aside with its judgements, never deleted). ``only_affected``: the
+    pointwise Precision/Recall/F1 in the report; ``truth_sample`` (and ``population_entities``): the
+    design its entities were sampled by, for the population's estimates with intervals instead
+    (as :func:`abcde.workflow.report.run_report`; recorded, so the rebuilt report uses it too).
+    ``force``: replace another pair sample in ``out_dir/quality`` (moved aside with its judgements,
+    never deleted). ``only_affected``: the
     impact tables hold the affected items and clusters only (the default: every metric of the others is 0,
     and their count and weight are in ``impact.json``; :meth:`ImpactResult.write`); ``False``: every item
     and cluster (at a hundred million items, writing those took longer than the impact itself).
@@ -196,6 +215,7 @@ def evaluate(
     """
     out = Path(out_dir)
     check_out_dir(out)
+    check_truth_sample(truth, truth_sample, population_entities)
     given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
     # Names the report cannot group by are refused before the impact (hours at a billion items).
     where = f"the {describe(given.items, 'items')}"
@@ -224,7 +244,8 @@ def evaluate(
         check_hidden(res.diff.attributes, hide)  # before anything is written, not after half of it
         record = _record(given, truth, prints, slice_by=slice_by, explore_by=explore_by, top=top,
                          sample_size=sample_size, budget=budget, seed=seed, estimator=estimator, hide=hide, title=title,
-                         only_affected=only_affected, quality_slice_by=quality_slice_by, engine=res.diff.engine)
+                         only_affected=only_affected, quality_slice_by=quality_slice_by, truth_sample=truth_sample,
+                         population_entities=population_entities, engine=res.diff.engine)
         written: list[str | Path] = []
         with stage("impact tables") as st:
             written += res.write(new / OUTPUTS["impact"], only_affected=only_affected)
@@ -241,10 +262,11 @@ def evaluate(
                                        slice_by=list(slice_by), estimator=estimator, force=force, hide=hide)
             written.append(new / OUTPUTS["pair_sample"] / "tasks.csv")
             st.rows = int(staged.metadata["judgeable_pairs"])
-        against: dict[str, PointwiseResult] = {}
+        against: dict[str, PointwiseResult] | TruthSampleResult = {}
         if truth is not None:
             with stage("pointwise against the truth") as st:
-                against = pointwise_against(truth, given, res.diff.engine)
+                against = pointwise_against(truth, given, res.diff.engine, truth_sample=truth_sample,
+                                            population_entities=population_entities)
                 st.rows = res.items
         with stage("report") as st:
             rep = evaluation_report(record, res, sample, truth=against)
@@ -267,9 +289,11 @@ def evaluate(
                 except OSError:
                     break
     written = [out / Path(p).relative_to(new) for p in written]
+    ts = against if not isinstance(against, dict) else None
     return EvaluateResult(out_dir=out, impact=res, exploration=sample, sample_path=out / OUTPUTS["exploration_sample"],
                           pair_dir=out / OUTPUTS["pair_sample"], report=rep, report_path=out / OUTPUTS["report"],
-                          pointwise_against_truth=against, stages=stages, written=written, record=record)
+                          pointwise_against_truth=against if ts is None else {}, stages=stages, written=written,
+                          record=record, truth_sample=ts)
 
 
 class _PrintsAside:
@@ -408,13 +432,6 @@ def evaluation_report(record: dict, result: ImpactResult, exploration: Explorati
                         explore_by=list(o["explore_by"]), title=title or o["title"], truth=truth or None)
 
 
-def pointwise_against(truth, given: Inputs, engine: Engine) -> dict[str, PointwiseResult]:
-    """Each side's pointwise Precision/Recall/F1 against ``truth`` (the report's ground-truth section)."""
-    return {side: pointwise(truth, getattr(given, side), items=given.items, item_id=given.item_id,
-                            cluster_id=given.cluster_id, weight=given.weight, engine=engine)
-            for side in ("base", "exp")}
-
-
 def read_evaluation(evaldir: str | os.PathLike) -> dict:
     """The record ``evaldir/evaluate.json`` of an :func:`evaluate` run, checked.
 
@@ -431,7 +448,8 @@ def read_evaluation(evaldir: str | os.PathLike) -> dict:
          "options": {"slice_by": [...], "explore_by": [...], "top": 10, "sample_size": 1000,
                      "budget": 300, "seed": 0, "estimator": "stratified", "allocation": "proportional",
                      "hide": [...], "only_affected": false, "title": "ABCDE report",
-                     "quality_slice_by": [...]},
+                     "quality_slice_by": [...], "truth_sample": "uniform" or a column or null,
+                     "population_entities": 2000 or null},
          "engine": {"name": "duckdb", "database": "/abs/db.duckdb" or null, "memory_limit": ...,
                     "threads": ..., "master": ..., "remote": ...},
          "outputs": {"impact": "impact", "exploration_sample": "explore/sample.parquet",
@@ -545,13 +563,22 @@ def _record_checks(record: dict):
     for name, ok in checks.items():
         v = get(name)
         yield name, v is not _MISSING and ok(v)
+    # A truth sample's design (absent from the records of runs before it existed: none). Its column is
+    # checked by the estimator when the truth is read; here, only that it is a design of the truth.
+    design, n = get("options.truth_sample"), get("options.population_entities")
+    yield "options.truth_sample", design is _MISSING or design is None or (
+        isinstance(design, str) and bool(design.strip()) and get("inputs.truth") not in (None, _MISSING))
+    yield "options.population_entities", n is _MISSING or n is None or (
+        isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) and n > 0
+        and isinstance(design, str))
 
 
 _MISSING = object()
 
 
 def _record(given: Inputs, truth, prints: InputPrints, *, slice_by, explore_by, top, sample_size, budget, seed,
-            estimator, hide, title, only_affected, quality_slice_by, engine: Engine) -> dict:
+            estimator, hide, title, only_affected, quality_slice_by, engine: Engine, truth_sample=None,
+            population_entities=None) -> dict:
     """The record of a run (:func:`read_evaluation` describes it); the inputs' fingerprints are
     ``prints``, taken before the inputs were read (the pair sample records the same)."""
     def source(v, role: str) -> dict | None:
@@ -581,7 +608,8 @@ def _record(given: Inputs, truth, prints: InputPrints, *, slice_by, explore_by, 
         "options": {"slice_by": list(slice_by), "explore_by": list(explore_by if explore_by is not None else slice_by),
                     "top": top, "sample_size": sample_size, "budget": budget, "seed": seed, "estimator": estimator,
                     "allocation": None, "hide": list(hide), "only_affected": only_affected, "title": title,
-                    "quality_slice_by": list(quality_slice_by if quality_slice_by is not None else slice_by)},
+                    "quality_slice_by": list(quality_slice_by if quality_slice_by is not None else slice_by),
+                    "truth_sample": truth_sample, "population_entities": population_entities},
         "engine": {"name": engine.name, "database": os.path.abspath(database) if database else None,
                    "memory_limit": st.get("memory_limit"), "threads": st.get("threads"),
                    "master": st.get("master"), "remote": st.get("remote")},

@@ -19,11 +19,13 @@ from abcde.engine import Engine, connect
 from abcde.errors import InputError, with_option
 from abcde.metrics.impact import ImpactResult, impact
 from abcde.report.build import Report, build_report
+from abcde.report.truth import check_truth_sample, pointwise_against, split_truth
 
 if TYPE_CHECKING:
     from abcde.quality.result import QualityResult
     from abcde.sampling.explore import ExplorationSample
     from abcde.metrics.pointwise import PointwiseResult
+    from abcde.metrics.truth_sample import TruthSampleResult
 
 
 @dataclass(frozen=True)
@@ -43,9 +45,12 @@ class ReportResult:
     written
         The files written: the HTML page, then the Markdown summary if asked for.
     pointwise_against_truth
-        With a truth: each side's pointwise Precision/Recall/F1 against it (else empty).
+        With a truth and no design: each side's pointwise Precision/Recall/F1 against it (else empty).
     quality_dir
         The pair sample the quality estimates are (or, when nothing is judged yet, would be) from.
+    truth_sample
+        With a truth and its design (``truth_sample``): the population's estimates for Base and Exp
+        and their paired differences (:class:`~abcde.metrics.truth_sample.TruthSampleResult`); else None.
     """
 
     impact: ImpactResult
@@ -55,6 +60,7 @@ class ReportResult:
     written: list[Path]
     pointwise_against_truth: dict[str, PointwiseResult] = field(default_factory=dict)
     quality_dir: Path | None = None
+    truth_sample: TruthSampleResult | None = None
 
     def to_dict(self) -> dict:
         """The report's content and the files written (``abcde report --json``)."""
@@ -81,6 +87,8 @@ def run_report(
     title: str = "ABCDE report",
     markdown: str | os.PathLike | None = None,
     truth=None,
+    truth_sample: str | None = None,
+    population_entities: float | None = None,
     engine: Engine | str | None = None,
 ) -> ReportResult:
     """Compute the impact of Exp relative to Base, add what else is given, and write the report.
@@ -108,10 +116,19 @@ def run_report(
         Also write a Markdown summary (e.g. for a code review comment) here.
     truth
         A ground-truth clustering (same ids and cluster column): the report adds the pointwise
-        Precision, Recall and F1 of Base and Exp against it.
+        Precision, Recall and F1 of Base and Exp against it. A truth covering part of the items
+        gives numbers over those items, and the report says so in words.
+    truth_sample, population_entities
+        The truth lists complete entities sampled by a design: ``"uniform"`` (a simple random sample
+        of entities) or the name of the truth's column of inclusion probabilities. The report then
+        shows the population's Precision, Recall and F1 of Base and Exp estimated with 95%
+        intervals, the paired differences, the design, and the numbers over the truth's items
+        only, labelled as such (:func:`abcde.metrics.truth_sample.estimate_pointwise`;
+        ``population_entities`` is its ``N``, uniform design only).
     """
     if quality is None and (judgements or quality_slice_by):
         raise InputError("judgements and quality_slice_by need a judged pair sample directory (quality=...).")
+    check_truth_sample(truth, truth_sample, population_entities)
     prints = None
     if quality is not None:
         from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
@@ -136,17 +153,20 @@ def run_report(
         exploration = ExplorationSample.read(sample)
     against = None
     if truth is not None:
-        from abcde.metrics.pointwise import pointwise  # lazy: start-up time
+        from abcde.core.inputs import Inputs  # lazy: start-up time
 
-        against = {side: pointwise(truth, source, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight,
-                                   engine=engine)
-                   for side, source in (("base", base), ("exp", exp))}
+        given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
+        # On the impact's engine (a named engine is made once, not once per side).
+        against = pointwise_against(truth, given, res.diff.engine, truth_sample=truth_sample,
+                                    population_entities=population_entities)
     rep = build_report(res, quality=qual, judged_by=judged_by, exploration=exploration, explore_by=explore_by,
                        title=title, truth=against)
     if prints is not None:
         prints.check("building the report")
     written = rep.write(out, markdown=markdown)
-    return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written)
+    pw, ts = split_truth(against)
+    return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written,
+                        pointwise_against_truth=pw, truth_sample=ts)
 
 
 def report_from_evaluation(
@@ -168,7 +188,8 @@ def report_from_evaluation(
     (:func:`abcde.workflow.evaluate.read_evaluation`): the inputs (their absolute paths), columns,
     slices, top clusters, title and engine. It computes the impact again from the inputs, reads the
     exploration sample ``evaldir/explore/sample.parquet``, adds each side's pointwise metrics
-    against the recorded truth, and estimates the quality from the judgements in
+    against the recorded truth (with the recorded design of a truth sample, its estimates), and
+    estimates the quality from the judgements in
     ``evaldir/quality`` (only read, never written). Without any judgement yet, the report has no
     quality estimates and says so.
 
@@ -219,8 +240,8 @@ def report_from_evaluation(
     from abcde.quality.judgements import judgement_files  # lazy: start-up time
     from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
     from abcde.sampling.explore import ExplorationSample  # lazy: start-up time
-    from abcde.workflow.evaluate import (OUTPUTS, RECORD, evaluation_report, pointwise_against,  # lazy: start-up time
-                                         read_evaluation, refuse_links_out)
+    from abcde.workflow.evaluate import (OUTPUTS, RECORD, evaluation_report, read_evaluation,  # lazy: start-up time
+                                         refuse_links_out)
 
     d = Path(evaldir)
     record = read_evaluation(d)  # refuses outputs.* other than the directory's own names
@@ -242,7 +263,9 @@ def report_from_evaluation(
     eng = _recorded_engine(d / RECORD, record) if own else engine
     try:
         res = impact(given, slice_by=record["options"]["slice_by"], top=record["options"]["top"], engine=eng)
-        against = pointwise_against(truth, given, res.diff.engine) if truth is not None else {}
+        o = record["options"]
+        against = pointwise_against(truth, given, res.diff.engine, truth_sample=o.get("truth_sample"),
+                                    population_entities=o.get("population_entities")) if truth is not None else {}
         qual = None
         if files:
             slices = record["options"]["quality_slice_by"] if quality_slice_by is None else quality_slice_by
@@ -259,8 +282,9 @@ def report_from_evaluation(
         out, markdown = places["report"], (places["markdown"] if markdown is None else markdown)
     prints.check("rebuilding the report")  # the inputs read are the ones fingerprinted
     written = rep.write(out, markdown=markdown)
+    pw, ts = split_truth(against)
     return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written,
-                        pointwise_against_truth=against, quality_dir=qdir)
+                        pointwise_against_truth=pw, quality_dir=qdir, truth_sample=ts)
 
 
 def _recorded_inputs(d: Path, record: dict, *, remote_inputs: bool = False):
