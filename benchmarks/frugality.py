@@ -74,8 +74,9 @@ from abcde.metrics.impact import overall  # noqa: E402
 from abcde.quality import estimate_from_draws  # noqa: E402
 from abcde.quality.combined import combined_stratified  # noqa: E402
 from abcde.quality.ppi import design_cells, draw_counts, plan_by_answers, plan_people, priority, tasks_in  # noqa: E402
-from abcde.quality.stratified import (LEGACY_STRATA, STRATA, estimate_stratified, pilot_sigmas,  # noqa: E402
-                                      sample_stratified_many)
+from abcde.sampling.allocation import LEGACY_STRATA, STRATA
+from abcde.sampling.stratified import sample_stratified_many
+from abcde.quality.stratified import estimate_stratified, pilot_sigmas
 from abcde.sampling.pairs import pair_counts, sample_pairs_many  # noqa: E402
 
 EXACT_SD = 1e-12  # below this the spread is floating-point noise of a sum taken in a seed-dependent order

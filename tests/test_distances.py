@@ -45,7 +45,7 @@ from abcde.quality import draw_pair_sample, estimate_quality, oracle_judge
 from abcde.quality.distances import (DistanceFacts, distance_facts, estimate_distances_paper,
                                      estimate_distances_stratified, sum_estimate)
 from abcde.quality.result import Estimate, quantile
-from abcde.quality.stratified import StratifiedSample
+from abcde.sampling.stratified import StratifiedSample
 from strategies import attribute_column, clusterings
 from test_impact_reference import by_key, clustering_df, items_df
 from test_quality import dicts, world
@@ -766,7 +766,8 @@ def test_simulation_with_the_samplers(big_world):
     7.5-18 SEs of the mean. (On seeds 0-999 of this world the unbiased GoodSplitRate of the same draws
     sat at the same z as GoodSplitDistance, −1.59 and −1.61 stratified, +1.58 and +1.43 paper: such
     offsets are the draws', not the ratio estimator's bias.)"""
-    from abcde.quality.stratified import SIGNED, sample_stratified_many
+    from abcde.sampling.allocation import SIGNED
+    from abcde.sampling.stratified import sample_stratified_many
     from abcde.sampling.pairs import sample_pairs_many
 
     w = big_world

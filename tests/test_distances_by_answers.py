@@ -22,12 +22,12 @@ from click.testing import CliRunner
 
 import simcheck as sc
 from abcde.cli import main
-from abcde.quality.distances import (DistanceFacts, _judged, distance_facts, drawn_items, estimate_distances_paper,
+from abcde.quality.distances import (DistanceFacts, judged_draws, distance_facts, drawn_items, estimate_distances_paper,
                                      estimate_distances_stratified)
 from abcde.quality.ppi import (design_cells, draw_counts, people_cells, plan_by_answers, tasks_in, unit_weights,
                                units_of)
 from abcde.quality.result import quantile
-from abcde.quality.stratified import StratifiedSample
+from abcde.sampling.stratified import StratifiedSample
 from test_distances import PARTS, SUMS, _record, _sim_truth, _table, _truths, quick_world  # noqa: F401 (a fixture)
 from test_ppi import _model, _oracle, _tasks_by_answers
 from test_quality import dicts
@@ -291,7 +291,7 @@ def test_simulation_with_the_samplers(big_world):
     "same" for 40% of the "different" pairs) the people's 300 tasks chosen by its answers; every part,
     the sums and the slice kind = a: :func:`assert_honest` (coverage 93–97%)."""
     from abcde.core.diff import affected_items
-    from abcde.quality.stratified import sample_stratified_many
+    from abcde.sampling.stratified import sample_stratified_many
     from abcde.sampling.pairs import sample_pairs_many
 
     w = big_world
@@ -340,7 +340,8 @@ def test_a_census_by_cell(n_people):
     from abcde.core.diff import build_diff
     from abcde.core.inputs import Inputs
     from abcde.metrics.impact import overall
-    from abcde.quality.stratified import SIGNED, sample_stratified
+    from abcde.sampling.allocation import SIGNED
+    from abcde.sampling.stratified import sample_stratified
 
     base, exp, items = world(60, seed=4)
     d = build_diff(Inputs(base, exp, items=items))
@@ -440,7 +441,7 @@ def test_pairs_human_budget_judge_model_judge_oracle_quality(tmp_path, estimator
         assert mine[m]["estimate"] == pytest.approx(dd[m]["estimate"], rel=1e-12), m
         assert mine[m]["std_err"] == pytest.approx(dd[m]["std_err"], rel=1e-12), m
     # the people's draws alone count: those of the split and merge cells, judged
-    kinds = {k: _judged(s.draws.filter(pa.array([c == k for c in s.draws.column("class").to_pylist()])), by, facts, k,
+    kinds = {k: judged_draws(s.draws.filter(pa.array([c == k for c in s.draws.column("class").to_pylist()])), by, facts, k,
                         cells=cells) for k in ("split", "merge")}
     assert dd["good_distance"]["n_judgements"] == sum(len(j.same) for j in kinds.values()) > 0
     text = _cli("quality", out).output

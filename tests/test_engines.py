@@ -39,7 +39,8 @@ from abcde.core.diff import build_diff
 from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.sampling.pairs import pair_counts, sample_pairs
-from abcde.quality.stratified import STRATA, sample_stratified, sample_stratified_many, slice_self_terms
+from abcde.sampling.allocation import STRATA
+from abcde.sampling.stratified import sample_stratified, sample_stratified_many, slice_self_terms
 
 EXAMPLE = Path(abcde.__file__).parent / "examples" / "febrl3"
 

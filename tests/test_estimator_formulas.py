@@ -24,8 +24,9 @@ import pyarrow as pa
 import pytest
 
 from abcde.quality import estimate_from_draws
-from abcde.quality.stratified import (LEGACY_STRATA, STRATA, StratifiedSample, estimate_stratified,
-                                      estimate_stratified_slices)
+from abcde.sampling.allocation import LEGACY_STRATA, STRATA
+from abcde.sampling.stratified import StratifiedSample
+from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices
 
 REL = 1e-12
 

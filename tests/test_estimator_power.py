@@ -40,8 +40,8 @@ from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.quality import estimate_from_draws
 from abcde.quality.draw import _slice_multipliers
-from abcde.quality.stratified import (estimate_stratified, estimate_stratified_slices, pilot_sigmas,
-                                      sample_stratified_many)
+from abcde.sampling.stratified import sample_stratified_many
+from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices, pilot_sigmas
 from abcde.sampling.pairs import sample_pairs_many
 
 RATES = ("good_split_rate", "bad_split_rate", "good_merge_rate", "bad_merge_rate")
@@ -552,10 +552,10 @@ def test_near_a_census_the_estimates_keep_their_bands():
     L, d, o = _small_world()
     from abcde.sampling.pairs import pair_counts
 
-    from abcde.quality.stratified import allocate
+    from abcde.sampling.allocation import allocate
     from abcde.sampling.pairs import pair_totals
 
-    from abcde.quality.stratified import SIGNED
+    from abcde.sampling.allocation import SIGNED
 
     counts = pair_counts(d)
     # the ΔPrecision strata only (SIGNED: no agreed stratum, whose budget share would move the census

@@ -406,7 +406,7 @@ def detail_in_view(page) -> None:
 
 
 def test_meta_counts_each_columns_values_and_names_the_columns(sample_path):
-    from abcde.quality.sample_dir import FORMULA_STARTS
+    from abcde.util.files import FORMULA_STARTS
     from abcde.web import explore_app
 
     s = ExplorationSample.read(sample_path)
@@ -660,7 +660,7 @@ def test_csv_export_is_what_the_table_shows(server, sample_path, page):
 def test_csv_export_neutralises_formulas_as_tasks_csv_does(tmp_path, write, page):
     """Text a spreadsheet would run as a formula gets a leading ' (neutralise_formulas, the rule of
     tasks.csv); numbers, even negative, stay numbers; commas and quotes are quoted."""
-    from abcde.quality.sample_dir import neutralise_formulas
+    from abcde.util.files import neutralise_formulas
     import pyarrow as pa
 
     tags = ["=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tx", "plain, \"quoted\"", "-", "ok"]

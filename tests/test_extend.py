@@ -23,7 +23,7 @@ from abcde.cli import main
 from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.quality import PairSampleDir, estimate_quality, extend_pair_sample, oracle_judge
-from abcde.quality.stratified import SIGNED, STRATA, allocate
+from abcde.sampling.allocation import SIGNED, STRATA, allocate
 from abcde.quality.store import JudgementStore
 
 P = example_paths("febrl3")

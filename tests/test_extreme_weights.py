@@ -41,7 +41,8 @@ from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.metrics.impact import overall, per_item_expr
 from abcde.quality import draw_pair_sample, estimate_quality, oracle_judge
-from abcde.quality.stratified import STRATA, sample_stratified, self_term
+from abcde.sampling.allocation import STRATA
+from abcde.sampling.stratified import sample_stratified, self_term
 from abcde.sampling.pairs import pair_totals, sample_pairs
 from strategies import clustering_on, clusterings
 

@@ -37,7 +37,8 @@ from abcde.quality.combined import combined_paper, combined_stratified, combined
 from abcde.quality.distances import distance_facts, estimate_distances_paper, estimate_distances_stratified
 from abcde.quality.draw import _slice_multipliers
 from abcde.quality.result import Estimate
-from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices, sample_stratified_many
+from abcde.sampling.stratified import sample_stratified_many
+from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices
 from abcde.sampling.pairs import sample_pairs_many
 
 #: Worlds where every judgement of every stratum agrees (a stratum holds one kind of pair only).

@@ -37,8 +37,8 @@ from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.quality import estimate_from_draws
 from abcde.quality.estimate import _with_precision
-from abcde.quality.stratified import (StratifiedSample, estimate_stratified, estimate_stratified_slices,
-                                      sample_stratified_many, self_term)
+from abcde.sampling.stratified import StratifiedSample, sample_stratified_many, self_term
+from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices
 from abcde.sampling.pairs import pair_totals, sample_pairs_many
 from test_estimator_formulas import answers_for, random_draws, same, table, usable
 from test_quality import dicts, oracle, truth_metrics, world

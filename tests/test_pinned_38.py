@@ -30,7 +30,8 @@ from abcde.quality.combined import combined_paper, combined_stratified
 from abcde.quality.draw import pilot_sigmas_from_dir
 from abcde.quality.ppi import ppi_census_total, ppi_mean
 from abcde.quality.sample_dir import PairSampleDir
-from abcde.quality.stratified import estimate_stratified, sample_stratified
+from abcde.sampling.stratified import sample_stratified
+from abcde.quality.stratified import estimate_stratified
 from abcde.quality.paper import estimate_from_draws
 from abcde.quality.verdict import _more_pairs
 from abcde.sampling.explore import ExplorationSample

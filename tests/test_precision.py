@@ -22,7 +22,8 @@ from abcde.core.diff import build_diff
 from abcde.core.inputs import Inputs
 from abcde.examples import example_paths
 from abcde.metrics.impact import overall
-from abcde.quality.stratified import estimate_stratified, sample_stratified_many
+from abcde.sampling.stratified import sample_stratified_many
+from abcde.quality.stratified import estimate_stratified
 
 P = example_paths("febrl3")
 

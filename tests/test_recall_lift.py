@@ -22,7 +22,8 @@ from abcde.quality.draw import extend_pair_sample
 from abcde.quality.sample_dir import PairSampleDir, write_sample_dir
 from abcde.quality.recall import estimate_recall_lift, recall_facts, recall_items
 from abcde.quality.result import Estimate
-from abcde.quality.stratified import agreed_budget, sample_stratified, sample_stratified_many
+from abcde.sampling.allocation import agreed_budget
+from abcde.sampling.stratified import sample_stratified, sample_stratified_many
 from abcde.metrics.impact import link_masses
 from abcde.sampling.pairs import pair_counts
 

@@ -33,9 +33,10 @@ from abcde.quality.ppi import people_cells, people_pairs
 from abcde.quality.recall import (RECALL_STRATA, RecallFacts, estimate_recall_lift, recall_facts, recall_items,
                                   stored_recall)
 from abcde.quality.sample_dir import PairSampleDir, write_sample_dir
-from abcde.quality.stratified import (AGREED_PRIOR, CHANGED_PRIOR, StratifiedSample, agreed_budget, agreed_share,
-                                      sample_stratified, split_budget, stratum_weights)
-from abcde.report.build import _truth_lift
+from abcde.sampling.allocation import (AGREED_PRIOR, CHANGED_PRIOR, agreed_budget, agreed_share, split_budget,
+                                       stratum_weights)
+from abcde.sampling.stratified import StratifiedSample, sample_stratified
+from abcde.quality.verdict import truth_view
 from abcde.sampling.pairs import _partners, agreed_population, pair_counts, stratum_pairs
 
 # ----------------------------------------------------------------------------- a fixed sample
@@ -501,8 +502,8 @@ def test_true_links_and_the_truth_lift_are_the_pair_listing(sw):
     for side, c in (("base", b), ("exp", e)):
         assert res[side].true_links == pytest.approx(ref.true_links(c, t, w) / W ** 2, rel=1e-12), side
     exact = ref.recall_lift(b, e, t, w)
-    assert _truth_lift(res) == pytest.approx(exact, abs=1e-12)
-    assert _truth_lift({k: r.to_dict() for k, r in res.items()}) == pytest.approx(exact, abs=1e-12)
+    assert truth_view(res)["recall_lift"] == pytest.approx(exact, abs=1e-12)
+    assert truth_view({k: r.to_dict() for k, r in res.items()})["recall_lift"] == pytest.approx(exact, abs=1e-12)
     assert abs(res["exp"].recall / res["base"].recall - 1 - exact) > 1e-6
 
 

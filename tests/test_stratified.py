@@ -18,8 +18,9 @@ from abcde.core.diff import build_diff
 from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.quality import draw_pair_sample, estimate_quality
-from abcde.quality.stratified import (LEGACY_STRATA, STRATA, allocate, estimate_stratified, estimate_stratified_slices,
-                              sample_stratified, sample_stratified_many, self_term, slice_self_terms)
+from abcde.sampling.allocation import LEGACY_STRATA, STRATA, allocate
+from abcde.sampling.stratified import sample_stratified, sample_stratified_many, self_term, slice_self_terms
+from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices
 from test_quality import dicts, oracle, world
 
 
@@ -201,7 +202,8 @@ def test_slice_contributions_add_up_to_delta_precision(tmp_path):
 
     from abcde.quality.judgements import load_judgements
     from abcde.quality import PairSampleDir
-    from abcde.quality.stratified import STRATA, next_stratum, stratum_values
+    from abcde.sampling.allocation import STRATA
+    from abcde.quality.stratified import next_stratum, stratum_values
 
     sd = PairSampleDir.read(tmp_path / "p")
     by = load_judgements([tmp_path / "p" / "judgements.sqlite"], pair_ids=sd.judgeable_ids(),  # the oracle's

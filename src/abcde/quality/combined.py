@@ -23,7 +23,8 @@ from abcde.quality.paper import delta_precision_bounds
 from abcde.quality.ppi import (BY_ANSWERS, DISAGREEMENT_WARNING, Cells, Part, agreement, fold_lambdas, model_value,
                                ppi_census_total, ppi_mean)
 from abcde.quality.result import Estimate, QualityResult
-from abcde.quality.stratified import _LABEL, slice_ranges
+from abcde.sampling.allocation import STRATUM_LABEL
+from abcde.quality.stratified import slice_ranges
 from abcde.sampling.pairs import pair_class_of_draws
 
 METHOD = "prediction-powered (model + people)"
@@ -403,7 +404,7 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
         U = sample.totals[c]
         if U == 0:
             continue
-        lab = _LABEL.get(c)
+        lab = STRATUM_LABEL.get(c)
         lo, hi = lo - (U if lab != 1 else 0.0), hi + (U if lab != -1 else 0.0)
         j = arrays[c]
         census = c in sample.census

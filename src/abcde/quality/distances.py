@@ -109,7 +109,7 @@ from abcde.errors import InputError
 from abcde.metrics.impact import overall, private, slice_sums
 from abcde.sampling.pairs import pair_class_of_draws
 from abcde.quality.result import DistanceEstimates, Estimate
-from abcde.quality.stratified import _census_total
+from abcde.quality.stratified import census_total
 
 #: The two kinds of pairs and what a good one is: a split pair judged different, a merge pair the same.
 KINDS = {"split": ("split_distance", False), "merge": ("merge_distance", True)}
@@ -170,7 +170,7 @@ def distance_facts(diff: Diff, item_ids, *, slice_by=(), source: str = "",
 
 
 # ----------------------------------------------------------------------------- one part
-def _ratio(g: np.ndarray, r: np.ndarray, mask: np.ndarray | None = None) -> tuple[float, float, float, int]:
+def ratio_estimate(g: np.ndarray, r: np.ndarray, mask: np.ndarray | None = None) -> tuple[float, float, float, int]:
     """The r-weighted share ``p̂`` of ``g`` over the draws in ``mask`` (default all), its linearised
     variance over all ``n`` draws, the effective number of judgements ``n*`` and the draws in ``mask``."""
     n = len(g)
@@ -221,7 +221,7 @@ def _census_part(name: str, total: float, draws: pa.Table, by_pair: dict, weight
     d = draws.take(pa.array(idx, pa.int64()))
     d = d.set_column(d.column_names.index("pair_weight"), "pair_weight", pa.array(weights[keep], pa.float64()))
     want_same = good_same == want_good
-    t, v, n, known, rest = _census_total(d, by_pair, lambda lab, s, a, b: s if want_same else 1.0 - s)
+    t, v, n, known, rest = census_total(d, by_pair, lambda lab, s, a, b: s if want_same else 1.0 - s)
     M = float(weights[keep].sum())
     bounds = (total * known / M, total * (known + rest) / M)
     if n == 0:
@@ -278,7 +278,7 @@ def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, 
         d = draws.take(pa.array(idx, pa.int64()))
         d = d.set_column(d.column_names.index("pair_weight"), "pair_weight", pa.array(weights[m], pa.float64()))
         mine = {p: by_pair[p] for p in d.column("pair_id").to_pylist() if p in by_pair and cells.selected(p, 0)}
-        tc, vc, nc, known, rest = _census_total(d, mine, lambda lab, s, a, b: s if want_same else 1.0 - s)
+        tc, vc, nc, known, rest = census_total(d, mine, lambda lab, s, a, b: s if want_same else 1.0 - s)
         lo, hi = lo + known, hi + known + rest
         if not math.isfinite(tc):
             missing.append(c)
@@ -327,7 +327,7 @@ def sum_estimate(name: str, a: Estimate, b: Estimate) -> Estimate:
 
 # ----------------------------------------------------------------------------- judged draws
 @dataclass(frozen=True)
-class _Judged:
+class JudgedDraws:
     """The judged draws of one kind (split or merge): 1(i ≡ j), the vantage item's share r and the
     vantage items. By the model's answers (:func:`abcde.quality.ppi.people_cells`): the people's
     draws alone, each one's ``cell``, and ``sizes``, every cell's draws of the kind (judged or not)."""
@@ -339,7 +339,7 @@ class _Judged:
     sizes: dict | None = None
 
 
-def _judged(draws: pa.Table, by_pair: dict, facts: DistanceFacts, kind: str, mask=None, cells=None) -> _Judged:
+def judged_draws(draws: pa.Table, by_pair: dict, facts: DistanceFacts, kind: str, mask=None, cells=None) -> JudgedDraws:
     col = 0 if kind == "split" else 1
     same, r, vantage, cell, sizes, seen = [], [], [], [], {}, {}
     if draws.num_rows:
@@ -362,11 +362,11 @@ def _judged(draws: pa.Table, by_pair: dict, facts: DistanceFacts, kind: str, mas
             vantage.append(a)
             if cells is not None:
                 cell.append(c)
-    return _Judged(np.asarray(same, dtype=float), np.asarray(r, dtype=float), vantage,
+    return JudgedDraws(np.asarray(same, dtype=float), np.asarray(r, dtype=float), vantage,
                    None if cells is None else np.asarray(cell, dtype=object), None if cells is None else sizes)
 
 
-def _cell_ratio(j: _Judged, mask: np.ndarray | None = None) -> tuple[float, float, float, int, str]:
+def cell_ratio_estimate(j: JudgedDraws, mask: np.ndarray | None = None) -> tuple[float, float, float, int, str]:
     """``p̂`` of a stratum (or class) whose people's draws are a simple random sample of each cell's
     draws (the design by the model's answers), over the domain ``mask`` (default all): the Hájek
     form with the cells' expansion weights ``e_k = N_c/n_c``, its two-phase variance, ``n*`` and the
@@ -432,7 +432,7 @@ def _census_weights(draws: pa.Table, facts: DistanceFacts, kind: str, inside=Non
     return pw * (ra + rb) / 2.0
 
 
-def _parts(kind: str, total: float, judged: _Judged | None, *, mask=None, census: tuple | None = None,
+def _parts(kind: str, total: float, judged: JudgedDraws | None, *, mask=None, census: tuple | None = None,
            method: str) -> tuple[Estimate, Estimate]:
     """Good and Bad of one kind: from sampled draws (``judged``, optionally a domain ``mask``; by
     cell when ``judged`` has cells), or from a census (``census = (draws, by_pair, weights, cells)``)."""
@@ -448,9 +448,9 @@ def _parts(kind: str, total: float, judged: _Judged | None, *, mask=None, census
                                   what=kind) for nm, wg in ((good_name, True), (bad_name, False)))
     note = ""
     if judged.cell is not None:
-        p, var, n_eff, n, note = _cell_ratio(judged, mask)
+        p, var, n_eff, n, note = cell_ratio_estimate(judged, mask)
     else:
-        p, var, n_eff, n = _ratio(judged.same, judged.r, mask) if len(judged.same) else (math.nan,) * 3 + (0,)
+        p, var, n_eff, n = ratio_estimate(judged.same, judged.r, mask) if len(judged.same) else (math.nan,) * 3 + (0,)
     return tuple(_part(nm, total, p, var, n_eff, n, good_same=good_same, want_good=wg, method=method, what=kind,
                        note=note) for nm, wg in ((good_name, True), (bad_name, False)))
 
@@ -476,7 +476,7 @@ def estimate_distances_stratified(sample, by_pair: dict, facts: DistanceFacts, *
         if draws is None:
             draws = pa.table({"pair_id": pa.array([], pa.string()), "item_a": pa.array([], pa.string())})
         census = kind in sample.census
-        kinds[kind] = (draws, census, None if census else _judged(draws, by_pair, facts, kind, cells=cells))
+        kinds[kind] = (draws, census, None if census else judged_draws(draws, by_pair, facts, kind, cells=cells))
     overall_parts = {k: _parts(k, t, kinds[k][2], census=(kinds[k][0], by_pair, _census_weights(kinds[k][0], facts, k),
                                                           cells) if kinds[k][1] else None, method=method)
                      for k, t in (("split", facts.split_distance), ("merge", facts.merge_distance))}
@@ -503,7 +503,7 @@ def estimate_distances_stratified(sample, by_pair: dict, facts: DistanceFacts, *
     return _result(overall_parts["split"], overall_parts["merge"], facts, method, slices)
 
 
-def _slice_parts(kind: str, total: float, judged: _Judged, mask: np.ndarray, method: str) -> tuple:
+def _slice_parts(kind: str, total: float, judged: JudgedDraws, mask: np.ndarray, method: str) -> tuple:
     """A slice's Good and Bad of one kind (a domain of the judged draws); undefined with a note when
     no judged draw has its vantage item in the slice."""
     if total > 0 and len(judged.same) and not mask.any():
@@ -529,7 +529,7 @@ def estimate_distances_paper(draws: pa.Table, by_pair: dict, facts: DistanceFact
     class, see the module's docstring). ``cells``: as :func:`estimate_distances_stratified` (the
     cells are the classes' by the model's answer)."""
     cls = np.asarray(pair_class_of_draws(draws) if draws.num_rows else [], dtype=object)
-    judged = {k: _judged(draws, by_pair, facts, k, mask=cls == k, cells=cells) for k in ("split", "merge")}
+    judged = {k: judged_draws(draws, by_pair, facts, k, mask=cls == k, cells=cells) for k in ("split", "merge")}
     parts = {k: _parts(k, t, judged[k], method=method)
              for k, t in (("split", facts.split_distance), ("merge", facts.merge_distance))}
     slices = {}

@@ -27,8 +27,9 @@ from abcde.quality.ppi import (BY_ANSWERS, META_KEY as PEOPLE_KEY, census_weight
                                draw_counts, plan_by_answers, plan_people, unit_weights, units_of)
 from abcde.quality.sample_dir import PairSampleDir, StagedSample, check_hidden, stage_sample_dir, write_sample_dir
 from abcde.quality.recall import recall_facts, recall_items, recall_record
-from abcde.quality.stratified import (LEGACY_STRATA, SIGNED, STRATA, sample_stratified, slice_self_terms,
-                                      stratum_sigmas)
+from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA
+from abcde.sampling.stratified import sample_stratified, slice_self_terms
+from abcde.quality.stratified import stratum_sigmas
 from abcde.sampling.pairs import PairSample, pair_class_of_draws, pair_counts, pairweight_expr, sample_pairs
 from abcde.util.files import InputPrints
 

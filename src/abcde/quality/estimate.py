@@ -23,7 +23,8 @@ from abcde.quality.paper import estimate_from_draws
 from abcde.quality.recall import estimate_recall_lift, stored_recall
 from abcde.quality.result import Estimate, QualityResult
 from abcde.quality.sample_dir import PairSampleDir
-from abcde.quality.stratified import StratifiedSample, estimate_stratified, estimate_stratified_slices
+from abcde.sampling.stratified import StratifiedSample
+from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices
 
 
 def _with_precision(r: QualityResult, meta: dict) -> QualityResult:

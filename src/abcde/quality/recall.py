@@ -84,9 +84,9 @@ import pyarrow as pa
 from abcde.core.diff import Diff, affected_items
 from abcde.core.formulas import affected
 from abcde.errors import InputError
-from abcde.quality.distances import DistanceFacts, _cell_ratio, _judged, _ratio
+from abcde.quality.distances import DistanceFacts, cell_ratio_estimate, judged_draws, ratio_estimate
 from abcde.quality.result import Estimate, quantile
-from abcde.quality.stratified import _census_total
+from abcde.quality.stratified import census_total
 from abcde.metrics.impact import link_masses
 
 #: The recall lift's strata (a sample's strata of those names): the pairs together in both are the
@@ -228,15 +228,15 @@ class _Part:
 
 
 def _sampled_part(mass: float, j, mask=None) -> _Part:
-    """A sampled stratum's part from its judged draws ``j`` (a ``distances._Judged``), over the
+    """A sampled stratum's part from its judged draws ``j`` (a ``distances.JudgedDraws``), over the
     domain ``mask`` (vantage items in a slice; default all)."""
     if mass <= 0:
         return _Part(0.0, 0.0, 0.0, 0.0, 0, True)
     note = ""
     if j.cell is not None:
-        p, var, n_eff, n, note = _cell_ratio(j, mask)
+        p, var, n_eff, n, note = cell_ratio_estimate(j, mask)
     elif len(j.same):
-        p, var, n_eff, n = _ratio(j.same, j.r, mask)
+        p, var, n_eff, n = ratio_estimate(j.same, j.r, mask)
     else:
         p, var, n_eff, n = math.nan, math.nan, math.nan, 0
     if n == 0 or not math.isfinite(p):
@@ -261,7 +261,7 @@ def _census_part(draws: pa.Table, by_pair: dict, factor, inside=None) -> _Part:
         return _Part(0.0, 0.0, 0.0, 0.0, 0, True)
     d = draws.filter(pa.array(keep, pa.bool_()))
     d = d.set_column(d.column_names.index("pair_weight"), "pair_weight", pa.array(w[keep], pa.float64()))
-    t, v, n, known, rest = _census_total(d, by_pair, lambda lab, s, x, y: s)
+    t, v, n, known, rest = census_total(d, by_pair, lambda lab, s, x, y: s)
     if not math.isfinite(t):
         return _Part(math.nan, math.nan, known, known + rest, 0, False, "no usable judgement yet")
     return _Part(t, v, known, known + rest, n, rest == 0.0)
@@ -364,7 +364,7 @@ def _bounds(parts: dict) -> tuple[float, float]:
 
 def _weights_for(facts: RecallFacts, kind: str) -> DistanceFacts:
     """Each drawn item's reweighting factor in stratum ``kind`` (:func:`factor`), as the share
-    ``distances._judged`` reads."""
+    ``distances.judged_draws`` reads."""
     return DistanceFacts(0.0, 0.0, _Factors(facts.cluster_weights, kind))
 
 
@@ -410,7 +410,7 @@ def _parts_of(sample, by_pair: dict, facts: RecallFacts, *, cells=None, inside=N
         if kind in sample.census:
             out[kind] = _census_part(draws, by_pair, _Factors(facts.cluster_weights, kind).of, inside)
             continue
-        j = judged[kind] if judged else _judged(draws, by_pair, _weights_for(facts, kind), kind, cells=cells)
+        j = judged[kind] if judged else judged_draws(draws, by_pair, _weights_for(facts, kind), kind, cells=cells)
         mask = None if inside is None else np.array([bool(inside(v)) for v in j.vantage], dtype=bool)
         if mask is not None and len(j.same) and not mask.any():
             out[kind] = _Part(math.nan, math.nan, 0.0, mass, 0, False,
@@ -426,7 +426,7 @@ def estimate_recall_lift(sample, by_pair: dict, facts: RecallFacts, *, method: s
     slices ``{column: {JSON value: Λ̂(I) as a dict}}`` for ``vantage_values`` (``{column: {item id:
     JSON value}}``, the slices of ``facts.slices``). ``by_pair``: the judgements used (people's
     alone when a model judged too); ``cells``: the people's tasks were chosen by a model's answers."""
-    judged = {k: _judged(sample.draws[k], by_pair, _weights_for(facts, k), k, cells=cells)
+    judged = {k: judged_draws(sample.draws[k], by_pair, _weights_for(facts, k), k, cells=cells)
               for k in RECALL_STRATA if k in sample.draws and k not in sample.census}
     est, exact = lift_estimate(_parts_of(sample, by_pair, facts, cells=cells, judged=judged), method=method)
     slices: dict = {}

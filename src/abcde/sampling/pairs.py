@@ -41,11 +41,12 @@ from abcde.core.diff import Diff, affected_items, rows_of_fragments
 from abcde.core.formulas import affected, merge_pair_weight, split_pair_weight, stable_label, stable_pair_weight
 from abcde.errors import InputError
 from abcde.metrics.impact import link_masses
+from abcde.sampling.allocation import STRATUM_LABEL
 from abcde.sampling.clocks import (check_seed, check_size, draw_limit, hash_uniform_py, replay,
                                    smallest_draw_times_many)
 
 CLASSES = ("split", "merge", "stable")
-LABEL = {"split": -1, "merge": 1}
+LABEL = {c: STRATUM_LABEL[c] for c in ("split", "merge")}  # l_ij of a split (−1) and a merged (+1) pair
 
 
 def item_pair_weights(diff: Diff) -> ibis.Table:

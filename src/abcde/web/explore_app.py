@@ -44,7 +44,7 @@ from abcde.core.names import IMPACT_METRICS, METRIC_LABELS
 from abcde.engine import Engine, connect
 from abcde.errors import AbcdeError, EngineError, InputError
 from abcde.metrics.impact import impact
-from abcde.quality.sample_dir import FORMULA_STARTS
+from abcde.util.files import FORMULA_STARTS
 from abcde.sampling.explore import CORE_COLUMNS, ExplorationSample
 from abcde.web.server import Assets, Limits, Server, create_app, json_response, page_response, read_json
 

@@ -1,0 +1,196 @@
+"""The stratified pair sampler: each stratum's pairs drawn on their own (∝ u_ij; the agreed stratum
+∝ w_i·w_j), or listed whole when its budget covers them (a census), and the exact self terms.
+
+Budgets come from :mod:`abcde.sampling.allocation`; the estimator that reads the judged draws is
+:mod:`abcde.quality.stratified`. :func:`sample_stratified_many` draws the samples of many seeds with
+a few queries (simulations and benchmarks); each is the sample :func:`sample_stratified` gives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import ibis
+import pyarrow as pa
+
+from abcde.core.diff import Diff
+from abcde.core.formulas import stable_pair_weight
+from abcde.core.inputs import private
+from abcde.errors import InputError
+from abcde.metrics.impact import link_masses
+from abcde.sampling.allocation import (LEGACY_STRATA, SIGNED, STRATA, STRATUM_LABEL, agreed_share, allocate,
+                                       split_budget)
+from abcde.sampling.clocks import check_seed, check_size
+from abcde.sampling.pairs import (agreed_population, fill_budgets, pair_counts, pair_id, pair_totals, stratum_pairs,
+                                  vantage_items)
+
+
+@dataclass(frozen=True)
+class StratifiedSample:
+    """Per-stratum draws (same columns as :class:`abcde.sampling.pairs.PairSample` draws).
+
+    ``budgets`` names the strata (:data:`STRATA`, or :data:`LEGACY_STRATA` for a sample drawn
+    before the sign split); ``census`` the strata whose every pair is in the sample (their draws
+    list each pair once with its ``pair_weight``)."""
+
+    draws: dict
+    totals: dict
+    self_term: float
+    budgets: dict
+    allocation: str
+    census: frozenset = frozenset()
+    agreed_share: float | None = None
+
+    @property
+    def strata(self) -> tuple:
+        return tuple(self.budgets)
+
+
+def self_term(diff: Diff, total_weight: float) -> float:
+    """Exact ``Σ_i u_ii · l_ii`` (the self pairs' part of ΔPrecision); once per diff."""
+    key = float(total_weight)
+    if key not in diff.cache.self_terms:
+        f = diff.fragments
+        r = diff.engine.one(f.aggregate(s=stable_pair_weight(f, None, f.w2, signed=True).sum()), step="self term")
+        diff.cache.self_terms[key] = float(r["s"] or 0.0) / float(total_weight)
+    return diff.cache.self_terms[key]
+
+
+def _stratum_filter(t: ibis.Table, stratum: str) -> ibis.BooleanValue:
+    """The rows of ``t`` (per item, as :func:`~abcde.sampling.pairs.item_pair_weights`) that are
+    vantage points of ``stratum``."""
+    if stratum.startswith("intersection"):
+        # Vantage ∝ its whole stable weight (self share included) and self draws rejected:
+        # what remains is ∝ u_ij over the non-self stable pairs, exactly.
+        keep = (t.u_stable > 0) & (t.fragment_items > 1)
+        return keep if stratum == "intersection" else keep & (t.stable_label == STRATUM_LABEL[stratum])
+    return t[f"u_{stratum}"] > 0
+
+
+def stratum_populations(diff: Diff) -> dict[str, tuple[ibis.Table, int]]:
+    """``{stratum: (vantage population, its rows)}`` for every stratum of :data:`STRATA` and
+    :data:`LEGACY_STRATA`: ``item_id, base_cluster, exp_cluster, u, label, key, class``.
+
+    Each is a filter of :func:`~abcde.sampling.pairs.vantage_items` (the affected items joined to
+    their fragments once, for all strata), read by its draws; the rows of every stratum are counted
+    in one query. Once per diff."""
+    cache = diff.cache.stratum_populations
+    if not cache:
+        cache["agreed"] = agreed_population(diff)
+        t = vantage_items(diff)
+        names = dict.fromkeys(SIGNED + LEGACY_STRATA)
+        r = diff.engine.one(t.aggregate(**{f"n{k}": _stratum_filter(t, c).sum() for k, c in enumerate(names)}),
+                            step="stratum sizes")
+        for k, c in enumerate(names):
+            if c.startswith("intersection"):
+                u, label, cls = t.u_stable, t.stable_label, "stable"
+            else:
+                u, label, cls = t[f"u_{c}"], ibis.literal(STRATUM_LABEL[c]), c
+            pop = t.filter(_stratum_filter(t, c)).select(
+                "item_id", "base_cluster", "exp_cluster", u=u, label=label.cast("int8"),
+                key=t.item_id.cast("string") + ibis.literal(f"|{c}"), **{"class": ibis.literal(cls)})
+            cache[c] = (pop, int(r[f"n{k}"] or 0))
+    return dict(cache)
+
+
+def sample_stratified(diff: Diff, *, budget: int, seed: int, total_weight: float,
+                      allocation: str = "proportional", sigmas: dict | None = None,
+                      strata: tuple = STRATA, share: float | None = None, floor: int = 0) -> StratifiedSample:
+    """Sample each stratum ∝ u_ij with its share of ``budget`` judgements (the agreed stratum ∝
+    ``w_i·w_j``, :func:`agreed_share` of them); a stratum whose share covers all its pairs is listed
+    whole (a census)."""
+    return sample_stratified_many(diff, budget=budget, seeds=[check_seed(seed)], total_weight=total_weight,
+                                  allocation=allocation, sigmas=sigmas, strata=strata, share=share, floor=floor)[0]
+
+
+def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: float,
+                           allocation: str = "proportional", sigmas: dict | None = None,
+                           batch: int = 64, strata: tuple = STRATA, census: bool = True,
+                           share: float | None = None, floor: int = 0) -> list[StratifiedSample]:
+    """:func:`sample_stratified` for each of ``seeds`` (the same samples, in order),
+    with a few queries per stratum for a whole ``batch`` of seeds: for simulations.
+
+    ``strata``: :data:`STRATA` (new samples), :data:`SIGNED` (a sample drawn before the agreed
+    stratum, continued as drawn) or :data:`LEGACY_STRATA` to continue a sample drawn before the
+    sign split, as it was drawn (no census: its strata were sampled, never listed).
+    ``census=False`` samples every stratum, even one its budget covers (to test the sampler).
+    ``share``: the agreed stratum's share of the budget (default :func:`agreed_share` of the pair
+    masses; a sample grown by ``pairs --extend`` keeps the share it was drawn with); ``floor``: see
+    :func:`split_budget`."""
+    budget = check_size(budget, "budget")
+    seeds = [check_seed(s) for s in seeds]
+    strata = tuple(strata)
+    if strata not in (STRATA, SIGNED, LEGACY_STRATA):
+        raise InputError(f"strata must be {STRATA}, {SIGNED} or {LEGACY_STRATA}. Got {strata!r} instead.")
+    totals = pair_totals(diff, total_weight)
+    caps = pair_counts(diff) if strata != LEGACY_STRATA and census else None
+    if strata == STRATA:
+        if share is None:
+            share = agreed_share(link_masses(diff, total_weight))
+        dp_budget, n_agreed = split_budget(budget, share, caps, floor)
+        budgets = allocate(dp_budget, totals, allocation=allocation, sigmas=sigmas, caps=caps, strata=SIGNED)
+        # What ΔPrecision's strata cannot take (every one listed whole) goes to the agreed stratum.
+        left = dp_budget - sum(budgets.values())
+        if n_agreed and left > 0:
+            n_agreed = min(n_agreed + left, (caps or {}).get("agreed", n_agreed + left))
+        budgets["agreed"] = n_agreed
+    else:
+        budgets = allocate(budget, totals, allocation=allocation, sigmas=sigmas, caps=caps, strata=strata)
+    whole = frozenset(c for c in strata if caps and budgets[c] > 0 and budgets[c] >= caps[c])
+    st = self_term(diff, total_weight)
+    id_type = diff.joined.item_id.type().to_pyarrow()
+    draws: dict = {s: {} for s in seeds}
+    for c in strata:
+        if c in whole:
+            listed = stratum_pairs(diff, c, total_weight)
+            for s in seeds:
+                draws[s][c] = _census_draws(listed, c, s, id_type)
+            continue
+        pop, n_pop = stratum_populations(diff)[c]
+        for k in range(0, len(seeds), batch):
+            chunk = seeds[k:k + batch]
+            if budgets[c] == 0:
+                got = fill_budgets(diff, pop, 0, budget=1, seeds=chunk, salt="", id_type=id_type)
+            else:
+                got = fill_budgets(diff, pop, n_pop, budget=budgets[c], seeds=chunk, salt=f"stratum-{c}:",
+                                   id_type=id_type, drop_self=c.startswith("intersection") or c == "agreed")
+            for s in chunk:
+                draws[s][c] = got[s][0]
+    return [StratifiedSample(draws[s], totals, st, budgets, allocation, whole, share) for s in seeds]
+
+
+def _census_draws(listed: pa.Table, stratum: str, seed: int, id_type) -> pa.Table:
+    """A census stratum's pairs as draws, each pair once, in an order fixed by the seed (a hash of
+    the seed and the pair id), with ``pair_weight`` (``u_ab + u_ba``)."""
+    a, b = listed.column("item_a").to_pylist(), listed.column("item_b").to_pylist()
+    ids = [pair_id(x, y) for x, y in zip(a, b)]
+    order = sorted(range(len(ids)), key=lambda k: hashlib.sha256(f"{seed}|{stratum}|{ids[k]}".encode()).digest())
+    take = pa.array(order, pa.int64())
+    n = len(order)
+    return pa.table({
+        "draw": pa.array(range(n), pa.int64()),
+        "item_a": listed.column("item_a").take(take).cast(id_type),
+        "item_b": listed.column("item_b").take(take).cast(id_type),
+        "class": pa.array(["stable" if stratum.startswith("intersection") else stratum] * n, pa.string()),
+        "is_self": pa.array([False] * n, pa.bool_()),
+        "label": pa.array([STRATUM_LABEL[stratum]] * n, pa.int8()),
+        "pair_id": pa.array([ids[k] for k in order], pa.string()),
+        "needs_judgement": pa.array([True] * n, pa.bool_()),
+        "pair_weight": listed.column("pair_weight").take(take),
+    })
+
+
+def slice_self_terms(diff: Diff, column: str, total_weight: float) -> dict:
+    """Per value of ``column`` (JSON-encoded, as the slice multipliers are stored): the exact
+    self term of the slice ``Σ_{i ∈ I} u_ii · l_ii`` and the self pairs' weight ``Σ_{i ∈ I} u_ii``."""
+    t = vantage_items(diff)  # every item with a self pair weight (u_self > 0 ⇒ u_stable > 0)
+    g = t.select("item_id", __abcde_self=t.u_self * t.stable_label, __abcde_self_u=t.u_self)
+    g = g.join(diff.items.select("item_id", column), "item_id")
+    # Sums under names no input column can take (a slice column may be called "s" or "u").
+    s, u = private("s"), private("u")
+    rows = diff.engine.rows(g.group_by(column).aggregate(**{s: g["__abcde_self"].sum(), u: g["__abcde_self_u"].sum()}),
+                            step=f"slice self terms {column}")
+    W = float(total_weight)
+    return {json.dumps(r[column], default=str): (float(r[s] or 0.0) / W, float(r[u] or 0.0) / W) for r in rows}
