@@ -27,7 +27,8 @@ from abcde.errors import InputError
 from abcde.quality.combined import combined_paper, combined_stratified, combined_stratified_slices
 from abcde.quality.ppi import (MODEL_MISSING, _fold, design_cells, draw_counts, plan_by_answers, plan_people, ppi_mean,
                                ppi_plus_plus_lambda, priority, tasks_in, tuned_lambda)
-from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices, sample_stratified_many
+from abcde.sampling.stratified import sample_stratified_many
+from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices
 from abcde.sampling.pairs import sample_pairs_many
 
 
@@ -163,7 +164,7 @@ def _oracle(draws, t):
 
 
 def _tasks(ss, seed, n):
-    from abcde.quality.stratified import stratum_weights
+    from abcde.sampling.allocation import stratum_weights
 
     units = {p: c for c, d in ss.draws.items() for p in d.column("pair_id").to_pylist()}
     plan = plan_people(units, seed, n, weights=stratum_weights(ss.totals, ss.budgets))  # as `pairs --human-budget`
@@ -173,7 +174,7 @@ def _tasks(ss, seed, n):
 def _tasks_by_answers(ss, seed, n, model):
     """The people's tasks chosen after the model judged (as ``judge model`` does on a sample drawn
     with ``--human-budget``), and each pair's cell."""
-    from abcde.quality.stratified import stratum_weights
+    from abcde.sampling.allocation import stratum_weights
 
     units = {p: c for c, d in ss.draws.items() for p in d.column("pair_id").to_pylist()}
     answers = {p: a for p, a in model.items() if a in ("same", "different")}
@@ -202,7 +203,7 @@ def small(tmp_path_factory):
 
 def test_lambda_zero_gives_exactly_the_people_only_estimates(small):
     d, o, t, items = small
-    from abcde.quality.stratified import slice_self_terms
+    from abcde.sampling.stratified import slice_self_terms
     from abcde.quality.draw import _slice_multipliers
 
     multipliers = {r["value"]: (r["weight"], r["pairweight"])
@@ -391,7 +392,7 @@ def test_simulation_paper_design(big_world):
     d, o, t, truth = w["d"], w["o"], w["t"], w["truth"]
     samples = sample_pairs_many(d, budget=N_PAIRS, seeds=range(500), total_weight=o["total_weight"], batch=250)
     res = sc.new_results(truth)
-    from abcde.sampling.pairs import pair_class_of_draws
+    from abcde.sampling.allocation import pair_class_of_draws
 
     for seed, ps in enumerate(samples):
         dr = ps.draws
@@ -520,9 +521,16 @@ def test_model_all_pairs_people_their_tasks_quality_is_prediction_powered(drawn,
     from abcde.quality.ppi import people_pairs
     from abcde.quality.sample_dir import PairSampleDir
 
+    from abcde.quality.store import NotATaskError
+
     s = PairSampleDir.read(d)
     outside = next(p for p in JudgementStore(d).pair_ids if p not in people_pairs(s.draws, s.metadata))
-    JudgementStore(d).record(outside, "same", rater="ann")
+    with pytest.raises(NotATaskError, match="not one of the people's tasks"):  # refused now (issue 39)
+        JudgementStore(d).record(outside, "same", rater="ann")
+    store = JudgementStore(d)
+    with store._transaction() as con:  # as an abcde before issue 39 recorded it: kept, and left out
+        con.execute("INSERT INTO judgements (pair_id, judgement, rater, source, created_at) VALUES (?, 'same', 'ann', "
+                    "'person', '2024-01-01T00:00:00.000+00:00')", (outside,))
     q2 = json.loads(_cli("quality", d, "--json").output)
     assert q2["design"]["ppi"]["people_outside_tasks"] == 1 and q2["design"]["ppi"]["people_judgements"] == n
     assert q2["delta_precision"]["estimate"] == q["delta_precision"]["estimate"]

@@ -121,8 +121,6 @@ def test_judge_serve_stops_cleanly_and_the_file_alone_holds_every_judgement(draw
         assert stopped(proc, signal.SIGTERM, log) == 0
 
 
-@pytest.mark.xfail(strict=True, reason="needs StoreHold.close() in quality/store.py to checkpoint (PASSIVE) "
-                                      "before it closes its connection (issue 39, part 8)")
 def test_the_file_alone_holds_every_judgement_while_another_process_has_the_store_open(drawn, tmp_path):
     """``abcde judge model`` or a reader may have the store open when the server stops: the server's
     close is then not the last, and SQLite checkpoints nothing unless asked."""

@@ -52,14 +52,30 @@ One's own judgements
     estimates read live judgements only, so they use each rater's latest answer per pair.
 Settling
     Pairs whose raters disagree so that the vote rule ties (two raters: same and different, or
-    one of them unsure) wait in the owner's queue (:meth:`JudgingSession.settle_state`). The
-    owner's settling answer (:meth:`JudgingSession.settle`) is recorded as one more person
-    judgement, by the rater :data:`~abcde.quality.store.OWNER`, and counts as one more vote under
-    the vote rule of ``abcde quality`` (:func:`abcde.quality.judgements.vote`): with two raters
-    split, a same or different decides the pair 2 to 1; a can't-tell leaves the tie (unsure).
-    Nothing of the raters' judgements changes, the export carries the owner's vote like any
+    one of them unsure; :func:`abcde.quality.judgements.disputed`) wait in the owner's queue
+    (:meth:`JudgingSession.settle_state`). The owner's settling answer
+    (:meth:`JudgingSession.settle`) is recorded as one more person judgement, by the rater
+    :data:`~abcde.quality.store.OWNER`, and counts as one more vote under the vote rule of
+    ``abcde quality`` while it settles a real dispute (:func:`abcde.quality.judgements.resolve`,
+    the one rule both read): the raters' votes tie, and every one of them was there when the
+    owner voted. With two raters split, a same or different decides the pair 2 to 1; a can't-tell
+    leaves the tie (unsure). When a rater undoes or changes so the raters no longer tie, the
+    owner's vote stays (nothing is deleted) but is inert: the pair is what the raters' votes make
+    it, needs a rater again if it is short of judgements, and is listed apart (``inert``). A
+    dispute made again of the votes the owner saw is settled by the owner's vote again; one with a
+    vote the owner has not seen waits again (the earlier vote shown), and the owner's answer, the
+    same one too, is a new vote. So every pair is waiting, settled or not disputed, never lost.
+    Nothing of the raters' judgements changes, the export carries the owner's votes like any
     other, and ``abcde quality`` on it gives the owner's view's estimates. Agreement (kappa) is
-    computed without the owner's votes: they are cast only where raters disagree.
+    computed without the owner's votes: they are cast only where raters disagree; no count of
+    judgements a pair has or needs includes them.
+The people's tasks
+    With a people's budget (``pairs --human-budget``) people judge the people's tasks only: the
+    store refuses a person's judgement, change or settling vote of another pair
+    (:class:`~abcde.quality.store.NotATaskError`, a 404 over HTTP), and judgements of other pairs
+    recorded by an earlier abcde (kept in the store) count in no progress, queue, agreement or
+    estimate here (:meth:`JudgingSession._live`, :func:`abcde.quality.ppi.outside_tasks`); their
+    rater still finds them in their own list (:meth:`JudgingSession.mine`), to open, not to change.
 """
 
 from __future__ import annotations
@@ -74,17 +90,19 @@ import threading
 import traceback
 from collections import Counter, OrderedDict, defaultdict
 
+import pyarrow as pa
+
 from abcde.core.names import METRIC_LABELS
 from abcde.errors import InputError
 from abcde.judging.agreement import agreement
 from abcde.quality.estimate import estimate_quality
-from abcde.quality.judgements import majority, vote
-from abcde.quality.ppi import people_cells, people_pairs, units_of
+from abcde.quality.judgements import INERT, SETTLED, WAITING, resolve
+from abcde.quality.ppi import outside_tasks, people_cells, units_of
 from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import KEEP, OWNER, JudgementStore, NotJudgedError, check_rater
-from abcde.quality.stratified import next_stratum, stratum_values, stratum_weights
+from abcde.quality.stratified import next_stratum, stratum_values
 from abcde.quality.verdict import verdict as quality_verdict
-from abcde.sampling.pairs import pair_class_of_draws
+from abcde.sampling.allocation import pair_class_of_draws, stratum_weights
 from abcde.util import display
 
 #: The paper's classes of the pairs that need a judgement (its estimator reweights each).
@@ -106,12 +124,20 @@ class NothingToSettleError(InputError):
 
 
 def check_person(rater) -> str:
-    """A person's rater name (:func:`abcde.quality.store.check_rater`) that is not the owner's:
-    :data:`~abcde.quality.store.OWNER` (in any case) is the name the owner's settling votes carry."""
-    check_rater(rater)
-    if rater.lower() == OWNER:
-        raise InputError(f"{rater!r} is the name of the owner's settling judgements; give the rater another name.")
-    return rater
+    """A person's rater name: :func:`abcde.quality.store.check_rater`, the one check, which refuses
+    :data:`~abcde.quality.store.OWNER` (the name the owner's settling votes carry) and every name
+    that reads as it ('Owner ', 'owner.', 'ＯＷＮＥＲ', …)."""
+    return check_rater(rater)
+
+
+def _resolutions(live) -> dict:
+    """``{pair_id: Resolution}`` of live person judgements (in the order made), by the one rule of
+    ``abcde quality`` (:func:`abcde.quality.judgements.resolve`): the owner's votes count only while
+    they settle a real dispute."""
+    votes: dict = defaultdict(list)
+    for j in live:
+        votes[j.pair_id].append((j.rater == OWNER, j.judgement))
+    return {pid: resolve(v) for pid, v in votes.items()}
 
 
 def _unit(seed, pair_id: str) -> float:
@@ -189,8 +215,8 @@ class JudgingSession:
         self.show_raters = show_raters
         self.items = {r["item_id"]: r for r in items.to_pylist()}
         # People judge the people's tasks: every pair, or the subset drawn for them (pairs --human-budget).
-        tasks = people_pairs(self.store.sample.draws, self.store.sample.metadata)
-        self.pair_ids = [p for p in self.store.pair_ids if tasks is None or p in tasks]
+        self.tasks = self.store.people_tasks
+        self.pair_ids = [p for p in self.store.pair_ids if not outside_tasks("person", p, self.tasks)]
         self.replicated = {p for p in self.pair_ids if _unit(self.seed, p) < self.replicate}
         #: Orders of raters who have judged (a rater exists once they judge: bounded by the store),
         #: and of at most :data:`UNKNOWN_ORDERS` other names, least recently used first. A name
@@ -226,8 +252,7 @@ class JudgingSession:
             names, strata = d.column("stratum").to_pylist(), tuple(meta["budgets"])
         else:
             names, strata = pair_class_of_draws(d), PAPER_CLASSES
-        tasks = people_pairs(d, meta)
-        stratum_of = {p: c for p, c, n in zip(pids, names, need) if n and (tasks is None or p in tasks)}
+        stratum_of = {p: c for p, c, n in zip(pids, names, need) if n and not outside_tasks("person", p, self.tasks)}
         present = set(stratum_of.values())
         if self.estimator == "stratified":  # a stratum with weight needs judgements, even one with no pair drawn
             # (the agreed stratum, no part of ΔPrecision, by its share of the sample: the recall lift's)
@@ -251,6 +276,17 @@ class JudgingSession:
     def _wanted(self, pair_id: str) -> int:
         """Judgements the pair needs: two (from different raters) when replicated, else one."""
         return 2 if pair_id in self.replicated else 1
+
+    def _live(self) -> list:
+        """The live person judgements the app reads, in the order made: those of the people's tasks
+        (one of another pair, recorded by an earlier abcde, is kept in the store but counts nowhere)."""
+        return [j for j in self.store.live(source="person") if not outside_tasks("person", j.pair_id, self.tasks)]
+
+    @staticmethod
+    def _raters_count(live) -> Counter:
+        """Per pair, its raters' live judgements (the owner's settling votes are none: a pair is
+        judged, and needs judgements, by raters)."""
+        return Counter(j.pair_id for j in live if j.rater != OWNER)
 
     # ------------------------------------------------------------------ order
     def order(self, rater: str, *, judged: bool = False) -> list[str]:
@@ -281,13 +317,9 @@ class JudgingSession:
         """The rater's next pair: the first open pair in their order (not judged by them, still
         needing a judgement) of the stratum :meth:`serve_stratum` chooses; ``None`` when no pair
         is open for them."""
-        live = self.store.live(source="person") if live is None else live
-        count: Counter = Counter()
-        mine = set()
-        for j in live:
-            count[j.pair_id] += 1
-            if j.rater == rater:
-                mine.add(j.pair_id)
+        live = self._live() if live is None else live
+        count = self._raters_count(live)
+        mine = {j.pair_id for j in live if j.rater == rater}
         first: dict = {}  # stratum -> its first open pair in the rater's order
         for p in self.order(rater, judged=bool(mine)):
             if p not in mine and count[p] < self._wanted(p):
@@ -318,7 +350,7 @@ class JudgingSession:
             if c in open_strata:
                 return c
         if count is None:
-            count = Counter(j.pair_id for j in live)
+            count = self._raters_count(live)
         judged: Counter = Counter()
         for p, n in count.items():
             if p in self._stratum_of:
@@ -335,12 +367,11 @@ class JudgingSession:
 
     @staticmethod
     def resolved(live) -> dict:
-        """One answer per pair from live judgements (several raters: the vote rule of
-        ``abcde quality``, :func:`abcde.quality.judgements.majority`)."""
-        votes: dict = defaultdict(list)
-        for j in live:
-            votes[j.pair_id].append(j.judgement)
-        return {pid: majority(v) for pid, v in votes.items()}
+        """One answer per pair from live judgements, in the order made (several raters: the vote rule
+        of ``abcde quality``, :func:`abcde.quality.judgements.resolve`, the owner's settling votes
+        counted only while they settle a real dispute; a pair with an owner's vote alone is not
+        judged)."""
+        return {pid: r.answer for pid, r in _resolutions(live).items() if r.answer is not None}
 
     def usable(self, live) -> Counter:
         """Per stratum: its pairs with a usable answer (same or different, after the vote rule)."""
@@ -360,7 +391,7 @@ class JudgingSession:
         of a usable judgement with no pair left open (more pairs must be drawn); ``message``: a
         sentence for the owner while ΔPrecision (or its standard error) is undefined, else None."""
         usable = self.usable(live)
-        count = Counter(j.pair_id for j in live)
+        count = self._raters_count(live)
         open_ = {self._stratum_of.get(p) for p in self.pair_ids if count[p] < self._wanted(p)}
         strata = [c for c in self._weight if not _agreed(c)]  # the agreed stratum is no part of ΔPrecision
         defined = {c: 1 for c in strata if usable[c] < 1}
@@ -414,8 +445,12 @@ class JudgingSession:
         with self._lock:
             if self._cache and self._cache[0] == version:
                 return self._cache[1:]
-        # People's judgements, and a model's when one judged the sample (then prediction-powered).
+        # People's judgements, and a model's when one judged the sample (then prediction-powered); the
+        # people's of their tasks only (one of another pair, recorded by an earlier abcde, counts nowhere).
         person = self.store.to_table(source="person")
+        if self.tasks is not None:
+            person = person.filter(pa.array([not outside_tasks("person", p, self.tasks)
+                                             for p in person.column("pair_id").to_pylist()], pa.bool_()))
         model = self.store.to_table(source="model") if person.num_rows else None
         tables = [t for t in (person, model) if t is not None and t.num_rows]
         result, verdict_d = None, None
@@ -477,7 +512,7 @@ class JudgingSession:
         return {**ag, "cohen": [{**c, "raters": [alias.get(r, r) for r in c["raters"]]} for c in ag.get("cohen", [])]}
 
     def _progress(self, live) -> dict:
-        count = Counter(j.pair_id for j in live if j.rater != OWNER)
+        count = self._raters_count(live)
         done = sum(min(count[p], self._wanted(p)) for p in self.pair_ids)
         needed = len(self.pair_ids) + len(self.replicated)
         return {
@@ -499,7 +534,7 @@ class JudgingSession:
         could sway them (those are in :meth:`owner_state`)."""
         if rater is not None:
             check_person(rater)
-        live = self.store.live(source="person")
+        live = self._live()
         d = self._progress(live)
         if rater is not None:
             nxt = self.next_pair(rater, live)
@@ -514,7 +549,7 @@ class JudgingSession:
         intervals, what ΔPrecision still needs while undefined, agreement, the stop rule
         (``target_width``), what to do when the pairs run out, and the verdict. Raters are named as
         :meth:`aliases` names them for nobody in particular ("rater 1", … unless ``show_raters``)."""
-        live = self.store.live(source="person")
+        live = self._live()
         alias = self.aliases(live, None)
         d = self._progress(live)
         est, verdict_d = self.estimates(), self.verdict()
@@ -541,8 +576,8 @@ class JudgingSession:
             "agreement": self._explained(self._aliased(agreement([j for j in live if j.rater != OWNER]), alias)),
             "verdict": verdict_d,
         })
-        waiting, settled = self._disputes(live)
-        d["settle"] = {"waiting": len(waiting), "settled": len(settled)}
+        queue = self._disputes(live)
+        d["settle"] = {"waiting": len(queue[WAITING]), "settled": len(queue[SETTLED])}
         d["next_step"] = self.next_step(d)
         return d
 
@@ -611,7 +646,7 @@ class JudgingSession:
         their live answer and its history (every version, oldest first: ``ended`` changed or
         undone)."""
         check_person(rater)
-        self.store.validate(pair_id, "unsure", rater=rater, source="person")
+        self.store.validate(pair_id, "unsure", rater=rater, source="person", writing=False)  # opened, not written
         history = self.store.history(rater, pair_id)
         live = [h for h in history if h["withdrawn_at"] is None]
         if not live:
@@ -629,78 +664,87 @@ class JudgingSession:
         return {"changed": now.id != was.id, "was": was.to_dict(), "now": now.to_dict(), **self.state(rater)}
 
     # ------------------------------------------------------------------ settling
-    def _disputes(self, live) -> tuple[list, list]:
-        """``(waiting, settled)``: pairs that two or more raters (the owner aside) judged whose votes
-        tie (the owner's, if any, included), oldest dispute first; and pairs the owner's vote
-        decides. Each as ``(pair_id, [Recorded, ...])``."""
+    def _disputes(self, live) -> dict:
+        """The owner's settle queue from live person judgements, by the one rule of ``abcde quality``
+        (:func:`abcde.quality.judgements.resolve`, :attr:`~abcde.quality.judgements.Resolution.state`):
+        ``{"waiting": [...], "settled": [...], "inert": [...]}``, each ``(pair_id, [Recorded, ...],
+        Resolution)``. Waiting: the raters' votes tie and no vote of the owner's settles them (none,
+        one cast before a vote of this dispute, or a can't tell), oldest dispute first; settled: the
+        owner's vote decides, newest first; inert: no dispute, and an owner's vote that does not count
+        (a rater undid or changed), newest first. A pair with no dispute and no owner's vote is in none."""
         votes: dict = defaultdict(list)
         for j in live:
             votes[j.pair_id].append(j)
-        waiting, settled = [], []
+        out: dict = {WAITING: [], SETTLED: [], INERT: []}
         for pid, js in votes.items():
-            if sum(j.rater != OWNER for j in js) < 2:
-                continue
-            _, tie = vote([j.judgement for j in js])
-            if tie:
-                waiting.append((max(j.id for j in js), pid, js))
-            elif any(j.rater == OWNER for j in js):
-                settled.append((max(j.id for j in js), pid, js))
-        waiting.sort()
-        settled.sort(reverse=True)
-        return [(p, js) for _, p, js in waiting], [(p, js) for _, p, js in settled]
+            r = resolve([(j.rater == OWNER, j.judgement) for j in js])
+            if r.state is not None:
+                out[r.state].append((max(j.id for j in js), pid, js, r))
+        return {k: [(p, js, r) for _, p, js, r in sorted(v, key=lambda x: x[0], reverse=k != WAITING)]
+                for k, v in out.items()}
 
     def settle_state(self) -> dict:
-        """The owner's settle queue: pairs where raters disagree so that their votes tie (``waiting``,
-        the first :data:`SETTLE_PAGE`, oldest first) and pairs the owner settled (``settled``, newest
-        first), each with the pair as raters see it, every vote (raters named as in the owner's
-        view; comments too) and the vote's result."""
-        live = self.store.live(source="person")
+        """The owner's settle queue: pairs where raters disagree so that their votes tie and no vote of
+        the owner's settles them (``waiting``, the first :data:`SETTLE_PAGE`, oldest first), pairs the
+        owner's vote settles (``settled``, newest first), and pairs whose owner's vote no longer counts
+        because their raters no longer disagree (``inert``, newest first); each with the pair as
+        raters see it, every rater's vote (raters named as in the owner's view; comments too), the
+        vote's result, the owner's vote that counts (``owner``) and one that does not
+        (``owner_earlier``)."""
+        live = self._live()
         alias = self.aliases(live, None)
-        waiting, settled = self._disputes(live)
+        queue = self._disputes(live)
 
-        def item(pid, js):
-            answer, tie = vote([j.judgement for j in js])
-            own = next((j for j in js if j.rater == OWNER), None)
-            return {"pair": self.pair_view(pid), "result": answer, "tie": tie,
-                    "owner": own.judgement if own else None,
+        def item(pid, js, r):
+            return {"pair": self.pair_view(pid), "result": r.answer, "tie": r.tie,
+                    "owner": r.owner if r.owner_counts else None,
+                    "owner_earlier": None if r.owner_counts else r.owner,
                     "votes": [{"rater": alias.get(j.rater, j.rater), "judgement": j.judgement, "comment": j.comment,
                                "created_at": j.created_at} for j in js if j.rater != OWNER]}
 
-        return {"ok": True, "waiting_total": len(waiting), "settled_total": len(settled),
-                "waiting": [item(p, js) for p, js in waiting[:SETTLE_PAGE]],
-                "settled": [item(p, js) for p, js in settled[:SETTLE_PAGE]],
+        return {"ok": True, "waiting_total": len(queue[WAITING]), "settled_total": len(queue[SETTLED]),
+                "inert_total": len(queue[INERT]),
+                **{k: [item(*x) for x in queue[k][:SETTLE_PAGE]] for k in (WAITING, SETTLED, INERT)},
                 "rule": "The owner's answer is one more vote (rater 'owner'); the majority decides, a tie is can't "
                         "tell. With two raters split, same or different settles the pair; can't tell leaves it "
-                        "a tie."}
+                        "a tie. It counts while the raters' votes tie and every one of them was there when the owner "
+                        "answered: if a rater undoes or changes so they no longer tie, the owner's answer is kept but "
+                        "does not count; if a new vote makes them tie again, the pair waits for the owner again."}
 
     def settle(self, pair_id, judgement, *, comment=None, request_id=None) -> dict:
         """The owner's settling vote on a pair in the queue (or a change of one cast before): recorded
         as a person judgement by :data:`~abcde.quality.store.OWNER`, on disk on return; then
-        :meth:`settle_state` and ``vote`` (the vote recorded).
+        :meth:`settle_state` and ``vote`` (the vote recorded). An earlier vote of the owner's that
+        does not count (cast before a vote of this dispute) is superseded by a new one, the same
+        answer too, which counts.
 
         Raises
         ------
         NothingToSettleError
-            Fewer than two raters judged the pair, or their votes do not tie (and the owner has no
-            vote on it to change).
+            Fewer than two raters judged the pair, or their votes do not tie (an owner's vote on it,
+            which then does not count, is not changed either).
+        ~abcde.quality.store.NotATaskError
+            The pair is not one of the people's tasks.
         """
         self.store.validate(pair_id, judgement, rater=OWNER, source="person")
-        js = [j for j in self.store.live(source="person") if j.pair_id == pair_id]
+        js = [j for j in self._live() if j.pair_id == pair_id]
         own = next((j for j in js if j.rater == OWNER), None)
         others = [j.judgement for j in js if j.rater != OWNER]
-        if own is None:
+        r = resolve([(j.rater == OWNER, j.judgement) for j in js])
+        if not r.disputed:
+            kept = " (your earlier vote on it is kept, and does not count)" if own is not None else ""
             if len(others) < 2:
                 raise NothingToSettleError(f"Pair {pair_id!r} has nothing to settle: "
-                                           f"{'no rater' if not others else 'one rater'} judged it.")
-            answer, tie = vote(others)
-            if not tie:
-                raise NothingToSettleError(f"Pair {pair_id!r} has nothing to settle: its raters' votes decide it "
-                                           f"({answer}).")
+                                           f"{'no rater' if not others else 'one rater'} judged it{kept}.")
+            raise NothingToSettleError(f"Pair {pair_id!r} has nothing to settle: its raters' votes decide it "
+                                       f"({r.answer}){kept}.")
+        if own is None:
             rec = self.store.record(pair_id, judgement, rater=OWNER, source="person", comment=comment,
                                     request_id=request_id)
         else:
             _, rec = self.store.change(pair_id, judgement, rater=OWNER, source="person",
-                                       comment=KEEP if comment is None else comment, request_id=request_id)
+                                       comment=KEEP if comment is None else comment, request_id=request_id,
+                                       renew=not r.owner_counts)
         return {**self.settle_state(), "vote": rec.to_dict()}
 
     def more_pairs(self, width: float | None, judged_pairs: int) -> dict | None:

@@ -108,12 +108,13 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         judgements = judgement_files(s.path)
     elif isinstance(judgements, (str, os.PathLike, pa.Table)):
         judgements = [judgements]
+    # People's judgements count on the people's tasks only (pairs --human-budget; abcde.quality.ppi.outside_tasks)
+    tasks = people_pairs(s.draws, meta)
     res = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"],
-                          source=source) if judgements else None
+                          source=source, tasks=tasks) if judgements else None
     # Which judgements the estimates use, by source: never mixed silently (``abcde quality`` shows it).
     design["judgements_used"] = res.used(source) if res else {"by_source": {}, "total": 0, "raters": 0,
                                                               "source": source, "left_out": {}}
-    tasks = people_pairs(s.draws, meta)
     if tasks is not None:
         design["people_tasks"] = len(tasks)
     stored = s.slices() if slice_by else {}
@@ -129,7 +130,7 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         # The people's tasks were chosen by a model's answers: people's judgements are weighted by
         # cell, with or without the model's judgements at hand (never as a plain random subset).
         people = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"],
-                                 source=PEOPLE if source is None else source)
+                                 source=PEOPLE if source is None else source, tasks=tasks)
         model = _Answers(design_answers(meta))
         # the model's judgements as stored (every answer), which design["ppi"] counts beside the answers used;
         # with --source person or oracle the estimate uses none of them (the cells' weights only)
@@ -142,7 +143,8 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         return _with_distances(r, s, people.by_pair, slice_by, distances=distances, diff=diff, cells=cells)
     if source is None and "model" in by_source and any(src in by_source for src in PEOPLE):
         # A model's judgements and people's: prediction-powered, never a vote between them.
-        people = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"], source=PEOPLE)
+        people = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"], source=PEOPLE,
+                                 tasks=tasks)
         model = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"], source="model")
         r = _with_precision(_combined(s, people, model, tasks, slice_by, stored, design), meta)
         # The distances from the people's judgements of their tasks alone (the model's are not used there).
@@ -304,7 +306,7 @@ def _combined(s: PairSampleDir, people, model, tasks, slice_by, stored: dict, de
         r = combined_paper(s.draws, pb, mb, tasks, meta["pair_totals"], meta["split_rate_T"], meta["merge_rate_T"],
                            items=s.items, slice_multipliers={c: stored[c] for c in slice_by},
                            total_weight=meta["total_weight"], cells=cells, stored_model=stored_model)
-    outside = 0 if tasks is None else sum(1 for p in pb if p not in tasks)
+    outside = sum(people.outside_tasks.values())  # left out by load_judgements (abcde.quality.ppi.outside_tasks)
     ppi = {**r.design["ppi"], "people_outside_tasks": outside}
     plan = meta.get(PEOPLE_PLAN) or {}
     if plan:  # the people's tasks asked (--human-budget), and why they are not as many, when they are not

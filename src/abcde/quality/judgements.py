@@ -14,6 +14,13 @@ every file and store (so a store and its export count once). A file without a ``
 (or a row whose rater is empty) is one rater of its own, the file itself: ``alice/j.csv`` and
 ``bob/j.csv`` are two raters, never merged by their names, and no rater name can stand for one.
 
+The owner's settling votes (person judgements by the rater :data:`~abcde.quality.store.OWNER`,
+cast in the judging app's settle queue) count only while they settle a real dispute
+(:func:`resolve`): the other raters' votes tie, and every one of them was there when the owner
+voted (rows are read in the order given: a store and its export in the order the judgements were
+made). Otherwise the owner's vote is kept but inert, and the pair is what the raters' votes make
+it. The judging app's settle queue reads the same rule.
+
 Every column is checked by type before use (:func:`check_judgement_types`): ids and answers
 are text (item ids may be integers), a rater is text or an integer, a timestamp is text or a
 time; a value of another type is an :class:`InputError` naming the file, the column, the row
@@ -34,8 +41,10 @@ import pyarrow.parquet as pq
 
 from abcde.core.names import SOURCES, VOCABULARY
 from abcde.errors import InputError, examples_text
-from abcde.quality.store import STORE_NAME, read_store_table
+from abcde.quality.ppi import outside_tasks
+from abcde.quality.store import OWNER, STORE_NAME, read_store_table
 from abcde.sampling.pairs import pair_id
+from abcde.util.files import restore_formulas
 
 #: The judgement file that ``abcde judge oracle`` writes into a sample directory.
 JUDGEMENT_FILE = "judgements.csv"
@@ -66,6 +75,91 @@ def majority(answers) -> str:
     return vote(answers)[0]
 
 
+def disputed(answers) -> bool:
+    """A real dispute: two or more raters' answers (the owner's aside) that tie under the vote rule
+    (:func:`vote`): with two raters, same against different, or one of them unsure. What the owner
+    settles; the one definition :func:`resolve`, ``abcde quality`` and the judging app's settle
+    queue read."""
+    answers = list(answers)
+    return len(answers) >= 2 and vote(answers)[1]
+
+
+#: A pair's place in the owner's settle queue (:attr:`Resolution.state`).
+WAITING, SETTLED, INERT = "waiting", "settled", "inert"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """One pair's live votes resolved (:func:`resolve`).
+
+    Attributes
+    ----------
+    answer
+        What the pair counts as (same, different or unsure); None when no rater's vote is live (an
+        owner's vote alone settles nothing: the pair is not judged).
+    tie
+        The votes that count tie (the answer is then unsure).
+    disputed
+        The raters' votes (the owner's aside) are a real dispute (:func:`disputed`).
+    owner
+        The owner's live vote, or None.
+    owner_counts
+        The owner's vote counts: the raters' votes are a real dispute and every one of them was
+        cast before the owner's (the owner settled this dispute, not another).
+    """
+
+    answer: str | None
+    tie: bool = False
+    disputed: bool = False
+    owner: str | None = None
+    owner_counts: bool = False
+
+    @property
+    def state(self) -> str | None:
+        """The pair in the owner's settle queue: :data:`SETTLED` (a dispute the owner's vote decides),
+        :data:`WAITING` (a dispute it does not decide: no vote of the owner's, one cast before a vote
+        of the dispute, or a can't tell that leaves the tie), :data:`INERT` (no dispute, and an owner's
+        vote that does not count) or None (no dispute, no owner's vote). Every pair is in one: a
+        disputed pair is always waiting or settled."""
+        if self.disputed:
+            return SETTLED if self.owner_counts and not self.tie else WAITING
+        return INERT if self.owner is not None else None
+
+
+def resolve(votes) -> Resolution:
+    """One pair's answer from its live votes, ``(is_owner, answer)`` in the order they were cast
+    (the owner's settling vote flagged), by the vote rule (:func:`vote`).
+
+    The owner's vote counts only while it settles a real dispute: the raters' votes tie
+    (:func:`disputed`) and each was cast before the owner's, so the owner saw every one of them.
+    Then it is one more vote: with two raters split, same or different decides the pair two votes
+    to one, can't tell leaves the tie. Otherwise (a rater undid or changed so the raters no longer
+    tie, or a vote the owner has not seen made a dispute again) it is inert: kept, and the pair is
+    what the raters' votes make it; a dispute waits again for the owner.
+
+    >>> resolve([(False, "same"), (False, "different"), (True, "same")]).answer
+    'same'
+    >>> resolve([(False, "different"), (True, "same")])  # a rater undid: no dispute, the owner's vote is inert
+    Resolution(answer='different', tie=False, disputed=False, owner='same', owner_counts=False)
+    >>> resolve([(False, "different"), (True, "same"), (False, "same")]).state  # a new vote in a new dispute
+    'waiting'
+    """
+    raters: list = []
+    owner, owner_at, last = None, -1, -1
+    for k, (is_owner, answer) in enumerate(votes):
+        if is_owner:
+            owner, owner_at = answer, k
+        else:
+            raters.append(answer)
+            last = k
+    if not raters:
+        return Resolution(None, owner=owner)
+    dispute = disputed(raters)
+    counts = dispute and owner is not None and owner_at > last
+    answer, tie = vote(raters + [owner] if counts else raters)
+    return Resolution(answer, tie, dispute, owner, counts)
+
+
 def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
     """Read a CSV, Parquet or JSONL file into Arrow, with a clear error."""
     p = Path(path)
@@ -84,6 +178,8 @@ def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
         elif name.endswith(".csv"):
             t = pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(strings_can_be_null=True,
                                                                        column_types=types))
+            if role == "judgements":  # a CSV abcde wrote for people: its neutralised formula cells given back exactly
+                t = restore_formulas(t)
         elif name.endswith((".jsonl", ".ndjson", ".json")):
             if role == "judgements":
                 t = _read_judgements_jsonl(p)
@@ -259,6 +355,9 @@ class ResolvedJudgements:
         Distinct raters: rater names, and each file (or table) without one.
     left_out
         Judgements per source that the ``source`` filter left out (about; same-rater duplicates once).
+    outside_tasks
+        People's judgements per source (person, oracle) left out because their pair is not one of
+        the people's tasks given (:func:`abcde.quality.ppi.outside_tasks`).
     """
 
     by_pair: dict
@@ -268,6 +367,7 @@ class ResolvedJudgements:
     sources: dict = field(default_factory=dict)
     raters: int = 0
     left_out: dict = field(default_factory=dict)
+    outside_tasks: dict = field(default_factory=dict)
 
     def used(self, source: str | None = None) -> dict:
         """Which judgements went into the estimates: ``{"by_source": {source: n, …}, "total": n,
@@ -285,8 +385,13 @@ def judgement_source(row: dict) -> str:
     return prefix if prefix in ("oracle", "model") else "person"
 
 
-def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = None) -> ResolvedJudgements:
+def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = None,
+                    tasks=None) -> ResolvedJudgements:
     """Read judgement files and resolve them against a sample's pair ids.
+
+    Several raters of one pair are resolved by :func:`resolve`: the vote rule, with the owner's
+    settling votes counted only while they settle a real dispute (an owner's vote alone leaves the
+    pair unjudged). ``sources``, ``raters``, ``disagreements`` and ``ties`` count the votes that count.
 
     Parameters
     ----------
@@ -300,6 +405,9 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
     source
         Keep only the judgements of this source (``person``, ``model`` or ``oracle``), or of these
         sources (a tuple: ``("person", "oracle")`` are people's).
+    tasks
+        The people's tasks (:func:`abcde.quality.ppi.people_pairs`; None: every pair is one): a
+        person's or the oracle's judgement of another pair is left out, counted in ``outside_tasks``.
     """
     wanted = None if source is None else ({source} if isinstance(source, str) else set(source))
     if wanted is not None and not wanted <= set(SOURCES):
@@ -310,6 +418,7 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
     unknown: list = []
     n_rows = 0
     left_out: dict[str, set] = defaultdict(set)  # source -> (pair, rater) of judgements ``source`` leaves out
+    outside: dict[str, set] = defaultdict(set)  # source -> (pair, rater) of people's judgements outside ``tasks``
     for n, path in enumerate(paths):
         if isinstance(path, pa.Table):  # judgements in memory (the judging page's live store): no file
             t, path = path, "(judgements in memory)"
@@ -367,6 +476,9 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
                 continue
             name = r.get("rater")
             rater = ("name", str(name)) if name is not None and str(name) != "" else anonymous
+            if outside_tasks(judgement_source(r), pid, tasks):
+                outside[judgement_source(r)].add((pid, rater))
+                continue
             prev = votes[pid].get(rater)
             if prev is not None and prev[0] != r["judgement"]:
                 who = f"Rater {rater[1]!r}" if rater[0] == "name" else \
@@ -385,12 +497,20 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
     by_pair, disagree, ties = {}, 0, 0
     sources: Counter = Counter()
     raters: set = set()
+    owner = ("name", OWNER)
     for pid, rv in votes.items():
-        answers = [a for a, _ in rv.values()]
-        by_pair[pid], tied = vote(answers)
+        # the votes in the order read (a rater's first row): a store and its export in the order made
+        is_owner = {r: r == owner and src == "person" for r, (_, src) in rv.items()}
+        res = resolve([(is_owner[r], a) for r, (a, _) in rv.items()])
+        if res.answer is None:  # an owner's vote alone: it settles nothing, the pair is not judged
+            continue
+        used = {r: v for r, v in rv.items() if res.owner_counts or not is_owner[r]}
+        answers = [a for a, _ in used.values()]
+        by_pair[pid] = res.answer
         disagree += len(set(answers)) > 1
-        ties += tied
-        sources.update(src for _, src in rv.values())
-        raters.update(rv)
+        ties += res.tie
+        sources.update(src for _, src in used.values())
+        raters.update(used)
     return ResolvedJudgements(by_pair, n_rows, disagree, ties, {s: sources[s] for s in SOURCES if sources[s]},
-                              len(raters), {s: len(left_out[s]) for s in SOURCES if left_out.get(s)})
+                              len(raters), {s: len(left_out[s]) for s in SOURCES if left_out.get(s)},
+                              {s: len(outside[s]) for s in SOURCES if outside.get(s)})

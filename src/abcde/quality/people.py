@@ -7,8 +7,10 @@ in the sample. The estimates then weight the people's judgements by cell
 and a model that separates "same" from "different" well needs far fewer people's judgements for
 the same standard error than tasks drawn blind to its answers.
 
-Once a person has judged any pair, the tasks never change again: choosing them with the people's
-answers in view would bias the estimate.
+Once a person has judged any of the people's tasks, the tasks never change again: choosing them
+with the people's answers in view would bias the estimate. A person's judgement of a pair that is
+not a task (which the store refuses, but an earlier abcde accepted) counts for nothing here either
+(:func:`abcde.quality.ppi.outside_tasks`).
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import pyarrow.parquet as pq
 from abcde.core.names import PEOPLE
 from abcde.errors import InputError
 from abcde.quality.judgements import judgement_files, load_judgements
-from abcde.quality.ppi import (BY_ANSWERS, META_KEY, census_weights, draw_counts, plan_by_answers, tasks_note,
-                               unit_weights, units_of)
+from abcde.quality.ppi import (BY_ANSWERS, META_KEY, census_weights, draw_counts, people_pairs, plan_by_answers,
+                               tasks_note, unit_weights, units_of)
 from abcde.quality.sample_dir import PairSampleDir, served_by, write_sample_dir
 
 
@@ -47,7 +49,8 @@ class PeopleTasks:
 
 def choose_by_model_answers(sample_dir: str | os.PathLike) -> PeopleTasks | None:
     """Choose the people's tasks of ``sample_dir`` by its model's answers, if the sample was drawn
-    with a people's budget (``--human-budget``) and no person has judged yet; else say why not.
+    with a people's budget (``--human-budget``) and no person (or oracle) has judged one of the
+    people's tasks yet; else say why not.
     None: the sample has no people's budget (every pair is a people's task)."""
     s = PairSampleDir.read(sample_dir)
     meta = s.metadata
@@ -55,7 +58,9 @@ def choose_by_model_answers(sample_dir: str | os.PathLike) -> PeopleTasks | None
     if not plan:
         return None
     files = judgement_files(s.path)
-    res = load_judgements(files, pair_ids=s.judgeable_ids(), id_type=meta["id_type"]) if files else None
+    # people's judgements of the people's tasks only (one of another pair counts nowhere)
+    res = load_judgements(files, pair_ids=s.judgeable_ids(), id_type=meta["id_type"],
+                          tasks=people_pairs(s.draws, meta)) if files else None
     sources = res.sources if res else {}
     people = sum(sources.get(src, 0) for src in PEOPLE)
     if people:

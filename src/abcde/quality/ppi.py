@@ -53,7 +53,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from abcde.core.names import PEOPLE
 from abcde.errors import InputError
+from abcde.sampling.allocation import allocate, pair_class_of_draws, stratum_weights
 
 #: The model value of a pair the model answered ``unsure``, failed on or did not judge (as a share
 #: "same"; times the pair's label): a fixed value, so the estimate stays unbiased.
@@ -86,7 +88,6 @@ def units_of(draws: pa.Table, meta: dict) -> dict:
     if meta.get("estimator") == "stratified":
         names = draws.column("stratum").to_pylist()
     else:
-        from abcde.sampling.pairs import pair_class_of_draws  # lazy: ibis stays out of reading a sample's files
 
         names = pair_class_of_draws(draws)
     return {p: c for p, c, n in zip(pids, names, need) if n}
@@ -95,15 +96,13 @@ def units_of(draws: pa.Table, meta: dict) -> dict:
 
 def unit_weights(draws: pa.Table, meta: dict, units: dict) -> dict:
     """Each unit's weight in the people's budget: its exact pair weight ``U_c`` (stratified samples,
-    the agreed stratum its share of the sample: :func:`abcde.quality.stratified.stratum_weights`),
+    the agreed stratum its share of the sample: :func:`abcde.sampling.allocation.stratum_weights`),
     as the people-only design allocates; the paper's design: its class's draws (its share of the pair
     weight)."""
     if meta.get("estimator") == "stratified":
-        from abcde.quality.stratified import stratum_weights  # lazy: ibis stays out of reading a sample's files
 
         w = stratum_weights(meta["pair_totals"], meta.get("budgets") or {})
         return {c: float(w.get(c, meta["pair_totals"].get(c, 0.0))) for c in set(units.values())}
-    from abcde.sampling.pairs import pair_class_of_draws  # lazy: ibis stays out of reading a sample's files
 
     drawn = pair_class_of_draws(draws) if draws.num_rows else []
     return {c: float(sum(1 for x in drawn if x == c)) for c in set(units.values())}
@@ -114,11 +113,10 @@ def plan_people(units: dict, seed: int, budget: int | None, *, old: dict | None 
     """The people's tasks: per unit the threshold ``τ_c`` (a pair is a task iff its priority is
     ``≤ τ_c``), for ``budget`` tasks in all: ∝ each unit's ``weights`` (its exact pair weight ``U_c``,
     as the people-only design allocates; default: its distinct pairs), at least 2 each, at most its
-    pairs (Sainte-Laguë, :func:`abcde.quality.stratified.allocate`); ``old`` (a plan from before
+    pairs (Sainte-Laguë, :func:`abcde.sampling.allocation.allocate`); ``old`` (a plan from before
     ``--extend``) keeps every earlier ``τ_c``: its tasks stay tasks.
 
     Returns ``{"asked": budget, "thresholds": {c: τ_c}, "budgets": {c: tasks}, "pairs": {c: pairs}}``."""
-    from abcde.quality.stratified import allocate  # lazy: ibis stays out of reading a sample's files
 
     by_unit: dict = {}
     for p, c in units.items():
@@ -154,6 +152,22 @@ def people_pairs(draws: pa.Table, meta: dict) -> frozenset | None:
         return None
     cells = people_cells(draws, meta)
     return tasks_in(units_of(draws, meta) if cells is None else cells, plan, int(meta["seed"]))
+
+
+def outside_tasks(source: str, pair_id: str, tasks) -> bool:
+    """Whether a judgement by ``source`` of ``pair_id`` falls outside the people's tasks ``tasks``
+    (:func:`people_pairs`; None: every pair is one): a person's or the oracle's (which stands for
+    people) judgement of a pair that is not a people's task. A model judges every pair, so its
+    judgements never are. The one definition: the judgement store refuses such a judgement
+    (:meth:`abcde.quality.store.JudgementStore.validate`), and one recorded before it did (kept,
+    never deleted) counts nowhere: not in the judging app's progress or estimates, not in
+    :func:`abcde.quality.judgements.load_judgements` given the tasks, not for the rule that keeps
+    the people's tasks once people have judged (:func:`abcde.quality.people.choose_by_model_answers`).
+
+    >>> outside_tasks("person", "a|b", frozenset({"c|d"})), outside_tasks("model", "a|b", frozenset({"c|d"}))
+    (True, False)
+    """
+    return tasks is not None and source in PEOPLE and pair_id not in tasks
 
 
 def tasks_in(cells: dict, plan: dict, seed: int) -> frozenset:
@@ -384,7 +398,6 @@ def plan_by_answers(units: dict, answers: dict, seed: int, budget: int, *, weigh
     had not answered then, are in their unit's cell "none"). Returns the plan of
     :func:`plan_people` (thresholds per cell) plus ``design``, ``split_units`` and the ``answers``
     it was made from (``"s"``/``"d"``), which :func:`people_cells` reads back."""
-    from abcde.quality.stratified import allocate  # lazy: ibis stays out of reading a sample's files
 
     by_unit: dict = {}
     for p, c in units.items():

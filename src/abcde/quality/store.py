@@ -60,6 +60,18 @@ Durability and safety
 - The store records the sample's id: after the pairs are re-drawn in the
   directory, the old store is refused instead of mixing samples.
 
+Who judges which pair
+---------------------
+A person's rater name is checked in one place, :func:`check_rater`: besides its characters, no
+name that reads as :data:`OWNER` (the name of the owner's link and of the owner's settling votes)
+once case, spaces, punctuation, width, invisible characters and look-alike characters are set
+aside (:func:`name_skeleton`: ``Owner ``, ``owner.``, ``ＯＷＮＥＲ``, ``own`` + zero-width space +
+``er``, ``0wner``). With a people's budget (``pairs --human-budget``) people judge the people's
+tasks only: :meth:`JudgementStore.validate` refuses a person's or the oracle's judgement, change or
+settling vote of any other pair (:class:`NotATaskError`, naming the pair); a model judges every
+pair. Judgements of other pairs that an earlier abcde stored stay in the store, and count nowhere
+(:func:`abcde.quality.ppi.outside_tasks`).
+
 Invite links
 ------------
 Who may judge on a server that others reach (``abcde judge serve --raters``) is kept in the
@@ -89,6 +101,7 @@ import sqlite3
 import stat
 import struct
 import time
+import unicodedata
 import urllib.parse
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -98,6 +111,7 @@ import pyarrow as pa
 
 from abcde.errors import AbcdeError, InputError, examples_text, with_option
 from abcde.core.names import SOURCES, VOCABULARY
+from abcde.quality.ppi import outside_tasks, people_pairs
 from abcde.quality.sample_dir import LOCK_FILE, PairSampleDir, check_hidden, sample_lineage, task_table
 from abcde.util.files import describe_os_error, write_table_file
 
@@ -143,6 +157,17 @@ TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
 TOKEN_BYTES = 32
 
 
+def is_token(value) -> bool:
+    """Whether ``value`` has an invite token's form (anything else is no token: never looked up)."""
+    return isinstance(value, str) and TOKEN_RE.match(value) is not None
+
+
+def sample_has_invites(sample_dir: str | os.PathLike) -> bool:
+    """Whether the sample directory's store has ever made an invite link; False when it has no store
+    yet (never creates one: opening a store makes its file)."""
+    return (Path(sample_dir) / STORE_NAME).exists() and JudgementStore(sample_dir).has_invites()
+
+
 class StoreError(AbcdeError):
     """The judgement store cannot be used as asked: moved while in use, busy, or a write that
     failed (a full disk; nothing of it is stored). The message is one line naming the path and
@@ -165,6 +190,12 @@ class NotJudgedError(InputError):
 
 class UnknownPairError(InputError):
     """The pair id is not one of the sample's pairs that need a judgement."""
+
+
+class NotATaskError(UnknownPairError):
+    """A person's (or the oracle's) judgement, change or settling vote of a pair that is not one of
+    the people's tasks (``pairs --human-budget``): people judge only those
+    (:func:`abcde.quality.ppi.outside_tasks`). An :class:`UnknownPairError`: not a pair of theirs."""
 
 
 class StoreLockedError(StoreError):
@@ -478,6 +509,10 @@ class StoreHold:
     def close(self) -> None:
         if self._keeper is not None:
             try:
+                # The log into the file now, without waiting for other connections (PASSIVE): after a
+                # clean stop the store file alone holds every judgement, even while another process
+                # has the store open (issue 39, part 8).
+                self._keeper.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                 self._keeper.close()
             except sqlite3.Error:  # the process ends or the store went away: nothing to keep
                 pass
@@ -522,8 +557,47 @@ def _check_request_id(request_id) -> None:
         raise InputError(f"request_id must be a string of 1 to 100 characters. Got {request_id!r} instead.")
 
 
+#: Characters that look like a letter of a name's skeleton (:func:`name_skeleton`), after NFKC and
+#: case folding: a digit zero, Greek and Cyrillic letters drawn like Latin ones.
+_LOOKALIKE = str.maketrans({"0": "o", "\u03bf": "o", "\u043e": "o", "\u0585": "o", "\u0435": "e", "\u0454": "e",
+                            "\u051d": "w", "\u0461": "w", "\u03c9": "w", "\u0578": "n", "\u03b7": "n",
+                            "\u0433": "r", "\u03bd": "v", "\u0475": "v"})
+
+
+def name_skeleton(name: str) -> str:
+    """What a name reads as, for telling names apart: Unicode NFKC (full-width letters are letters),
+    case folded, accents dropped, only letters and digits kept (no space, punctuation, symbol or
+    invisible character such as a zero-width space), look-alike characters as the Latin letter they
+    look like (``0`` as ``o``, Cyrillic ``о`` as ``o``, ``vv`` as ``w``).
+
+    >>> [name_skeleton(n) for n in ("Owner ", "owner.", "\uff2f\uff37\uff2e\uff25\uff32", "own\u200ber", "0wner", "o w n e r")]
+    ['owner', 'owner', 'owner', 'owner', 'owner', 'owner']
+    """
+    s = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", name).casefold())
+    s = "".join(c for c in s if unicodedata.category(c)[0] in "LN").translate(_LOOKALIKE)
+    return s.replace("vv", "w")
+
+
+def reads_as_owner(name: str) -> bool:
+    """Whether ``name`` reads as :data:`OWNER` (:func:`name_skeleton`) without being it: ``Owner ``,
+    ``owner.``, ``OWNER``, a full-width ``ｏｗｎｅｒ``, ``own`` + zero-width space + ``er``, ``0wner``."""
+    return name != OWNER and name_skeleton(name) == OWNER
+
+
 def check_rater(rater) -> str:
-    """A person's rater name: 1–64 characters, letters, digits, space and ``_ . @ + -``."""
+    """A person's rater name: 1–64 characters, letters, digits, space and ``_ . @ + -``, that does
+    not read as the owner's (:data:`OWNER` itself, or :func:`reads_as_owner`): the name of the
+    owner's link and of its settling votes is no rater's, and no name may pass for it. The one
+    check of a rater's name: the judging app (open mode or invite links), the store and the invite
+    links (:func:`check_invite_name`) all call it."""
+    if rater == OWNER:
+        raise InputError(f"{OWNER!r} is the name of the owner's link and the owner's settling votes; give the rater "
+                         "another name.")
+    if isinstance(rater, str) and reads_as_owner(rater):
+        raise InputError(
+            f"{rater!r} reads as {OWNER!r}, the name of the owner's link and the owner's settling votes (names are "
+            "compared without case, spaces, punctuation, invisible characters and look-alike characters); give the "
+            "rater another name.")
     if not isinstance(rater, str) or not RATER_RE.match(rater):
         raise InputError(
             "The rater name must be 1 to 64 characters: letters, digits, space and _ . @ + - "
@@ -578,15 +652,11 @@ def token_hash(token: str) -> str:
 
 
 def check_invite_name(name) -> str:
-    """A name an invite link may be made for: :data:`OWNER`, or a rater name (:func:`check_rater`)
-    that is not the owner's in another case ('Owner')."""
+    """A name an invite link may be made for: :data:`OWNER`, or a rater name (:func:`check_rater`:
+    none that reads as the owner's, such as 'Owner' or 'owner.')."""
     if name == OWNER:
         return name
-    check_rater(name)
-    if name.lower() == OWNER:
-        raise InputError(f"{name!r} is too close to {OWNER!r}, the name of the owner's link; give the rater "
-                         "another name.")
-    return name
+    return check_rater(name)
 
 
 def _stamp(con: sqlite3.Connection) -> None:
@@ -662,6 +732,9 @@ class JudgementStore:
         self.tasks = task_table(self.sample.draws, self.sample.items.select(["item_id"])).to_pylist()
         self.task_by_pair = {t["pair_id"]: t for t in self.tasks}
         self.pair_ids = [t["pair_id"] for t in self.tasks]
+        #: The people's tasks (``pairs --human-budget``), or None: every pair is one. People judge only
+        #: these (:meth:`validate`); a judgement of another pair recorded before counts nowhere.
+        self.people_tasks = people_pairs(self.sample.draws, self.meta)
         self._file: tuple[int, int] | None = None
         with self._use(opening=True):
             pass
@@ -940,21 +1013,30 @@ class JudgementStore:
         return markdown or None
 
     # ------------------------------------------------------------------ writing
-    def validate(self, pair_id, judgement, *, rater, source) -> None:
+    def validate(self, pair_id, judgement, *, rater, source, writing: bool = True) -> None:
         """Raise a clear error for an unknown pair, a judgement outside the vocabulary,
-        a bad rater name or an unknown source."""
+        a bad rater name or an unknown source; and, ``writing`` (a judgement, a change or a settling
+        vote to be recorded), for a person's or the oracle's judgement of a pair that is not one of
+        the people's tasks (:class:`NotATaskError`). A person's name is :func:`check_rater`'s, but
+        for :data:`OWNER` itself: the owner's settling votes."""
         if source not in SOURCES:
             raise InputError(f"source must be one of {', '.join(SOURCES)}. Got {source!r} instead.")
         if judgement not in VOCABULARY:
             raise InputError(f"judgement must be one of {', '.join(VOCABULARY)}. Got {judgement!r} instead.")
         if not isinstance(rater, str) or not rater:
             raise InputError(f"The rater must be a non-empty name. Got {rater!r} instead.")
-        if source == "person":
+        if source == "person" and rater != OWNER:
             check_rater(rater)
         if not isinstance(pair_id, str) or pair_id not in self.task_by_pair:
             raise UnknownPairError(
                 f"Pair {pair_id!r} is not one of the {len(self.pair_ids)} pairs of sample "
                 f"{self.meta['sample_id']!r} that need a judgement."
+            )
+        if writing and outside_tasks(source, pair_id, self.people_tasks):
+            raise NotATaskError(
+                f"Pair {pair_id!r} is not one of the people's tasks: sample {self.meta['sample_id']!r} was drawn with "
+                f"a people's budget (pairs --human-budget), and people judge only its {len(self.people_tasks):,} "
+                "tasks (those in tasks.csv and on the judging page); a model judges every pair."
             )
 
     def record(self, pair_id: str, judgement: str, *, rater: str, source: str = "person",
@@ -964,7 +1046,8 @@ class JudgementStore:
         Raises
         ------
         UnknownPairError
-            The pair is not in the sample.
+            The pair is not in the sample; :class:`NotATaskError`: a person's or the oracle's
+            judgement of a pair that is not one of the people's tasks.
         DuplicateJudgementError
             ``rater`` already has a live judgement of the pair (undo it first), or
             ``request_id`` was recorded before (a replayed request).
@@ -1042,19 +1125,22 @@ class JudgementStore:
         return any(r[1] == "supersedes" for r in con.execute("PRAGMA table_info(judgements)"))
 
     def change(self, pair_id: str, judgement: str, *, rater: str, source: str = "person", comment=KEEP,
-               request_id: str | None = None) -> tuple[Recorded, Recorded]:
+               request_id: str | None = None, renew: bool = False) -> tuple[Recorded, Recorded]:
         """Change ``rater``'s live judgement of ``pair_id``: a new judgement that supersedes it, in one
         transaction (on disk on return). The old row is kept, marked withdrawn (the same mechanism
         as :meth:`undo`); the new row's ``supersedes`` is the old row's id. ``comment``: the new
         judgement's comment (``None`` or blank: none); left out, the old comment is kept.
 
         Returns ``(was, now)``; ``now is was`` when the answer and comment are unchanged (nothing is
-        written: a change to the same answer is no change).
+        written: a change to the same answer is no change), unless ``renew``: the same answer given
+        again is then a new row too (the owner's settling vote cast again on a dispute it had not
+        seen, :meth:`abcde.judging.session.JudgingSession.settle`).
 
         Raises
         ------
         UnknownPairError
-            The pair is not in the sample.
+            The pair is not in the sample; :class:`NotATaskError`: a person's or the oracle's
+            change of a pair that is not one of the people's tasks.
         NotJudgedError
             ``rater`` has no live judgement of the pair (judge it instead).
         DuplicateJudgementError
@@ -1082,7 +1168,7 @@ class JudgementStore:
                 if request_id is not None and con.execute(
                         "SELECT 1 FROM judgements WHERE request_id = ?", (request_id,)).fetchone():
                     raise sqlite3.IntegrityError("UNIQUE constraint failed: judgements.request_id")
-                if judgement == was.judgement and comment == was.comment:
+                if judgement == was.judgement and comment == was.comment and not renew:
                     raise _Unchanged(was)  # rolls the transaction back: nothing stamped or written
                 if not self._has_supersedes(con):
                     con.execute("ALTER TABLE judgements ADD COLUMN supersedes INTEGER")
@@ -1301,7 +1387,7 @@ class JudgementStore:
     def invite_for(self, token) -> Invite | None:
         """The live invite link whose token is ``token``, or ``None`` (no such token, revoked or
         replaced, or not a token at all). Looked up by the token's hash."""
-        if not isinstance(token, str) or not TOKEN_RE.match(token):
+        if not is_token(token):
             return None
         with self._connect() as con:
             if not self._invites_table(con):

@@ -1,7 +1,9 @@
 /* The owner's settle queue (web/templates/judge-settle.html), on assets/common.js and
  * static/judge-pair.js: GET /api/owner/settle lists the pairs whose raters' votes tie and those the
  * owner settled; one pair at a time with every rater's answer; POST /api/owner/settle records the
- * owner's vote (rater "owner", one more vote under the vote rule). Every value goes in as text. */
+ * owner's vote (rater "owner", one more vote under the vote rule, counted while the raters' votes tie
+ * and every one of them was there when the owner answered). A pair waiting again after a new vote
+ * shows the owner's earlier answer (owner_earlier), which does not count. Every value goes in as text. */
 (function () {
   "use strict";
   const {byId: $, el, newId} = abcde;
@@ -21,7 +23,10 @@
     const t = vals.join(" · ");
     return t.length > 60 ? t.slice(0, 59) + "…" : (t || "(empty)");
   }
-  function votesText(x) { return x.votes.map((v) => ANSWERS[v.judgement]).join(" / ") + (x.owner ? " + yours: " + ANSWERS[x.owner] : ""); }
+  function votesText(x) {
+    return x.votes.map((v) => ANSWERS[v.judgement]).join(" / ") + (x.owner ? " + yours: " + ANSWERS[x.owner]
+      : x.owner_earlier ? " (your earlier vote, " + ANSWERS[x.owner_earlier] + ", does not count)" : "");
+  }
 
   function pairCell(x) {
     return el("td", null, el("button", {type: "button", class: "open-pair", onclick: () => open(x.pair.pair_id)},
@@ -58,7 +63,9 @@
       return;
     }
     $("settle-title").textContent = x.owner ? "Your vote on this pair: " + ANSWERS[x.owner] + " (answer again to change it)"
-                                            : "Raters disagree on this pair";
+      : x.owner_earlier ? "Raters disagree on this pair again, with a vote you have not seen: your earlier vote (" +
+                          ANSWERS[x.owner_earlier] + ") does not count until you answer again"
+      : "Raters disagree on this pair";
     $("votes").replaceChildren(...x.votes.map((v) => el("li", null, el("b", null, v.rater), ": ",
       el("span", {class: "answer " + v.judgement}, ANSWERS[v.judgement]), v.comment ? " — “" + v.comment + "”" : null)));
     $("pair").dataset.pairId = x.pair.pair_id;
