@@ -21,7 +21,7 @@ import json
 import random
 import time
 
-from abcde.web.judging_server import MAX_INSTRUCTIONS, RenderWork, instructions_html
+from abcde.web.instructions import MAX_INSTRUCTIONS, RenderWork, instructions_html
 
 
 def fill(unit: str, n: int) -> str:

@@ -21,7 +21,7 @@ from abcde.core.names import METRIC_LABELS
 from abcde.examples import example_paths
 from abcde.sampling.filters import structured_filter
 from abcde.web.explore_app import ExploreApp, make_server
-from abcde.web.server import Limits
+from abcde.web.transport import Limits
 from content import assert_shows
 from judging_helpers import (assert_error, assert_errors_have_one_shape, assert_host_check, assert_page_is_strict,
                              assert_slow_clients_do_not_hold, page_under_csp)

@@ -556,7 +556,7 @@ def _params() -> list:
 
 def run(ws: Path, case: Case, monkeypatch):
     # A serve command that wrongly accepts its input would block: make serving itself a failure.
-    import abcde.web.server as web_server
+    import abcde.web.transport as web_server
 
     def no_serving(self, *a, **k):
         raise AssertionError("a bad input was served")

@@ -34,8 +34,8 @@ from markupsafe import Markup, escape
 
 from abcde.cli import main
 from abcde.errors import InputError
-from abcde.web.judging_server import (MAX_INSTRUCTIONS, RenderWork, check_instructions, instructions_html,
-                                      read_instructions)
+from abcde.web.instructions import (MAX_INSTRUCTIONS, RenderWork, check_instructions, instructions_html,
+                                    read_instructions)
 from test_rater_workflow import assert_safe
 
 # ----------------------------------------------------------------------------- the reference: the renderer before

@@ -18,7 +18,7 @@ from abcde.judging import JudgingSession
 from abcde.sampling.explore import SAMPLE_FORMAT, SAMPLE_VERSION, ExplorationSample
 from abcde.web.explore_app import ExploreApp, make_server
 from abcde.web.judging_server import JudgingServer
-from abcde.web.server import Limits
+from abcde.web.transport import Limits
 from judging_helpers import (assert_connections_beyond_the_cap_are_refused, assert_error,
                              assert_hundreds_of_slow_clients_do_not_hold, fresh_copy, make_sample, request, timed)
 
@@ -84,7 +84,7 @@ def test_the_exploration_server_refuses_connections_beyond_its_cap(explore_sampl
 
 def test_the_connection_cap_fits_the_file_limit(monkeypatch):
     resource = pytest.importorskip("resource")
-    from abcde.web import server
+    from abcde.web import transport as server
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     assert server.connection_cap(1000) == 1000  # the soft limit raised as needed (it is now at least 2256)

@@ -25,7 +25,7 @@ from abcde.quality.ppi import (BY_ANSWERS, DISAGREEMENT_WARNING, Cells, Part, ag
 from abcde.quality.result import Estimate, QualityResult
 from abcde.sampling.allocation import STRATUM_LABEL
 from abcde.quality.stratified import slice_ranges
-from abcde.sampling.pairs import pair_class_of_draws
+from abcde.sampling.allocation import pair_class_of_draws
 
 METHOD = "prediction-powered (model + people)"
 

@@ -107,7 +107,7 @@ from abcde.core.inputs import Inputs
 from abcde.engine import connect
 from abcde.errors import InputError
 from abcde.metrics.impact import overall, private, slice_sums
-from abcde.sampling.pairs import pair_class_of_draws
+from abcde.sampling.allocation import pair_class_of_draws
 from abcde.quality.result import DistanceEstimates, Estimate
 from abcde.quality.stratified import census_total
 

@@ -30,7 +30,8 @@ from abcde.quality.recall import recall_facts, recall_items, recall_record
 from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA
 from abcde.sampling.stratified import sample_stratified, slice_self_terms
 from abcde.quality.stratified import stratum_sigmas
-from abcde.sampling.pairs import PairSample, pair_class_of_draws, pair_counts, pairweight_expr, sample_pairs
+from abcde.sampling.allocation import pair_class_of_draws
+from abcde.sampling.pairs import PairSample, pair_counts, pairweight_expr, sample_pairs
 from abcde.util.files import InputPrints
 
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from abcde.core.formulas import weighted_mean_se
 from abcde.quality.result import ESTIMATION_CLASSES, Estimate, QualityResult, agresti_coull
-from abcde.sampling.pairs import pair_class_of_draws
+from abcde.sampling.allocation import pair_class_of_draws
 
 
 def _outcomes(draws: pa.Table, by_pair: dict) -> tuple[list[str], np.ndarray, np.ndarray]:

@@ -43,7 +43,6 @@ from abcde.core.formulas import weighted_mean_se
 from abcde.quality.result import Estimate, QualityResult, agresti_coull
 from abcde.sampling.allocation import LEGACY_STRATA, STRATA, STRATUM_LABEL
 from abcde.sampling.stratified import StratifiedSample
-from abcde.sampling.allocation import allocate, stratum_weights  # noqa: F401  TEMPORARY: ppi.py's lazy imports
 
 
 def _stratum_stats(draws: pa.Table, by_pair: dict) -> tuple[np.ndarray, np.ndarray]:

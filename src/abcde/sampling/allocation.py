@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import pyarrow as pa
+
 from abcde.errors import InputError
 
 #: The strata of a new sample: split, merge, and the intersection (stable pairs without self)
@@ -124,3 +126,11 @@ def split_budget(budget: int, share: float, caps: dict | None, floor: int = 0) -
     if budget - n_a < floor:
         n_a = budget - floor
     return budget - n_a, n_a
+
+
+def pair_class_of_draws(draws: pa.Table) -> list[str]:
+    """Each draw's estimation class (the paper's design): self, split, merge, intersection (stable
+    without self); from the draws' ``class`` and ``is_self`` columns (a pair sample's files, no Ibis)."""
+    cls = draws.column("class").to_pylist()
+    sf = draws.column("is_self").to_pylist()
+    return ["self" if s else ("intersection" if c == "stable" else c) for c, s in zip(cls, sf)]

@@ -532,12 +532,5 @@ def _select(draws: pa.Table, partners: list, *, budget: int, drop_self: bool, ex
     return out, len(seen), exhausted
 
 
-def pair_class_of_draws(draws: pa.Table) -> list[str]:
-    """Estimation classes: self, split, merge, intersection (stable without self)."""
-    cls = draws.column("class").to_pylist()
-    sf = draws.column("is_self").to_pylist()
-    return ["self" if s else ("intersection" if c == "stable" else c) for c, s in zip(cls, sf)]
-
-
 __all__ = ["PairSample", "agreed_population", "item_pair_weights", "pair_id", "pair_totals", "pairweight_expr", "sample_pairs",
            "sample_pairs_many", "vantage_items"]

@@ -46,7 +46,8 @@ from abcde.errors import AbcdeError, EngineError, InputError
 from abcde.metrics.impact import impact
 from abcde.util.files import FORMULA_STARTS
 from abcde.sampling.explore import CORE_COLUMNS, ExplorationSample
-from abcde.web.server import Assets, Limits, Server, create_app, json_response, page_response, read_json
+from abcde.web.server import Assets, create_app, json_response, page_response, read_json
+from abcde.web.transport import Limits, Server
 
 MAX_MEMBERS = 200
 MAX_EXAMPLES = 200
@@ -432,7 +433,7 @@ ERRORS = {AbcdeError: 400, TypeError: 400, ValueError: 400, OverflowError: 400, 
 
 
 def create_explore_app(app: ExploreApp):
-    """The exploration UI (ASGI) over ``app``; serve it with :class:`abcde.web.server.Server`.
+    """The exploration UI (ASGI) over ``app``; serve it with :class:`abcde.web.transport.Server`.
 
     Routes: ``GET /`` (the page), ``GET /static/NAME``, ``GET /api/meta``, ``GET /api/item?id=``,
     ``GET /api/cluster?side=&id=``, ``POST /api/query``, ``POST /api/examples``; errors are the

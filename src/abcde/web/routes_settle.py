@@ -1,0 +1,49 @@
+"""The judging app's settle routes, the owner's: pairs whose raters' votes tie, and the owner's
+settling vote (:meth:`~abcde.judging.session.JudgingSession.settle`). Raters judge blind: they
+never see another rater's answer, so each endpoint goes through the owner's guard the app passes
+in (:func:`abcde.web.auth.owner_only`).
+
+::
+
+    GET  /settle              the owner's settle queue (web/templates/judge-settle.html): pairs raters disagree on
+    GET  /api/owner/settle    the settle queue: pairs whose raters' votes tie, and those the owner settled
+    POST /api/owner/settle    {"pair_id", "judgement", "comment"?, "request_id"?}: the owner's settling vote
+"""
+
+from __future__ import annotations
+
+from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.routing import Route
+
+from abcde.judging.session import JudgingSession
+from abcde.web.server import Assets, HTTPError, json_response, page_response, read_json
+
+
+def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | None, next_command: str,
+           guard) -> list[Route]:
+    """The settle routes over ``session``, each endpoint wrapped in ``guard`` (the owner's:
+    :func:`abcde.web.auth.owner_only`); ``instructions`` and ``next_command`` as the raters' page
+    shows them (:func:`abcde.web.routes_rater.routes`)."""
+    settle_page = assets.render("judge-settle.html", instructions=instructions, next_command=next_command)
+
+    @guard
+    async def settle(request: Request):
+        return page_response(settle_page)
+
+    @guard
+    async def owner_settle(request: Request):
+        if request.method == "GET":
+            return json_response(await run_in_threadpool(session.settle_state))
+        b = await read_json(request)
+        missing = [k for k in ("pair_id", "judgement") if k not in b]
+        if missing:
+            raise HTTPError(400, f"Missing field(s) {', '.join(map(repr, missing))}; a settling judgement needs "
+                                 "'pair_id' and 'judgement'.")
+        d = await run_in_threadpool(lambda: session.settle(b["pair_id"], b["judgement"], comment=b.get("comment"),
+                                                           request_id=b.get("request_id")))
+        return json_response(d, 201)
+
+    return [Route("/settle", settle, methods=["GET"]),
+            Route("/api/owner/settle", owner_settle, methods=["GET", "POST"])]
