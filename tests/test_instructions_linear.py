@@ -4,7 +4,7 @@ A 63 KB line of ``_a _a …`` took 65 s to render with the regular expressions o
 (``.+?`` between emphasis marks that never close, tried again from every mark), and the text is
 kept in the store: every later ``judge serve`` paid it again before it listened. The renderer
 now reads the text from left to right once; each of its steps counts the characters it visits
-(:class:`~abcde.web.judging_server.RenderWork`), and the tests bound that count by a constant
+(:class:`~abcde.web.instructions.RenderWork`), and the tests bound that count by a constant
 times the length, at the size cap, for the worst case of every mark: a count, not a time, so
 they pass on a loaded machine (``benchmarks/bench_instructions.py`` times it).
 
