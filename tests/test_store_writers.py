@@ -28,7 +28,8 @@ from click.testing import CliRunner
 
 from abcde.cli import main
 from abcde.examples import example_paths
-from abcde.quality.store import JudgementStore, StoreError, wal_problem
+from abcde.quality.sqlite_guard import StoreError, wal_problem
+from abcde.quality.store import JudgementStore
 from judging_helpers import make_sample, request, start_server, stop
 
 P = example_paths("febrl3")
@@ -214,10 +215,12 @@ def test_the_pairs_are_not_drawn_again_under_a_running_model_judge(samples, tmp_
 
 
 REDRAW_WITHOUT_THE_LOCK = """
-import sys
+import contextlib, sys
 import abcde.quality.sample_dir as sd
 from abcde.quality import draw_pair_sample
-sd.served_by = lambda d: None  # a draw that does not look at the lock (an older abcde, another tool)
+# a draw that does not look at the lock (an older abcde, another tool): neither before nor at its swap
+sd.served_by = lambda d: None
+sd._held_unchanged = lambda out, old_id: contextlib.nullcontext()
 draw_pair_sample(sys.argv[2], sys.argv[1], sys.argv[4], items=sys.argv[3], budget=30, seed=1, force=True)
 """
 
@@ -413,7 +416,8 @@ def test_a_store_of_another_sample_is_refused(samples, tmp_path):
 
 RECORD_UNTIL_IT_FAILS = """
 import resource, signal, sys
-from abcde.quality.store import JudgementStore, StoreError
+from abcde.quality.sqlite_guard import StoreError
+from abcde.quality.store import JudgementStore
 d, limit = sys.argv[1], int(sys.argv[2])
 st = JudgementStore(d)
 hold = st.hold("a test")  # as a model run or the server do: one connection open, so the log grows
