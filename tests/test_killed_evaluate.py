@@ -33,7 +33,8 @@ from abcde.examples import example_paths
 from abcde.quality import PairSampleDir
 from abcde.quality.store import JudgementStore
 from abcde.sampling.explore import ExplorationSample
-from abcde.workflow.evaluate import ENTRIES, RECORD
+from abcde.workflow.evaluate import ENTRIES
+from abcde.workflow.record import RECORD
 
 P = example_paths("febrl3")
 SMALL = ["--sample-size", "100", "--budget", "12", "--seed", "1", "--slice-by", "source"]

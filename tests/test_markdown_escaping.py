@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 import abcde
 from abcde.quality import draw_pair_sample, estimate_quality, oracle_judge
 from abcde.report import build_report
-from abcde.report.render import _md
+from abcde.report.markdown import md as _md
 
 #: GitHub-flavoured enough: tables and strikethrough on, raw HTML passed through (so an escape that
 #: fails shows up as an html_inline token).

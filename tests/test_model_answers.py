@@ -25,7 +25,9 @@ import pytest
 
 from abcde.errors import InputError
 from abcde.judging import JudgementStore, LLMJudge, parse_answer
-from abcde.judging.models import STOP_AFTER_UNUSABLE, UnusableAnswerError, is_loopback_url
+from abcde.judging.llm import UnusableAnswerError
+from abcde.judging.models import STOP_AFTER_UNUSABLE
+from abcde.util.net import is_loopback_url
 from judging_helpers import make_sample
 
 ENV = {k: v for k, v in os.environ.items() if k not in ("ABCDE_LLM_API_KEY", "OPENAI_API_KEY", "ABCDE_LLM_BASE_URL",

@@ -27,7 +27,7 @@ from abcde.cli import main
 from abcde.engine.base import Engine
 from abcde.engine.spark import SparkEngine
 from abcde.examples import example_paths
-from abcde.workflow.evaluate import OUTPUTS, RECORD
+from abcde.workflow.record import OUTPUTS, RECORD
 
 P = example_paths("febrl3")
 OTHER_SEED = "9"  # the other pair sample's seed (the evaluation's is 3)

@@ -20,7 +20,7 @@ from abcde.cli import main
 from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.workflow.demo import ORACLE_LABEL
-from abcde.workflow.evaluate import RECORD, read_evaluation
+from abcde.workflow.record import RECORD, read_evaluation
 from abcde.workflow.report import report_from_evaluation
 
 P = example_paths("febrl3")

@@ -27,9 +27,10 @@ from abcde.metrics import truth_sample as ts_module
 from abcde.metrics.truth_sample import estimate_pointwise
 from abcde.quality import verdict as verdict_module
 from abcde.quality.verdict import truth_view, verdict
-from abcde.report.render import _md
+from abcde.report.markdown import md as _md
 from abcde.util import display
-from abcde.workflow.evaluate import RECORD, evaluate, read_evaluation
+from abcde.workflow.evaluate import evaluate
+from abcde.workflow.record import RECORD, read_evaluation
 from abcde.workflow.report import report_from_evaluation, run_report
 
 P = {k: str(v) for k, v in example_paths().items()}

@@ -150,7 +150,7 @@ def print_truth(data: dict) -> None:
     sample's estimates with their intervals, the paired differences, the design and its notes; or
     a partial truth's note in words. (The exact numbers of a full truth are in the report.)"""
     if data.get("truth_sample"):
-        from abcde.report.render import truth_sample_view  # lazy: start-up time (rendered already)
+        from abcde.report.views import truth_sample_view  # lazy: start-up time (rendered already)
 
         ts = truth_sample_view(data["truth_sample"], data["names"])
         t = new_table(title="Against the ground truth: the population's estimates from a sample of "

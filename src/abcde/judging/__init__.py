@@ -15,8 +15,11 @@ model, oracle); ``abcde judge export`` writes them in the judgement file format 
 """
 
 from abcde.judging.agreement import agreement, cohen_kappa, fleiss_kappa
-from abcde.quality.store import (SOURCES, DuplicateJudgementError, JudgementStore, StoreLockedError, UnknownPairError)
-from abcde.judging.models import AnswerCache, LLMError, LLMJudge, ModelJudgeResult, judge_with_model, parse_answer
+from abcde.quality.dir_lock import StoreLockedError
+from abcde.quality.store import SOURCES, DuplicateJudgementError, JudgementStore, UnknownPairError
+from abcde.judging.llm import LLMError, LLMJudge, parse_answer
+from abcde.judging.llm_cache import AnswerCache
+from abcde.judging.models import ModelJudgeResult, judge_with_model
 from abcde.judging.session import JudgingSession
 
 __all__ = ["SOURCES", "AnswerCache", "DuplicateJudgementError", "JudgementStore", "JudgingSession",

@@ -32,7 +32,7 @@ from abcde.sampling.stratified import sample_stratified, slice_self_terms
 from abcde.quality.stratified import stratum_sigmas
 from abcde.sampling.allocation import pair_class_of_draws
 from abcde.sampling.pairs import PairSample, pair_counts, pairweight_expr, sample_pairs
-from abcde.util.files import InputPrints
+from abcde.util.files import InputPrints, full_path
 
 
 def draw_pair_sample(
@@ -374,7 +374,7 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
         "attributes": diff.attributes,
         "slice_by": list(slice_by),
         "inputs": given.names(),
-        "input_paths": {k: _full_path(v) for k, v in (("base", given.base), ("exp", given.exp),
+        "input_paths": {k: full_path(v) for k, v in (("base", given.base), ("exp", given.exp),
                                                      ("items", given.items)) if isinstance(v, (str, os.PathLike))},
         "columns": {"item_id": given.item_id, "cluster_id": given.cluster_id, "weight": given.weight,
                     **({"base_cluster_id": given.base_cluster_id} if given.base_cluster_id else {}),
@@ -401,12 +401,6 @@ def _with_stratum(draws: pa.Table, stratum: str, *, pair_weights: bool) -> pa.Ta
     if pair_weights and "pair_weight" not in draws.column_names:
         draws = draws.append_column("pair_weight", pa.nulls(draws.num_rows, pa.float64()))
     return draws.append_column("stratum", pa.array([stratum] * draws.num_rows, pa.string()))
-
-
-def _full_path(source) -> str:
-    """A local path made absolute (so 'pairs --extend' finds it from anywhere); a URI as given."""
-    s = os.fspath(source)
-    return s if "://" in s else os.path.abspath(s)
 
 
 def _slice_multipliers(diff, slice_by, total_weight: float) -> pa.Table:

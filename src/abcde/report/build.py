@@ -15,7 +15,8 @@ judged pair sample and an exploration sample), everything the report shows:
 The :class:`Report` holds that content as plain data: :meth:`Report.to_dict` is the JSON
 (what ``abcde report --json`` prints); :meth:`Report.to_html` (one self-contained page) and
 :meth:`Report.to_markdown` (a summary for a code review comment) render it with
-:mod:`abcde.report.render`, whose charts come from :mod:`abcde.report.charts`.
+:mod:`abcde.report.render` (whose charts come from :mod:`abcde.report.charts`) and
+:mod:`abcde.report.markdown`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from abcde.errors import InputError
 from abcde.core.formulas import fragment_metrics
 from abcde.core.diff import affected_fragments, rows_of_fragments
 from abcde.metrics.impact import ImpactResult, private
-from abcde.report.render import render_html, render_markdown
+from abcde.report.markdown import render_markdown
+from abcde.report.render import render_html
 from abcde.util.files import write_texts
 
 REPORT_FORMAT = "abcde-report"

@@ -352,8 +352,16 @@ RACY_SECONDS = 3.0
 _KNOWN: dict[str, tuple[tuple, dict]] = {}
 
 
-def _identity(st: os.stat_result) -> tuple:
+def file_identity(st: os.stat_result) -> tuple:
+    """What tells one state of a file from another without reading it: device, inode, size and both
+    times (a rewrite, a rename over it or a touch changes one)."""
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def full_path(source) -> str:
+    """A local path made absolute (so a recorded input is found from anywhere); a URI as given."""
+    s = os.fspath(source)
+    return s if "://" in s else os.path.abspath(s)
 
 
 def input_fingerprint(source) -> dict | None:
@@ -383,7 +391,7 @@ def input_fingerprint(source) -> dict | None:
         return None
     key = os.path.abspath(p)
     known = _KNOWN.get(key)
-    if known is not None and known[0] == _identity(st):
+    if known is not None and known[0] == file_identity(st):
         return dict(known[1])
     started = time.time_ns()
     try:
@@ -391,12 +399,12 @@ def input_fingerprint(source) -> dict | None:
         after = p.stat()
     except OSError as exc:
         raise InputError(describe_os_error(exc, "Cannot read the input file")) from exc
-    if _identity(after) != _identity(st):
+    if file_identity(after) != file_identity(st):
         raise InputError(f"The input file '{p}' changed while abcde was reading it (its size, time stamps or inode "
                          "changed); run again once it is written.")
     fp = {"size": st.st_size, "sha256": digest}
     if st.st_size > LARGE_FILE_BYTES and st.st_ctime_ns < started - int(RACY_SECONDS * 1e9):
-        _KNOWN[key] = (_identity(st), fp)
+        _KNOWN[key] = (file_identity(st), fp)
     return dict(fp)
 
 

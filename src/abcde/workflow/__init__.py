@@ -26,7 +26,7 @@ _EXPORTS = {
     "report_from_evaluation": "abcde.workflow.report",
     "evaluate": "abcde.workflow.evaluate",
     "EvaluateResult": "abcde.workflow.evaluate",
-    "read_evaluation": "abcde.workflow.evaluate",
+    "read_evaluation": "abcde.workflow.record",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -37,5 +37,6 @@ __getattr__, __dir__ = lazy_exports('abcde.workflow', _EXPORTS, globals())
 
 if TYPE_CHECKING:
     from abcde.workflow.demo import DemoResult, run_demo
-    from abcde.workflow.evaluate import EvaluateResult, evaluate, read_evaluation
+    from abcde.workflow.evaluate import EvaluateResult, evaluate
+    from abcde.workflow.record import read_evaluation
     from abcde.workflow.report import ReportResult, report_from_evaluation, run_report

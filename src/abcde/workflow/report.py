@@ -185,7 +185,7 @@ def report_from_evaluation(
     quality estimates from the judgements made since (``abcde report EVALDIR``).
 
     It reads how the evaluation was run from ``evaldir/evaluate.json``
-    (:func:`abcde.workflow.evaluate.read_evaluation`): the inputs (their absolute paths), columns,
+    (:func:`abcde.workflow.record.read_evaluation`): the inputs (their absolute paths), columns,
     slices, top clusters, title and engine. It computes the impact again from the inputs, reads the
     exploration sample ``evaldir/explore/sample.parquet``, adds each side's pointwise metrics
     against the recorded truth (with the recorded design of a truth sample, its estimates), and
@@ -240,8 +240,8 @@ def report_from_evaluation(
     from abcde.quality.judgements import judgement_files  # lazy: start-up time
     from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
     from abcde.sampling.explore import ExplorationSample  # lazy: start-up time
-    from abcde.workflow.evaluate import (OUTPUTS, RECORD, evaluation_report, read_evaluation,  # lazy: start-up time
-                                         refuse_links_out)
+    from abcde.workflow.evaluate import evaluation_report  # lazy: start-up time
+    from abcde.workflow.record import OUTPUTS, RECORD, read_evaluation, refuse_links_out  # lazy: start-up time
 
     d = Path(evaldir)
     record = read_evaluation(d)  # refuses outputs.* other than the directory's own names
@@ -292,7 +292,7 @@ def _recorded_inputs(d: Path, record: dict, *, remote_inputs: bool = False):
     refuses an input that was a table (nothing to read again), is missing now, or is named by a
     URI (unless ``remote_inputs``: a shared directory's record could name any server)."""
     from abcde.core.inputs import Inputs  # lazy: start-up time
-    from abcde.workflow.evaluate import OUTPUTS, RECORD  # lazy: start-up time
+    from abcde.workflow.record import OUTPUTS, RECORD  # lazy: start-up time
 
     paths = {}
     for role, r in record["inputs"].items():
