@@ -26,7 +26,8 @@ from click.testing import CliRunner
 from abcde.cli import main
 from abcde.errors import InputError
 from abcde.judging import JudgementStore
-from abcde.quality.store import OWNER, StoreError, token_hash
+from abcde.quality.sqlite_guard import StoreError
+from abcde.quality.store import OWNER, token_hash
 from abcde.web.judging_server import serve
 from judging_helpers import assert_error, fresh_copy, make_sample, page_under_csp, split_url, start_server, stop, wait_text
 

@@ -12,13 +12,13 @@ import pytest
 from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.judging import JudgementStore
-from abcde.quality import sample_dir
+from abcde.quality import dir_lock, sample_dir
 from abcde.quality.draw import draw_pair_sample
 
 
 def digest(d: Path) -> dict:
     return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(d.rglob("*")) if p.is_file() and p.name != sample_dir.LOCK_FILE}
+            for p in sorted(d.rglob("*")) if p.is_file() and p.name != dir_lock.LOCK_FILE}
 
 
 @pytest.fixture

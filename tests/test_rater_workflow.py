@@ -36,6 +36,7 @@ from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.judging import DuplicateJudgementError, JudgementStore
 from abcde.quality import draw_pair_sample, estimate_quality
+from abcde.quality.sqlite_guard import StoreError
 from abcde.quality.store import OWNER, NotJudgedError
 from abcde.web.instructions import MAX_INSTRUCTIONS, instructions_html, read_instructions
 from abcde.web.judging_server import serve
@@ -448,15 +449,15 @@ def test_a_change_is_all_or_nothing_and_adds_its_column_once(drawn, tmp_path, mo
     with pytest.raises(NotJudgedError, match="no judgement of pair"):
         store.change(b, "same", rater="ann")
     # a failure inside the transaction (here: its stamp, the last write before COMMIT) leaves the store as it was
-    real = store_mod._stamp
+    real = store_mod.stamp  # the name the store calls (abcde.quality.sqlite_guard.stamp)
 
     def failing(con):
         raise sqlite3.OperationalError("disk is full")
 
-    monkeypatch.setattr(store_mod, "_stamp", failing)
-    with pytest.raises(store_mod.StoreError, match="disk is full"):
+    monkeypatch.setattr(store_mod, "stamp", failing)
+    with pytest.raises(StoreError, match="disk is full"):
         store.change(a, "different", rater="ann")
-    monkeypatch.setattr(store_mod, "_stamp", real)
+    monkeypatch.setattr(store_mod, "stamp", real)
     assert [(j.pair_id, j.judgement) for j in store.live()] == [(a, "same")]
     assert [h["ended"] for h in store.history("ann", a)] == [None] and store.version() == (1, 1, 0)
     # the change itself: one transaction, the column added with it

@@ -273,7 +273,8 @@ def judge_raters(sample_dir, revoke, new_link, public_url, as_json):
     are never touched.
     """
     from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
-    from abcde.quality.store import STORE_NAME, JudgementStore, check_invite_name  # lazy: start-up time
+    from abcde.quality.sqlite_guard import STORE_NAME  # lazy: start-up time
+    from abcde.quality.store import JudgementStore, check_invite_name  # lazy: start-up time
     from abcde.web.judging_server import check_public_url  # lazy: start-up time
 
     both = sorted(set(revoke) & set(new_link))

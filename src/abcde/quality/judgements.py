@@ -42,7 +42,8 @@ import pyarrow.parquet as pq
 from abcde.core.names import SOURCES, VOCABULARY
 from abcde.errors import InputError, examples_text
 from abcde.quality.ppi import outside_tasks
-from abcde.quality.store import OWNER, STORE_NAME, read_store_table
+from abcde.quality.sqlite_guard import STORE_NAME
+from abcde.quality.store import OWNER, read_store_table
 from abcde.sampling.pairs import pair_id
 from abcde.util.files import restore_formulas
 

@@ -26,7 +26,8 @@ from abcde.errors import InputError
 from abcde.quality.judgements import judgement_files, load_judgements
 from abcde.quality.ppi import (BY_ANSWERS, META_KEY, census_weights, draw_counts, people_pairs, plan_by_answers,
                                tasks_note, unit_weights, units_of)
-from abcde.quality.sample_dir import PairSampleDir, served_by, write_sample_dir
+from abcde.quality.dir_lock import served_by
+from abcde.quality.sample_dir import PairSampleDir, write_sample_dir
 
 
 @dataclass(frozen=True)

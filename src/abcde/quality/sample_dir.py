@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from abcde.errors import InputError, with_option
+from abcde.quality.dir_lock import LOCK_FILE, served_by
 from abcde.quality.ppi import people_pairs
 from abcde.util import progress as _progress
 from abcde.util.files import (InputPrints, aside_prefix, describe_fingerprint, describe_os_error, exchange_dirs,
@@ -54,8 +55,6 @@ SAMPLE_FILES = ("pairs.parquet", "metadata.json", "items.parquet", "tasks.csv", 
                 "slices.parquet")
 #: The judgements kept with a sample: a judgement file and the judgement store (with SQLite's side files).
 JUDGEMENT_FILES = ("judgements.csv", "judgements.sqlite", "judgements.sqlite-wal", "judgements.sqlite-shm")
-#: The judging server's lock file (held while a server serves the directory).
-LOCK_FILE = ".judging.lock"
 #: Where earlier samples of a directory (and their judgements) are kept when it is drawn again.
 REPLACED_DIR = "replaced"
 #: Item columns never shown to a judge: sampling data, not evidence about the items.
@@ -212,7 +211,8 @@ class StagedSample:
         """Hard-link into ``files`` what ``out`` holds besides its sample's files (its judgements,
         ``replaced/``, …; the earlier sample with its judgements into ``replaced/<id>-<time>/``
         when it is replaced), as :func:`write_sample_dir` does; the caller swaps ``files`` in inside
-        the ``with`` block. Meanwhile ``out``'s in-use lock (:data:`LOCK_FILE`) is held exclusively,
+        the ``with`` block. Meanwhile ``out``'s in-use lock
+        (:data:`~abcde.quality.dir_lock.LOCK_FILE`) is held exclusively,
         so no judge writes between the links and the swap. Refuses when ``out`` is in use (served,
         judged) or was drawn into since the sample was staged."""
         with _held_unchanged(self.out, self.plan.old_id):
@@ -223,7 +223,8 @@ class StagedSample:
 
 @contextlib.contextmanager
 def _held_unchanged(out: Path, old_id: str | None):
-    """Hold ``out``'s in-use lock (:data:`LOCK_FILE`) exclusively for the ``with`` block, after checking
+    """Hold ``out``'s in-use lock (:data:`~abcde.quality.dir_lock.LOCK_FILE`) exclusively for the
+    ``with`` block, after checking
     that ``out`` still holds sample ``old_id`` (what the plan saw): no judging server or model run
     writes into ``out`` between the links of its judgements and the swap. Refuses in one line when
     ``out`` is in use or was drawn into meanwhile; nothing is changed then."""
@@ -371,22 +372,6 @@ def _aside_name(out: Path, sample_id: str) -> Path:
         k += 1
         name = Path(REPLACED_DIR) / f"{sample_id}-{stamp}-{k}"
     return name
-
-
-def served_by(sample_dir: str | os.PathLike) -> str | None:
-    """Who serves the sample directory (the judging server's lock line), or None when no server
-    holds its lock."""
-    lock_path = Path(sample_dir) / LOCK_FILE
-    if not lock_path.exists():
-        return None
-    with open(lock_path, "a+") as fh:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.seek(0)
-            return fh.read().strip() or "another process"
-        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-    return None
 
 
 def sample_lineage(meta: dict) -> set[str]:

@@ -22,7 +22,7 @@ itself:
   connection open. ``abcde pairs`` refuses to draw into a directory whose lock it cannot take
   exclusively, so a sample is never drawn again under a writer. The kernel releases the lock
   when a process ends, even by SIGKILL. One judging server per directory: it also holds an
-  exclusive ``flock`` on the directory itself (:func:`lock_directory`).
+  exclusive ``flock`` on the directory itself (:func:`~abcde.quality.dir_lock.lock_directory`).
 - **What SQLite would replay.** When the lock can be taken exclusively, no process of abcde has
   the store open, so a ``-wal`` or ``-journal`` beside it is a leftover, which SQLite replays into
   the store on the next open, whoever wrote it. A rollback journal never belongs to this store
@@ -32,7 +32,8 @@ itself:
   (``PRAGMA application_id``), so every committed transaction of its log holds a copy of page 1;
   the log is replayed only if those copies chain (each one's previous nonce is the nonce of the
   transaction before) and the chain starts at, or passes through, the nonce of the store file
-  itself (:func:`wal_problem`). A log of another store, of a copy that went its own way, or of
+  itself (:func:`~abcde.quality.sqlite_guard.wal_problem`). A log of another store, of a copy that
+  went its own way, or of
   another program does not, and is moved aside (``judgements.sqlite-wal.refused-<time>``, never
   deleted: it may hold someone's judgements) and the open is refused in one line.
 - **Identity.** The file must be an SQLite database with abcde's tables (``meta``,
@@ -44,7 +45,8 @@ itself:
   command stops it with one line instead of making an empty store in its place.
 
 A new store is built aside and linked into place whole. Every failure is a
-:class:`StoreError` (an :class:`~abcde.errors.AbcdeError`): one line naming the path and what
+:class:`~abcde.quality.sqlite_guard.StoreError` (an :class:`~abcde.errors.AbcdeError`): one line
+naming the path and what
 was expected.
 
 Durability and safety
@@ -89,8 +91,6 @@ they made.
 from __future__ import annotations
 
 import datetime as _dt
-import errno
-import fcntl
 import glob
 import hashlib
 import json
@@ -99,26 +99,23 @@ import re
 import secrets
 import sqlite3
 import stat
-import struct
-import time
 import unicodedata
-import urllib.parse
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 
-from abcde.errors import AbcdeError, InputError, examples_text, with_option
+from abcde.errors import InputError, examples_text, with_option
 from abcde.core.names import SOURCES, VOCABULARY
 from abcde.quality.ppi import outside_tasks, people_pairs
-from abcde.quality.sample_dir import LOCK_FILE, PairSampleDir, check_hidden, sample_lineage, task_table
-from abcde.util.files import describe_os_error, write_table_file
+from abcde.quality.dir_lock import InUseLock, StoreHold
+from abcde.quality.sample_dir import PairSampleDir, check_hidden, sample_lineage, task_table
+from abcde.quality.sqlite_guard import (STORE_NAME, StoreError, StoreFileError, check_side_files, connect_existing,
+                                       db_header, os_text, sqlite_error, stamp)
+from abcde.util.files import write_table_file
 
-STORE_NAME = "judgements.sqlite"
 RATER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.@+-]{0,63}$")
-#: Seconds an operation waits for the in-use lock, or for another writer's transaction.
-LOCK_TIMEOUT = 30.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -168,18 +165,6 @@ def sample_has_invites(sample_dir: str | os.PathLike) -> bool:
     return (Path(sample_dir) / STORE_NAME).exists() and JudgementStore(sample_dir).has_invites()
 
 
-class StoreError(AbcdeError):
-    """The judgement store cannot be used as asked: moved while in use, busy, or a write that
-    failed (a full disk; nothing of it is stored). The message is one line naming the path and
-    what was expected."""
-
-
-class StoreFileError(StoreError, InputError):
-    """The file in the store's place is not a usable store: not an SQLite database, not abcde's,
-    damaged or truncated, a directory, or a write-ahead log or journal beside it that is not its
-    own (moved aside). An :class:`~abcde.errors.InputError` too: a file abcde cannot use."""
-
-
 class DuplicateJudgementError(InputError):
     """A rater already judged this pair, or this request was already recorded (a replay)."""
 
@@ -198,335 +183,9 @@ class NotATaskError(UnknownPairError):
     (:func:`abcde.quality.ppi.outside_tasks`). An :class:`UnknownPairError`: not a pair of theirs."""
 
 
-class StoreLockedError(StoreError):
-    """Another ``abcde judge serve`` already serves this sample directory."""
-
-
-# --------------------------------------------------------------------------- the files SQLite reads
-_DB_MAGIC = b"SQLite format 3\x00"
-_WAL_MAGICS = (0x377F0682, 0x377F0683)  # checksums in little- or big-endian words
-_WAL_VERSION = 3007000
-
-
-def _db_header(path: Path) -> dict | None:
-    """The fields of an SQLite file's 100-byte header that the checks use, or None when the
-    file does not start like an SQLite database."""
-    with open(path, "rb") as fh:
-        head = fh.read(100)
-    if len(head) < 100 or not head.startswith(_DB_MAGIC):
-        return None
-    page_size = struct.unpack(">H", head[16:18])[0]
-    page_size = 65536 if page_size == 1 else page_size
-    change, pages = struct.unpack(">II", head[24:32])
-    valid_for = struct.unpack(">I", head[92:96])[0]
-    return {"page_size": page_size, "pages": pages if change == valid_for else 0,
-            "nonce": struct.unpack(">I", head[60:64])[0], "wal_mode": head[18] == 2 and head[19] == 2}
-
-
-def _wal_checksum(data: bytes, s1: int, s2: int, big_endian: bool) -> tuple[int, int]:
-    """SQLite's WAL checksum (walChecksumBytes) of ``data``, continuing from ``(s1, s2)``."""
-    words = struct.unpack(f"{'>' if big_endian else '<'}{len(data) // 4}I", data)
-    for i in range(0, len(words), 2):
-        s1 = (s1 + words[i] + s2) & 0xFFFFFFFF
-        s2 = (s2 + words[i + 1] + s1) & 0xFFFFFFFF
-    return s1, s2
-
-
-def wal_transactions(wal: Path) -> tuple[int, list[dict]]:
-    """What SQLite would replay from a write-ahead log: ``(page size, transactions)``, each
-    transaction ``{"pages": n, "page1": bytes | None}`` (its last copy of page 1). Read as SQLite's
-    recovery reads it: a valid header, then frames while their salts match the header's and their
-    cumulative checksums hold; only frames up to the last commit frame count. An empty or invalid
-    log replays nothing: ``(0, [])``."""
-    with open(wal, "rb") as fh:
-        data = fh.read()
-    if len(data) < 32:
-        return 0, []
-    magic, version, page_size, _seq, salt1, salt2, c1, c2 = struct.unpack(">8I", data[:32])
-    if magic not in _WAL_MAGICS or version != _WAL_VERSION or page_size < 512 or page_size & (page_size - 1):
-        return 0, []
-    big = bool(magic & 1)
-    s1, s2 = _wal_checksum(data[:24], 0, 0, big)
-    if (s1, s2) != (c1, c2):
-        return 0, []
-    done, current = [], {"pages": 0, "page1": None}
-    off, frame = 32, 24 + page_size
-    while off + frame <= len(data):
-        pgno, commit, f1, f2, k1, k2 = struct.unpack(">6I", data[off:off + 24])
-        if pgno == 0 or (f1, f2) != (salt1, salt2):
-            break
-        page = data[off + 24:off + frame]
-        s1, s2 = _wal_checksum(data[off:off + 8], s1, s2, big)
-        s1, s2 = _wal_checksum(page, s1, s2, big)
-        if (s1, s2) != (k1, k2):
-            break
-        current["pages"] += 1
-        if pgno == 1:
-            current["page1"] = page
-        if commit:
-            done.append(current)
-            current = {"pages": 0, "page1": None}
-        off += frame
-    return page_size, done
-
-
-def wal_problem(db: Path, wal: Path) -> str | None:
-    """Why the write-ahead log ``wal`` does not belong to the store ``db`` (None: it does, or it
-    replays nothing).
-
-    Every write transaction of the store stamps page 1 (:meth:`JudgementStore._transaction`):
-    ``user_version`` gets a fresh random nonce and ``application_id`` the nonce it replaces. The
-    log belongs to the store when every committed transaction in it holds such a copy of page 1,
-    each one's previous nonce is the nonce of the transaction before it, and the store file's own
-    nonce is where the chain starts (the first transaction's previous nonce) or one of its nonces
-    (a checkpoint that stopped part way copied that transaction's page 1 into the file). A log of
-    another store, or of a copy of this one that went its own way, starts from another nonce
-    (2^-31 to match by chance)."""
-    page_size, txs = wal_transactions(wal)
-    if not txs:
-        return None
-    head = _db_header(db)
-    if head is None:
-        return "the store beside it is not an SQLite database"
-    if page_size != head["page_size"]:
-        return f"its pages are {page_size} bytes, the store's {head['page_size']}"
-    chain = []
-    for k, tx in enumerate(txs):
-        if tx["page1"] is None:
-            return f"its transaction {k + 1} of {len(txs)} carries no stamp of the store: not written by abcde"
-        nonce, prev = struct.unpack(">I", tx["page1"][60:64])[0], struct.unpack(">I", tx["page1"][68:72])[0]
-        if chain and prev != chain[-1]:
-            return f"its transaction {k + 1} of {len(txs)} does not follow the one before"
-        if not chain:
-            chain.append(prev)
-        chain.append(nonce)
-    if head["nonce"] not in chain:
-        return "it continues another state than this file holds: the log of another store, or of a copy"
-    return None
-
-
-def _aside(path: Path) -> Path:
-    """Move ``path`` to a new ``<name>.refused-<UTC time>`` beside it (never deleted); its new path."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target, k = path.with_name(f"{path.name}.refused-{stamp}"), 1
-    while target.exists():
-        k += 1
-        target = path.with_name(f"{path.name}.refused-{stamp}-{k}")
-    os.rename(path, target)
-    return target
-
-
-def _check_side_files(db: Path) -> None:
-    """Refuse what SQLite would replay into ``db`` that is not its own (call only while no other
-    process has the store open: the in-use lock held exclusively): a rollback journal that is not
-    empty, a write-ahead log that is not the store's (:func:`wal_problem`). It is moved aside first,
-    never deleted."""
-    for suffix in ("-journal", "-wal"):
-        side = db.with_name(db.name + suffix)
-        try:
-            st = os.stat(side)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise StoreError(_os_text(exc, f"Cannot check '{side}' beside the judgement store")) from None
-        if not stat.S_ISREG(st.st_mode):
-            why = "it is not a file"
-        elif suffix == "-journal":
-            if st.st_size == 0:
-                continue
-            why = "a rollback journal never belongs to the store (it is always in WAL mode)"
-        else:
-            try:
-                why = wal_problem(db, side) if db.exists() else "there is no store beside it"
-            except OSError as exc:
-                raise StoreError(_os_text(exc, f"Cannot read '{side}' beside the judgement store")) from None
-            if why is None:
-                continue
-        try:
-            moved = _aside(side)
-        except OSError as exc:
-            raise StoreFileError(f"'{side}' is not the judgement store's own ({why}) and cannot be moved aside "
-                             f"({_os_text(exc, 'moving it')}). Move it away yourself; nothing was read from it.") from None
-        raise StoreFileError(f"'{side}' beside the judgement store '{db}' is not its own: {why}. It was not replayed "
-                         f"and is now '{moved}' (keep it: it may hold another store's judgements). Run the command "
-                         "again to use the store as it was.")
-
-
-def _os_text(exc: OSError, doing: str) -> str:
-    """The one wording of a failed file operation (:func:`abcde.util.files.describe_os_error`)."""
-    return describe_os_error(exc, doing).rstrip(".")
-
-
-def _sqlite_error(exc: sqlite3.Error, path: Path) -> StoreError:
-    """One line for an SQLite failure on the store at ``path``: what happened and what to do."""
-    msg = " ".join(str(exc).split()) or type(exc).__name__
-    low = msg.lower()
-    if "disk is full" in low or "disk i/o error" in low:
-        why = "the disk is full" if "full" in low else "a disk I/O error (a full disk, a file size limit or a failing disk)"
-        return StoreError(f"The judgement store '{path}' could not be written: {why}. Nothing of this write was "
-                          "stored; the judgements stored before are intact. Free some space and try again.")
-    if "not a database" in low:
-        return StoreFileError(f"'{path}' is not a judgement store (not an SQLite database). Expected the SQLite file "
-                              "that 'abcde judge' writes; move it away to start a new store.")
-    if "malformed" in low or "corrupt" in low:
-        return StoreFileError(f"The judgement store '{path}' is damaged ({msg}). Nothing was written to it; restore "
-                              "it from a copy, or move it away to start a new store.")
-    if "unable to open" in low:
-        return StoreFileError(f"Cannot open the judgement store '{path}' ({msg}): expected an SQLite file there that "
-                              "this user can read and write.")
-    if "readonly" in low or "read-only" in low:
-        return StoreFileError(f"The judgement store '{path}' cannot be written ({msg}): give this user write access "
-                              "to it and its folder.")
-    if "locked" in low or "busy" in low:
-        return StoreError(f"The judgement store '{path}' stayed locked by another writer for {LOCK_TIMEOUT:g} s "
-                          f"({msg}); nothing was stored. Try again.")
-    if "no such table" in low or "no such column" in low:
-        return StoreFileError(f"'{path}' is not a judgement store of this abcde ({msg}). Expected the SQLite file "
-                              "that 'abcde judge' writes; move it away to start a new store.")
-    return StoreError(f"The judgement store '{path}' failed: {msg}.")
-
-
-class _InUseLock:
-    """The in-use lock of the directory holding a store (``LOCK_FILE``, an ``flock``)."""
-
-    def __init__(self, directory: Path):
-        self.path = directory / LOCK_FILE
-        self.fh = None
-        self.created = False  # this acquire made the lock file (see :meth:`forget`)
-
-    def acquire(self, timeout: float = LOCK_TIMEOUT) -> bool:
-        """Take the lock: exclusively when no one holds it (returns True: no other process of
-        abcde has the store open), else shared (False), waiting up to ``timeout`` seconds for a
-        process that holds it exclusively (``abcde pairs`` drawing, another opener checking)."""
-        try:
-            try:
-                fh = open(self.path, "x+")
-                self.created = True
-            except FileExistsError:
-                fh = open(self.path, "a+")
-        except FileNotFoundError:
-            raise StoreError(f"The folder '{self.path.parent}' of the judgement store is gone (moved or removed "
-                             "while in use, e.g. the sample drawn again?); nothing was stored.") from None
-        except OSError as exc:
-            raise StoreError(_os_text(exc, f"Cannot open the lock file '{self.path}' of the judgement store")
-                             + "; the store needs a folder this user can write.") from None
-        try:
-            try:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                self.fh = fh
-                return True
-            except BlockingIOError:
-                pass
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-                    self.fh = fh
-                    return False
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        fh.seek(0)
-                        holder = " ".join(fh.read().split()) or "another process"
-                        raise StoreError(f"The judgement store in '{self.path.parent}' stayed locked for {timeout:g} s "
-                                         f"by {holder} (drawing the pairs again?); nothing was done. Try again.") from None
-                    time.sleep(0.05)
-        except BaseException:
-            if self.fh is None:
-                fh.close()
-            raise
-
-    def share(self) -> None:
-        """Turn the exclusive lock into a shared one."""
-        fcntl.flock(self.fh.fileno(), fcntl.LOCK_SH)
-
-    def describe(self, what: str, *, replace: bool) -> None:
-        """Say who holds the lock (``abcde pairs`` names it when it refuses to draw)."""
-        size = os.fstat(self.fh.fileno()).st_size
-        if (replace and (size or what)) or (size == 0 and what):
-            self.fh.seek(0)
-            self.fh.truncate()
-            if what:
-                self.fh.write(what + "\n")
-            self.fh.flush()
-
-    def forget(self) -> None:
-        """Remove the lock file this acquire made, while still holding it exclusively (an open that
-        failed leaves nothing behind; anyone waiting for it will fail on the same store)."""
-        if self.created and self.fh is not None:
-            try:
-                self.path.unlink()
-            except OSError:
-                pass
-
-    def release(self) -> None:
-        if self.fh is not None:
-            self.fh.close()
-            self.fh = None
-
-
-def _connect_existing(path: Path, *, check_same_thread: bool = True) -> sqlite3.Connection:
-    """A connection to an existing store (never creates one), WAL, ``synchronous=FULL``."""
-    uri = "file:" + urllib.parse.quote(os.fspath(path.absolute())) + "?mode=rw"
-    con = sqlite3.connect(uri, uri=True, timeout=LOCK_TIMEOUT, isolation_level=None,
-                          check_same_thread=check_same_thread)
-    try:
-        con.execute("PRAGMA busy_timeout=%d" % int(LOCK_TIMEOUT * 1000))
-        con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA synchronous=FULL")
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-class _Fd:
-    """An open file descriptor with ``fileno()`` and ``close()`` (a directory's, for its ``flock``)."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-
-    def fileno(self) -> int:
-        return self.fd
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
 def _file_id(path: Path) -> tuple[int, int]:
     st = os.stat(path)
     return st.st_dev, st.st_ino
-
-
-class StoreHold:
-    """The store kept in use (see :meth:`JudgementStore.hold`): the in-use lock held shared and one
-    connection open until :meth:`close` (or the end of a ``with`` block, or of the process)."""
-
-    def __init__(self, lock: _InUseLock, keeper: sqlite3.Connection | None, extra=()):
-        self._lock, self._keeper, self._extra = lock, keeper, list(extra)
-
-    def close(self) -> None:
-        if self._keeper is not None:
-            try:
-                # The log into the file now, without waiting for other connections (PASSIVE): after a
-                # clean stop the store file alone holds every judgement, even while another process
-                # has the store open (issue 39, part 8).
-                self._keeper.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                self._keeper.close()
-            except sqlite3.Error:  # the process ends or the store went away: nothing to keep
-                pass
-            self._keeper = None
-        self._lock.release()
-        for fh in self._extra:
-            fh.close()
-        self._extra = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def _now() -> str:
@@ -659,17 +318,6 @@ def check_invite_name(name) -> str:
     return check_rater(name)
 
 
-def _stamp(con: sqlite3.Connection) -> None:
-    """Stamp page 1 in the current write transaction: a fresh random nonce in ``user_version``,
-    the one it replaces in ``application_id`` (what :func:`wal_problem` checks a log by)."""
-    prev = con.execute("PRAGMA user_version").fetchone()[0]
-    new = prev
-    while new == prev:
-        new = 1 + secrets.randbelow(2**31 - 1)
-    con.execute(f"PRAGMA application_id = {int(prev)}")
-    con.execute(f"PRAGMA user_version = {int(new)}")
-
-
 def _fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
@@ -750,13 +398,13 @@ class JudgementStore:
         """Hold the directory's in-use lock around one operation; when no other process has the
         store open, first refuse side files that are not the store's own. ``opening``: check the
         file (create it when missing), else check it is still the file that was opened."""
-        lock = _InUseLock(self.path.parent)
+        lock = InUseLock(self.path.parent)
         alone = lock.acquire()
         try:
             try:
                 if alone:
                     lock.describe("", replace=True)  # no one else holds it: whatever it says is stale
-                    _check_side_files(self.path)
+                    check_side_files(self.path)
                     _remove_stale_builds(self.path)
                 if opening:
                     self._open(alone)
@@ -779,10 +427,10 @@ class JudgementStore:
         except FileNotFoundError:
             st = None
         except OSError as exc:
-            raise StoreError(_os_text(exc, f"Cannot open the judgement store '{path}'")) from None
+            raise StoreError(os_text(exc, f"Cannot open the judgement store '{path}'")) from None
         if st is None:
             if not alone:
-                _check_side_files(path)  # no process has a store open that does not exist
+                check_side_files(path)  # no process has a store open that does not exist
             self._create()
             st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
@@ -792,13 +440,13 @@ class JudgementStore:
             raise StoreFileError(f"'{path}' is not a regular file; expected the judgement store there (an SQLite file).")
         self._check_size(st.st_size)
         try:
-            con = _connect_existing(path)
+            con = connect_existing(path)
             try:
                 self._check_content(con)
             finally:
                 con.close()
         except sqlite3.Error as exc:
-            raise _sqlite_error(exc, path) from None
+            raise sqlite_error(exc, path) from None
         self._file = (st.st_dev, st.st_ino)
 
     def _check_size(self, size: int) -> None:
@@ -807,9 +455,9 @@ class JudgementStore:
             raise StoreFileError(f"The judgement store '{path}' is empty (0 bytes: truncated?); expected the SQLite file "
                              "that 'abcde judge' writes. Restore it from a copy, or move it away to start a new store.")
         try:
-            head = _db_header(path)
+            head = db_header(path)
         except OSError as exc:
-            raise StoreError(_os_text(exc, f"Cannot read the judgement store '{path}'")) from None
+            raise StoreError(os_text(exc, f"Cannot read the judgement store '{path}'")) from None
         if head is None:
             raise StoreFileError(f"'{path}' is not a judgement store (not an SQLite database). Expected the SQLite file "
                              "that 'abcde judge' writes; move it away to start a new store.")
@@ -864,7 +512,7 @@ class JudgementStore:
                         con.execute(statement)
                 con.execute("INSERT INTO meta VALUES ('sample_id', ?)", (self.meta["sample_id"],))
                 con.execute("INSERT INTO meta VALUES ('created_at', ?)", (_now(),))
-                _stamp(con)
+                stamp(con)
                 con.execute("COMMIT")
                 mode = con.execute("PRAGMA journal_mode=WAL").fetchone()[0]
                 if mode != "wal":
@@ -883,9 +531,9 @@ class JudgementStore:
                 pass  # another process made the store first: that one is the store
             _fsync_dir(path.parent)
         except sqlite3.Error as exc:
-            raise _sqlite_error(exc, path) from None
+            raise sqlite_error(exc, path) from None
         except OSError as exc:
-            raise StoreError(_os_text(exc, f"Cannot create the judgement store '{path}'")) from None
+            raise StoreError(os_text(exc, f"Cannot create the judgement store '{path}'")) from None
         finally:
             for f in (tmp, *(tmp.with_name(tmp.name + x) for x in ("-wal", "-shm", "-journal"))):
                 try:
@@ -912,27 +560,28 @@ class JudgementStore:
         callers turn into their own message)."""
         with self._use():
             try:
-                con = _connect_existing(self.path)
+                con = connect_existing(self.path)
             except sqlite3.Error as exc:
-                raise _sqlite_error(exc, self.path) from None
+                raise sqlite_error(exc, self.path) from None
             try:
                 yield con
             except sqlite3.IntegrityError:
                 raise
             except sqlite3.Error as exc:
-                raise _sqlite_error(exc, self.path) from None
+                raise sqlite_error(exc, self.path) from None
             finally:
                 con.close()
 
     @contextmanager
     def _transaction(self):
-        """One write transaction, stamped (:func:`_stamp`); on return it is on disk. A failure rolls
+        """One write transaction, stamped (:func:`~abcde.quality.sqlite_guard.stamp`); on return it
+        is on disk. A failure rolls
         it back and raises: nothing of it is stored."""
         with self._connect() as con:
             con.execute("BEGIN IMMEDIATE")
             try:
                 yield con
-                _stamp(con)
+                stamp(con)
                 con.execute("COMMIT")
             except BaseException:
                 try:
@@ -944,17 +593,18 @@ class JudgementStore:
     def hold(self, what: str = "abcde") -> StoreHold:
         """Keep the store in use until the returned :class:`StoreHold` is closed: the directory's
         in-use lock held shared and one connection open, for a run that writes for a while (a model
-        run; the judging server holds it through :func:`lock_directory`). While held, ``abcde pairs``
+        run; the judging server holds it through :func:`~abcde.quality.dir_lock.lock_directory`).
+        While held, ``abcde pairs``
         refuses to draw into the directory (naming ``what``), and no process's last connection closes,
         so the store's write-ahead log stays the one checked when it was opened."""
-        lock = _InUseLock(self.path.parent)
+        lock = InUseLock(self.path.parent)
         alone = lock.acquire()
         keeper = None
         try:
             if alone:
-                _check_side_files(self.path)
+                check_side_files(self.path)
             self._check_same_file()
-            keeper = _connect_existing(self.path, check_same_thread=False)
+            keeper = connect_existing(self.path, check_same_thread=False)
             keeper.execute("SELECT count(*) FROM meta").fetchone()
             lock.describe(f"pid {os.getpid()}: {what}", replace=alone)
             if alone:
@@ -963,7 +613,7 @@ class JudgementStore:
             lock.release()
             if keeper is not None:
                 keeper.close()
-            raise _sqlite_error(exc, self.path) from None
+            raise sqlite_error(exc, self.path) from None
         except BaseException:
             lock.release()
             if keeper is not None:
@@ -1417,56 +1067,3 @@ def read_store_table(path: str | os.PathLike) -> pa.Table:
     """Read a ``judgements.sqlite`` (next to its ``pairs.parquet``) as a judgement table."""
     p = Path(path)
     return JudgementStore(p.parent, path=p).to_table()
-
-
-def lock_directory(sample_dir, url: str) -> StoreHold:
-    """Take the serving lock of a sample directory, or raise :class:`StoreLockedError` naming the
-    server that holds it; keep the returned :class:`StoreHold` open while serving.
-
-    One server per directory: an exclusive ``flock`` on the directory itself. Beside it, the
-    store is held in use as by :meth:`JudgementStore.hold` (the in-use lock ``.judging.lock``
-    shared, saying ``pid N at URL``, and one connection open), so ``abcde judge model`` and other
-    writers share the store with the server while ``abcde pairs`` refuses to draw into it. The
-    kernel releases both locks when the process ends, even by SIGKILL."""
-    sample_dir = Path(sample_dir)
-    line = f"pid {os.getpid()} at {url}"
-    try:
-        dfd = os.open(sample_dir, os.O_RDONLY)
-    except OSError as exc:
-        raise StoreError(_os_text(exc, f"Cannot open the sample directory '{sample_dir}'")) from None
-    served = _Fd(dfd)
-    lock = _InUseLock(sample_dir)
-    keeper = None
-    try:
-        try:
-            fcntl.flock(served.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = "another process"
-            try:
-                holder = " ".join((sample_dir / LOCK_FILE).read_text().split()) or holder
-            except OSError:
-                pass
-            raise StoreLockedError(
-                f"The sample directory '{sample_dir}' is already being served ({holder}). Open that server's "
-                "page (raters can share one server), or stop it first."
-            ) from None
-        alone = lock.acquire()
-        store = sample_dir / STORE_NAME
-        if store.exists():
-            if alone:
-                _check_side_files(store)
-            try:
-                keeper = _connect_existing(store, check_same_thread=False)
-                keeper.execute("SELECT count(*) FROM meta").fetchone()
-            except sqlite3.Error as exc:
-                raise _sqlite_error(exc, store) from None
-        lock.describe(line, replace=True)
-        if alone:
-            lock.share()
-    except BaseException:
-        if keeper is not None:
-            keeper.close()
-        lock.release()
-        served.close()
-        raise
-    return StoreHold(lock, keeper, extra=[served])

@@ -55,8 +55,9 @@ import urllib.parse
 
 from abcde.errors import AbcdeError, InputError
 from abcde.judging.session import JudgingSession, NothingToSettleError
+from abcde.quality.dir_lock import lock_directory
 from abcde.quality.store import (OWNER, DuplicateJudgementError, Invite, NotJudgedError,
-                                 UnknownPairError, check_invite_name, lock_directory, sample_has_invites)
+                                 UnknownPairError, check_invite_name, sample_has_invites)
 from abcde.util.net import is_loopback
 from abcde.web import auth, routes_owner, routes_rater, routes_settle
 from abcde.web.auth import InviteGate, Refused, cookie_name, owner_only, refusals
