@@ -7,7 +7,8 @@ import shlex
 import click
 
 from abcde.cli.demo import abcde_command
-from abcde.cli.options import clustering_options, engine_options, json_option
+from abcde.cli.options import (check_truth_sample_options, clustering_options, engine_options, json_option,
+                               truth_sample_options)
 from abcde.cli.tables import console, emit_json, handle_errors, print_impact, styled, table
 
 
@@ -28,14 +29,8 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_impact, st
               help="Item attribute not to show to judges, e.g. a ground-truth column (repeatable).")
 @click.option("--truth", type=click.Path(), default=None,
               help="A ground-truth clustering: each side's pointwise Precision/Recall/F1 in the report.")
-@click.option("--truth-sample", "truth_sample", default=None, metavar="DESIGN",
-              help="How the --truth's entities were sampled (it lists every item of each): 'uniform' (a simple random "
-                   "sample of entities) or the name of its column of each entity's inclusion probability. The report "
-                   "then shows the population's Precision, Recall and F1 of Base and Exp with 95% intervals and the "
-                   "paired differences (recorded: 'abcde report OUT' uses it too).")
-@click.option("--population-entities", type=click.FloatRange(min=1), default=None, metavar="N",
-              help="With --truth-sample uniform: the number of entities in the population (default: estimated from "
-                   "the truth's mean entity size).")
+@truth_sample_options(then="The report then shows the population's Precision, Recall and F1 of Base and Exp with 95% "
+                            "intervals and the paired differences (recorded: 'abcde report OUT' uses it too).")
 @click.option("--title", default="ABCDE report", show_default=True, help="The report's title.")
 @click.option("--force", is_flag=True,
               help="Replace another pair sample in OUT/quality; it and its judgements are moved aside, never deleted.")
@@ -58,16 +53,15 @@ def evaluate(base, exp, items, item_id, cluster_id, weight_column, slice_by, top
     OUT/quality', a model, or an oracle column) and rebuild the report with every section and the
     quality estimates with 'abcde report OUT'.
     """
-    from abcde.cli.report import check_truth_sample_options, print_truth  # lazy: start-up time
+    from abcde.cli.report import print_truth  # lazy: start-up time
 
     check_truth_sample_options(truth, truth_sample, population_entities)
     from abcde.workflow.evaluate import evaluate as run  # lazy: start-up time
 
-    n = population_entities
     res = run(base, exp, out, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
               slice_by=slice_by, top=top, sample_size=sample_size, budget=budget, seed=seed, estimator=estimator,
               hide=hide, truth=truth, title=title, force=force, only_affected=only_affected, truth_sample=truth_sample,
-              population_entities=int(n) if n is not None and float(n).is_integer() else n, engine=engine)
+              population_entities=population_entities, engine=engine)
     if as_json:
         emit_json(res.to_dict())
         return

@@ -6,7 +6,8 @@ import os
 
 import click
 
-from abcde.cli.options import clustering_options, engine_options, input_options, json_option
+from abcde.cli.options import (check_truth_sample_options, clustering_options, engine_options, input_options,
+                               json_option, truth_sample_options)
 from abcde.cli.tables import (console, emit_json, handle_errors, new_table, pct, print_impact, print_restriction,
                               safe_text, table)
 from abcde.core.names import WEIGHT_COMBINE_RULES
@@ -71,14 +72,9 @@ def impact(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, 
 @click.option("--exp", type=click.Path(), default=None, help="Exp of the two clusterings (see --base).")
 @input_options
 @click.option("--slice-by", multiple=True, help="Attribute column(s) to slice by.")
-@click.option("--truth-sample", "truth_sample", default=None, metavar="DESIGN",
-              help="How the --truth's entities were sampled (it lists every item of each): 'uniform' (a simple random "
-                   "sample of entities) or the name of its column of each entity's inclusion probability. Then the "
-                   "population's Precision, Recall and F1 are estimated with standard errors and 95% intervals. "
-                   "Without it, a truth covering part of the items gives numbers over those items.")
-@click.option("--population-entities", type=click.FloatRange(min=1), default=None, metavar="N",
-              help="With --truth-sample uniform: the number of entities in the population (default: estimated from "
-                   "the truth's mean entity size).")
+@truth_sample_options(then="Then the population's Precision, Recall and F1 are estimated with standard errors and "
+                            "95% intervals. Without it, a truth covering part of the items gives numbers over those "
+                            "items.")
 @click.option("--worst", default=10, show_default=True, type=click.IntRange(min=0),
               help="Clusters with the lowest F1 to list.")
 @click.option("--out", type=click.Path(file_okay=False), default=None,
@@ -94,8 +90,6 @@ def pointwise(truth, clustering, base, exp, items, item_id, cluster_id, weight_c
     population's Precision, Recall and F1 estimated with 95% intervals; with --base and --exp
     instead of --clustering, both and their paired differences.
     """
-    from abcde.cli.report import check_truth_sample_options  # lazy: start-up time
-
     two = base is not None or exp is not None
     if two and clustering is not None:
         raise click.UsageError("Give --clustering, or --base and --exp, not both.")
@@ -114,11 +108,9 @@ def pointwise(truth, clustering, base, exp, items, item_id, cluster_id, weight_c
                                    "--truth-sample, --json gives the estimates.")
         from abcde.metrics.truth_sample import estimate_pointwise  # lazy: start-up time
 
-        n = population_entities
         res = estimate_pointwise(truth, clustering, base=base, exp=exp, truth_sample=truth_sample,
-                                 population_entities=int(n) if n is not None and float(n).is_integer() else n,
-                                 items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
-                                 slice_by=slice_by, engine=engine)
+                                 population_entities=population_entities, items=items, item_id=item_id,
+                                 cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, engine=engine)
         if as_json:
             emit_json(res.to_dict())  # "estimates" (with intervals), "truth_sample", "restricted", "notes", ...
             return

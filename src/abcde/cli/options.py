@@ -128,3 +128,34 @@ def json_option(fn=None, *, help: str | None = None):
                              help=help or "Print one JSON object instead of tables (values that are undefined "
                                           "are null, listed under 'undefined').")
     return decorator(fn) if fn is not None else decorator
+
+
+def _whole(ctx, param, n):
+    """A whole number of entities as an int (as given: 2000, not 2000.0), else the number."""
+    return int(n) if n is not None and float(n).is_integer() else n
+
+
+def truth_sample_options(then: str):
+    """``--truth-sample DESIGN`` and ``--population-entities N`` (issue 41), for every command that
+    takes a truth; ``then`` says what the command does with a design."""
+    def decorate(fn):
+        fn = click.option("--population-entities", type=click.FloatRange(min=1), default=None, metavar="N",
+                          callback=_whole,
+                          help="With --truth-sample uniform: the number of entities in the population (default: "
+                               "estimated from the truth's mean entity size).")(fn)
+        return click.option("--truth-sample", "truth_sample", default=None, metavar="DESIGN",
+                            help="How the --truth's entities were sampled (it lists every item of each): 'uniform' (a "
+                                 "simple random sample of entities) or the name of its column of each entity's "
+                                 f"inclusion probability. {then}")(fn)
+    return decorate
+
+
+def check_truth_sample_options(truth, truth_sample, population_entities) -> None:
+    """A usage error for --truth-sample without --truth, and --population-entities without
+    --truth-sample (the commands that take a truth share it)."""
+    if truth_sample is not None and not truth:
+        raise click.UsageError("--truth-sample is the design of the ground truth's sample of entities: it needs "
+                               "--truth.")
+    if population_entities is not None and truth_sample is None:
+        raise click.UsageError("--population-entities is the number of entities the truth's sample was drawn from: it "
+                               "needs --truth-sample uniform.")

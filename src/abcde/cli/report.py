@@ -10,7 +10,8 @@ import click
 from click.core import ParameterSource
 
 from abcde.cli.demo import abcde_command
-from abcde.cli.options import clustering_options, engine_options, json_option
+from abcde.cli.options import (check_truth_sample_options, clustering_options, engine_options, json_option,
+                               truth_sample_options)
 from abcde.cli.tables import console, emit_json, handle_errors, new_table, print_impact, print_quality, styled
 
 #: Options that an evaluation directory brings itself (from its evaluate.json): not given with EVALDIR.
@@ -38,14 +39,9 @@ ENGINE = ("engine", "database", "memory_limit", "threads", "temp_directory", "sp
 @click.option("--truth", type=click.Path(), default=None,
               help="A ground-truth clustering (Parquet/CSV, same id and cluster columns): adds Base's and Exp's "
                    "pointwise Precision, Recall and F1 against it.")
-@click.option("--truth-sample", "truth_sample", default=None, metavar="DESIGN",
-              help="How the --truth's entities were sampled (it lists every item of each): 'uniform' (a simple random "
-                   "sample of entities) or the name of its column of each entity's inclusion probability. The report "
-                   "then shows the population's Precision, Recall and F1 of Base and Exp with 95% intervals and the "
-                   "paired differences. Without it, a truth covering part of the items gives numbers over those items.")
-@click.option("--population-entities", type=click.FloatRange(min=1), default=None, metavar="N",
-              help="With --truth-sample uniform: the number of entities in the population (default: estimated from "
-                   "the truth's mean entity size).")
+@truth_sample_options(then="The report then shows the population's Precision, Recall and F1 of Base and Exp with 95% "
+                            "intervals and the paired differences. Without it, a truth covering part of the items "
+                            "gives numbers over those items.")
 @click.option("--title", default="ABCDE report", show_default=True, help="Title of the report (HTML and Markdown).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="The HTML report to write (required with --base; with EVALDIR default EVALDIR/report.html).")
@@ -111,7 +107,7 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
                          slice_by=slice_by, top=top, quality=quality_dir or None, judgements=judgements,
                          quality_slice_by=quality_slice_by, judged_by=judged_by, sample=sample_path,
                          explore_by=explore_by, title=title, markdown=markdown, truth=truth, truth_sample=truth_sample,
-                         population_entities=_entities(population_entities), engine=engine)
+                         population_entities=population_entities, engine=engine)
     if as_json:
         emit_json(res.to_dict())
         return
@@ -127,22 +123,6 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
                                "Judge the pairs ({cmd} judge serve {q}, a model or an oracle column), then run {cmd} "
                                "report {d} again.", qdir=res.quality_dir, cmd=cmd, q=q, d=shlex.quote(str(evaldir))),
                         soft_wrap=True)
-
-
-def check_truth_sample_options(truth, truth_sample, population_entities) -> None:
-    """A usage error for --truth-sample without --truth, and --population-entities without
-    --truth-sample (the commands that take a truth share it)."""
-    if truth_sample is not None and not truth:
-        raise click.UsageError("--truth-sample is the design of the ground truth's sample of entities: it needs "
-                               "--truth.")
-    if population_entities is not None and truth_sample is None:
-        raise click.UsageError("--population-entities is the number of entities the truth's sample was drawn from: it "
-                               "needs --truth-sample uniform.")
-
-
-def _entities(n: float | None):
-    """A whole number of entities as an int (as given: 2000, not 2000.0), else the number."""
-    return int(n) if n is not None and float(n).is_integer() else n
 
 
 def print_truth(data: dict) -> None:
