@@ -607,7 +607,7 @@ def test_people_and_a_model_use_the_people_judgements_alone(inputs, tmp_path):
     d, base, exp, items = inputs
     out = draw_pair_sample(d / "b.parquet", d / "e.parquet", tmp_path / "ppi", items=d / "i.parquet", budget=80,
                            seed=3, human_budget=40)
-    from abcde.quality.ppi import people_pairs
+    from abcde.quality.people_tasks import people_pairs
     from abcde.quality.sample_dir import PairSampleDir
 
     s = PairSampleDir.read(out)

@@ -1,5 +1,5 @@
 """JaccardDistance's good and bad parts when the people's tasks were chosen by a model's answers
-(``abcde judge model`` on a sample drawn with ``--human-budget``: :func:`abcde.quality.ppi.plan_by_answers`).
+(``abcde judge model`` on a sample drawn with ``--human-budget``: :func:`abcde.quality.people_tasks.plan_by_answers`).
 
 The people's draws are then a simple random sample of each *cell*'s draws (a stratum, or in the
 paper's design a class, split by the model's answer "same", "different" or none), the rarer answers
@@ -24,8 +24,8 @@ import simcheck as sc
 from abcde.cli import main
 from abcde.quality.distances import (DistanceFacts, judged_draws, distance_facts, drawn_items, estimate_distances_paper,
                                      estimate_distances_stratified)
-from abcde.quality.ppi import (design_cells, draw_counts, people_cells, plan_by_answers, tasks_in, unit_weights,
-                               units_of)
+from abcde.quality.people_tasks import (design_cells, draw_counts, people_cells, plan_by_answers, tasks_in,
+                                        unit_weights, units_of)
 from abcde.quality.result import quantile
 from abcde.sampling.stratified import StratifiedSample
 from test_distances import PARTS, SUMS, _record, _sim_truth, _table, _truths, quick_world  # noqa: F401 (a fixture)

@@ -59,7 +59,7 @@ def text(d, *args) -> str:
 
 
 def people_tasks(d):
-    from abcde.quality.ppi import people_pairs
+    from abcde.quality.people_tasks import people_pairs
     from abcde.quality.sample_dir import PairSampleDir
 
     s = PairSampleDir.read(d)
@@ -79,7 +79,7 @@ def test_the_models_judgements_are_counted_from_the_store_unsure_included(drawn,
     assert ppi["model_answers"] == {"same": a["same"], "different": a["different"], "unsure": a["unsure"]}
     assert ppi["model_used"] + ppi["model_unanswered"] == 400
     # the estimate uses the answers the tasks were chosen by: same or different, in strata split by them
-    from abcde.quality.ppi import design_answers
+    from abcde.quality.people_tasks import design_answers
     from abcde.quality.sample_dir import PairSampleDir
 
     used = len(design_answers(PairSampleDir.read(d).metadata))
@@ -126,7 +126,7 @@ def test_a_model_the_people_never_saw_unanswered_pairs_in_the_blind_design(drawn
 # ----------------------------------------------------------------------------- the disagreement
 @pytest.mark.parametrize("by_answers", (True, False))
 def test_the_weighted_disagreement_comes_first_and_the_raw_count_second(drawn, tmp_path, by_answers):
-    from abcde.quality.ppi import design_answers, people_cells, units_of
+    from abcde.quality.people_tasks import design_answers, people_cells, units_of
     from abcde.quality.sample_dir import PairSampleDir
     from abcde.quality.store import JudgementStore
 
@@ -188,7 +188,7 @@ def test_why_the_worth_is_not_told_when_the_peoples_judgements_do_not_vary(drawn
 def test_tasks_not_as_many_as_asked_say_why():
     """Chosen by the model's answers, each cell's people's draws are a fixed number of its draws: a pair
     drawn twice is one task, so the tasks come out near the number asked. The plan says why."""
-    from abcde.quality.ppi import BY_ANSWERS, plan_by_answers, tasks_note
+    from abcde.quality.people_tasks import BY_ANSWERS, plan_by_answers, tasks_note
 
     units = {f"p{k}": ("split" if k % 3 else "merge") for k in range(300)}
     answers = {p: ("same" if k % 4 else "different") for k, p in enumerate(units)}
@@ -211,7 +211,7 @@ def test_tasks_not_as_many_as_asked_say_why():
 
 
 def test_judge_model_and_quality_say_why_the_tasks_are_not_as_many_as_asked(tmp_path):
-    from abcde.quality.ppi import tasks_note
+    from abcde.quality.people_tasks import tasks_note
     from abcde.quality.sample_dir import PairSampleDir
 
     d = draw(tmp_path / "pairs", 2000, 200, seed=1)

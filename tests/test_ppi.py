@@ -25,8 +25,8 @@ import simcheck as sc
 from abcde.cli import main
 from abcde.errors import InputError
 from abcde.quality.combined import combined_paper, combined_stratified, combined_stratified_slices
-from abcde.quality.ppi import (MODEL_MISSING, _fold, design_cells, draw_counts, plan_by_answers, plan_people, ppi_mean,
-                               ppi_plus_plus_lambda, priority, tasks_in, tuned_lambda)
+from abcde.quality.people_tasks import design_cells, draw_counts, plan_by_answers, plan_people, priority, tasks_in
+from abcde.quality.ppi import MODEL_MISSING, _fold, ppi_mean, ppi_plus_plus_lambda, tuned_lambda
 from abcde.sampling.stratified import sample_stratified_many
 from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices
 from abcde.sampling.pairs import sample_pairs_many
@@ -435,7 +435,7 @@ def _copy(d, tmp_path):
 
 def test_people_see_only_their_tasks_and_the_oracle_judges_only_those(drawn, tmp_path):
     from abcde.judging.session import JudgingSession
-    from abcde.quality.ppi import people_pairs
+    from abcde.quality.people_tasks import people_pairs
     from abcde.quality.sample_dir import PairSampleDir
 
     d = _copy(drawn, tmp_path)
@@ -460,7 +460,7 @@ def test_people_see_only_their_tasks_and_the_oracle_judges_only_those(drawn, tmp
 def test_model_all_pairs_people_their_tasks_quality_is_prediction_powered(drawn, tmp_path):
     from abcde.judging.session import JudgingSession
     from abcde.quality.judgements import read_table_file
-    from abcde.quality.ppi import BY_ANSWERS, people_cells, people_pairs
+    from abcde.quality.people_tasks import BY_ANSWERS, people_cells, people_pairs
     from abcde.quality.sample_dir import PairSampleDir
 
     d = _copy(drawn, tmp_path)
@@ -518,7 +518,7 @@ def test_model_all_pairs_people_their_tasks_quality_is_prediction_powered(drawn,
     assert people["delta_precision"]["estimate"] == pytest.approx(q["delta_precision"]["estimate"], abs=1e-15)
     # people's judgements outside their tasks are left out, and said so
     from abcde.quality.store import JudgementStore
-    from abcde.quality.ppi import people_pairs
+    from abcde.quality.people_tasks import people_pairs
     from abcde.quality.sample_dir import PairSampleDir
 
     from abcde.quality.store import NotATaskError
@@ -574,7 +574,7 @@ def test_the_llm_judge_path_with_a_local_openai_compatible_server(drawn, tmp_pat
 
 def test_people_who_judged_first_keep_their_tasks(drawn, tmp_path):
     """Once a person (here the oracle) has judged, a model's run never changes the people's tasks."""
-    from abcde.quality.ppi import people_pairs
+    from abcde.quality.people_tasks import people_pairs
     from abcde.quality.sample_dir import PairSampleDir
 
     from abcde.quality.store import JudgementStore
@@ -594,7 +594,7 @@ def test_people_who_judged_first_keep_their_tasks(drawn, tmp_path):
 
 
 def test_tasks_by_answers_grow_with_either_budget_and_keep_every_task(drawn, tmp_path):
-    from abcde.quality.ppi import BY_ANSWERS, people_cells, people_pairs
+    from abcde.quality.people_tasks import BY_ANSWERS, people_cells, people_pairs
     from abcde.quality.sample_dir import PairSampleDir
 
     d = _copy(drawn, tmp_path)
@@ -623,7 +623,7 @@ def test_tasks_by_answers_grow_with_either_budget_and_keep_every_task(drawn, tmp
 
 
 def test_extending_either_budget_keeps_every_task_and_judgement(drawn, tmp_path):
-    from abcde.quality.ppi import people_pairs
+    from abcde.quality.people_tasks import people_pairs
     from abcde.quality.sample_dir import PairSampleDir
 
     d = _copy(drawn, tmp_path)

@@ -37,7 +37,7 @@ from abcde.examples import example_paths
 from abcde.judging.session import JudgingSession
 from abcde.quality import draw_pair_sample, estimate_quality
 from abcde.quality.judgements import load_judgements, vote
-from abcde.quality.ppi import people_pairs
+from abcde.quality.people_tasks import people_pairs
 from abcde.quality.sample_dir import PairSampleDir
 from abcde.quality.store import OWNER, JudgementStore, UnknownPairError, check_invite_name
 from abcde.web.judging_server import serve

@@ -74,7 +74,7 @@ The people's tasks
     store refuses a person's judgement, change or settling vote of another pair
     (:class:`~abcde.quality.store.NotATaskError`, a 404 over HTTP), and judgements of other pairs
     recorded by an earlier abcde (kept in the store) count in no progress, queue, agreement or
-    estimate here (:meth:`JudgingSession._live`, :func:`abcde.quality.ppi.outside_tasks`); their
+    estimate here (:meth:`JudgingSession._live`, :func:`abcde.quality.people_tasks.outside_tasks`); their
     rater still finds them in their own list (:meth:`JudgingSession.mine`), to open, not to change.
 """
 
@@ -97,7 +97,7 @@ from abcde.errors import InputError
 from abcde.judging.agreement import agreement
 from abcde.quality.estimate import estimate_quality
 from abcde.quality.judgements import INERT, SETTLED, WAITING, resolve
-from abcde.quality.ppi import outside_tasks, people_cells, units_of
+from abcde.quality.people_tasks import outside_tasks, people_cells, units_of
 from abcde.quality.sample_dir import shown_columns
 from abcde.quality.store import KEEP, OWNER, JudgementStore, NotJudgedError, check_rater
 from abcde.quality.stratified import next_stratum, stratum_values

@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 
 from abcde.core.names import SOURCES, VOCABULARY
 from abcde.errors import InputError, examples_text
-from abcde.quality.ppi import outside_tasks
+from abcde.quality.people_tasks import outside_tasks
 from abcde.quality.sqlite_guard import STORE_NAME
 from abcde.quality.store import OWNER, read_store_table
 from abcde.sampling.pairs import pair_id
@@ -358,7 +358,7 @@ class ResolvedJudgements:
         Judgements per source that the ``source`` filter left out (about; same-rater duplicates once).
     outside_tasks
         People's judgements per source (person, oracle) left out because their pair is not one of
-        the people's tasks given (:func:`abcde.quality.ppi.outside_tasks`).
+        the people's tasks given (:func:`abcde.quality.people_tasks.outside_tasks`).
     """
 
     by_pair: dict
@@ -407,7 +407,7 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
         Keep only the judgements of this source (``person``, ``model`` or ``oracle``), or of these
         sources (a tuple: ``("person", "oracle")`` are people's).
     tasks
-        The people's tasks (:func:`abcde.quality.ppi.people_pairs`; None: every pair is one): a
+        The people's tasks (:func:`abcde.quality.people_tasks.people_pairs`; None: every pair is one): a
         person's or the oracle's judgement of another pair is left out, counted in ``outside_tasks``.
     """
     wanted = None if source is None else ({source} if isinstance(source, str) else set(source))

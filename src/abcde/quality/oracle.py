@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from abcde.errors import InputError
-from abcde.quality.ppi import people_pairs
+from abcde.quality.people_tasks import people_pairs
 from abcde.quality.sample_dir import PairSampleDir, task_table
 from abcde.quality.store import JudgementStore
 from abcde.util.files import write_table_file

@@ -36,11 +36,10 @@ import pyarrow.parquet as pq
 
 from abcde.errors import InputError, with_option
 from abcde.quality.dir_lock import LOCK_FILE, served_by
-from abcde.quality.ppi import people_pairs
+from abcde.quality.people_tasks import people_pairs
 from abcde.util import progress as _progress
 from abcde.util.files import (InputPrints, aside_prefix, describe_fingerprint, describe_os_error, exchange_dirs,
                               file_digest, make_temp_dir, remove_dead_leftovers, write_table_file)
-from abcde.util.files import FORMULA_STARTS, neutralise_formulas  # noqa: F401  (the rule's old home)
 
 
 FORMAT = "abcde.pair_sample"
@@ -390,7 +389,7 @@ def _sample_id(draws: pa.Table, seed: int) -> str:
 def task_table(draws: pa.Table, items_t: pa.Table, only=None) -> pa.Table:
     """One row per pair needing a judgement: ``pair_id, item_a, item_b`` and both
     items' attributes side by side (``a_<col>``, ``b_<col>``), in first-draw order; ``only``: just
-    these pair ids (the people's tasks, :func:`abcde.quality.ppi.people_pairs`)."""
+    these pair ids (the people's tasks, :func:`abcde.quality.people_tasks.people_pairs`)."""
     attrs = {r["item_id"]: r for r in items_t.to_pylist()}
     cols = [c for c in items_t.column_names if c != "item_id"]
     rows, seen = [], set()

@@ -72,7 +72,7 @@ aside (:func:`name_skeleton`: ``Owner ``, ``owner.``, ``ＯＷＮＥＲ``, ``own
 tasks only: :meth:`JudgementStore.validate` refuses a person's or the oracle's judgement, change or
 settling vote of any other pair (:class:`NotATaskError`, naming the pair); a model judges every
 pair. Judgements of other pairs that an earlier abcde stored stay in the store, and count nowhere
-(:func:`abcde.quality.ppi.outside_tasks`).
+(:func:`abcde.quality.people_tasks.outside_tasks`).
 
 Invite links
 ------------
@@ -108,7 +108,7 @@ import pyarrow as pa
 
 from abcde.errors import InputError, examples_text, with_option
 from abcde.core.names import SOURCES, VOCABULARY
-from abcde.quality.ppi import outside_tasks, people_pairs
+from abcde.quality.people_tasks import outside_tasks, people_pairs
 from abcde.quality.dir_lock import InUseLock, StoreHold
 from abcde.quality.sample_dir import PairSampleDir, check_hidden, sample_lineage, task_table
 from abcde.quality.sqlite_guard import (STORE_NAME, StoreError, StoreFileError, check_side_files, connect_existing,
@@ -180,7 +180,7 @@ class UnknownPairError(InputError):
 class NotATaskError(UnknownPairError):
     """A person's (or the oracle's) judgement, change or settling vote of a pair that is not one of
     the people's tasks (``pairs --human-budget``): people judge only those
-    (:func:`abcde.quality.ppi.outside_tasks`). An :class:`UnknownPairError`: not a pair of theirs."""
+    (:func:`abcde.quality.people_tasks.outside_tasks`). An :class:`UnknownPairError`: not a pair of theirs."""
 
 
 def _file_id(path: Path) -> tuple[int, int]:
