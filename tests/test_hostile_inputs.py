@@ -1010,9 +1010,11 @@ def test_issue_25_weights_catalogue_has_its_own_ids():
 def _invited(*names):
     """The judged sample with invite links (made through the store, as 'judge serve --raters' does)."""
     def setup(w: Path) -> None:
-        from abcde.quality.store import OWNER, JudgementStore
+        from abcde.quality.invites import InviteBook
+        from abcde.quality.raters import OWNER
+        from abcde.quality.store import JudgementStore
 
-        JudgementStore(w / "pairs").invite([*names, OWNER])
+        InviteBook(JudgementStore(w / "pairs")).invite([*names, OWNER])
     return setup
 
 

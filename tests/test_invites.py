@@ -26,8 +26,9 @@ from click.testing import CliRunner
 from abcde.cli import main
 from abcde.errors import InputError
 from abcde.judging import JudgementStore
+from abcde.quality.invites import InviteBook, token_hash
+from abcde.quality.raters import OWNER
 from abcde.quality.sqlite_guard import StoreError
-from abcde.quality.store import OWNER, token_hash
 from abcde.web.judging_server import serve
 from judging_helpers import assert_error, fresh_copy, make_sample, page_under_csp, split_url, start_server, stop, wait_text
 
@@ -355,7 +356,7 @@ def test_a_second_server_on_the_directory_makes_no_link(invited):
 
     with pytest.raises(StoreLockedError, match="already being served"):
         serve(invited.session.sample_dir, raters=["mallory"])
-    assert [i.name for i in invited.session.store.invites()] == ["alice", "bob", OWNER]
+    assert [i.name for i in InviteBook(invited.session.store).invites()] == ["alice", "bob", OWNER]
 
 
 def test_the_raters_table_and_its_errors(invited):
@@ -378,7 +379,7 @@ def test_the_raters_table_and_its_errors(invited):
         out = cli("judge", "raters", d, *args, code=1)
         lines = [ln for ln in out.splitlines() if ln.strip()]
         assert len(lines) == 1 and lines[0].startswith("Error: ") and all(w in out for w in words), out
-    assert [i.name for i in invited.session.store.invites()] == ["alice", "bob", OWNER]  # nothing was made
+    assert [i.name for i in InviteBook(invited.session.store).invites()] == ["alice", "bob", OWNER]  # nothing was made
 
 
 def test_a_restart_honours_the_links_and_no_token_reaches_the_log_or_a_body(sample, tmp_path):
@@ -498,7 +499,7 @@ def test_behind_a_tls_proxy_links_start_with_the_public_url(sample, tmp_path):
     srv = serve(fresh_copy(sample, tmp_path), raters=["alice"], public_url="https://Judge.Example.org").start()
     try:
         assert srv.links["alice"].startswith("https://Judge.Example.org/join/")
-        assert JudgementStore(srv.session.sample_dir).link_base() == "https://Judge.Example.org/"
+        assert InviteBook(JudgementStore(srv.session.sample_dir)).link_base() == "https://Judge.Example.org/"
         c = Client(srv.url)
         path = path_of(srv.links["alice"])
         # the proxy passes the public name on: it passes the Host check; other names still do not
@@ -521,7 +522,8 @@ def test_behind_a_tls_proxy_links_start_with_the_public_url(sample, tmp_path):
 def test_invites_keep_hashes_only_and_never_touch_judgements(sample, tmp_path):
     d = fresh_copy(sample, tmp_path)
     store = JudgementStore(d)
-    assert store.invites() == [] and store.has_invites() is False and store.invite_for("A" * 43) is None
+    book = InviteBook(store)
+    assert book.invites() == [] and book.has_invites() is False and book.invite_for("A" * 43) is None
     pids = store.pair_ids[:3]
     for p in pids:
         store.record(p, "same", rater="bob")
@@ -534,28 +536,28 @@ def test_invites_keep_hashes_only_and_never_touch_judgements(sample, tmp_path):
             con.close()
 
     before = judgements()
-    made = store.invite(["alice", "bob", OWNER])
+    made = book.invite(["alice", "bob", OWNER])
     assert [(i.name, i.role, i.active) for i in made] == [("alice", "rater", True), ("bob", "rater", True),
                                                           (OWNER, "owner", True)]
     assert all(i.token and len(i.token) == 43 for i in made) and "token" not in made[0].to_dict()
     assert "token" not in repr(made[0]) and made[0].token not in repr(made[0])
-    assert store.invite_for(made[1].token).name == "bob" and store.invite_for(made[2].token).role == "owner"
+    assert book.invite_for(made[1].token).name == "bob" and book.invite_for(made[2].token).role == "owner"
     # made again: the same links (no token: not shown again); replace: a new one, the old revoked
-    again = store.invite(["alice", "carol"])
+    again = book.invite(["alice", "carol"])
     assert again[0].token is None and again[0].created_at == made[0].created_at and again[1].token
-    new = store.invite(["alice"], replace=True)[0]
-    assert store.invite_for(made[0].token) is None and store.invite_for(new.token).name == "alice"
-    store.revoke(["bob"])
-    assert store.invite_for(made[1].token) is None
+    new = book.invite(["alice"], replace=True)[0]
+    assert book.invite_for(made[0].token) is None and book.invite_for(new.token).name == "alice"
+    book.revoke(["bob"])
+    assert book.invite_for(made[1].token) is None
     with pytest.raises(InputError, match="No active invite link for 'bob'"):
-        store.revoke(["bob"])
+        book.revoke(["bob"])
     with pytest.raises(InputError, match="'zoe'"):
-        store.revoke(["carol", "zoe"])  # all or none
-    assert store.invite_for(again[1].token).name == "carol"
+        book.revoke(["carol", "zoe"])  # all or none
+    assert book.invite_for(again[1].token).name == "carol"
     for bad in (["ok", "<b>"], ["x", "x"], ["Owner"], [""]):
         with pytest.raises(InputError):
-            store.invite(bad)
-    assert "ok" not in {i.name for i in store.invites()}  # all or none
+            book.invite(bad)
+    assert "ok" not in {i.name for i in book.invites()}  # all or none
     assert judgements() == before  # never a judgement read into or written
     con = sqlite3.connect(d / "judgements.sqlite")
     rows = con.execute("SELECT name, role, token_sha256, revoked_at IS NOT NULL FROM invites ORDER BY id").fetchall()
@@ -565,14 +567,14 @@ def test_invites_keep_hashes_only_and_never_touch_judgements(sample, tmp_path):
     assert rows[2][2] == hashlib.sha256(made[2].token.encode()).hexdigest()
     # not tokens: never looked up
     for junk in (None, 7, "", "short", "A" * 200, made[2].token + "\n", "é" * 43):
-        assert store.invite_for(junk) is None
+        assert book.invite_for(junk) is None
     # the one way in: a store replaced under a running command stops it, for invites as for judgements
     (d / "judgements.sqlite").rename(d / "moved.sqlite")
     JudgementStore(d)  # a new, empty store in its place
     with pytest.raises(StoreError, match="moved or replaced"):
-        store.invite_for(made[2].token)
+        book.invite_for(made[2].token)
     with pytest.raises(StoreError, match="moved or replaced"):
-        store.invite(["dan"])
+        book.invite(["dan"])
 
 
 def test_the_raters_file(tmp_path):
@@ -654,7 +656,7 @@ def test_the_owners_view_names_the_raters_the_owner_invited(sample, tmp_path):
     pids = s.pair_ids[:4]
     for pid in pids:  # judged on loopback before any invite
         s.store.record(pid, "same", rater="carol")
-    s.store.invite(["alice", "bob", OWNER])
+    InviteBook(s.store).invite(["alice", "bob", OWNER])
     for who, answer in (("alice", "same"), ("bob", "different")):
         for pid in s.pair_ids[:6]:  # the last two tie: the settle queue
             s.store.record(pid, answer, rater=who)
@@ -670,5 +672,5 @@ def test_the_owners_view_names_the_raters_the_owner_invited(sample, tmp_path):
     assert {"alice", "bob"} <= set(votes) and "carol" not in votes
     st = s.state("alice")
     assert "bob" not in json.dumps(st) and "carol" not in json.dumps(st)
-    s.store.revoke(["bob"])  # a revoked link: still the name the owner gave
+    InviteBook(s.store).revoke(["bob"])  # a revoked link: still the name the owner gave
     assert JudgingSession(d).owner_state()["raters"] == ["alice", "bob", "rater 1"]

@@ -528,7 +528,7 @@ def test_model_all_pairs_people_their_tasks_quality_is_prediction_powered(drawn,
     with pytest.raises(NotATaskError, match="not one of the people's tasks"):  # refused now (issue 39)
         JudgementStore(d).record(outside, "same", rater="ann")
     store = JudgementStore(d)
-    with store._transaction() as con:  # as an abcde before issue 39 recorded it: kept, and left out
+    with store.transaction() as con:  # as an abcde before issue 39 recorded it: kept, and left out
         con.execute("INSERT INTO judgements (pair_id, judgement, rater, source, created_at) VALUES (?, 'same', 'ann', "
                     "'person', '2024-01-01T00:00:00.000+00:00')", (outside,))
     q2 = json.loads(_cli("quality", d, "--json").output)

@@ -37,7 +37,8 @@ from abcde.examples import example_paths
 from abcde.judging import DuplicateJudgementError, JudgementStore
 from abcde.quality import draw_pair_sample, estimate_quality
 from abcde.quality.sqlite_guard import StoreError
-from abcde.quality.store import OWNER, NotJudgedError
+from abcde.quality.raters import OWNER
+from abcde.quality.store import NotJudgedError
 from abcde.web.instructions import MAX_INSTRUCTIONS, instructions_html, read_instructions
 from abcde.web.judging_server import serve
 from judging_helpers import HOSTILE, assert_error, fresh_copy, make_sample, page_under_csp, request, start_server, stop

@@ -36,10 +36,12 @@ from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.judging.session import JudgingSession
 from abcde.quality import draw_pair_sample, estimate_quality
+from abcde.quality.invites import InviteBook
 from abcde.quality.judgements import load_judgements, vote
 from abcde.quality.people_tasks import people_pairs
 from abcde.quality.sample_dir import PairSampleDir
-from abcde.quality.store import OWNER, JudgementStore, UnknownPairError, check_invite_name
+from abcde.quality.raters import OWNER, check_invite_name
+from abcde.quality.store import JudgementStore, UnknownPairError
 from abcde.web.judging_server import serve
 from judging_helpers import assert_error, fresh_copy, make_sample, request
 
@@ -60,7 +62,7 @@ def truth(d) -> dict:
 
 def legacy(store: JudgementStore, pair_id: str, answer: str, rater: str, source: str = "person") -> None:
     """A judgement as an abcde before issue 39 stored it (no check of the people's tasks)."""
-    with store._transaction() as con:
+    with store.transaction() as con:
         con.execute("INSERT INTO judgements (pair_id, judgement, rater, source, comment, request_id, created_at) "
                     "VALUES (?, ?, ?, ?, NULL, NULL, ?)", (pair_id, answer, rater, source, "2024-01-01T00:00:00.000+00:00"))
 
@@ -457,7 +459,7 @@ def test_names_that_read_as_the_owners_are_refused_everywhere_names_are_checked(
     with pytest.raises(InputError, match="reads as 'owner'"):
         check_invite_name(name)
     with pytest.raises(InputError, match="reads as 'owner'"):
-        store.invite([name])
+        InviteBook(store).invite([name])
     r = CliRunner().invoke(main, ["judge", "raters", str(d), "--new-link", name])
     assert r.exit_code != 0 and "reads as 'owner'" in r.output, r.output
 

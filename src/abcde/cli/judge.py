@@ -26,7 +26,7 @@ def read_raters(value: str) -> list[str]:
     file; so is one without a comma that holds a path separator or a file extension. Each name is
     checked as a rater name; a name twice, ``owner`` (the owner's link) or no name at all is
     refused in one line."""
-    from abcde.quality.store import OWNER, check_invite_name  # lazy: start-up time
+    from abcde.quality.raters import OWNER, check_invite_name  # lazy: start-up time
     from abcde.util.files import read_small_text  # lazy: start-up time
 
     path = Path(value)
@@ -215,6 +215,7 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
     machines: --raters alice,bob prints an invite link per rater (their name comes from it) and
     the owner's; see 'abcde judge raters' to list, revoke or replace them.
     """
+    from abcde.quality.invites import InviteBook  # lazy: start-up time
     from abcde.web.judging_server import serve  # lazy: start-up time
 
     raters = read_raters(raters_spec) if raters_spec is not None else []
@@ -226,7 +227,7 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
         rows = []
         if srv.invites_on:
             counts = Counter(j.rater for j in s.store.live(source="person"))
-            rows = invite_rows(s.store.invites(), counts, srv.links)
+            rows = invite_rows(InviteBook(s.store).invites(), counts, srv.links)
         info = {"url": srv.url, "owner_url": srv.owner_url, "pid": os.getpid(), "sample_dir": str(s.sample_dir),
                 "store": str(s.store.path), "pairs": len(s.pair_ids), "replicated_pairs": len(s.replicated),
                 "seed": s.seed, "replicate": s.replicate,
@@ -272,9 +273,11 @@ def judge_raters(sample_dir, revoke, new_link, public_url, as_json):
     who judged without a link. Changes take effect at once, also on a running server; judgements
     are never touched.
     """
+    from abcde.quality.invites import InviteBook  # lazy: start-up time
+    from abcde.quality.raters import check_invite_name  # lazy: start-up time
     from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
     from abcde.quality.sqlite_guard import STORE_NAME  # lazy: start-up time
-    from abcde.quality.store import JudgementStore, check_invite_name  # lazy: start-up time
+    from abcde.quality.store import JudgementStore  # lazy: start-up time
     from abcde.web.judging_server import check_public_url  # lazy: start-up time
 
     both = sorted(set(revoke) & set(new_link))
@@ -292,27 +295,28 @@ def judge_raters(sample_dir, revoke, new_link, public_url, as_json):
         store = None
     else:
         store = JudgementStore(sample_dir)
+    book = InviteBook(store) if store is not None else None
     revoked, links = [], {}
-    if store is not None:
+    if book is not None:
         if revoke:
-            revoked = store.revoke(revoke)
+            revoked = book.revoke(revoke)
         if new_link:
-            base = public_url or store.link_base()
-            for inv in store.invite(new_link, replace=True):
+            base = public_url or book.link_base()
+            for inv in book.invite(new_link, replace=True):
                 links[inv.name] = f"{base or '/'}join/{inv.token}"
-    invites = store.invites() if store is not None else []
+    invites = book.invites() if book is not None else []
     counts = Counter(j.rater for j in store.live(source="person")) if store is not None else {}
     rows = invite_rows(invites, counts, links)
     invites_on = bool(invites)
     if as_json:
         emit_json({"sample_dir": str(sample.path), "store": str(sample.path / STORE_NAME), "invites": invites_on,
-                   "link_base": store.link_base() if store is not None else None, "raters": rows,
+                   "link_base": book.link_base() if book is not None else None, "raters": rows,
                    "revoked": [i.name for i in revoked], "new_links": links})
         return
     for inv in revoked:
         click.echo(f"revoked the invite link of {inv.name!r} (made {_when(inv.created_at)}); its judgements stay.")
     print_invites(rows, sample_dir, invites_on=invites_on)
-    if links and store.link_base() is None and public_url is None:
+    if links and book.link_base() is None and public_url is None:
         click.echo("No server has served this sample with invites yet: put the server's address before /join/ "
                    "(or pass --public-url).")
 
@@ -432,7 +436,7 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_h
 def judge_export(sample_dir, out, source, force, as_json):
     """Write the store's judgements (SAMPLE_DIR/judgements.sqlite) as a judgement file, with agreement."""
     from abcde.judging import JudgementStore, agreement  # lazy: start-up time
-    from abcde.quality.store import OWNER  # lazy: start-up time
+    from abcde.quality.raters import OWNER  # lazy: start-up time
 
     if not (Path(sample_dir) / "judgements.sqlite").exists():
         raise AbcdeError(f"There is no judgement store (judgements.sqlite) in '{sample_dir}'; "

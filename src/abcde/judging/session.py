@@ -55,7 +55,7 @@ Settling
     one of them unsure; :func:`abcde.quality.judgements.disputed`) wait in the owner's queue
     (:meth:`JudgingSession.settle_state`). The owner's settling answer
     (:meth:`JudgingSession.settle`) is recorded as one more person judgement, by the rater
-    :data:`~abcde.quality.store.OWNER`, and counts as one more vote under the vote rule of
+    :data:`~abcde.quality.raters.OWNER`, and counts as one more vote under the vote rule of
     ``abcde quality`` while it settles a real dispute (:func:`abcde.quality.judgements.resolve`,
     the one rule both read): the raters' votes tie, and every one of them was there when the
     owner voted. With two raters split, a same or different decides the pair 2 to 1; a can't-tell
@@ -96,10 +96,12 @@ from abcde.core.names import METRIC_LABELS
 from abcde.errors import InputError
 from abcde.judging.agreement import agreement
 from abcde.quality.estimate import estimate_quality
+from abcde.quality.invites import InviteBook
 from abcde.quality.judgements import INERT, SETTLED, WAITING, resolve
 from abcde.quality.people_tasks import outside_tasks, people_cells, units_of
 from abcde.quality.sample_dir import shown_columns
-from abcde.quality.store import KEEP, OWNER, JudgementStore, NotJudgedError, check_rater
+from abcde.quality.raters import OWNER, check_rater
+from abcde.quality.store import KEEP, JudgementStore, NotJudgedError
 from abcde.quality.stratified import next_stratum, stratum_values
 from abcde.quality.verdict import verdict as quality_verdict
 from abcde.sampling.allocation import pair_class_of_draws, stratum_weights
@@ -124,8 +126,8 @@ class NothingToSettleError(InputError):
 
 
 def check_person(rater) -> str:
-    """A person's rater name: :func:`abcde.quality.store.check_rater`, the one check, which refuses
-    :data:`~abcde.quality.store.OWNER` (the name the owner's settling votes carry) and every name
+    """A person's rater name: :func:`abcde.quality.raters.check_rater`, the one check, which refuses
+    :data:`~abcde.quality.raters.OWNER` (the name the owner's settling votes carry) and every name
     that reads as it ('Owner ', 'owner.', 'ＯＷＮＥＲ', …)."""
     return check_rater(rater)
 
@@ -493,7 +495,7 @@ class JudgingSession:
         (``rater`` None), a rater the owner invited by name (``judge serve --raters``, an invite link,
         revoked or not) is named as invited: the owner gave that name."""
         alias: dict = {}
-        invited = {i.name for i in self.store.invites() if i.role == "rater"} if rater is None else set()
+        invited = {i.name for i in InviteBook(self.store).invites() if i.role == "rater"} if rater is None else set()
         n = 0
         for j in live:
             if j.rater not in alias:
@@ -713,7 +715,7 @@ class JudgingSession:
 
     def settle(self, pair_id, judgement, *, comment=None, request_id=None) -> dict:
         """The owner's settling vote on a pair in the queue (or a change of one cast before): recorded
-        as a person judgement by :data:`~abcde.quality.store.OWNER`, on disk on return; then
+        as a person judgement by :data:`~abcde.quality.raters.OWNER`, on disk on return; then
         :meth:`settle_state` and ``vote`` (the vote recorded). An earlier vote of the owner's that
         does not count (cast before a vote of this dispute) is superseded by a new one, the same
         answer too, which counts.

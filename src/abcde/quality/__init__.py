@@ -5,6 +5,8 @@ Good/Bad Split/Merge rates with their standard errors (paper, "ABCDE quality met
   :func:`draw_precision_sample` (``abcde precision``)
 - :mod:`~abcde.quality.sample_dir` — the sample directory format: writer and reader
 - :mod:`~abcde.quality.store` — the judgement store (``judgements.sqlite``)
+- :mod:`~abcde.quality.invites` — its invite links (:class:`~abcde.quality.invites.InviteBook`)
+- :mod:`~abcde.quality.raters` — the rater-name rules (``OWNER``, ``check_rater``)
 - :mod:`~abcde.quality.judgements` — judgement files and the vote rule
 - :mod:`~abcde.quality.oracle` — the oracle judge
 - :mod:`~abcde.quality.paper`, :mod:`~abcde.quality.stratified` — the two designs' estimators

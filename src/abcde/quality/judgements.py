@@ -14,7 +14,7 @@ every file and store (so a store and its export count once). A file without a ``
 (or a row whose rater is empty) is one rater of its own, the file itself: ``alice/j.csv`` and
 ``bob/j.csv`` are two raters, never merged by their names, and no rater name can stand for one.
 
-The owner's settling votes (person judgements by the rater :data:`~abcde.quality.store.OWNER`,
+The owner's settling votes (person judgements by the rater :data:`~abcde.quality.raters.OWNER`,
 cast in the judging app's settle queue) count only while they settle a real dispute
 (:func:`resolve`): the other raters' votes tie, and every one of them was there when the owner
 voted (rows are read in the order given: a store and its export in the order the judgements were
@@ -43,7 +43,8 @@ from abcde.core.names import SOURCES, VOCABULARY
 from abcde.errors import InputError, examples_text
 from abcde.quality.people_tasks import outside_tasks
 from abcde.quality.sqlite_guard import STORE_NAME
-from abcde.quality.store import OWNER, read_store_table
+from abcde.quality.raters import OWNER
+from abcde.quality.store import read_store_table
 from abcde.sampling.pairs import pair_id
 from abcde.util.files import restore_formulas
 

@@ -113,7 +113,7 @@ def wal_problem(db: Path, wal: Path) -> str | None:
     replays nothing).
 
     Every write transaction of the store stamps page 1
-    (:meth:`abcde.quality.store.JudgementStore._transaction`):
+    (:meth:`abcde.quality.store.JudgementStore.transaction`):
     ``user_version`` gets a fresh random nonce and ``application_id`` the nonce it replaces. The
     log belongs to the store when every committed transaction in it holds such a copy of page 1,
     each one's previous nonce is the nonce of the transaction before it, and the store file's own

@@ -64,44 +64,36 @@ Durability and safety
 
 Who judges which pair
 ---------------------
-A person's rater name is checked in one place, :func:`check_rater`: besides its characters, no
-name that reads as :data:`OWNER` (the name of the owner's link and of the owner's settling votes)
-once case, spaces, punctuation, width, invisible characters and look-alike characters are set
-aside (:func:`name_skeleton`: ``Owner ``, ``owner.``, ``ＯＷＮＥＲ``, ``own`` + zero-width space +
-``er``, ``0wner``). With a people's budget (``pairs --human-budget``) people judge the people's
-tasks only: :meth:`JudgementStore.validate` refuses a person's or the oracle's judgement, change or
-settling vote of any other pair (:class:`NotATaskError`, naming the pair); a model judges every
-pair. Judgements of other pairs that an earlier abcde stored stay in the store, and count nowhere
+A person's rater name is checked in one place, :func:`abcde.quality.raters.check_rater`: besides
+its characters, no name that reads as :data:`~abcde.quality.raters.OWNER` (the name of the owner's
+link and of the owner's settling votes) once case, spaces, punctuation, width, invisible characters
+and look-alike characters are set aside (:func:`~abcde.quality.raters.name_skeleton`: ``Owner ``,
+``owner.``, ``ＯＷＮＥＲ``, ``own`` + zero-width space + ``er``, ``0wner``). With a people's budget
+(``pairs --human-budget``) people judge the people's tasks only: :meth:`JudgementStore.validate`
+refuses a person's or the oracle's judgement, change or settling vote of any other pair
+(:class:`NotATaskError`, naming the pair); a model judges every pair. Judgements of other pairs
+that an earlier abcde stored stay in the store, and count nowhere
 (:func:`abcde.quality.people_tasks.outside_tasks`).
 
 Invite links
 ------------
-Who may judge on a server that others reach (``abcde judge serve --raters``) is kept in the
-store too, in its own table ``invites`` (made by the first invite; a store without invites has
-none): one row per link made, holding the rater's name (or :data:`OWNER`), the link's role
-(``rater`` or ``owner``), the SHA-256 of its secret token, when it was made and when it was
-revoked. The token itself is never stored: it is returned once, by :meth:`JudgementStore.invite`,
-to be printed in the link. A partial unique index allows one live link per name; a new link for
-a name revokes the old one in the same transaction. The invites go through the same one way in
-as the judgements (the lock, the identity checks, stamped transactions), and no invite
-operation reads or writes the ``judgements`` table: revoking a rater keeps every judgement
-they made.
+The invite links (``abcde judge serve --raters``) are kept in this file too, in their own table
+``invites``; :class:`abcde.quality.invites.InviteBook` reads and writes them, through
+:meth:`JudgementStore.connect` and :meth:`JudgementStore.transaction` like every other reader and
+writer. The store itself never reads that table.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import glob
-import hashlib
 import json
 import os
-import re
 import secrets
 import sqlite3
 import stat
-import unicodedata
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -109,13 +101,13 @@ import pyarrow as pa
 from abcde.errors import InputError, examples_text, with_option
 from abcde.core.names import SOURCES, VOCABULARY
 from abcde.quality.people_tasks import outside_tasks, people_pairs
+from abcde.quality.raters import OWNER, check_rater
 from abcde.quality.dir_lock import InUseLock, StoreHold
 from abcde.quality.sample_dir import PairSampleDir, check_hidden, sample_lineage, task_table
 from abcde.quality.sqlite_guard import (STORE_NAME, StoreError, StoreFileError, check_side_files, connect_existing,
                                        db_header, os_text, sqlite_error, stamp)
 from abcde.util.files import write_table_file
 
-RATER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.@+-]{0,63}$")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -133,37 +125,6 @@ CREATE TABLE IF NOT EXISTS judgements (
 CREATE UNIQUE INDEX IF NOT EXISTS judgements_live ON judgements (rater, pair_id) WHERE withdrawn_at IS NULL;
 CREATE INDEX IF NOT EXISTS judgements_pair ON judgements (pair_id);
 """
-
-#: The invite links (see "Invite links" above): created with the first invite.
-INVITES_SCHEMA = """
-CREATE TABLE IF NOT EXISTS invites (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL,
-    role TEXT NOT NULL CHECK (role IN ('rater', 'owner')),
-    token_sha256 TEXT NOT NULL UNIQUE CHECK (length(token_sha256) = 64),
-    created_at TEXT NOT NULL,
-    revoked_at TEXT
-);
-CREATE UNIQUE INDEX IF NOT EXISTS invites_live ON invites (name) WHERE revoked_at IS NULL;
-"""
-#: The name of the owner's invite link (the owner's view and the export; it does not judge).
-OWNER = "owner"
-#: What an invite token looks like (``secrets.token_urlsafe(32)``: 43 characters); anything else is no token.
-TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
-#: Bytes of randomness in a new token (256 bits).
-TOKEN_BYTES = 32
-
-
-def is_token(value) -> bool:
-    """Whether ``value`` has an invite token's form (anything else is no token: never looked up)."""
-    return isinstance(value, str) and TOKEN_RE.match(value) is not None
-
-
-def sample_has_invites(sample_dir: str | os.PathLike) -> bool:
-    """Whether the sample directory's store has ever made an invite link; False when it has no store
-    yet (never creates one: opening a store makes its file)."""
-    return (Path(sample_dir) / STORE_NAME).exists() and JudgementStore(sample_dir).has_invites()
-
 
 class DuplicateJudgementError(InputError):
     """A rater already judged this pair, or this request was already recorded (a replay)."""
@@ -188,7 +149,8 @@ def _file_id(path: Path) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
-def _now() -> str:
+def utc_now() -> str:
+    """Now in UTC, ISO 8601 to the millisecond: the one time format of judgements and invites."""
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
@@ -216,55 +178,6 @@ def _check_request_id(request_id) -> None:
         raise InputError(f"request_id must be a string of 1 to 100 characters. Got {request_id!r} instead.")
 
 
-#: Characters that look like a letter of a name's skeleton (:func:`name_skeleton`), after NFKC and
-#: case folding: a digit zero, Greek and Cyrillic letters drawn like Latin ones.
-_LOOKALIKE = str.maketrans({"0": "o", "\u03bf": "o", "\u043e": "o", "\u0585": "o", "\u0435": "e", "\u0454": "e",
-                            "\u051d": "w", "\u0461": "w", "\u03c9": "w", "\u0578": "n", "\u03b7": "n",
-                            "\u0433": "r", "\u03bd": "v", "\u0475": "v"})
-
-
-def name_skeleton(name: str) -> str:
-    """What a name reads as, for telling names apart: Unicode NFKC (full-width letters are letters),
-    case folded, accents dropped, only letters and digits kept (no space, punctuation, symbol or
-    invisible character such as a zero-width space), look-alike characters as the Latin letter they
-    look like (``0`` as ``o``, Cyrillic ``о`` as ``o``, ``vv`` as ``w``).
-
-    >>> [name_skeleton(n) for n in ("Owner ", "owner.", "\uff2f\uff37\uff2e\uff25\uff32", "own\u200ber", "0wner", "o w n e r")]
-    ['owner', 'owner', 'owner', 'owner', 'owner', 'owner']
-    """
-    s = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", name).casefold())
-    s = "".join(c for c in s if unicodedata.category(c)[0] in "LN").translate(_LOOKALIKE)
-    return s.replace("vv", "w")
-
-
-def reads_as_owner(name: str) -> bool:
-    """Whether ``name`` reads as :data:`OWNER` (:func:`name_skeleton`) without being it: ``Owner ``,
-    ``owner.``, ``OWNER``, a full-width ``ｏｗｎｅｒ``, ``own`` + zero-width space + ``er``, ``0wner``."""
-    return name != OWNER and name_skeleton(name) == OWNER
-
-
-def check_rater(rater) -> str:
-    """A person's rater name: 1–64 characters, letters, digits, space and ``_ . @ + -``, that does
-    not read as the owner's (:data:`OWNER` itself, or :func:`reads_as_owner`): the name of the
-    owner's link and of its settling votes is no rater's, and no name may pass for it. The one
-    check of a rater's name: the judging app (open mode or invite links), the store and the invite
-    links (:func:`check_invite_name`) all call it."""
-    if rater == OWNER:
-        raise InputError(f"{OWNER!r} is the name of the owner's link and the owner's settling votes; give the rater "
-                         "another name.")
-    if isinstance(rater, str) and reads_as_owner(rater):
-        raise InputError(
-            f"{rater!r} reads as {OWNER!r}, the name of the owner's link and the owner's settling votes (names are "
-            "compared without case, spaces, punctuation, invisible characters and look-alike characters); give the "
-            "rater another name.")
-    if not isinstance(rater, str) or not RATER_RE.match(rater):
-        raise InputError(
-            "The rater name must be 1 to 64 characters: letters, digits, space and _ . @ + - "
-            f"(starting with a letter or digit). Got {rater!r} instead."
-        )
-    return rater
-
-
 @dataclass(frozen=True)
 class Recorded:
     """One judgement as stored."""
@@ -280,42 +193,6 @@ class Recorded:
     def to_dict(self) -> dict:
         return {"id": self.id, "pair_id": self.pair_id, "judgement": self.judgement, "rater": self.rater,
                 "source": self.source, "comment": self.comment, "created_at": self.created_at}
-
-
-@dataclass(frozen=True)
-class Invite:
-    """One invite link as stored: whose (``name``: a rater, or :data:`OWNER`), its ``role``
-    (``rater`` or ``owner``), when it was made and revoked. ``token`` is the secret of a link
-    just made (:meth:`JudgementStore.invite`), ``None`` otherwise: the store keeps only its hash,
-    so a link is shown once. :meth:`to_dict` never holds the token."""
-
-    name: str
-    role: str
-    created_at: str
-    revoked_at: str | None = None
-    token: str | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def active(self) -> bool:
-        return self.revoked_at is None
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "role": self.role, "active": self.active, "created_at": self.created_at,
-                "revoked_at": self.revoked_at}
-
-
-def token_hash(token: str) -> str:
-    """The SHA-256 (hex) of an invite token: what the store keeps instead of the token. A token
-    has 256 random bits, so a fast hash is enough (nobody can guess one from its hash)."""
-    return hashlib.sha256(token.encode("ascii")).hexdigest()
-
-
-def check_invite_name(name) -> str:
-    """A name an invite link may be made for: :data:`OWNER`, or a rater name (:func:`check_rater`:
-    none that reads as the owner's, such as 'Owner' or 'owner.')."""
-    if name == OWNER:
-        return name
-    return check_rater(name)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -511,7 +388,7 @@ class JudgementStore:
                     if statement.strip():
                         con.execute(statement)
                 con.execute("INSERT INTO meta VALUES ('sample_id', ?)", (self.meta["sample_id"],))
-                con.execute("INSERT INTO meta VALUES ('created_at', ?)", (_now(),))
+                con.execute("INSERT INTO meta VALUES ('created_at', ?)", (utc_now(),))
                 stamp(con)
                 con.execute("COMMIT")
                 mode = con.execute("PRAGMA journal_mode=WAL").fetchone()[0]
@@ -554,8 +431,9 @@ class JudgementStore:
 
     # ------------------------------------------------------------------ connection
     @contextmanager
-    def _connect(self):
-        """A connection to the store for one operation, under the in-use lock; SQLite failures
+    def connect(self):
+        """A connection to the store for one operation, under the in-use lock: the one read path
+        (the store's own methods and :class:`~abcde.quality.invites.InviteBook`). SQLite failures
         become one-line :class:`StoreError` (but a unique index's IntegrityError, which the
         callers turn into their own message)."""
         with self._use():
@@ -573,11 +451,12 @@ class JudgementStore:
                 con.close()
 
     @contextmanager
-    def _transaction(self):
-        """One write transaction, stamped (:func:`~abcde.quality.sqlite_guard.stamp`); on return it
-        is on disk. A failure rolls
-        it back and raises: nothing of it is stored."""
-        with self._connect() as con:
+    def transaction(self):
+        """One write transaction (``BEGIN IMMEDIATE``), stamped (:func:`~abcde.quality.sqlite_guard.stamp`);
+        on return it is on disk. A failure rolls it back and raises: nothing of it is stored. The one
+        write path: every write to the file goes through it (the invite links' too,
+        :class:`~abcde.quality.invites.InviteBook`)."""
+        with self.connect() as con:
             con.execute("BEGIN IMMEDIATE")
             try:
                 yield con
@@ -629,7 +508,7 @@ class JudgementStore:
         and the replicated pairs depend on it."""
         defaults = {"seed": 0, "replicate": 0.0}
         out = {}
-        with self._transaction() as con:
+        with self.transaction() as con:
             for key, default in defaults.items():
                 row = con.execute("SELECT value FROM meta WHERE key = ?", (f"serve.{key}",)).fetchone()
                 stored = json.loads(row[0]) if row else None
@@ -650,7 +529,7 @@ class JudgementStore:
         store, so a restarted server shows them without the file: ``markdown`` given replaces them
         (written only when it changed; ``""`` removes them), else the kept text (``None``: none)."""
         key = "serve.instructions"
-        with self._connect() as con:
+        with self.connect() as con:
             row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         kept = row[0] if row and row[0] else None
         if markdown is None:
@@ -658,7 +537,7 @@ class JudgementStore:
         if not isinstance(markdown, str):
             raise InputError(f"The instructions must be text. Got {type(markdown).__name__} instead.")
         if (markdown or None) != kept:
-            with self._transaction() as con:
+            with self.transaction() as con:
                 con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, markdown))
         return markdown or None
 
@@ -707,9 +586,9 @@ class JudgementStore:
         self.validate(pair_id, judgement, rater=rater, source=source)
         comment = _clean_comment(comment)
         _check_request_id(request_id)
-        now = _now()
+        now = utc_now()
         try:
-            with self._transaction() as con:
+            with self.transaction() as con:
                 if request_id is not None and con.execute(
                         "SELECT 1 FROM judgements WHERE request_id = ?", (request_id,)).fetchone():
                     raise sqlite3.IntegrityError("UNIQUE constraint failed: judgements.request_id")
@@ -735,9 +614,9 @@ class JudgementStore:
         judgements = list(judgements)
         for pid, answer in judgements:
             self.validate(pid, answer, rater=rater, source=source)
-        now = _now()
+        now = utc_now()
         added = 0
-        with self._transaction() as con:
+        with self.transaction() as con:
             earlier = dict(con.execute("SELECT pair_id, judgement FROM judgements WHERE rater = ? AND source = ? "
                                        "AND withdrawn_at IS NULL", (rater, source)).fetchall())
             changed = [(pid, earlier[pid], a) for pid, a in judgements if pid in earlier and earlier[pid] != a]
@@ -759,7 +638,7 @@ class JudgementStore:
     def oracle_columns(self) -> list[str]:
         """The ground-truth columns oracles judged this sample by (their raters ``oracle:<column>``):
         never shown to a person or a model."""
-        with self._connect() as con:
+        with self.connect() as con:
             raters = [r[0] for r in con.execute("SELECT DISTINCT rater FROM judgements WHERE source = 'oracle'")]
         return sorted(r.split(":", 1)[1] for r in raters if r.startswith("oracle:"))
 
@@ -802,9 +681,9 @@ class JudgementStore:
         keep = comment is KEEP
         comment = None if keep else _clean_comment(comment)
         _check_request_id(request_id)
-        now = _now()
+        now = utc_now()
         try:
-            with self._transaction() as con:
+            with self.transaction() as con:
                 row = con.execute(
                     "SELECT id, pair_id, judgement, rater, source, comment, created_at FROM judgements "
                     "WHERE rater = ? AND pair_id = ? AND source = ? AND withdrawn_at IS NULL",
@@ -841,7 +720,7 @@ class JudgementStore:
         :meth:`Recorded.to_dict` with ``withdrawn_at`` and ``supersedes`` (the id of the row it
         replaced, or None) and ``ended``: ``None`` (live), ``"changed"`` (a later row supersedes it)
         or ``"undone"``."""
-        with self._connect() as con:
+        with self.connect() as con:
             sup = "supersedes" if self._has_supersedes(con) else "NULL"
             rows = con.execute(
                 f"SELECT id, pair_id, judgement, rater, source, comment, created_at, withdrawn_at, {sup} "
@@ -862,7 +741,7 @@ class JudgementStore:
         of them from ``offset``. ``number`` is the pair's place in the order the rater first judged
         (1 = first), ``versions`` how many judgements they made of it (2 or more: changed or undone
         before)."""
-        with self._connect() as con:
+        with self.connect() as con:
             total = con.execute("SELECT count(*) FROM judgements WHERE rater = ? AND source = ? AND withdrawn_at IS "
                                 "NULL", (rater, source)).fetchone()[0]
             rows = con.execute(
@@ -876,14 +755,14 @@ class JudgementStore:
     def undo(self, rater: str, *, source: str = "person") -> Recorded | None:
         """Withdraw ``rater``'s most recent live judgement (kept in the file, marked withdrawn).
         Returns it, or ``None`` when the rater has nothing to undo."""
-        with self._transaction() as con:
+        with self.transaction() as con:
             row = con.execute(
                 "SELECT id, pair_id, judgement, rater, source, comment, created_at FROM judgements "
                 "WHERE rater = ? AND source = ? AND withdrawn_at IS NULL ORDER BY id DESC LIMIT 1",
                 (rater, source)).fetchone()
             if row is None:
                 return None
-            con.execute("UPDATE judgements SET withdrawn_at = ? WHERE id = ?", (_now(), row[0]))
+            con.execute("UPDATE judgements SET withdrawn_at = ? WHERE id = ?", (utc_now(), row[0]))
         return Recorded(*row)
 
     # ------------------------------------------------------------------ reading
@@ -898,13 +777,13 @@ class JudgementStore:
         if rater is not None:
             q += " AND rater = ?"
             args.append(rater)
-        with self._connect() as con:
+        with self.connect() as con:
             rows = con.execute(q + " ORDER BY id", args).fetchall()
         return [Recorded(*r) for r in rows]
 
     def version(self) -> tuple:
         """Changes whenever a judgement is recorded or withdrawn (for caching)."""
-        with self._connect() as con:
+        with self.connect() as con:
             return tuple(con.execute(
                 "SELECT count(*), coalesce(max(id), 0), count(withdrawn_at) FROM judgements").fetchone())
 
@@ -938,130 +817,6 @@ class JudgementStore:
             raise InputError(f"The file '{out}' exists; an export never overwrites a judgement file. Give a new "
                              "path" + with_option("force", ", or pass {option} to replace it") + ".")
         return write_table_file(self.to_table(source=source), out)
-
-    # ------------------------------------------------------------------ invite links
-    @staticmethod
-    def _invites_table(con: sqlite3.Connection) -> bool:
-        found = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'invites'").fetchone()
-        return found is not None
-
-    @staticmethod
-    def _live_invites(con: sqlite3.Connection) -> dict[str, Invite]:
-        rows = con.execute("SELECT name, role, created_at, revoked_at FROM invites WHERE revoked_at IS NULL").fetchall()
-        return {r[0]: Invite(*r) for r in rows}
-
-    def invites(self) -> list[Invite]:
-        """Every invite link made for this sample, oldest first, revoked ones included (never a token)."""
-        with self._connect() as con:
-            if not self._invites_table(con):
-                return []
-            rows = con.execute("SELECT name, role, created_at, revoked_at FROM invites ORDER BY id").fetchall()
-        return [Invite(*r) for r in rows]
-
-    def has_invites(self) -> bool:
-        """Whether an invite link was ever made for this sample (revoked ones count: once a directory
-        has invites, every server on it asks for them; revoking everyone locks everyone out)."""
-        with self._connect() as con:
-            return self._invites_table(con) and con.execute("SELECT 1 FROM invites LIMIT 1").fetchone() is not None
-
-    def invite(self, names, *, replace: bool = False) -> list[Invite]:
-        """Make invite links, in one transaction (all or none), and return one :class:`Invite` per
-        name, in order.
-
-        A name without a live link gets a new one: its ``token`` is the secret to put in the link,
-        returned this once (the store keeps its SHA-256 only). A name with a live link keeps it
-        (``token`` None: it cannot be shown again) unless ``replace``, which revokes it and makes a
-        new one. :data:`OWNER` is the owner's link; every other name is a rater's
-        (:func:`check_invite_name`). Judgements are not read or written.
-
-        Raises
-        ------
-        InputError
-            A name that is not a rater name, or is given twice.
-        """
-        names = list(names)
-        for name in names:
-            check_invite_name(name)
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise InputError(f"Each name gets one invite link; {examples_text(twice)} "
-                             f"{'is' if len(twice) == 1 else 'are'} given twice.")
-        now = _now()
-        out = []
-        with self._transaction() as con:
-            for statement in INVITES_SCHEMA.split(";"):
-                if statement.strip():
-                    con.execute(statement)
-            live = self._live_invites(con)
-            for name in names:
-                role = "owner" if name == OWNER else "rater"
-                if name in live and not replace:
-                    out.append(live[name])
-                    continue
-                if name in live:
-                    con.execute("UPDATE invites SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", (now, name))
-                token = secrets.token_urlsafe(TOKEN_BYTES)
-                con.execute("INSERT INTO invites (name, role, token_sha256, created_at) VALUES (?, ?, ?, ?)",
-                            (name, role, token_hash(token), now))
-                out.append(Invite(name, role, now, None, token))
-        return out
-
-    def revoke(self, names) -> list[Invite]:
-        """Revoke the live invite links of ``names`` (one transaction: all or none); their
-        judgements stay, and count as before. Returns the revoked links.
-
-        Raises
-        ------
-        InputError
-            A name without a live link (naming the names that have one); nothing is revoked.
-        """
-        names = list(dict.fromkeys(names))
-
-        def missing(live):
-            gone = [n for n in names if n not in live]
-            if gone:
-                have = ", ".join(sorted(live)) or "none"
-                raise InputError(f"No active invite link for {examples_text(gone)} in '{self.path}'. Names with "
-                                 f"an active link: {have}.")
-
-        with self._connect() as con:  # check first: a refusal writes nothing
-            missing(self._live_invites(con) if self._invites_table(con) else {})
-        now = _now()
-        with self._transaction() as con:
-            live = self._live_invites(con)
-            missing(live)
-            for name in names:
-                con.execute("UPDATE invites SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", (now, name))
-        return [Invite(live[n].name, live[n].role, live[n].created_at, now) for n in names]
-
-    def invite_for(self, token) -> Invite | None:
-        """The live invite link whose token is ``token``, or ``None`` (no such token, revoked or
-        replaced, or not a token at all). Looked up by the token's hash."""
-        if not is_token(token):
-            return None
-        with self._connect() as con:
-            if not self._invites_table(con):
-                return None
-            row = con.execute("SELECT name, role, created_at, revoked_at FROM invites WHERE token_sha256 = ? "
-                              "AND revoked_at IS NULL", (token_hash(token),)).fetchone()
-        return Invite(*row) if row else None
-
-    def link_base(self, url: str | None = None) -> str | None:
-        """The address invite links start with (``http://host:port/`` or ``--public-url``), as the
-        last server on this sample gave it (``url``: remember this one, written only when it
-        changed); ``None`` when no server gave one."""
-        key = "invites.base_url"
-        if url is None:
-            with self._connect() as con:
-                row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-            return row[0] if row else None
-        with self._connect() as con:
-            row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        if row is None or row[0] != url:
-            with self._transaction() as con:
-                con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, url))
-        return url
-
 
 def read_store_table(path: str | os.PathLike) -> pa.Table:
     """Read a ``judgements.sqlite`` (next to its ``pairs.parquet``) as a judgement table."""

@@ -37,7 +37,8 @@ from starlette.routing import Route
 
 from abcde.errors import AbcdeError
 from abcde.judging.session import JudgingSession
-from abcde.quality.store import Invite, JudgementStore, is_token
+from abcde.quality.invites import Invite, InviteBook, is_token
+from abcde.quality.store import JudgementStore
 from abcde.web.server import Assets, HTTPError, error_response, json_response, page_response
 
 #: Paths that answer without a token: invite links themselves and the static files.
@@ -126,6 +127,7 @@ class InviteGate:
     def __init__(self, app, session: JudgingSession, *, required: bool, refuse):
         self.app = app
         self.store = session.store
+        self.book = InviteBook(session.store)
         self.required = required
         self.refuse = refuse
         self._checking: asyncio.Future | None = None
@@ -137,7 +139,7 @@ class InviteGate:
         if self.required:
             return True
         if self._checking is None:
-            self._checking = asyncio.ensure_future(run_in_threadpool(self.store.has_invites))
+            self._checking = asyncio.ensure_future(run_in_threadpool(self.book.has_invites))
             self._checking.add_done_callback(lambda _: setattr(self, "_checking", None))
         if await asyncio.shield(self._checking):
             self.required = True  # invites are never deleted: once on, on for good
@@ -171,7 +173,7 @@ class InviteGate:
             token = self.token(scope) if on else None
             invite = None
             if is_token(token):  # anything else is no token: no look-up
-                invite = await run_in_threadpool(self.store.invite_for, token)
+                invite = await run_in_threadpool(self.book.invite_for, token)
         except AbcdeError as exc:  # the store failed (moved, locked): the one error shape
             await error_response(500, str(exc))(scope, receive, send)
             return
@@ -218,12 +220,13 @@ def refusals(assets: Assets):
 def routes(store: JudgementStore, assets: Assets, *, secure_cookie: bool) -> list[Route]:
     """The sign-in routes: ``GET /join/TOKEN`` (an invite link: sets the sign-in cookie, then
     opens / or /owner; ``secure_cookie``: the cookie is ``Secure``) and ``GET /api/me``."""
+    book = InviteBook(store)
     joined = {"rater": assets.render("judge-join.html", next="/"),
               "owner": assets.render("judge-join.html", next="/owner")}
 
     async def join(request: Request):
         token = request.path_params["token"]
-        invite: Invite | None = await run_in_threadpool(store.invite_for, token)
+        invite: Invite | None = await run_in_threadpool(book.invite_for, token)
         if invite is None:
             raise Refused(403, BAD_TOKEN)
         # A page that moves on to / (or /owner) by itself, not a 303: a cookie set with

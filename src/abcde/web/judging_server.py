@@ -56,8 +56,9 @@ import urllib.parse
 from abcde.errors import AbcdeError, InputError
 from abcde.judging.session import JudgingSession, NothingToSettleError
 from abcde.quality.dir_lock import lock_directory
-from abcde.quality.store import (OWNER, DuplicateJudgementError, Invite, NotJudgedError,
-                                 UnknownPairError, check_invite_name, sample_has_invites)
+from abcde.quality.raters import OWNER, check_invite_name
+from abcde.quality.invites import Invite, InviteBook, sample_has_invites
+from abcde.quality.store import DuplicateJudgementError, NotJudgedError, UnknownPairError
 from abcde.util.net import is_loopback
 from abcde.web import auth, routes_owner, routes_rater, routes_settle
 from abcde.web.auth import InviteGate, Refused, cookie_name, owner_only, refusals
@@ -164,7 +165,8 @@ class JudgingServer:
             raise InputError(f"{OWNER!r} is the owner's link, made with every --raters; give the rater another name.")
         self.public_url = check_public_url(public_url)
         loopback = is_loopback(host)
-        had_invites = session.store.has_invites()
+        book = InviteBook(session.store)
+        had_invites = book.has_invites()
         if not loopback and not raters and not had_invites:
             raise InputError(needs_invites_text(host))
         app = create_judging_app(session, invites_required=bool(raters) or not loopback,
@@ -187,10 +189,10 @@ class JudgingServer:
             if instructions is not None:  # kept for a restarted server (once this one has the directory)
                 session.store.instructions(instructions)
             if raters:
-                self.invites = session.store.invite([*raters, OWNER])
+                self.invites = book.invite([*raters, OWNER])
             self.invites_on = bool(raters) or not loopback or had_invites
             if self.invites_on:
-                session.store.link_base(self.link_base)
+                book.link_base(self.link_base)
         except BaseException:
             self.close()
             raise
