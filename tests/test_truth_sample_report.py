@@ -395,7 +395,9 @@ def test_a_census_is_exact_and_says_so():
 
 
 def test_the_verdicts_few_entities_threshold_is_the_estimators():
-    assert verdict_module.FEW_ENTITIES == ts_module.FEW_ENTITIES
+    from abcde.core.names import FEW_ENTITIES
+
+    assert verdict_module.FEW_ENTITIES is FEW_ENTITIES and ts_module.FEW_ENTITIES is FEW_ENTITIES
     assert math.isfinite(verdict_module.FEW_ENTITIES)
 
 

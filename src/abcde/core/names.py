@@ -69,3 +69,7 @@ WEIGHT_COMBINE_RULES = ("max", "min", "mean", "base", "exp")
 PAGE_NAMES = {"labels": METRIC_LABELS, "impact_metrics": list(IMPACT_METRICS), "quality_metrics": list(QUALITY_METRICS),
               "recall_metric": RECALL_METRIC,
               "quality_columns": list(QUALITY_COLUMNS), "style": STYLE}
+
+#: Below this effective number of entities a truth sample's estimate carries a note: its interval may
+#: cover less than its level (abcde.metrics.truth_sample; the verdict reads it too).
+FEW_ENTITIES = 10

@@ -107,6 +107,7 @@ import pyarrow as pa
 from abcde.core.diff import Diff, Restriction, build_diff
 from abcde.core.inputs import Inputs, bad_float_predicates, describe, private
 from abcde.core.join_common import unit_weight
+from abcde.core.names import FEW_ENTITIES
 from abcde.engine import Engine, resolve
 from abcde.errors import InputError, examples_text
 from abcde.metrics.impact import check_slice_columns, normalize_slices, overall
@@ -181,8 +182,6 @@ def effective_entities(contributions) -> float:
     return float(np.sum(c)) ** 2 / sq if sq > 0 else math.nan
 
 
-#: Below this effective number of entities (:func:`effective_entities`) an estimate carries a note.
-FEW_ENTITIES = 10
 
 
 def bounded_interval(value: float, se: float, bounds: tuple[float, float]):

@@ -69,6 +69,7 @@ import html
 import math
 from dataclasses import dataclass, field
 
+from abcde.core.names import FEW_ENTITIES
 from abcde.util import display
 
 #: The family-wise error rate of the slice statements and the confidence level of every interval.
@@ -79,9 +80,6 @@ MIN_RESOLUTION = 0.001
 RECALL_MIN_RESOLUTION = 0.005
 #: The strata the recall lift rests on: pairs together in Base only, in Exp only, and in both.
 RECALL_STRATA = ("split", "merge", "agreed")
-#: Below this effective number of entities a truth sample's interval may cover less than its level
-#: (:data:`abcde.metrics.truth_sample.FEW_ENTITIES`, not imported here: numpy and Ibis at start-up).
-FEW_ENTITIES = 10
 #: What the first sentence says when the judgements used are a model's alone.
 MODEL_ONLY = "Judged by a model only, not people"
 
