@@ -28,7 +28,7 @@ def draw_options(fn):
                      show_default=True,
                      help="stratified: exact self term; split, merge and the intersection by the sign of its term "
                           "as strata, a stratum whose budget covers its pairs judged whole (fewer judgements for "
-                          "the same SE); paper: all pairs ∝ u_ij, the paper's design."),
+                          "the same SE); paper: all pairs ∝ u_ij, the paper's design. Both draw agreed pairs (together in both) for the recall lift."),
         click.option("--allocation", type=click.Choice(["proportional", "neyman"]), default="proportional",
                      show_default=True, help="Stratified budgets ∝ U_c, or ∝ U_c·σ_c (needs --pilot)."),
         click.option("--pilot", type=click.Path(file_okay=False), default=None,
@@ -129,6 +129,13 @@ def print_sample(path, *, as_json: bool, extended: bool = False) -> None:
             console().print("The agreed stratum (pairs together in both clusterings, drawn ∝ w_i·w_j) is no part of "
                             "ΔPrecision (Σu 0); with the split and merge pairs it gives the recall lift (pair masses "
                             + ", ".join(f"{k} {v:.4g}" for k, v in masses.items()) + ", of W²).", soft_wrap=True)
+    if meta.get("agreed_budget"):  # the paper's design: the agreed pairs drawn beside its own draws
+        masses = (meta.get("recall") or {}).get("masses") or {}
+        whole = " (every one of them: a census)" if "agreed" in (meta.get("census") or ()) else ""
+        console().print(f"Of the {meta['judgeable_pairs']:,} pairs to judge, {meta['agreed_budget']:,} are agreed pairs"
+                        f"{whole} (together in both clusterings, drawn ∝ w_i·w_j beside the paper's draws): no part of "
+                        "ΔPrecision; with the split and merge pairs they give the recall lift (pair masses "
+                        + ", ".join(f"{k} {v:.4g}" for k, v in masses.items()) + ", of W²).", soft_wrap=True)
     people = meta.get("people")
     if people:
         order = [c for c in (meta.get("budgets") or ("split", "merge", "intersection")) if c in people["pairs"]]

@@ -262,6 +262,9 @@ class JudgingSession:
             weight = {c: sw[c] for c in strata if sw.get(c, 0.0) > 0}
         else:  # the paper's estimator needs one in every class drawn
             weight = {c: float(totals.get(c, 0.0)) for c in strata if c in present}
+            if "agreed" in present:  # the agreed pairs beside its draws (the recall lift's): their share
+                n = Counter(stratum_of.values())
+                weight["agreed"] = sum(weight.values()) * n["agreed"] / max(sum(n.values()) - n["agreed"], 1)
         cells = people_cells(d, meta)
         if cells is not None and not self.adaptive:
             # Tasks chosen by a model's answers: each cell needs judgements (its estimate is the cell's

@@ -26,7 +26,7 @@ from abcde.quality.ppi import (DISAGREEMENT_WARNING, Part, agreement, fold_lambd
 from abcde.quality.result import Estimate, QualityResult
 from abcde.sampling.allocation import STRATUM_LABEL
 from abcde.quality.stratified import slice_ranges
-from abcde.sampling.allocation import pair_class_of_draws
+from abcde.sampling.allocation import pair_class_of_draws, without_agreed
 
 METHOD = "prediction-powered (model + people)"
 
@@ -502,6 +502,8 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
     merge classes; slices from the draws whose vantage item is in the slice. ``cells``: the people's
     tasks were chosen by the model's answers: post-stratified by cell (class and answer), λ = 0."""
     lam = 0.0 if cells is not None else lam
+    every = draws  # the pairs to judge: the agreed pairs too
+    draws = without_agreed(draws)  # the agreed pairs beside the paper's draws are the recall lift's alone
     j = judged(draws, people, model, tasks, self_known=True, cells=cells)
     cls = np.asarray(pair_class_of_draws(draws) if draws.num_rows else [], dtype=object)
     groups = cls if cells is None else j.cells
@@ -546,9 +548,10 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
                              "sampled_draws": int(m.sum()), "delta_precision": dpi.to_dict(),
                              "delta_precision_contribution": contrib.to_dict()})
             slices[col] = rows
-    need = draws.column("needs_judgement").to_pylist() if draws.num_rows else []
-    pair_ids = sorted({p for p, n in zip(draws.column("pair_id").to_pylist(), need) if n}) if draws.num_rows else []
-    labeled = _labeled_pairs([draws], people, tasks)
+    need = every.column("needs_judgement").to_pylist() if every.num_rows else []
+    pair_ids = sorted({p for p, n in zip(every.column("pair_id").to_pylist(), need) if n}) if every.num_rows else []
+    labeled = _labeled_pairs([every], people, tasks)
+    every_cls = pair_class_of_draws(every) if every.num_rows else []
     judged_n, unsure, missing_n = _counts(pair_ids, people, tasks)
     counts = {c: int((cls == c).sum()) for c in ("self", "split", "merge", "intersection")}
     return QualityResult(
@@ -556,6 +559,6 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
         split_rate=split_rate, merge_rate=merge_rate,
         judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n, draws=counts, slices=slices,
         design={"ppi": _facts(dp_part, people, model, pair_ids, tasks, labeled, cells, stored=stored_model,
-                              units={p: c for p, c in zip(draws.column("pair_id").to_pylist() if draws.num_rows
-                                                          else [], cls) if c != "self"})},
+                              units={p: c for p, c in zip(every.column("pair_id").to_pylist() if every.num_rows
+                                                          else [], every_cls) if c != "self"})},
     )

@@ -20,7 +20,7 @@ from abcde.core.diff import affected_items, build_diff
 from abcde.core.inputs import Inputs
 from abcde.engine import Engine
 from abcde.errors import InputError
-from abcde.metrics.impact import check_slice_columns, overall, private
+from abcde.metrics.impact import check_slice_columns, link_masses, overall, private
 from abcde.quality.distances import distance_facts, drawn_items, facts_record
 from abcde.quality.judgements import judgement_files, load_judgements
 from abcde.quality.people_tasks import (BY_ANSWERS, META_KEY as PEOPLE_KEY, census_weights, check_human_budget,
@@ -28,10 +28,10 @@ from abcde.quality.people_tasks import (BY_ANSWERS, META_KEY as PEOPLE_KEY, cens
                                         units_of)
 from abcde.quality.sample_dir import PairSampleDir, StagedSample, check_hidden, stage_sample_dir, write_sample_dir
 from abcde.quality.recall import recall_facts, recall_items, recall_record
-from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA
-from abcde.sampling.stratified import sample_stratified, slice_self_terms
+from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA, agreed_share, split_budget
+from abcde.sampling.stratified import sample_agreed, sample_stratified, slice_self_terms
 from abcde.quality.stratified import stratum_sigmas
-from abcde.sampling.allocation import pair_class_of_draws
+from abcde.sampling.allocation import draws_by_stratum
 from abcde.sampling.pairs import PairSample, pair_counts, pairweight_expr, sample_pairs
 from abcde.util.files import InputPrints, full_path
 
@@ -242,6 +242,8 @@ def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int | None = No
         # (the recall lift's third stratum) come on top; that budget stays their floor in every later
         # --extend (recorded as dp_floor), or a later budget would give them fewer than they hold.
         strata, floor = STRATA, int(m["budget"])
+    if estimator == "paper" and "agreed_budget" not in m:  # the paper's design, drawn before the agreed pairs
+        floor = int(m["budget"])
     draws, items_t, meta, slices, hide = _draw(
         diff, given, prints, budget=budget, seed=int(m["seed"]), slice_by=m.get("slice_by") or (),
         estimator=estimator, allocation=m.get("allocation") or "proportional", sigmas=m.get("pilot_sigmas"),
@@ -282,7 +284,7 @@ def _check_continues(s: PairSampleDir, draws: pa.Table, prints: InputPrints) -> 
     were checked unchanged (``prints``); an input abcde cannot fingerprint (a directory, a URI) is
     named as the likely cause."""
     def by_stratum(t: pa.Table) -> dict:
-        strata = t.column("stratum").to_pylist() if "stratum" in t.column_names else [""] * t.num_rows
+        strata = t.column("stratum").to_pylist() if "stratum" in t.column_names else [None] * t.num_rows
         rows = zip(strata, t.column("pair_id").to_pylist(), t.column("item_a").to_pylist(),
                    t.column("class").to_pylist())
         out: dict = {}
@@ -322,8 +324,8 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
     o = overall(diff)
     eng = diff.engine
     if estimator == "paper":
-        ps = sample_pairs(diff, budget=budget, seed=seed, total_weight=o["total_weight"])
-        extra = {"estimator": "paper", "allocation": None}
+        ps, extra = _draw_paper(diff, budget=budget, seed=seed, total_weight=o["total_weight"], share=share,
+                                floor=floor)
     else:
         ss = sample_stratified(diff, budget=budget, seed=seed, total_weight=o["total_weight"],
                                allocation=allocation, sigmas=sigmas, strata=strata, share=share, floor=floor)
@@ -388,7 +390,7 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
         # MergeDistance(I)), taken now from the diff at hand: `abcde quality` then never reads the inputs
         # again. Not for one clustering's Precision (Base = every item alone), which has no distances.
         meta["distances"] = facts_record(distance_facts(diff, drawn_items(draws), slice_by=slice_by, totals=o))
-        if estimator == "stratified" and "agreed" in (meta.get("budgets") or {}):
+        if "agreed" in (meta.get("budgets") or {}) or "agreed_budget" in meta:
             # The recall lift's exact facts (the pair masses, both cluster weights of every split and
             # merge item drawn, per slice the masses of its vantage items), likewise stored now.
             meta["recall"] = recall_record(recall_facts(diff, recall_items(draws), slice_by=slice_by,
@@ -396,7 +398,40 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
     return draws, items_t, meta, slices, hide
 
 
-def _with_stratum(draws: pa.Table, stratum: str, *, pair_weights: bool) -> pa.Table:
+def _draw_paper(diff, *, budget: int, seed: int, total_weight: float, share: float | None,
+                floor: int) -> tuple[PairSample, dict]:
+    """The paper's design: its draws ∝ u_ij, and beside them the agreed pairs (together in both
+    clusterings, ∝ ``w_i·w_j``; the recall lift's, issue 38) with the same share of the budget as the
+    stratified design gives them (:func:`~abcde.sampling.allocation.split_budget`; ``floor``: the
+    budget of a sample drawn before them, which its own draws keep). The agreed draws come last;
+    the paper's estimators leave them out (:func:`~abcde.sampling.allocation.without_agreed`)."""
+    caps = pair_counts(diff)
+    if share is None:
+        share = agreed_share(link_masses(diff, total_weight))
+    dp_budget, n_agreed = split_budget(budget, share, caps, floor)
+    # What the paper's draws cannot take (every pair needing a judgement drawn) goes to the agreed pairs.
+    left = dp_budget - sum(caps[c] for c in SIGNED)
+    if n_agreed and left > 0:
+        dp_budget, n_agreed = dp_budget - left, min(n_agreed + left, caps["agreed"])
+    ps = sample_pairs(diff, budget=dp_budget, seed=seed, total_weight=total_weight)
+    extra = {"estimator": "paper", "allocation": None, "agreed_share": share}
+    if floor:
+        extra["dp_floor"] = floor
+    agreed, whole = sample_agreed(diff, budget=n_agreed, seed=seed, total_weight=total_weight)
+    extra.update(agreed_budget=n_agreed, census=["agreed"] if whole else [])
+    if not agreed.num_rows:
+        return ps, extra
+    # Each part keeps its own order (the paper's draws a stratum of null, the agreed pairs "agreed"),
+    # so that a larger budget continues each (pairs --extend).
+    own = _with_stratum(ps.draws, None, pair_weights=True)
+    agreed = _with_stratum(agreed, "agreed", pair_weights=True)
+    draws = pa.concat_tables([own, agreed.select(own.column_names).cast(own.schema)])
+    draws = draws.set_column(0, "draw", pa.array(range(draws.num_rows), pa.int64()))
+    n_pairs = len(set(agreed.column("pair_id").to_pylist()))
+    return PairSample(draws, ps.totals, ps.judgeable + n_pairs, ps.exhausted and (whole or n_pairs < n_agreed)), extra
+
+
+def _with_stratum(draws: pa.Table, stratum: str | None, *, pair_weights: bool) -> pa.Table:
     """A stratum's draws with their ``stratum`` and (sign-split samples) ``pair_weight``: a census
     stratum's pairs carry theirs, a sampled stratum's draws none (null)."""
     if pair_weights and "pair_weight" not in draws.column_names:
@@ -442,9 +477,5 @@ def pilot_sigmas_from_dir(path) -> dict:
         raise InputError(f"The pilot sample '{s.path}' has no judgements (judgements.csv or judgements.sqlite); "
                          f"judge it first.")
     by_pair = load_judgements(files, pair_ids=s.judgeable_ids(), id_type=s.metadata["id_type"]).by_pair
-    cls = pair_class_of_draws(s.draws) if s.draws.num_rows else []
-    labels = s.draws.column("label").to_pylist() if s.draws.num_rows else []
-    # The strata of a new sample: the intersection by the sign of its term (its label).
-    cls = [c + ("+" if lab > 0 else "-") if c == "intersection" else c for c, lab in zip(cls, labels)]
-    by_stratum = {c: s.draws.filter(pa.array([k == c for k in cls], pa.bool_())) for c in STRATA}
-    return stratum_sigmas(by_stratum, by_pair)
+    # The strata of a new sample (a paper's-design pilot's draws as the strata they fall in).
+    return stratum_sigmas(draws_by_stratum(s.draws), by_pair)

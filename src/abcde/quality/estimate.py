@@ -23,6 +23,7 @@ from abcde.quality.paper import estimate_from_draws
 from abcde.quality.recall import estimate_recall_lift, stored_recall
 from abcde.quality.result import Estimate, QualityResult
 from abcde.quality.sample_dir import PairSampleDir
+from abcde.sampling.allocation import draws_by_stratum
 from abcde.sampling.stratified import StratifiedSample
 from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices
 
@@ -178,12 +179,9 @@ def _with_recall(r: QualityResult, s: PairSampleDir, by_pair: dict, slice_by, *,
     where = str(s.path)
     if meta.get("target") == "precision":
         return replace(r, recall_note="one clustering's Precision has no recall side (no second clustering)")
-    if meta.get("estimator") != "stratified":
-        return replace(r, recall_note="the paper's design draws no agreed pairs (pairs together in both "
-                                      "clusterings); draw the sample with the stratified design (the default) "
-                                      "for the recall lift")
+    paper = meta.get("estimator") != "stratified"
     facts = stored_recall(meta)
-    if facts is None or "agreed" not in (meta.get("budgets") or {}):
+    if facts is None or ("agreed_budget" not in meta if paper else "agreed" not in (meta.get("budgets") or {})):
         budget = int(meta.get("budget") or 0)
         more = budget + max(10, int(math.ceil(0.1 * budget)))
         if meta.get("exhausted"):
@@ -193,7 +191,8 @@ def _with_recall(r: QualityResult, s: PairSampleDir, by_pair: dict, slice_by, *,
         return replace(r, recall_note="this sample was drawn before abcde drew agreed pairs (together in both "
                                       "clusterings), which the recall lift needs; add them, every judgement kept",
                        recall_command=f"abcde pairs --extend {where} --budget {more}")
-    method = "stratified; split and merge draws reweighted by their cluster's weight, agreed pairs ∝ w_i·w_j"
+    method = ("the paper's draws ∝ u_ij post-stratified" if paper else "stratified") + (
+        "; split and merge draws reweighted by their cluster's weight, agreed pairs ∝ w_i·w_j")
     if people:
         method += "; people's judgements only (a model's judgements are not used for the recall lift)"
     if cells is not None:
@@ -204,7 +203,8 @@ def _with_recall(r: QualityResult, s: PairSampleDir, by_pair: dict, slice_by, *,
         values = {col: {i: json.dumps(a.get(col), default=str) for i, a in attrs.items()} for col in slice_by
                   if col in facts.slices}
     try:
-        est, exact, by_slice = estimate_recall_lift(_stratified_sample(s), by_pair, facts, method=method,
+        sample = _paper_recall_sample(s) if paper else _stratified_sample(s)
+        est, exact, by_slice = estimate_recall_lift(sample, by_pair, facts, method=method,
                                                     cells=cells, vantage_values=values)
     except InputError as exc:
         return replace(r, recall_note=f"not estimated: {exc}")
@@ -276,6 +276,15 @@ def _stratified_sample(s: PairSampleDir) -> StratifiedSample:
     strata = s.draws.column("stratum").to_pylist()
     draws = {c: s.draws.filter(pa.array([x == c for x in strata], pa.bool_())) for c in meta["budgets"]}
     return StratifiedSample(draws, meta["pair_totals"], meta["self_term"], meta["budgets"], meta["allocation"],
+                            frozenset(meta.get("census") or ()))
+
+
+def _paper_recall_sample(s: PairSampleDir) -> StratifiedSample:
+    """A paper's-design sample as the recall lift reads it: its draws ∝ u_ij by the stratum each
+    falls in (:func:`~abcde.sampling.allocation.draws_by_stratum`), and its agreed pairs (listed whole
+    when their budget covered them)."""
+    meta = s.metadata
+    return StratifiedSample(draws_by_stratum(s.draws), meta["pair_totals"], 0.0, {}, "",
                             frozenset(meta.get("census") or ()))
 
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from abcde.core.formulas import weighted_mean_se
 from abcde.quality.result import ESTIMATION_CLASSES, Estimate, QualityResult, agresti_coull
-from abcde.sampling.allocation import pair_class_of_draws
+from abcde.sampling.allocation import pair_class_of_draws, without_agreed
 
 
 def _outcomes(draws: pa.Table, by_pair: dict) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -123,6 +123,8 @@ def estimate_from_draws(
     ``by_pair`` maps pair ids to ``same``/``different``/``unsure``; pairs not in it
     are missing. ``totals`` are the exact pair weight totals (``all`` is used).
     """
+    every = draws  # the pairs judged, unsure or missing: the agreed pairs too
+    draws = without_agreed(draws)  # the agreed pairs beside the paper's draws are the recall lift's alone
     cls, valid, same = _outcomes(draws, by_pair)
     label = np.asarray(draws.column("label").to_pylist(), dtype=float) if draws.num_rows else np.zeros(0)
     all_mask = np.ones(len(cls), dtype=bool)
@@ -132,8 +134,8 @@ def estimate_from_draws(
     else:
         dp = _dp(cls, valid, same, label, all_mask, totals["all"], "delta_precision",
                  bounds=delta_precision_bounds(totals))
-    need = draws.column("needs_judgement").to_pylist() if draws.num_rows else []
-    judgeable = {p for p, n in zip(draws.column("pair_id").to_pylist(), need) if n} if draws.num_rows else set()
+    need = every.column("needs_judgement").to_pylist() if every.num_rows else []
+    judgeable = {p for p, n in zip(every.column("pair_id").to_pylist(), need) if n} if every.num_rows else set()
     judged = sum(1 for p in judgeable if by_pair.get(p) in ("same", "different"))
     unsure = sum(1 for p in judgeable if by_pair.get(p) == "unsure")
     slices = {}

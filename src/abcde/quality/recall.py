@@ -63,6 +63,13 @@ Slices (vantage item in I): ``T_s(I) = M_s(I)·p̂_s(I)`` with ``M_s(I)`` the ex
 first item is in I and ``p̂_s(I)`` the domain ratio over the judged draws whose vantage item is in I;
 ``Λ(I) = (T_merge(I) − T_split(I)) / (T_both(I) + T_split(I))``.
 
+The paper's design (``pairs --estimator paper``): its draws ∝ ``u_ij`` form one sequence over every
+pair; those of a stratum are draws ∝ ``u_ij`` of that stratum, their number random (post-stratified,
+:func:`abcde.sampling.allocation.draws_by_stratum`). The agreed pairs are drawn beside them, as the
+stratified design draws its agreed stratum, with the same share of the budget
+(:func:`abcde.sampling.stratified.sample_agreed`); the formulas above are the same. ΔPrecision and
+the Good/Bad rates never read the agreed pairs (:func:`abcde.sampling.allocation.without_agreed`).
+
 People and models: with people's tasks (``--human-budget``) the lift uses the people's judgements of
 their tasks alone, each stratum's tasks a random subset of its draws; when the tasks were chosen by
 a model's answers, weighted by cell as :mod:`abcde.quality.distances` does. The model's judgements

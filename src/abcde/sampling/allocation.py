@@ -134,3 +134,22 @@ def pair_class_of_draws(draws: pa.Table) -> list[str]:
     cls = draws.column("class").to_pylist()
     sf = draws.column("is_self").to_pylist()
     return ["self" if s else ("intersection" if c == "stable" else c) for c, s in zip(cls, sf)]
+
+
+def without_agreed(draws: pa.Table) -> pa.Table:
+    """The paper's design's own draws (∝ u_ij, one sequence): every draw but the agreed pairs drawn
+    beside them for the recall lift (issue 38), which are no part of ΔPrecision's estimators."""
+    if not draws.num_rows or "agreed" not in set(draws.column("class").to_pylist()):
+        return draws
+    return draws.filter(pa.array([c != "agreed" for c in draws.column("class").to_pylist()], pa.bool_()))
+
+
+def draws_by_stratum(draws: pa.Table) -> dict:
+    """A paper's-design sample's draws as the strata of :data:`STRATA` (self draws in none): split,
+    merge, the intersection by the sign of its term (its label) and the agreed pairs. Within a
+    stratum the draws ∝ u_ij of the one sequence are draws ∝ u_ij of that stratum (post-stratified:
+    their number is random, each one's distribution that of the stratum's own draws)."""
+    cls = pair_class_of_draws(draws) if draws.num_rows else []
+    labels = draws.column("label").to_pylist() if draws.num_rows else []
+    cls = [c + ("+" if lab > 0 else "-") if c == "intersection" else c for c, lab in zip(cls, labels)]
+    return {c: draws.filter(pa.array([k == c for k in cls], pa.bool_())) for c in STRATA}

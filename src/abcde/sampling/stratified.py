@@ -143,22 +143,51 @@ def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: floa
     id_type = diff.joined.item_id.type().to_pyarrow()
     draws: dict = {s: {} for s in seeds}
     for c in strata:
-        if c in whole:
-            listed = stratum_pairs(diff, c, total_weight)
-            for s in seeds:
-                draws[s][c] = _census_draws(listed, c, s, id_type)
-            continue
-        pop, n_pop = stratum_populations(diff)[c]
-        for k in range(0, len(seeds), batch):
-            chunk = seeds[k:k + batch]
-            if budgets[c] == 0:
-                got = fill_budgets(diff, pop, 0, budget=1, seeds=chunk, salt="", id_type=id_type)
-            else:
-                got = fill_budgets(diff, pop, n_pop, budget=budgets[c], seeds=chunk, salt=f"stratum-{c}:",
-                                   id_type=id_type, drop_self=c.startswith("intersection") or c == "agreed")
-            for s in chunk:
-                draws[s][c] = got[s][0]
+        got = _stratum_draws(diff, c, budgets[c], seeds, whole=c in whole, total_weight=total_weight,
+                             id_type=id_type, batch=batch)
+        for s in seeds:
+            draws[s][c] = got[s]
     return [StratifiedSample(draws[s], totals, st, budgets, allocation, whole, share) for s in seeds]
+
+
+def _stratum_draws(diff: Diff, stratum: str, budget: int, seeds, *, whole: bool, total_weight: float, id_type,
+                   batch: int = 64) -> dict:
+    """``{seed: draws}`` of one stratum: its ``budget`` distinct pairs drawn (or, ``whole``, every
+    pair listed once with its ``pair_weight``), the same for every design that draws it."""
+    if whole:
+        listed = stratum_pairs(diff, stratum, total_weight)
+        return {s: _census_draws(listed, stratum, s, id_type) for s in seeds}
+    pop, n_pop = stratum_populations(diff)[stratum]
+    out = {}
+    for k in range(0, len(seeds), batch):
+        chunk = seeds[k:k + batch]
+        if budget == 0:
+            got = fill_budgets(diff, pop, 0, budget=1, seeds=chunk, salt="", id_type=id_type)
+        else:
+            got = fill_budgets(diff, pop, n_pop, budget=budget, seeds=chunk, salt=f"stratum-{stratum}:",
+                               id_type=id_type, drop_self=stratum.startswith("intersection") or stratum == "agreed")
+        out.update({s: got[s][0] for s in chunk})
+    return out
+
+
+def sample_agreed(diff: Diff, *, budget: int, seed: int, total_weight: float) -> tuple[pa.Table, bool]:
+    """The agreed stratum alone (pairs together in both clusterings, ∝ ``w_i·w_j``), as the paper's
+    design draws it beside its own draws for the recall lift (issue 38): the draws the stratified
+    design makes of it at that budget and seed, and whether they list it whole (a census, each pair
+    once with its ``pair_weight``: when ``budget`` covers all its pairs)."""
+    seed = check_seed(seed)
+    got, whole = sample_agreed_many(diff, budget=budget, seeds=[seed], total_weight=total_weight)
+    return got[seed], whole
+
+
+def sample_agreed_many(diff: Diff, *, budget: int, seeds, total_weight: float, batch: int = 64) -> tuple[dict, bool]:
+    """:func:`sample_agreed` for each of ``seeds`` (``{seed: draws}``, the same draws), a few queries
+    for a whole ``batch`` of seeds: for simulations."""
+    seeds = [check_seed(s) for s in seeds]
+    cap = pair_counts(diff)["agreed"]
+    whole = 0 < cap <= budget
+    return _stratum_draws(diff, "agreed", budget, seeds, whole=whole, total_weight=total_weight,
+                          id_type=diff.joined.item_id.type().to_pyarrow(), batch=batch), whole
 
 
 def _census_draws(listed: pa.Table, stratum: str, seed: int, id_type) -> pa.Table:
