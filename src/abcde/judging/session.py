@@ -350,16 +350,23 @@ class JudgingSession:
                          and usable[c] < min(k, self._pairs_in[c])]
                 if short:
                     return max(short, key=lambda c: self._weight[c])
-        if self.adaptive:
-            c = self.next_stratum(live, set(open_strata))
-            if c in open_strata:
-                return c
         if count is None:
             count = self._raters_count(live)
         judged: Counter = Counter()
         for p, n in count.items():
             if p in self._stratum_of:
                 judged[self._stratum_of[p]] += min(n, self._wanted(p))
+        if self.adaptive:
+            # Adaptive Neyman aims at ΔPrecision, of which the agreed stratum is no part: it keeps its
+            # share of the sample's judgements (the recall lift's), the rest go where ΔPrecision gains most.
+            agreed = [c for c in open_strata if _agreed(c)]
+            if agreed:
+                share = sum(self._needed_in[c] for c in agreed) / max(sum(self._needed_in.values()), 1)
+                if sum(judged[c] for c in agreed) < share * (sum(judged.values()) + 1):
+                    return max(agreed, key=lambda c: self._needed_in[c] / (judged[c] + 0.5))
+            c = self.next_stratum(live, set(open_strata) - set(agreed))
+            if c in open_strata:
+                return c
         return max(open_strata, key=lambda c: (self._needed_in[c] / (judged[c] + 0.5), self._weight.get(c, 0.0)))
 
     def next_stratum(self, live, remaining) -> str | None:
