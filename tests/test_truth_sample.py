@@ -17,8 +17,9 @@ import pytest
 import abcde
 from abcde.errors import AbcdeError, InputError
 from abcde.examples import example_paths
-from abcde.metrics.truth_sample import (FEW_ENTITIES, PopulationEstimate, TruthSampleResult, effective_entities,
-                                        estimate_pointwise, estimate_population, population_totals)
+from abcde.metrics.truth_sample import (FEW_ENTITIES, PopulationEstimate, TruthSampleResult, bounded_interval,
+                                        degrees_of_freedom, effective_entities, estimate_pointwise,
+                                        estimate_population, population_totals, quantile)
 
 P = example_paths()
 
@@ -194,6 +195,32 @@ def test_few_entities_say_so():
     e = r.estimates["precision"]
     assert e.effective_entities < FEW_ENTITIES and "few sampled entities" in e.note
     assert effective_entities([1.0] * 30) == pytest.approx(30)
+
+
+def test_the_interval_uses_the_effective_degrees_of_freedom():
+    """Student t on ``min(n − 1, max(1, (Σc_k)²/Σc_k²))``: about n − 1 when the variance spreads over
+    the sample, few (a wider interval) when a few entities carry it; carried in the JSON."""
+    rng = np.random.default_rng(3)
+    b = rng.uniform(1, 5, 400)
+    spread = b * rng.uniform(0.8, 1.0, 400)  # every entity loses a little
+    lumpy = b.copy()
+    lumpy[:3] *= 0.2  # three entities hold every loss
+    est = estimate_population(b, {"x": (spread, lumpy)}, population_entities=4000).sides["x"]
+    p, r = est["precision"], est["recall"]
+    assert 100 < p.degrees_of_freedom <= 399 and p.degrees_of_freedom == pytest.approx(p.effective_entities)
+    assert 1 <= r.degrees_of_freedom < 4 and r.degrees_of_freedom == pytest.approx(max(1.0, r.effective_entities))
+    for e in (p, r):
+        lo, hi = e.confidence_interval()
+        old_lo, old_hi = bounded_interval(e.value, e.standard_error, (0.0, 1.0))(quantile(400))  # t on n − 1
+        assert lo <= old_lo and old_hi <= hi
+        assert e.to_dict()["degrees_of_freedom"] == pytest.approx(e.degrees_of_freedom)
+    assert (hi - lo) / (old_hi - old_lo) > 1.3  # the lumpy one: much wider
+    assert "degrees of freedom" in r.note and "few sampled entities" in r.note
+    assert degrees_of_freedom(400, math.nan) == 399 and degrees_of_freedom(400, 0.2) == 1.0
+    assert degrees_of_freedom(5, 12.0) == 4 and math.isnan(degrees_of_freedom(1, 1.0))
+    # a census: standard error 0, a point, whatever the degrees of freedom
+    c = estimate_population(b, {"x": (spread, lumpy)}, population_entities=400).sides["x"]["recall"]
+    assert c.standard_error == 0 and c.confidence_interval() == (c.value, c.value)
 
 
 def test_one_entity_has_no_standard_error():

@@ -9,8 +9,11 @@ per listed entity ``k``: ``B_k = Σ w_j``, ``A_k = Σ w_j · metric(j)`` over it
 Hájek ``R̂ = Σ A_k/π_k / B̂``, ``B̂ = Σ B_k/π_k``, ``z_k = (A_k − R̂ B_k)/B̂``; variance
 ``N²(1 − n/N)/n · Σ(z_k − z̄)²/(n − 1)`` (uniform, ``π_k = n/N``) or ``Σ (1 − π_k)/π_k² z_k²``
 (Poisson); F1 ``2PR/(P + R)`` with ``z_F = 2R²/(P+R)² z_P + 2P²/(P+R)² z_R``; a difference's
-``z = z_Exp − z_Base``; the interval ``expit(logit u ± t_{0.975, n−1} · se_u / (u(1 − u)))`` with ``u`` the
-value mapped from its range to (0, 1).
+``z = z_Exp − z_Base``; the interval ``expit(logit u ± t_{0.975, ν} · se_u / (u(1 − u)))`` with ``u``
+the value mapped from its range to (0, 1), ``se_u = se / (range width)``, and Student t's degrees of
+freedom ``ν = min(n − 1, max(1, (Σ_k c_k)² / Σ_k c_k²))`` (Satterthwaite's, for a sum of
+one-degree-of-freedom terms) with ``c_k`` entity ``k``'s term of the variance:
+``N²(1 − n/N)/n · (z_k − z̄)²/(n − 1)`` (uniform) or ``(1 − π_k)/π_k² z_k²`` (Poisson).
 """
 
 from __future__ import annotations
@@ -90,17 +93,27 @@ def hajek(A: dict, B: dict, pi: dict) -> tuple[float, dict]:
     return r, {k: (A[k] - r * B[k]) / b_hat for k in A}
 
 
-def variance(z: dict, pi: dict, design: str, N: float) -> float:
+def terms(z: dict, pi: dict, design: str, N: float) -> list[float]:
+    """Each entity's term of the variance (they add up to it)."""
     n = len(z)
     if design == "uniform":
         zbar = sum(z.values()) / n
-        s2 = sum((v - zbar) ** 2 for v in z.values()) / (n - 1)
-        return N * N * (1 - n / N) / n * s2
-    return sum((1 - pi[k]) / pi[k] ** 2 * z[k] ** 2 for k in z)
+        return [N * N * (1 - n / N) / n * (v - zbar) ** 2 / (n - 1) for v in z.values()]
+    return [(1 - pi[k]) / pi[k] ** 2 * z[k] ** 2 for k in z]
 
 
-def interval(v: float, se: float, n: int, lo: float, hi: float) -> tuple[float, float]:
-    q = student_t.ppf(0.975, n - 1)
+def variance(z: dict, pi: dict, design: str, N: float) -> float:
+    return sum(terms(z, pi, design, N))
+
+
+def dof(z: dict, pi: dict, design: str, N: float) -> float:
+    """Student t's degrees of freedom: Satterthwaite's for a sum of one-degree-of-freedom terms, in [1, n − 1]."""
+    c = terms(z, pi, design, N)
+    return min(len(c) - 1, max(1.0, sum(c) ** 2 / sum(x * x for x in c)))
+
+
+def interval(v: float, se: float, df: float, lo: float, hi: float) -> tuple[float, float]:
+    q = student_t.ppf(0.975, df)
     u, s = (v - lo) / (hi - lo), se / (hi - lo)
     centre, half = math.log(u / (1 - u)), q * s / (u * (1 - u))
     return lo + (hi - lo) / (1 + math.exp(-(centre - half))), lo + (hi - lo) / (1 + math.exp(-(centre + half)))
@@ -122,13 +135,13 @@ def reference(sides: dict, design: str, N: float | None, in_slice=lambda i: True
         out[side] = {}
         for m, (v, z) in ms.items():
             se = math.sqrt(variance(z, pi, design, N))
-            out[side][m] = (v, se, *interval(v, se, len(LISTED), 0.0, 1.0))
+            out[side][m] = (v, se, *interval(v, se, dof(z, pi, design, N), 0.0, 1.0))
     if len(sides) == 2:
         for m in ("precision", "recall", "f1"):
             (vb, zb), (ve, ze) = lin["base"][m], lin["exp"][m]
             z = {k: ze[k] - zb[k] for k in LISTED}
             se = math.sqrt(variance(z, pi, design, N))
-            out[f"delta_{m}"] = (ve - vb, se, *interval(ve - vb, se, len(LISTED), -1.0, 1.0))
+            out[f"delta_{m}"] = (ve - vb, se, *interval(ve - vb, se, dof(z, pi, design, N), -1.0, 1.0))
     return out
 
 

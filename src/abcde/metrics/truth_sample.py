@@ -70,24 +70,38 @@ same entities, one linearised variance of the difference (``z_Δ = z_Exp − z_B
 Intervals: 95% by default, inside the metric's range, on the logit scale: for ``R̂`` in (0, 1),
 ``expit(logit R̂ ± q · SE/(R̂(1 − R̂)))`` (the delta-method Wald interval of ``logit R``); a
 difference in [−1, 1] is mapped to (0, 1) by ``(Δ + 1)/2`` first (the same as ``tanh(atanh Δ ± q ·
-SE/(1 − Δ²))``). ``q`` is Student's t quantile on ``n − 1`` degrees of freedom
-(:func:`quantile`). The interval is the point ``[R̂, R̂]`` when ``SE = 0`` (a
-census, or every listed entity scored the same) or ``R̂`` is at the end of its range (then
-``SE = 0`` too: every ``A_k = B_k``), which is exact at a census but overconfident for a small
-sample of entities all perfectly clustered.
+SE/(1 − Δ²))``). ``q`` is Student's t quantile on the variance's effective degrees of freedom
+(:func:`degrees_of_freedom`, :func:`quantile`)::
 
-Where the intervals hold: they are normal approximations, calibrated when the variance spreads over
-many sampled entities. When a few entities carry it (precision losses in a handful of overmerged
-entities; a few giant entities, by size or weight, under a uniform design) the estimate's
-distribution is skewed and lumpy, and intervals from a standard error cover less than their level
-(tests/test_truth_sample_sim.py; the plain, arcsine, Wilson-type, Fieller and skewness-corrected
-intervals tried did no better than the logit's): with FEBRL 3, where 18 of the 2,000 entities hold
-every precision loss of Exp, Precision's intervals cover 92–95% with a quarter of the entities
-sampled (ΔPrecision's 86–88%); in a world of heavy-tailed entity sizes a uniform sample's Recall
-intervals cover 90%, ΔRecall's 83%, where samples ∝ size or ∝ weight cover 94–95%. Each estimate
-whose variance rests on fewer than :data:`FEW_ENTITIES` entities (:func:`effective_entities`) says so
-in its ``note``. For heavy-tailed entity sizes or weights, sample entities with probability ∝ size or
-∝ weight (large ones are then certain, and add no variance) rather than uniformly.
+    ν = min(n − 1, max(1, (Σ_s c_k)² / Σ_s c_k²))
+
+where ``c_k`` is entity ``k``'s share of ``V̂ = Σ c_k`` (:func:`variance_contributions`: uniform
+``N²(1 − n/N)/n · (z_k − z̄)²/(n − 1)``, Poisson ``(1 − π_k)/π_k² · z_k²``). ``(Σ c_k)²/Σ c_k²`` is
+Satterthwaite's degrees of freedom for a sum of independent one-degree-of-freedom pieces (Kish's
+effective number of entities, :func:`effective_entities`): about ``n`` when the variance spreads over
+the sample, about ``m`` when ``m`` entities carry it, where ``V̂`` is itself as uncertain as a
+variance estimated from ``m`` values (Satterthwaite, "An approximate distribution of estimates of
+variance components", *Biometrics Bulletin* 2, 1946). The interval is the point
+``[R̂, R̂]`` when ``SE = 0`` (a census, or every listed entity scored the same) or ``R̂`` is at the end
+of its range (then ``SE = 0`` too: every ``A_k = B_k``), which is exact at a census but overconfident
+for a small sample of entities all perfectly clustered.
+
+Where the intervals hold (tests/test_truth_sample_sim.py: FEBRL 3 and a world of heavy-tailed entity
+sizes, 2,000 seeds, a quarter of the entities sampled, uniformly, ∝ size and ∝ weight): where the
+variance spreads over many entities ``ν`` is about ``n − 1`` and the intervals cover 94–96%. When a
+few entities carry it, the estimate's distribution is skewed and lumpy; ``ν`` is then small and the
+interval wider, and how that comes out depends on why those few entities matter. With FEBRL 3, where
+18 of the 2,000 entities hold every precision loss of Exp (about 4.5 in a sample), Precision's and
+ΔPrecision's intervals cover 98–99.6%, conservative (on ``n − 1`` degrees of freedom: 92–95% and
+86–88%). In the heavy-tailed world a uniform sample's Recall intervals cover 94% (on ``n − 1``: 90%),
+but ΔRecall's 88% (83%): a sample holding none of the few giant entities that decide the population's
+value cannot see them, and its interval, resting on many small entities, is narrow around a value
+without them; no interval from the sample alone can fix that (the plain, arcsine, Wilson-type,
+Fieller, skewness-corrected, percentile, BCa and bootstrap-t intervals tried did no better). Samples
+∝ size or ∝ weight cover 94–96% there. Each estimate whose variance rests on fewer than
+:data:`FEW_ENTITIES` entities says so in its ``note``. For heavy-tailed entity sizes or weights,
+sample entities with probability ∝ size or ∝ weight (large ones are then certain, and add no
+variance) rather than uniformly.
 
 Slices: a slice's estimate uses the entity totals restricted to the slice's items (``A_k^s``,
 ``B_k^s``); a sampled entity with no item in the slice contributes 0 to both but still counts in the
@@ -120,8 +134,9 @@ METRICS = ("precision", "recall", "f1")
 #: How F1 and the intervals are made (carried in the JSON, so a reader of it knows).
 F1_METHOD = ("harmonic mean of the estimated population Precision and Recall, 2PR/(P+R); its standard error "
              "by the delta method on the linearised Precision and Recall")
-INTERVAL_METHOD = ("95% delta-method interval on the logit scale (a difference: of (Δ+1)/2), Student t on n−1 "
-                   "degrees of freedom; inside [0, 1] ([−1, 1] for a difference); a point at a census")
+INTERVAL_METHOD = ("95% delta-method interval on the logit scale (a difference: of (Δ+1)/2), Student t on the "
+                   "variance's effective degrees of freedom min(n−1, max(1, (Σc_k)²/Σc_k²)), c_k each entity's "
+                   "share of the variance; inside [0, 1] ([−1, 1] for a difference); a point at a census")
 METHODS = {"uniform": "hajek_srswor", "poisson": "hajek_poisson"}
 DESCRIPTIONS = {"uniform": "simple random sample of entities without replacement",
                 "poisson": "independent (Poisson) inclusion of entities with the given probabilities"}
@@ -173,10 +188,11 @@ def design_variance(z, pi, *, design: str, population_entities: float | None = N
 
 
 def effective_entities(contributions) -> float:
-    """``(Σ c_k)² / Σ c_k²``: about how many entities the variance rests on (NaN when it is 0). Below
-    :data:`FEW_ENTITIES` the sampling distribution is far from normal (a few entities decide the
-    estimate) and an interval may cover less than its level (a simulation over FEBRL 3 and a
-    heavy-tailed world: about 80–89% under 10, 94–96% from 10 on)."""
+    """``(Σ c_k)² / Σ c_k²``: about how many entities the variance rests on (NaN when it is 0), and
+    the intervals' degrees of freedom (:func:`degrees_of_freedom`). Below :data:`FEW_ENTITIES` the
+    sampling distribution is far from normal (a few entities decide the estimate): the interval is
+    wider, and its coverage depends on whether the sample holds the few entities that matter (see
+    the module)."""
     c = np.asarray(contributions, dtype=float)
     sq = float(np.sum(c * c))
     return float(np.sum(c)) ** 2 / sq if sq > 0 else math.nan
@@ -207,13 +223,34 @@ def _expit(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
-def quantile(entities: int, confidence_level: float = 0.95) -> float:
-    """The two-sided quantile of every interval: Student t on ``entities − 1`` degrees of freedom
-    (the normal quantile with fewer than two entities)."""
+def degrees_of_freedom(entities: int, effective: float = math.nan) -> float:
+    """The intervals' degrees of freedom: ``min(n − 1, max(1, effective))`` with ``effective`` the
+    variance's effective number of entities ``(Σ c_k)²/Σ c_k²`` (:func:`effective_entities`,
+    Satterthwaite's degrees of freedom for a sum of one-degree-of-freedom pieces); ``n − 1`` when it
+    is undefined (NaN: a zero variance); NaN with fewer than two entities.
+
+    >>> degrees_of_freedom(500, 3.2), degrees_of_freedom(500, 0.4), degrees_of_freedom(10, 30.0)
+    (3.2, 1.0, 9.0)
+    """
+    if entities < 2:
+        return math.nan
+    if not math.isfinite(effective):
+        return float(entities - 1)
+    return min(float(entities - 1), max(1.0, float(effective)))
+
+
+def quantile(entities: int, confidence_level: float = 0.95, effective: float = math.nan) -> float:
+    """The two-sided quantile of every interval: Student t on :func:`degrees_of_freedom` (``n − 1``
+    when ``effective`` is not given; the normal quantile with fewer than two entities).
+
+    >>> round(quantile(500), 4), round(quantile(500, effective=3.0), 4), round(quantile(1), 4)
+    (1.9647, 3.1824, 1.96)
+    """
     from scipy.stats import norm, t
 
     p = 0.5 + confidence_level / 2
-    return float(t.ppf(p, entities - 1)) if entities >= 2 else float(norm.ppf(p))
+    df = degrees_of_freedom(entities, effective)
+    return float(t.ppf(p, df)) if math.isfinite(df) else float(norm.ppf(p))
 
 
 @dataclass(frozen=True)
@@ -235,7 +272,8 @@ class PopulationEstimate:
     exact
         The truth is a census: the value is the population's, with standard error 0.
     effective_entities
-        ``(Σ c_k)²/Σ c_k²`` of the entities' variance contributions (:func:`effective_entities`).
+        ``(Σ c_k)²/Σ c_k²`` of the entities' variance contributions (:func:`effective_entities`): the
+        interval's degrees of freedom (:attr:`degrees_of_freedom`).
     note
         Why it is undefined, or that its variance rests on few entities.
     """
@@ -254,14 +292,20 @@ class PopulationEstimate:
     def defined(self) -> bool:
         return math.isfinite(self.value)
 
+    @property
+    def degrees_of_freedom(self) -> float:
+        """Student t's degrees of freedom of the interval: ``min(n − 1, max(1, effective_entities))``
+        (``n − 1`` when ``effective_entities`` is NaN; :func:`degrees_of_freedom`)."""
+        return degrees_of_freedom(self.entities, self.effective_entities)
+
     def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
         """The logit-scale interval (:func:`bounded_interval`) with Student t's quantile on
-        ``entities − 1`` degrees of freedom; NaN ends when undefined."""
+        :attr:`degrees_of_freedom`; NaN ends when undefined."""
         if not 0 < confidence_level < 1:
             raise InputError(f"The 'confidence_level' parameter of confidence_interval must be in (0, 1). "
                              f"Got {confidence_level} instead.")
-        return bounded_interval(self.value, self.standard_error, self.bounds)(quantile(self.entities,
-                                                                                      confidence_level))
+        q = quantile(self.entities, confidence_level, self.effective_entities)
+        return bounded_interval(self.value, self.standard_error, self.bounds)(q)
 
     def to_dict(self) -> dict:
         lo, hi = self.confidence_interval()
@@ -272,7 +316,8 @@ class PopulationEstimate:
         d = {"estimate": num(self.value), "std_err": num(self.standard_error), "ci_low": num(lo),
              "ci_high": num(hi), "entities": self.entities, "method": self.method,
              "range": [self.bounds[0], self.bounds[1]], "exact": self.exact,
-             "effective_entities": num(self.effective_entities)}
+             "effective_entities": num(self.effective_entities),
+             "degrees_of_freedom": num(self.degrees_of_freedom) if self.defined else None}
         if self.note:
             d["note"] = self.note
         return d
@@ -366,7 +411,8 @@ def estimate_population(
             note = "one sampled entity: no standard error can be estimated from it"
         elif few < FEW_ENTITIES:
             note = (f"its variance rests on about {few:.1f} entities (a few sampled entities decide the estimate): "
-                    "the interval may cover less than its level")
+                    f"the interval is wider (Student t on {degrees_of_freedom(n, few):.1f} degrees of freedom), "
+                    "and may still cover less than its level if the sample misses the entities that matter")
         return PopulationEstimate(metric=metric, value=lin.value,
                                   standard_error=se if math.isfinite(lin.value) else math.nan, entities=n,
                                   method=METHODS[design], bounds=bounds, exact=census, effective_entities=few,

@@ -51,11 +51,24 @@ def pct(v) -> str:
     return f"{100 * v:.{PCT_DIGITS}f}%"
 
 
+#: Below this a value is float noise around 0 (a sum of terms that cancel), shown as 0.
+TINY = 5e-9
+
+
 def four(v) -> str:
-    """An estimate or a standard error: 4 decimals; ``n/a`` when undefined."""
+    """An estimate or a standard error: 4 decimals; ``n/a`` when undefined. A value that 4 decimals
+    would show as 0 but is not (below 0.00005, above float noise) keeps two significant digits, so a
+    real, tiny change is never printed as none.
+
+    >>> four(0.00123), four(-0.000031), four(0.0), four(1e-12)
+    ('0.0012', '-0.000031', '0.0000', '0.0000')
+    """
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "n/a"
-    text = f"{v:.{ESTIMATE_DIGITS}f}"
+    digits = ESTIMATE_DIGITS
+    if TINY <= abs(v) < 0.5 * 10.0 ** -ESTIMATE_DIGITS:
+        digits = 1 - math.floor(math.log10(abs(v)))
+    text = f"{v:.{digits}f}"
     return text[1:] if text == "-" + "0." + "0" * ESTIMATE_DIGITS else text
 
 
