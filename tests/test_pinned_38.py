@@ -284,3 +284,20 @@ def test_exploration_examples_are_drawn_in_proportion_to_the_item_weight():
     freq = np.array([first.count(i) for i in range(10, 15)]) / seeds
     assert np.all(np.abs(freq - iw) <= 4 * np.sqrt(iw * (1 - iw) / seeds)), (freq, iw)
     assert s.examples(5, seed=1).num_rows == 5  # all of them when n covers the sample
+
+
+def test_next_step_of_model_and_people_draws_more_pairs_when_judging_all_would_not_do():
+    """The people's part of the variance shrinks as (1/n − 1/N); the drawn sample's own (``S²/N``,
+    ``S²`` from the people-only estimate) does not. 50 people's judgements of 1,000 pairs, the
+    people-only SE 0.02 and the combined 0.01: judging all 1,000 leaves 50·0.02²/1000 = 2e-5 of
+    the variance 1e-4, a fifth. Asking for a tenth of the width (a hundredth of the variance) needs
+    a larger sample (before, the advice approached the 1,000 drawn pairs and never asked for more);
+    asking for half the width is reached among the drawn pairs, by the formula."""
+    q = {"judged_pairs": 50, "design": {"ppi": {"people_judgements": 50, "pairs": 1000, "std_err": 0.01,
+                                                "people_only_std_err": 0.02}, "budget": 1000}}
+    more = _more_pairs(q, 0.1, 0.01)
+    assert more["human_budget"] == 5000 and more["budget"] == 100000
+    more = _more_pairs(q, 0.1, 0.05)
+    f = 50 * 0.02 ** 2 / 1000 / 0.01 ** 2
+    want = math.ceil(1 / ((1 / 50 - 1 / 1000) * (0.25 - f) / (1 - f) + 1 / 1000))
+    assert more["pairs_needed"] == want and more["budget"] == 1000 and want < 1000

@@ -226,8 +226,16 @@ def _more_pairs(q: dict, half_width: float, target: float) -> dict | None:
         n, N = int(ppi["people_judgements"]), int(ppi["pairs"])
         ratio = (target / half_width) ** 2
         need = int(math.ceil(1.0 / ((1.0 / n - 1.0 / N) * ratio + 1.0 / N) if N > n else n / ratio))
+        floor = _sample_variance_share(ppi, n, N)
+        if floor is not None:
+            # Judging every drawn pair leaves the drawn sample's own variance (``floor`` of it now): the
+            # people's part shrinks as (1/n − 1/N) down to it; below it, more pairs must be drawn.
+            need = N if ratio <= floor else int(math.ceil(1.0 / ((1.0 / n - 1.0 / N) * (ratio - floor) / (1.0 - floor)
+                                                                 + 1.0 / N)))
         budget = int(design.get("budget") or N)
-        grow = need >= N  # the drawn pairs cannot get there: draw more, people keeping their share
+        grow = need >= N and (floor is None or ratio <= floor)  # the drawn pairs cannot get there: draw more
+        if grow and floor is not None:
+            need = int(math.ceil(n / ratio - 1e-9))  # a sample 1/ratio times larger, people keeping their share
         return {"target_half_width": target, "half_width": half_width, "judged_pairs": n, "pairs_needed": need,
                 "more_pairs": max(need - n, 1), "human_budget": max(need, n + 1),
                 "budget": int(math.ceil(budget * need / max(n, 1))) if grow else budget, "population": N,
@@ -241,6 +249,17 @@ def _more_pairs(q: dict, half_width: float, target: float) -> dict | None:
     return {"target_half_width": target, "half_width": half_width, "judged_pairs": n, "pairs_needed": need,
             "more_pairs": more, "budget": budget + more, "population": N,
             "sample_dir": design.get("sample_dir")}
+
+
+def _sample_variance_share(ppi: dict, n: int, N: int) -> float | None:
+    """The share of a model + people estimate's variance that judging every drawn pair by people
+    would leave: the drawn sample's own, ``S²/N`` with ``S²`` the people-only estimate's ``n·Var``
+    (``people_only_std_err``); None when not known (then the whole variance is taken to shrink as
+    (1/n − 1/N))."""
+    se, alone = ppi.get("std_err"), ppi.get("people_only_std_err")
+    if not (se and alone and N > n > 0) or not (math.isfinite(se) and math.isfinite(alone)):
+        return None
+    return min(n * alone * alone / N / (se * se), 1.0)
 
 
 def _more_recall_pairs(q: dict, r: dict, half_width: float, target: float) -> dict | None:
