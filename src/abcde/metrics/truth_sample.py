@@ -88,20 +88,20 @@ for a small sample of entities all perfectly clustered.
 
 Where the intervals hold (tests/test_truth_sample_sim.py: FEBRL 3 and a world of heavy-tailed entity
 sizes, 2,000 seeds, a quarter of the entities sampled, uniformly, ∝ size and ∝ weight): where the
-variance spreads over many entities ``ν`` is about ``n − 1`` and the intervals cover 94–96%. When a
+variance spreads over many entities ``ν`` is about ``n − 1`` and the intervals cover 94–97%. When a
 few entities carry it, the estimate's distribution is skewed and lumpy; ``ν`` is then small and the
 interval wider, and how that comes out depends on why those few entities matter. With FEBRL 3, where
-18 of the 2,000 entities hold every precision loss of Exp (about 4.5 in a sample), Precision's and
-ΔPrecision's intervals cover 98–99.6%, conservative (on ``n − 1`` degrees of freedom: 92–95% and
-86–88%). In the heavy-tailed world a uniform sample's Recall intervals cover 94% (on ``n − 1``: 90%),
-but ΔRecall's 88% (83%): a sample holding none of the few giant entities that decide the population's
-value cannot see them, and its interval, resting on many small entities, is narrow around a value
-without them; no interval from the sample alone can fix that (the plain, arcsine, Wilson-type,
-Fieller, skewness-corrected, percentile, BCa and bootstrap-t intervals tried did no better). Samples
-∝ size or ∝ weight cover 94–96% there. Each estimate whose variance rests on fewer than
-:data:`FEW_ENTITIES` entities says so in its ``note``. For heavy-tailed entity sizes or weights,
-sample entities with probability ∝ size or ∝ weight (large ones are then certain, and add no
-variance) rather than uniformly.
+18 of the 2,000 entities hold every precision loss of Exp (about 4.5 in a sample, ``ν`` about 2.5),
+Precision's intervals cover 99.2–99.6% and ΔPrecision's 98–99%: conservative (on ``n − 1`` degrees
+of freedom they covered 92–95% and 86–88%). In the heavy-tailed world a uniform sample's Recall
+intervals cover 94% (on ``n − 1``: 90%), but ΔRecall's 88% (83%): a sample holding none of the few
+giant entities that decide the population's value cannot see them, and its interval, resting on many
+small entities, is narrow around a value without them; no interval from the sample alone can fix
+that (the plain, arcsine, Wilson-type, Fieller, skewness-corrected, percentile, BCa and bootstrap-t
+intervals tried did no better). Samples ∝ size or ∝ weight cover 95–96% there. Each estimate whose
+variance rests on fewer than :data:`FEW_ENTITIES` entities says so in its ``note``. For heavy-tailed
+entity sizes or weights, sample entities with probability ∝ size or ∝ weight (large ones are then
+certain, and add no variance) rather than uniformly.
 
 Slices: a slice's estimate uses the entity totals restricted to the slice's items (``A_k^s``,
 ``B_k^s``); a sampled entity with no item in the slice contributes 0 to both but still counts in the
