@@ -92,8 +92,10 @@ TRUTH_SAMPLE_MEANING = (
     "entity; the population's Precision (likewise Recall) is the ratio of the entities' weighted sums, estimated "
     "by weighting each sampled entity by 1/π (Hájek), its standard error by linearisation; F1 is the harmonic mean "
     "of the two estimates (delta method). Δ = Exp − Base from the same entities, with one standard error for the "
-    "difference. 95% intervals on the logit scale, Student t on n − 1 degrees of freedom. They assume the "
-    "variance spreads over many entities: where a few decide it, a note says so and the interval may cover less. "
+    "difference. 95% intervals on the logit scale, Student t on the variance's effective degrees of freedom (about "
+    "n − 1 when the variance spreads over many entities; fewer, and the interval wider, when a few decide it). "
+    "Where a few entities decide the estimate a note says so: the interval may then cover more than 95%, or less "
+    "if the sample misses the entities that matter. "
     "The numbers over the truth's items only (without the design) are shown too, labelled as such: Precision "
     "among them is optimistic, as it misses overmerges with items outside the truth.")
 
