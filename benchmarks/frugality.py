@@ -73,7 +73,7 @@ from abcde.examples import example_paths  # noqa: E402
 from abcde.metrics.impact import overall  # noqa: E402
 from abcde.quality import estimate_from_draws  # noqa: E402
 from abcde.quality.combined import combined_stratified  # noqa: E402
-from abcde.quality.people_tasks import (design_cells, draw_counts, plan_by_answers, plan_people, priority, tasks_in)  # noqa: E402
+from abcde.samples.people_tasks import (design_cells, draw_counts, plan_by_answers, plan_people, priority, tasks_in)  # noqa: E402
 from abcde.sampling.allocation import LEGACY_STRATA, STRATA
 from abcde.sampling.stratified import sample_stratified_many
 from abcde.quality.stratified import estimate_stratified, pilot_sigmas

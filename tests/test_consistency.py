@@ -34,7 +34,7 @@ from abcde.cli import main
 from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS, RECALL_METRIC
 from abcde.core.names import QUALITY_COLUMNS as TABLE_COLUMNS
 from abcde.examples import example_paths
-from abcde.quality.store import JudgementStore
+from abcde.samples.store import JudgementStore
 from abcde.util import display
 from abcde.web.explore_app import ExploreApp, make_server
 from abcde.web.judging_server import serve

@@ -22,7 +22,7 @@ import pytest
 
 from abcde.examples import example_paths
 from abcde.quality import PairSampleDir
-from abcde.quality.store import JudgementStore
+from abcde.samples.store import JudgementStore
 
 P = example_paths("febrl3")
 
@@ -31,7 +31,7 @@ P = example_paths("febrl3")
 CHILD = textwrap.dedent("""
     import os, shutil, sys, json
     import pyarrow.parquet as pq
-    import abcde.quality.sample_dir as sd
+    import abcde.samples.sample_dir as sd
     from abcde.examples import example_paths
     from abcde.quality import draw_pair_sample
 

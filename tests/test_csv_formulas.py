@@ -19,7 +19,7 @@ from abcde.cli import main
 from abcde.judging import JudgementStore
 from abcde.quality import estimate_quality
 from abcde.quality.draw import draw_pair_sample
-from abcde.quality.judgements import load_judgements, read_table_file
+from abcde.samples.judgements import load_judgements, read_table_file
 from abcde.util.files import FORMULA_STARTS, neutralise_formulas, restore_formulas, write_table_file
 from abcde.web.judging_server import serve
 from judging_helpers import request

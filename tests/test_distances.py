@@ -334,7 +334,7 @@ def test_a_census_judged_whole_gives_the_exact_parts(inputs, tmp_path):
         assert row["jaccard_distance"] == close(truth[row["value"]]["split_distance"]
                                                 + truth[row["value"]]["merge_distance"])
     # a third of the pairs unsure: estimated from the judged ones, the truth inside the range
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.sample_dir import PairSampleDir
 
     s = PairSampleDir.read(out)
     store = abcde.quality.load_judgements([out / "judgements.sqlite"], pair_ids=s.judgeable_ids(),
@@ -411,7 +411,7 @@ def test_impact_json_carries_split_and_merge_distance(inputs):
 def _old_format(sample_dir, out):
     """A copy of a pair sample as an abcde before this one wrote it: without the exact distances it
     now stores at the draw (its judgements kept)."""
-    from abcde.quality.sample_dir import PairSampleDir, write_sample_dir
+    from abcde.samples.sample_dir import PairSampleDir, write_sample_dir
 
     shutil.copytree(sample_dir, out)
     s = PairSampleDir.read(out)
@@ -458,7 +458,7 @@ def test_a_sample_stores_its_exact_distances_and_quality_reads_no_input(inputs, 
     computed from the diff (1e-12), no more items than that. ``abcde quality`` then uses them with the
     input files deleted (nothing is read), and gives the estimates a diff of the inputs gives."""
     from abcde.quality.distances import STORED, drawn_items, stored_facts
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.sample_dir import PairSampleDir
 
     d, base, exp, items = inputs
     where = _inputs_in(d, tmp_path / "in")
@@ -495,7 +495,7 @@ def test_integer_item_ids_are_stored_as_json_keys_and_read_back(tmp_path):
     """Item ids that are integers are JSON keys (strings) in the metadata and integers again when
     read: a sample drawn from tables in memory (nothing to read again) has its distances."""
     from abcde.quality.distances import STORED, drawn_items, stored_facts
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.sample_dir import PairSampleDir
 
     base, exp, items = world(40, seed=6)
 
@@ -522,7 +522,7 @@ def test_extending_a_sample_keeps_its_stored_distances_right(inputs, tmp_path):
     """``pairs --extend`` draws again through the same code: the stored facts cover every split and
     merge draw of the grown sample and are those of the diff (1e-12)."""
     from abcde.quality.distances import drawn_items, stored_facts
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.sample_dir import PairSampleDir
 
     d, base, exp, items = inputs
     where = _inputs_in(d, tmp_path / "in")
@@ -585,7 +585,7 @@ def test_tables_in_memory_and_precision_samples(tmp_path):
     """Drawn from tables in memory: the stored facts give the distances; an older such sample cannot
     read its inputs again and says to pass the diff. One clustering's Precision: no distances, none
     stored."""
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.sample_dir import PairSampleDir
 
     base, exp, items = world(30, seed=2)
     out = draw_pair_sample(base, exp, tmp_path / "mem", items=items, budget=20, seed=1)
@@ -607,8 +607,8 @@ def test_people_and_a_model_use_the_people_judgements_alone(inputs, tmp_path):
     d, base, exp, items = inputs
     out = draw_pair_sample(d / "b.parquet", d / "e.parquet", tmp_path / "ppi", items=d / "i.parquet", budget=80,
                            seed=3, human_budget=40)
-    from abcde.quality.people_tasks import people_pairs
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.people_tasks import people_pairs
+    from abcde.samples.sample_dir import PairSampleDir
 
     s = PairSampleDir.read(out)
     tasks = people_pairs(s.draws, s.metadata)

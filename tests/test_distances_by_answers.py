@@ -1,5 +1,5 @@
 """JaccardDistance's good and bad parts when the people's tasks were chosen by a model's answers
-(``abcde judge model`` on a sample drawn with ``--human-budget``: :func:`abcde.quality.people_tasks.plan_by_answers`).
+(``abcde judge model`` on a sample drawn with ``--human-budget``: :func:`abcde.samples.people_tasks.plan_by_answers`).
 
 The people's draws are then a simple random sample of each *cell*'s draws (a stratum, or in the
 paper's design a class, split by the model's answer "same", "different" or none), the rarer answers
@@ -24,7 +24,7 @@ import simcheck as sc
 from abcde.cli import main
 from abcde.quality.distances import (DistanceFacts, judged_draws, distance_facts, drawn_items, estimate_distances_paper,
                                      estimate_distances_stratified)
-from abcde.quality.people_tasks import (design_cells, draw_counts, people_cells, plan_by_answers, tasks_in,
+from abcde.samples.people_tasks import (design_cells, draw_counts, people_cells, plan_by_answers, tasks_in,
                                         unit_weights, units_of)
 from abcde.quality.result import quantile
 from abcde.sampling.stratified import StratifiedSample
@@ -397,8 +397,8 @@ def test_pairs_human_budget_judge_model_judge_oracle_quality(tmp_path, estimator
     from abcde.examples import example_paths
     from abcde.quality.distances import stored_facts
     from abcde.quality.estimate import _stratified_sample
-    from abcde.quality.judgements import judgement_files, load_judgements
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.judgements import judgement_files, load_judgements
+    from abcde.samples.sample_dir import PairSampleDir
 
     p = example_paths("febrl3")
     out = tmp_path / "pairs"

@@ -24,7 +24,7 @@ from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.quality import PairSampleDir, estimate_quality, extend_pair_sample, oracle_judge
 from abcde.sampling.allocation import SIGNED, STRATA, allocate
-from abcde.quality.store import JudgementStore
+from abcde.samples.store import JudgementStore
 
 P = example_paths("febrl3")
 

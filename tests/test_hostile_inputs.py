@@ -823,12 +823,12 @@ def test_hostile_input_issue_25_store_and_model(case: Case, ws, tmp_path, monkey
 def test_hostile_foreign_wal_is_moved_aside_and_nothing_else_changes(ws, tmp_path, monkeypatch):
     import sqlite3
 
-    from abcde.quality.store import JudgementStore
+    from abcde.samples.store import JudgementStore
 
     # another store of the same sample, its writer killed with its write-ahead log left
     other = tmp_path / "other-store"
     shutil.copytree(ws / "pairs", other, ignore=shutil.ignore_patterns("judgements*", ".judging*"))
-    code = ("import os, sqlite3, sys\nfrom abcde.quality.store import JudgementStore\n"
+    code = ("import os, sqlite3, sys\nfrom abcde.samples.store import JudgementStore\n"
             "st = JudgementStore(sys.argv[1])\nkeep = sqlite3.connect(st.path)\n"
             "keep.execute('SELECT count(*) FROM judgements').fetchone()\n"
             "for p in st.pair_ids[:4]:\n    st.record(p, 'different', rater='bob')\nos._exit(0)\n")
@@ -1010,9 +1010,9 @@ def test_issue_25_weights_catalogue_has_its_own_ids():
 def _invited(*names):
     """The judged sample with invite links (made through the store, as 'judge serve --raters' does)."""
     def setup(w: Path) -> None:
-        from abcde.quality.invites import InviteBook
-        from abcde.quality.raters import OWNER
-        from abcde.quality.store import JudgementStore
+        from abcde.samples.invites import InviteBook
+        from abcde.samples.raters import OWNER
+        from abcde.samples.store import JudgementStore
 
         InviteBook(JudgementStore(w / "pairs")).invite([*names, OWNER])
     return setup

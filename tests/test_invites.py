@@ -26,9 +26,9 @@ from click.testing import CliRunner
 from abcde.cli import main
 from abcde.errors import InputError
 from abcde.judging import JudgementStore
-from abcde.quality.invites import InviteBook, token_hash
-from abcde.quality.raters import OWNER
-from abcde.quality.sqlite_guard import StoreError
+from abcde.samples.invites import InviteBook, token_hash
+from abcde.samples.raters import OWNER
+from abcde.samples.sqlite_guard import StoreError
 from abcde.web.judging_server import serve
 from judging_helpers import assert_error, fresh_copy, make_sample, page_under_csp, split_url, start_server, stop, wait_text
 

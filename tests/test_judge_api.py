@@ -18,7 +18,7 @@ import pytest
 from abcde.errors import InputError
 from abcde.judging import JudgementStore, JudgingSession, StoreLockedError
 from abcde.quality import estimate_quality
-from abcde.quality.raters import check_rater
+from abcde.samples.raters import check_rater
 from abcde.web.judging_server import JudgingServer, serve
 from abcde.web.transport import Limits
 from judging_helpers import (assert_error, assert_errors_have_one_shape, assert_host_check, assert_page_is_strict,

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from abcde.cli import main
 from abcde.examples import example_paths
-from abcde.quality.dir_lock import lock_directory
-from abcde.quality.store import JudgementStore
+from abcde.samples.dir_lock import lock_directory
+from abcde.samples.store import JudgementStore
 from content import assert_same_content
 
 P = example_paths("febrl3")

@@ -31,7 +31,7 @@ import pytest
 
 from abcde.examples import example_paths
 from abcde.quality import PairSampleDir
-from abcde.quality.store import JudgementStore
+from abcde.samples.store import JudgementStore
 from abcde.sampling.explore import ExplorationSample
 from abcde.workflow.evaluate import ENTRIES
 from abcde.workflow.record import RECORD
@@ -164,7 +164,7 @@ def test_a_refusal_at_the_pair_stage_leaves_everything_as_it_was(tmp_path, refs)
 CHILD = textwrap.dedent("""
     import json, os, shutil, sys
     import abcde.workflow.evaluate as ev
-    import abcde.quality.sample_dir as sd
+    import abcde.samples.sample_dir as sd
     from abcde.cli import main
 
     crash_at, args = int(sys.argv[1]), sys.argv[2:]

@@ -59,8 +59,8 @@ def text(d, *args) -> str:
 
 
 def people_tasks(d):
-    from abcde.quality.people_tasks import people_pairs
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.people_tasks import people_pairs
+    from abcde.samples.sample_dir import PairSampleDir
 
     s = PairSampleDir.read(d)
     return people_pairs(s.draws, s.metadata)
@@ -79,8 +79,8 @@ def test_the_models_judgements_are_counted_from_the_store_unsure_included(drawn,
     assert ppi["model_answers"] == {"same": a["same"], "different": a["different"], "unsure": a["unsure"]}
     assert ppi["model_used"] + ppi["model_unanswered"] == 400
     # the estimate uses the answers the tasks were chosen by: same or different, in strata split by them
-    from abcde.quality.people_tasks import design_answers
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.people_tasks import design_answers
+    from abcde.samples.sample_dir import PairSampleDir
 
     used = len(design_answers(PairSampleDir.read(d).metadata))
     unsplit = a["same"] + a["different"] - used
@@ -126,9 +126,9 @@ def test_a_model_the_people_never_saw_unanswered_pairs_in_the_blind_design(drawn
 # ----------------------------------------------------------------------------- the disagreement
 @pytest.mark.parametrize("by_answers", (True, False))
 def test_the_weighted_disagreement_comes_first_and_the_raw_count_second(drawn, tmp_path, by_answers):
-    from abcde.quality.people_tasks import design_answers, people_cells, units_of
-    from abcde.quality.sample_dir import PairSampleDir
-    from abcde.quality.store import JudgementStore
+    from abcde.samples.people_tasks import design_answers, people_cells, units_of
+    from abcde.samples.sample_dir import PairSampleDir
+    from abcde.samples.store import JudgementStore
 
     d = fresh_copy(drawn, tmp_path)
     if not by_answers:  # people first: the tasks as drawn, a random subset of each stratum
@@ -166,7 +166,7 @@ def test_the_weighted_disagreement_comes_first_and_the_raw_count_second(drawn, t
 
 # ------------------------------------------------------------------------------------- the worth
 def test_why_the_worth_is_not_told_when_the_peoples_judgements_do_not_vary(drawn, tmp_path):
-    from abcde.quality.store import JudgementStore
+    from abcde.samples.store import JudgementStore
 
     d = fresh_copy(drawn, tmp_path)
     cli("judge", "model", d, "--callable", "abcde.examples.judges:fields_agree")
@@ -188,7 +188,7 @@ def test_why_the_worth_is_not_told_when_the_peoples_judgements_do_not_vary(drawn
 def test_tasks_not_as_many_as_asked_say_why():
     """Chosen by the model's answers, each cell's people's draws are a fixed number of its draws: a pair
     drawn twice is one task, so the tasks come out near the number asked. The plan says why."""
-    from abcde.quality.people_tasks import BY_ANSWERS, plan_by_answers, tasks_note
+    from abcde.samples.people_tasks import BY_ANSWERS, plan_by_answers, tasks_note
 
     units = {f"p{k}": ("split" if k % 3 else "merge") for k in range(300)}
     answers = {p: ("same" if k % 4 else "different") for k, p in enumerate(units)}
@@ -211,8 +211,8 @@ def test_tasks_not_as_many_as_asked_say_why():
 
 
 def test_judge_model_and_quality_say_why_the_tasks_are_not_as_many_as_asked(tmp_path):
-    from abcde.quality.people_tasks import tasks_note
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.people_tasks import tasks_note
+    from abcde.samples.sample_dir import PairSampleDir
 
     d = draw(tmp_path / "pairs", 2000, 200, seed=1)
     said = " ".join(cli("judge", "model", d, "--callable", "abcde.examples.judges:fields_agree").output.split())
@@ -236,7 +236,7 @@ def test_judge_model_and_quality_say_why_the_tasks_are_not_as_many_as_asked(tmp_
 # ----------------------------------------------------------------------------- --source person
 @pytest.mark.parametrize("source", ("oracle", "person"))
 def test_people_alone_print_no_prediction_powered_line(drawn, tmp_path, source):
-    from abcde.quality.store import JudgementStore
+    from abcde.samples.store import JudgementStore
 
     d = fresh_copy(drawn, tmp_path)
     cli("judge", "model", d, "--callable", "abcde.examples.judges:fields_agree")

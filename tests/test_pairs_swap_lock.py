@@ -12,7 +12,7 @@ import pytest
 from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.judging import JudgementStore
-from abcde.quality import dir_lock, sample_dir
+from abcde.samples import dir_lock, sample_dir
 from abcde.quality.draw import draw_pair_sample
 
 

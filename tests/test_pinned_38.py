@@ -29,7 +29,7 @@ from abcde.quality import draw_pair_sample, oracle_judge
 from abcde.quality.combined import combined_paper, combined_stratified
 from abcde.quality.draw import pilot_sigmas_from_dir
 from abcde.quality.ppi import ppi_census_total, ppi_mean
-from abcde.quality.sample_dir import PairSampleDir
+from abcde.samples.sample_dir import PairSampleDir
 from abcde.sampling.stratified import sample_stratified
 from abcde.quality.stratified import estimate_stratified
 from abcde.quality.paper import estimate_from_draws

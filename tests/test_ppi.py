@@ -25,7 +25,7 @@ import simcheck as sc
 from abcde.cli import main
 from abcde.errors import InputError
 from abcde.quality.combined import combined_paper, combined_stratified, combined_stratified_slices
-from abcde.quality.people_tasks import design_cells, draw_counts, plan_by_answers, plan_people, priority, tasks_in
+from abcde.samples.people_tasks import design_cells, draw_counts, plan_by_answers, plan_people, priority, tasks_in
 from abcde.quality.ppi import MODEL_MISSING, _fold, ppi_mean, ppi_plus_plus_lambda, tuned_lambda
 from abcde.sampling.stratified import sample_stratified_many
 from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices
@@ -435,15 +435,15 @@ def _copy(d, tmp_path):
 
 def test_people_see_only_their_tasks_and_the_oracle_judges_only_those(drawn, tmp_path):
     from abcde.judging.session import JudgingSession
-    from abcde.quality.people_tasks import people_pairs
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.people_tasks import people_pairs
+    from abcde.samples.sample_dir import PairSampleDir
 
     d = _copy(drawn, tmp_path)
     s = PairSampleDir.read(d)
     tasks = people_pairs(s.draws, s.metadata)
     assert len(tasks) == 60 == s.metadata["people"]["tasks"]
     for ext in ("csv", "parquet", "jsonl"):
-        from abcde.quality.judgements import read_table_file
+        from abcde.samples.judgements import read_table_file
 
         assert set(read_table_file(d / f"tasks.{ext}", "tasks").column("pair_id").to_pylist()) == tasks
     session = JudgingSession(d)
@@ -451,7 +451,7 @@ def test_people_see_only_their_tasks_and_the_oracle_judges_only_those(drawn, tmp
     assert session.next_pair("ann") in tasks
     r = json.loads(_cli("judge", "oracle", d, "--oracle-column", "entity_id", "--json").output)
     assert r["judgements"] == 60
-    from abcde.quality.store import JudgementStore
+    from abcde.samples.store import JudgementStore
 
     judged = {row["pair_id"] for row in JudgementStore(d).to_table(source="oracle").to_pylist()}
     assert judged == tasks
@@ -459,9 +459,9 @@ def test_people_see_only_their_tasks_and_the_oracle_judges_only_those(drawn, tmp
 
 def test_model_all_pairs_people_their_tasks_quality_is_prediction_powered(drawn, tmp_path):
     from abcde.judging.session import JudgingSession
-    from abcde.quality.judgements import read_table_file
-    from abcde.quality.people_tasks import BY_ANSWERS, people_cells, people_pairs
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.judgements import read_table_file
+    from abcde.samples.people_tasks import BY_ANSWERS, people_cells, people_pairs
+    from abcde.samples.sample_dir import PairSampleDir
 
     d = _copy(drawn, tmp_path)
     s0 = PairSampleDir.read(d)
@@ -517,11 +517,11 @@ def test_model_all_pairs_people_their_tasks_quality_is_prediction_powered(drawn,
     assert people["judged_pairs"] == n and people["design"]["ppi"]["design"] == BY_ANSWERS
     assert people["delta_precision"]["estimate"] == pytest.approx(q["delta_precision"]["estimate"], abs=1e-15)
     # people's judgements outside their tasks are left out, and said so
-    from abcde.quality.store import JudgementStore
-    from abcde.quality.people_tasks import people_pairs
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.store import JudgementStore
+    from abcde.samples.people_tasks import people_pairs
+    from abcde.samples.sample_dir import PairSampleDir
 
-    from abcde.quality.store import NotATaskError
+    from abcde.samples.store import NotATaskError
 
     s = PairSampleDir.read(d)
     outside = next(p for p in JudgementStore(d).pair_ids if p not in people_pairs(s.draws, s.metadata))
@@ -574,10 +574,10 @@ def test_the_llm_judge_path_with_a_local_openai_compatible_server(drawn, tmp_pat
 
 def test_people_who_judged_first_keep_their_tasks(drawn, tmp_path):
     """Once a person (here the oracle) has judged, a model's run never changes the people's tasks."""
-    from abcde.quality.people_tasks import people_pairs
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.people_tasks import people_pairs
+    from abcde.samples.sample_dir import PairSampleDir
 
-    from abcde.quality.store import JudgementStore
+    from abcde.samples.store import JudgementStore
 
     d = _copy(drawn, tmp_path)
     before = PairSampleDir.read(d)
@@ -594,8 +594,8 @@ def test_people_who_judged_first_keep_their_tasks(drawn, tmp_path):
 
 
 def test_tasks_by_answers_grow_with_either_budget_and_keep_every_task(drawn, tmp_path):
-    from abcde.quality.people_tasks import BY_ANSWERS, people_cells, people_pairs
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.people_tasks import BY_ANSWERS, people_cells, people_pairs
+    from abcde.samples.sample_dir import PairSampleDir
 
     d = _copy(drawn, tmp_path)
     _cli("judge", "model", d, "--callable", "abcde.examples.judges:fields_agree")
@@ -623,8 +623,8 @@ def test_tasks_by_answers_grow_with_either_budget_and_keep_every_task(drawn, tmp
 
 
 def test_extending_either_budget_keeps_every_task_and_judgement(drawn, tmp_path):
-    from abcde.quality.people_tasks import people_pairs
-    from abcde.quality.sample_dir import PairSampleDir
+    from abcde.samples.people_tasks import people_pairs
+    from abcde.samples.sample_dir import PairSampleDir
 
     d = _copy(drawn, tmp_path)
     _cli("judge", "oracle", d, "--oracle-column", "entity_id")

@@ -20,7 +20,7 @@ from abcde.core.diff import build_diff
 from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.sampling.pairs import pair_id, pair_totals, sample_pairs, sample_pairs_many
-from abcde.quality.store import JudgementStore
+from abcde.samples.store import JudgementStore
 from abcde.quality import draw_pair_sample, estimate_from_draws, estimate_quality, oracle_judge, weighted_mean_se
 
 

@@ -36,9 +36,9 @@ from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.judging import DuplicateJudgementError, JudgementStore
 from abcde.quality import draw_pair_sample, estimate_quality
-from abcde.quality.sqlite_guard import StoreError
-from abcde.quality.raters import OWNER
-from abcde.quality.store import NotJudgedError
+from abcde.samples.sqlite_guard import StoreError
+from abcde.samples.raters import OWNER
+from abcde.samples.store import NotJudgedError
 from abcde.web.instructions import MAX_INSTRUCTIONS, instructions_html, read_instructions
 from abcde.web.judging_server import serve
 from judging_helpers import HOSTILE, assert_error, fresh_copy, make_sample, page_under_csp, request, start_server, stop
@@ -435,7 +435,7 @@ def test_the_list_pages_and_holds_only_ones_own(hostile, tmp_path):
 
 
 def test_a_change_is_all_or_nothing_and_adds_its_column_once(drawn, tmp_path, monkeypatch):
-    import abcde.quality.store as store_mod
+    import abcde.samples.store as store_mod
 
     d = fresh_copy(drawn, tmp_path)
     store = JudgementStore(d)
@@ -450,7 +450,7 @@ def test_a_change_is_all_or_nothing_and_adds_its_column_once(drawn, tmp_path, mo
     with pytest.raises(NotJudgedError, match="no judgement of pair"):
         store.change(b, "same", rater="ann")
     # a failure inside the transaction (here: its stamp, the last write before COMMIT) leaves the store as it was
-    real = store_mod.stamp  # the name the store calls (abcde.quality.sqlite_guard.stamp)
+    real = store_mod.stamp  # the name the store calls (abcde.samples.sqlite_guard.stamp)
 
     def failing(con):
         raise sqlite3.OperationalError("disk is full")

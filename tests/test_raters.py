@@ -29,7 +29,7 @@ from abcde.errors import InputError
 from abcde.judging import JudgingSession
 from abcde.judging.session import UNKNOWN_ORDERS
 from abcde.quality import PairSampleDir, estimate_quality, load_judgements
-from abcde.quality.store import JudgementStore
+from abcde.samples.store import JudgementStore
 from judging_helpers import fresh_copy, make_sample
 
 

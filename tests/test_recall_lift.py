@@ -19,7 +19,7 @@ from abcde.metrics.impact import overall
 from abcde.quality import draw_pair_sample, estimate_quality
 from abcde.quality.distances import drawn_items
 from abcde.quality.draw import extend_pair_sample
-from abcde.quality.sample_dir import PairSampleDir, write_sample_dir
+from abcde.samples.sample_dir import PairSampleDir, write_sample_dir
 from abcde.quality.recall import estimate_recall_lift, recall_facts, recall_items
 from abcde.quality.result import Estimate
 from abcde.sampling.allocation import agreed_budget

@@ -29,10 +29,10 @@ from abcde.quality import draw_pair_sample, estimate_quality
 from abcde.quality.draw import extend_pair_sample
 from abcde.quality.estimate import _stratified_sample
 from abcde.quality.people import choose_by_model_answers
-from abcde.quality.people_tasks import people_cells, people_pairs
+from abcde.samples.people_tasks import people_cells, people_pairs
 from abcde.quality.recall import (RECALL_STRATA, RecallFacts, estimate_recall_lift, recall_facts, recall_items,
                                   stored_recall)
-from abcde.quality.sample_dir import PairSampleDir, write_sample_dir
+from abcde.samples.sample_dir import PairSampleDir, write_sample_dir
 from abcde.sampling.allocation import (AGREED_PRIOR, CHANGED_PRIOR, agreed_budget, agreed_share, split_budget,
                                        stratum_weights)
 from abcde.sampling.stratified import StratifiedSample, sample_stratified

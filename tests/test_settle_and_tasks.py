@@ -6,7 +6,7 @@ there when the owner voted. A rater who undoes or changes so that the raters no 
 the owner's vote on disk but inert (the pair counts as the raters' votes say, and needs a rater
 again if it is short of judgements); a dispute made of the votes the owner saw counts the owner's
 vote again; a dispute with a vote the owner has not seen waits again. ``abcde quality`` and the
-owner's queue read one rule (:func:`abcde.quality.judgements.resolve`), so every pair is waiting,
+owner's queue read one rule (:func:`abcde.samples.judgements.resolve`), so every pair is waiting,
 settled, or not disputed — never lost.
 
 **The people's tasks (5).** With ``pairs --human-budget``, a person's judgement, change or settle
@@ -36,12 +36,12 @@ from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.judging.session import JudgingSession
 from abcde.quality import draw_pair_sample, estimate_quality
-from abcde.quality.invites import InviteBook
-from abcde.quality.judgements import load_judgements, vote
-from abcde.quality.people_tasks import people_pairs
-from abcde.quality.sample_dir import PairSampleDir
-from abcde.quality.raters import OWNER, check_invite_name
-from abcde.quality.store import JudgementStore, UnknownPairError
+from abcde.samples.invites import InviteBook
+from abcde.samples.judgements import load_judgements, vote
+from abcde.samples.people_tasks import people_pairs
+from abcde.samples.sample_dir import PairSampleDir
+from abcde.samples.raters import OWNER, check_invite_name
+from abcde.samples.store import JudgementStore, UnknownPairError
 from abcde.web.judging_server import serve
 from judging_helpers import assert_error, fresh_copy, make_sample, request
 

@@ -1,6 +1,6 @@
 """Every writer of the judgement store is as safe as the web app (issue 25, class 3).
 
-One way opens the store for every reader and writer (:class:`abcde.quality.store.JudgementStore`):
+One way opens the store for every reader and writer (:class:`abcde.samples.store.JudgementStore`):
 the directory's in-use lock, a check of what SQLite would replay (a write-ahead log or journal
 that is not the store's own is moved aside, never replayed, never deleted), the store's identity
 (its sample) and integrity (size, ``PRAGMA quick_check``), one-line errors, and writes that are
@@ -28,8 +28,8 @@ from click.testing import CliRunner
 
 from abcde.cli import main
 from abcde.examples import example_paths
-from abcde.quality.sqlite_guard import StoreError, wal_problem
-from abcde.quality.store import JudgementStore
+from abcde.samples.sqlite_guard import StoreError, wal_problem
+from abcde.samples.store import JudgementStore
 from judging_helpers import make_sample, request, start_server, stop
 
 P = example_paths("febrl3")
@@ -92,7 +92,7 @@ def judged(sample: Path, dest: Path) -> Path:
 
 LEAVE_WAL = """
 import os, sqlite3, sys
-from abcde.quality.store import JudgementStore
+from abcde.samples.store import JudgementStore
 d, rater, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 st = JudgementStore(d)
 keep = sqlite3.connect(st.path)  # a second connection: the log outlives the writes
@@ -216,7 +216,7 @@ def test_the_pairs_are_not_drawn_again_under_a_running_model_judge(samples, tmp_
 
 REDRAW_WITHOUT_THE_LOCK = """
 import contextlib, sys
-import abcde.quality.sample_dir as sd
+import abcde.samples.sample_dir as sd
 from abcde.quality import draw_pair_sample
 # a draw that does not look at the lock (an older abcde, another tool): neither before nor at its swap
 sd.served_by = lambda d: None
@@ -416,8 +416,8 @@ def test_a_store_of_another_sample_is_refused(samples, tmp_path):
 
 RECORD_UNTIL_IT_FAILS = """
 import resource, signal, sys
-from abcde.quality.sqlite_guard import StoreError
-from abcde.quality.store import JudgementStore
+from abcde.samples.sqlite_guard import StoreError
+from abcde.samples.store import JudgementStore
 d, limit = sys.argv[1], int(sys.argv[2])
 st = JudgementStore(d)
 hold = st.hold("a test")  # as a model run or the server do: one connection open, so the log grows

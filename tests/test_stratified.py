@@ -200,7 +200,7 @@ def test_slice_contributions_add_up_to_delta_precision(tmp_path):
         assert c["method"] == "stratified (proportional)"
 
 
-    from abcde.quality.judgements import load_judgements
+    from abcde.samples.judgements import load_judgements
     from abcde.quality import PairSampleDir
     from abcde.sampling.allocation import STRATA
     from abcde.quality.stratified import next_stratum, stratum_values

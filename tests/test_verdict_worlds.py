@@ -11,7 +11,7 @@ import reference as ref
 from test_quality import dicts
 from test_recall_lift import sim_world
 from abcde.quality import draw_pair_sample, estimate_quality
-from abcde.quality.sample_dir import PairSampleDir
+from abcde.samples.sample_dir import PairSampleDir
 
 HEADLINES = {"better": "is better than", "worse": "is worse than", "precision_for_recall": "trades precision for recall",
              "recall_for_precision": "trades recall for precision", "none": "No detectable change"}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from abcde.judging.session import JudgingSession
-from abcde.quality.judgements import load_judgements, majority, vote
-from abcde.quality.store import JudgementStore
+from abcde.samples.judgements import load_judgements, majority, vote
+from abcde.samples.store import JudgementStore
 from judging_helpers import make_sample
 
 CASES = [

@@ -40,13 +40,13 @@ _EXPORTS = {
     "sample_items": "abcde.sampling.explore",
     "Estimate": "abcde.quality.result",
     "QualityResult": "abcde.quality.result",
-    "PairSampleDir": "abcde.quality.sample_dir",
+    "PairSampleDir": "abcde.samples.sample_dir",
     "draw_pair_sample": "abcde.quality.draw",
     "draw_precision_sample": "abcde.quality.draw",
     "extend_pair_sample": "abcde.quality.draw",
     "estimate_quality": "abcde.quality.estimate",
     "oracle_judge": "abcde.quality.oracle",
-    "JudgementStore": "abcde.quality.store",
+    "JudgementStore": "abcde.samples.store",
     "Report": "abcde.report.build",
     "build_report": "abcde.report.build",
 }
@@ -69,7 +69,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from abcde.quality.estimate import estimate_quality
     from abcde.quality.oracle import oracle_judge
     from abcde.quality.result import Estimate, QualityResult
-    from abcde.quality.sample_dir import PairSampleDir
-    from abcde.quality.store import JudgementStore
+    from abcde.samples.sample_dir import PairSampleDir
+    from abcde.samples.store import JudgementStore
     from abcde.report.build import Report, build_report
     from abcde.sampling.explore import ExplorationSample, SliceEstimate, sample_affected, sample_items

@@ -200,8 +200,8 @@ MUTANTS: list[Mutant] = [
       BOTH_TESTS),
     # ------------------------------------------------------------------ quality/stratified.py
     M("strat-agreed-self-kept", "sampling/stratified.py",
-      'drop_self=c.startswith("intersection") or c == "agreed")',
-      'drop_self=c.startswith("intersection"))',
+      'drop_self=stratum.startswith("intersection") or stratum == "agreed")',
+      'drop_self=stratum.startswith("intersection"))',
       "sample_stratified_many: the agreed stratum's self draws not rejected", BOTH_TESTS),
     M("strat-share-no-1plus", "sampling/allocation.py",
       "    b = (1 + lift) * ms * sc + mm * sc\n",

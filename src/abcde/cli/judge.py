@@ -1,6 +1,6 @@
 """``abcde judge oracle|serve|raters|model|export``: collecting the judgements of a pair sample
 (:mod:`abcde.quality.oracle`, :mod:`abcde.judging`, :mod:`abcde.web.judging_server`), and who may
-judge on a served sample (invite links, :mod:`abcde.quality.store`)."""
+judge on a served sample (invite links, :mod:`abcde.samples.store`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def read_raters(value: str) -> list[str]:
     file; so is one without a comma that holds a path separator or a file extension. Each name is
     checked as a rater name; a name twice, ``owner`` (the owner's link) or no name at all is
     refused in one line."""
-    from abcde.quality.raters import OWNER, check_invite_name  # lazy: start-up time
+    from abcde.samples.raters import OWNER, check_invite_name  # lazy: start-up time
     from abcde.util.files import read_small_text  # lazy: start-up time
 
     path = Path(value)
@@ -147,10 +147,10 @@ def judge():
 @handle_errors
 def judge_oracle(sample_dir, oracle_column, out, as_json):
     """Fill a pair sample's judgements from a ground-truth column (oracle judge)."""
-    from abcde.quality.judgements import read_table_file  # lazy: start-up time
+    from abcde.samples.judgements import read_table_file  # lazy: start-up time
     from abcde.quality.oracle import oracle_judge  # lazy: start-up time
 
-    from abcde.quality.store import JudgementStore  # lazy: start-up time
+    from abcde.samples.store import JudgementStore  # lazy: start-up time
 
     path = oracle_judge(sample_dir, oracle_column, out=out)
     if out:
@@ -215,7 +215,7 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
     machines: --raters alice,bob prints an invite link per rater (their name comes from it) and
     the owner's; see 'abcde judge raters' to list, revoke or replace them.
     """
-    from abcde.quality.invites import InviteBook  # lazy: start-up time
+    from abcde.samples.invites import InviteBook  # lazy: start-up time
     from abcde.web.judging_server import serve  # lazy: start-up time
 
     raters = read_raters(raters_spec) if raters_spec is not None else []
@@ -273,11 +273,11 @@ def judge_raters(sample_dir, revoke, new_link, public_url, as_json):
     who judged without a link. Changes take effect at once, also on a running server; judgements
     are never touched.
     """
-    from abcde.quality.invites import InviteBook  # lazy: start-up time
-    from abcde.quality.raters import check_invite_name  # lazy: start-up time
-    from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
-    from abcde.quality.sqlite_guard import STORE_NAME  # lazy: start-up time
-    from abcde.quality.store import JudgementStore  # lazy: start-up time
+    from abcde.samples.invites import InviteBook  # lazy: start-up time
+    from abcde.samples.raters import check_invite_name  # lazy: start-up time
+    from abcde.samples.sample_dir import PairSampleDir  # lazy: start-up time
+    from abcde.samples.sqlite_guard import STORE_NAME  # lazy: start-up time
+    from abcde.samples.store import JudgementStore  # lazy: start-up time
     from abcde.web.judging_server import check_public_url  # lazy: start-up time
 
     both = sorted(set(revoke) & set(new_link))
@@ -364,7 +364,7 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_h
     """
     from abcde.judging import LLMJudge, judge_with_model  # lazy: start-up time
     from abcde.judging.models import load_callable  # lazy: start-up time
-    from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
+    from abcde.samples.sample_dir import PairSampleDir  # lazy: start-up time
 
     PairSampleDir.read(sample_dir)  # the sample first: a bad directory is named before the judge's options
     llm_opts = {"--model": model, "--llm-base-url": llm_base_url, "--api-key": api_key,
@@ -436,7 +436,7 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_h
 def judge_export(sample_dir, out, source, force, as_json):
     """Write the store's judgements (SAMPLE_DIR/judgements.sqlite) as a judgement file, with agreement."""
     from abcde.judging import JudgementStore, agreement  # lazy: start-up time
-    from abcde.quality.raters import OWNER  # lazy: start-up time
+    from abcde.samples.raters import OWNER  # lazy: start-up time
 
     if not (Path(sample_dir) / "judgements.sqlite").exists():
         raise AbcdeError(f"There is no judgement store (judgements.sqlite) in '{sample_dir}'; "

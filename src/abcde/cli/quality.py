@@ -145,7 +145,7 @@ def print_sample(path, *, as_json: bool, extended: bool = False) -> None:
                                for c in order + [c for c in people["pairs"] if c not in order]],
                               f"People's tasks: {people['tasks']:,} of the {meta['judgeable_pairs']:,} pairs (a random "
                               "subset of each; a model judges every pair)"))
-        from abcde.quality.people_tasks import tasks_note  # lazy: start-up time
+        from abcde.samples.people_tasks import tasks_note  # lazy: start-up time
 
         if tasks_note(people):  # not the number asked (--human-budget): why
             console().print(tasks_note(people)[:1].upper() + tasks_note(people)[1:] + ".", soft_wrap=True)

@@ -381,7 +381,7 @@ def print_ppi(ppi: dict) -> None:
     people's tasks when they are not the number asked. ``--source person`` (or ``oracle``) on a
     sample whose tasks were chosen by the model's answers: the people's judgements alone, weighted by
     cell; nothing of the model's is said to be used."""
-    from abcde.quality.people_tasks import BY_ANSWERS  # lazy: start-up time
+    from abcde.samples.people_tasks import BY_ANSWERS  # lazy: start-up time
 
     def say(text: str, style: str | None = None) -> None:
         text = text[:1].upper() + text[1:]

@@ -33,10 +33,8 @@ same on every engine).
 
 from __future__ import annotations
 
-import math
 
 import ibis
-import numpy as np
 
 
 def _times(w, x):
@@ -110,20 +108,3 @@ def fragment_metrics(f: ibis.Table) -> ibis.Table:
     jd = ibis.ifelse(aff, (f.wb - f.w + f.we - f.w) / (f.wb + f.we - f.w), 0.0)
     return f.mutate(split_rate=split_pair_weight(f), merge_rate=merge_pair_weight(f), jaccard_distance=jd,
                     split_distance=split_distance(f), merge_distance=merge_distance(f), affected=aff)
-
-
-def weighted_mean_se(x: np.ndarray, w: np.ndarray) -> tuple[float, float]:
-    """Weighted mean and its standard error (Case I: weights are relative importance)::
-
-        SE = sqrt((Σ w x² / Σ w − x̄²) · Σ w² / ((Σ w)² − Σ w²))
-    """
-    if len(x) == 0 or w.sum() <= 0:
-        return math.nan, math.nan
-    sw = w.sum()
-    mean = float((w * x).sum() / sw)
-    sw2 = float((w * w).sum())
-    denom = sw * sw - sw2
-    if denom <= 0:
-        return mean, math.nan
-    var = max(float((w * x * x).sum() / sw) - mean * mean, 0.0)
-    return mean, math.sqrt(var * sw2 / denom)

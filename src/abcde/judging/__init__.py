@@ -1,6 +1,6 @@
 """Collecting judgements: from people (the session behind the judging web app) and from models.
 
-- :class:`JudgementStore` (defined in :mod:`abcde.quality.store`, re-exported here) —
+- :class:`JudgementStore` (defined in :mod:`abcde.samples.store`, re-exported here) —
   ``SAMPLE_DIR/judgements.sqlite``, one transaction per judgement.
 - :class:`JudgingSession` — what the judging web app (:mod:`abcde.web`, ``abcde judge serve``)
   does without HTTP: one pair at a time, blind, several raters, replicated pairs with
@@ -15,8 +15,8 @@ model, oracle); ``abcde judge export`` writes them in the judgement file format 
 """
 
 from abcde.judging.agreement import agreement, cohen_kappa, fleiss_kappa
-from abcde.quality.dir_lock import StoreLockedError
-from abcde.quality.store import SOURCES, DuplicateJudgementError, JudgementStore, UnknownPairError
+from abcde.samples.dir_lock import StoreLockedError
+from abcde.samples.store import SOURCES, DuplicateJudgementError, JudgementStore, UnknownPairError
 from abcde.judging.llm import LLMError, LLMJudge, parse_answer
 from abcde.judging.llm_cache import AnswerCache
 from abcde.judging.models import ModelJudgeResult, judge_with_model

@@ -28,8 +28,8 @@ from abcde.errors import AbcdeError, InputError
 from abcde.core.names import VOCABULARY
 from abcde.judging.llm import LLMError, UnusableAnswerError
 from abcde.quality.people import choose_by_model_answers
-from abcde.quality.sample_dir import shown_columns
-from abcde.quality.store import DuplicateJudgementError, JudgementStore
+from abcde.samples.sample_dir import shown_columns
+from abcde.samples.store import DuplicateJudgementError, JudgementStore
 
 Judge = Callable[[dict, dict], str]
 
@@ -128,7 +128,7 @@ def judge_with_model(sample_dir, judge: Judge, *, name: str | None = None, concu
         space aside). Any other return value, or an LLM's :class:`UnusableAnswerError`, is not a
         judgement: the pair is left unjudged and counted (``unjudged``), and the run goes on. Any
         other exception stops the run (answers already recorded stay). The store is held in use
-        for the whole run (:meth:`~abcde.quality.store.JudgementStore.hold`): the pairs cannot be
+        for the whole run (:meth:`~abcde.samples.store.JudgementStore.hold`): the pairs cannot be
         drawn again under it.
     name
         Rater name suffix: judgements carry rater ``model:NAME`` (default: the judge's

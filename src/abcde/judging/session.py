@@ -48,15 +48,15 @@ One's own judgements
     :meth:`JudgingSession.mine` lists a rater's live judgements (the latest answer of each pair
     they judged), :meth:`JudgingSession.my_judgement` opens one with its history, and
     :meth:`JudgingSession.change` changes it: a new judgement that supersedes the old one
-    (:meth:`abcde.quality.store.JudgementStore.change`; the old row is kept, withdrawn). The
+    (:meth:`abcde.samples.store.JudgementStore.change`; the old row is kept, withdrawn). The
     estimates read live judgements only, so they use each rater's latest answer per pair.
 Settling
     Pairs whose raters disagree so that the vote rule ties (two raters: same and different, or
-    one of them unsure; :func:`abcde.quality.judgements.disputed`) wait in the owner's queue
+    one of them unsure; :func:`abcde.samples.judgements.disputed`) wait in the owner's queue
     (:meth:`JudgingSession.settle_state`). The owner's settling answer
     (:meth:`JudgingSession.settle`) is recorded as one more person judgement, by the rater
-    :data:`~abcde.quality.raters.OWNER`, and counts as one more vote under the vote rule of
-    ``abcde quality`` while it settles a real dispute (:func:`abcde.quality.judgements.resolve`,
+    :data:`~abcde.samples.raters.OWNER`, and counts as one more vote under the vote rule of
+    ``abcde quality`` while it settles a real dispute (:func:`abcde.samples.judgements.resolve`,
     the one rule both read): the raters' votes tie, and every one of them was there when the
     owner voted. With two raters split, a same or different decides the pair 2 to 1; a can't-tell
     leaves the tie (unsure). When a rater undoes or changes so the raters no longer tie, the
@@ -72,9 +72,9 @@ Settling
 The people's tasks
     With a people's budget (``pairs --human-budget``) people judge the people's tasks only: the
     store refuses a person's judgement, change or settling vote of another pair
-    (:class:`~abcde.quality.store.NotATaskError`, a 404 over HTTP), and judgements of other pairs
+    (:class:`~abcde.samples.store.NotATaskError`, a 404 over HTTP), and judgements of other pairs
     recorded by an earlier abcde (kept in the store) count in no progress, queue, agreement or
-    estimate here (:meth:`JudgingSession._live`, :func:`abcde.quality.people_tasks.outside_tasks`); their
+    estimate here (:meth:`JudgingSession._live`, :func:`abcde.samples.people_tasks.outside_tasks`); their
     rater still finds them in their own list (:meth:`JudgingSession.mine`), to open, not to change.
 """
 
@@ -96,12 +96,12 @@ from abcde.core.names import METRIC_LABELS
 from abcde.errors import InputError
 from abcde.judging.agreement import agreement
 from abcde.quality.estimate import estimate_quality
-from abcde.quality.invites import InviteBook
-from abcde.quality.judgements import INERT, SETTLED, WAITING, resolve
-from abcde.quality.people_tasks import outside_tasks, people_cells, units_of
-from abcde.quality.sample_dir import shown_columns
-from abcde.quality.raters import OWNER, check_rater
-from abcde.quality.store import KEEP, JudgementStore, NotJudgedError
+from abcde.samples.invites import InviteBook
+from abcde.samples.judgements import INERT, SETTLED, WAITING, resolve
+from abcde.samples.people_tasks import outside_tasks, people_cells, units_of
+from abcde.samples.sample_dir import shown_columns
+from abcde.samples.raters import OWNER, check_rater
+from abcde.samples.store import KEEP, JudgementStore, NotJudgedError
 from abcde.quality.stratified import next_stratum, stratum_values
 from abcde.quality.verdict import verdict as quality_verdict
 from abcde.sampling.allocation import pair_class_of_draws, stratum_weights
@@ -126,15 +126,15 @@ class NothingToSettleError(InputError):
 
 
 def check_person(rater) -> str:
-    """A person's rater name: :func:`abcde.quality.raters.check_rater`, the one check, which refuses
-    :data:`~abcde.quality.raters.OWNER` (the name the owner's settling votes carry) and every name
+    """A person's rater name: :func:`abcde.samples.raters.check_rater`, the one check, which refuses
+    :data:`~abcde.samples.raters.OWNER` (the name the owner's settling votes carry) and every name
     that reads as it ('Owner ', 'owner.', 'ＯＷＮＥＲ', …)."""
     return check_rater(rater)
 
 
 def _resolutions(live) -> dict:
     """``{pair_id: Resolution}`` of live person judgements (in the order made), by the one rule of
-    ``abcde quality`` (:func:`abcde.quality.judgements.resolve`): the owner's votes count only while
+    ``abcde quality`` (:func:`abcde.samples.judgements.resolve`): the owner's votes count only while
     they settle a real dispute."""
     votes: dict = defaultdict(list)
     for j in live:
@@ -181,7 +181,7 @@ class JudgingSession:
     hide
         Item attributes not to show (e.g. a ground-truth column), besides what is never shown:
         the weight, the columns hidden when the pairs were drawn (``pairs --hide``) and the
-        columns oracles judged by (the blind rule, :func:`abcde.quality.sample_dir.shown_columns`).
+        columns oracles judged by (the blind rule, :func:`abcde.samples.sample_dir.shown_columns`).
     show_ids
         Show the item ids too (they may give the answer away, e.g. FEBRL's
         ``rec-1-org`` / ``rec-1-dup-0``).
@@ -380,7 +380,7 @@ class JudgingSession:
     @staticmethod
     def resolved(live) -> dict:
         """One answer per pair from live judgements, in the order made (several raters: the vote rule
-        of ``abcde quality``, :func:`abcde.quality.judgements.resolve`, the owner's settling votes
+        of ``abcde quality``, :func:`abcde.samples.judgements.resolve`, the owner's settling votes
         counted only while they settle a real dispute; a pair with an owner's vote alone is not
         judged)."""
         return {pid: r.answer for pid, r in _resolutions(live).items() if r.answer is not None}
@@ -678,7 +678,7 @@ class JudgingSession:
     # ------------------------------------------------------------------ settling
     def _disputes(self, live) -> dict:
         """The owner's settle queue from live person judgements, by the one rule of ``abcde quality``
-        (:func:`abcde.quality.judgements.resolve`, :attr:`~abcde.quality.judgements.Resolution.state`):
+        (:func:`abcde.samples.judgements.resolve`, :attr:`~abcde.samples.judgements.Resolution.state`):
         ``{"waiting": [...], "settled": [...], "inert": [...]}``, each ``(pair_id, [Recorded, ...],
         Resolution)``. Waiting: the raters' votes tie and no vote of the owner's settles them (none,
         one cast before a vote of this dispute, or a can't tell), oldest dispute first; settled: the
@@ -725,7 +725,7 @@ class JudgingSession:
 
     def settle(self, pair_id, judgement, *, comment=None, request_id=None) -> dict:
         """The owner's settling vote on a pair in the queue (or a change of one cast before): recorded
-        as a person judgement by :data:`~abcde.quality.raters.OWNER`, on disk on return; then
+        as a person judgement by :data:`~abcde.samples.raters.OWNER`, on disk on return; then
         :meth:`settle_state` and ``vote`` (the vote recorded). An earlier vote of the owner's that
         does not count (cast before a vote of this dispute) is superseded by a new one, the same
         answer too, which counts.
@@ -735,7 +735,7 @@ class JudgingSession:
         NothingToSettleError
             Fewer than two raters judged the pair, or their votes do not tie (an owner's vote on it,
             which then does not count, is not changed either).
-        ~abcde.quality.store.NotATaskError
+        ~abcde.samples.store.NotATaskError
             The pair is not one of the people's tasks.
         """
         self.store.validate(pair_id, judgement, rater=OWNER, source="person")

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from abcde.quality.paper import delta_precision_bounds
-from abcde.quality.people_tasks import BY_ANSWERS, Cells
+from abcde.samples.people_tasks import BY_ANSWERS, Cells
 from abcde.quality.ppi import (DISAGREEMENT_WARNING, Part, agreement, fold_lambdas, model_value, ppi_census_total,
                                ppi_mean)
 from abcde.quality.result import Estimate, QualityResult
@@ -46,10 +46,10 @@ class Judged:
     pair_weight: np.ndarray | None
     pairs: np.ndarray | None = None
     #: Each draw's cell when the people's tasks were chosen by the model's answers
-    #: (:func:`abcde.quality.people_tasks.people_cells`), else None (one cell per unit).
+    #: (:func:`abcde.samples.people_tasks.people_cells`), else None (one cell per unit).
     cells: np.ndarray | None = None
     #: ``{cell: {pair_id: times}}``: cells of a census stratum whose people's tasks are draws ∝ pair
-    #: weight (:func:`abcde.quality.people_tasks.census_draws`).
+    #: weight (:func:`abcde.samples.people_tasks.census_draws`).
     drawn: dict | None = None
 
     @property
@@ -392,7 +392,7 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
     """ΔPrecision and the Good/Bad rates of a stratified sample (:class:`StratifiedSample`):
     the exact self term plus, per stratum, ``U_c`` times its prediction-powered mean (a census
     stratum: its prediction-powered total). ``cells``: the people's tasks were chosen by the
-    model's answers (:func:`abcde.quality.people_tasks.people_cells`): each stratum's mean is stratified by
+    model's answers (:func:`abcde.samples.people_tasks.people_cells`): each stratum's mean is stratified by
     cell (λ = 0 within a cell, where the model's value is one number). ``stored_model``: the model's
     judgements as stored (every answer; default ``model``), which ``design["ppi"]`` counts."""
     parts, rate_parts = [], {}

@@ -56,7 +56,7 @@ People's tasks chosen by a model's answers
 ------------------------------------------
 After ``abcde judge model`` on a sample drawn with ``--human-budget``, the people's draws of each
 stratum (the paper's design: of each class) are a simple random sample of each *cell*'s draws, the
-cells being the model's answers "same", "different" and none (:func:`abcde.quality.people_tasks.plan_by_answers`;
+cells being the model's answers "same", "different" and none (:func:`abcde.samples.people_tasks.plan_by_answers`;
 a stratum not split is one cell). Only the people's draws count (``Cells.selected``: the i-th draw of
 a pair, in draw order, even when the pair has other draws), each with the expansion weight
 ``e_k = N_c/n_c`` of its cell ``c`` (its draws over its people's draws judged same or different)::
@@ -329,7 +329,7 @@ def sum_estimate(name: str, a: Estimate, b: Estimate) -> Estimate:
 @dataclass(frozen=True)
 class JudgedDraws:
     """The judged draws of one kind (split or merge): 1(i ≡ j), the vantage item's share r and the
-    vantage items. By the model's answers (:func:`abcde.quality.people_tasks.people_cells`): the people's
+    vantage items. By the model's answers (:func:`abcde.samples.people_tasks.people_cells`): the people's
     draws alone, each one's ``cell``, and ``sizes``, every cell's draws of the kind (judged or not)."""
 
     same: np.ndarray
@@ -469,7 +469,7 @@ def estimate_distances_stratified(sample, by_pair: dict, facts: DistanceFacts, *
     """The parts under the stratified design: from the split and merge strata (a census stratum
     exactly, see the module's docstring). ``vantage_values``: ``{column: {item id: JSON value}}``
     for the slices of ``facts.slices``. ``cells``: the people's tasks were chosen by a model's
-    answers (:func:`abcde.quality.people_tasks.people_cells`): the people's draws alone, weighted by cell."""
+    answers (:func:`abcde.samples.people_tasks.people_cells`): the people's draws alone, weighted by cell."""
     kinds = {}
     for kind, total in (("split", facts.split_distance), ("merge", facts.merge_distance)):
         draws = sample.draws.get(kind) if kind in sample.strata else None
@@ -590,7 +590,7 @@ def stored_facts(meta: dict, item_ids, slice_by=()) -> DistanceFacts | None:
 
 
 def sample_facts(sample, slice_by=(), *, diff=None) -> tuple[DistanceFacts | None, str]:
-    """The exact facts of a pair sample (:class:`abcde.quality.sample_dir.PairSampleDir`) for its
+    """The exact facts of a pair sample (:class:`abcde.samples.sample_dir.PairSampleDir`) for its
     distances, or None and why they are not available.
 
     First those the sample stored when it was drawn (:func:`stored_facts`: nothing is read); a

@@ -3,7 +3,7 @@
 :func:`draw_pair_sample` reads the inputs once, samples pairs ∝ u_ij without listing
 them (:mod:`abcde.sampling.pairs`; stratified: :mod:`abcde.quality.stratified`),
 computes the exact slice multipliers asked for, and writes the sample directory
-(:mod:`abcde.quality.sample_dir`).
+(:mod:`abcde.samples.sample_dir`).
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import check_slice_columns, link_masses, overall, private
 from abcde.quality.distances import distance_facts, drawn_items, facts_record
-from abcde.quality.judgements import judgement_files, load_judgements
-from abcde.quality.people_tasks import (BY_ANSWERS, META_KEY as PEOPLE_KEY, census_weights, check_human_budget,
+from abcde.samples.judgements import judgement_files, load_judgements
+from abcde.samples.people_tasks import (BY_ANSWERS, META_KEY as PEOPLE_KEY, census_weights, check_human_budget,
                                         design_answers, draw_counts, plan_by_answers, plan_people, unit_weights,
                                         units_of)
-from abcde.quality.sample_dir import PairSampleDir, StagedSample, check_hidden, stage_sample_dir, write_sample_dir
+from abcde.samples.sample_dir import PairSampleDir, StagedSample, check_hidden, stage_sample_dir, write_sample_dir
 from abcde.quality.recall import recall_facts, recall_items, recall_record
 from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA, agreed_share, split_budget
 from abcde.sampling.stratified import sample_agreed, sample_stratified, slice_self_terms
@@ -69,7 +69,7 @@ def draw_pair_sample(
     ``out_dir`` is written once: drawing the same sample again keeps its judgements; a directory
     holding another sample is refused unless ``force``, and then the earlier sample and its
     judgements are moved to ``out_dir/replaced/`` (see
-    :func:`abcde.quality.sample_dir.write_sample_dir`).
+    :func:`abcde.samples.sample_dir.write_sample_dir`).
 
     The task files are blind: a pair id and the items' attributes, without weights, the
     ``hide`` columns (e.g. a ground-truth id) or, unless ``show_ids``, the item ids; the judging
@@ -83,7 +83,7 @@ def draw_pair_sample(
     instead of reading and joining the inputs again (``abcde evaluate`` does the whole job from one).
 
     ``human_budget``: mark a random subset of that many of the ``budget`` pairs as the people's tasks
-    (a simple random sample of each stratum's pairs, :func:`abcde.quality.people_tasks.plan_people`): the task
+    (a simple random sample of each stratum's pairs, :func:`abcde.samples.people_tasks.plan_people`): the task
     files and the judging app show only those, ``judge oracle`` judges only those, a model judges
     every pair, and ``abcde quality`` combines the two without bias (:mod:`abcde.quality.combined`).
     """
@@ -175,7 +175,7 @@ def stage_pair_sample(given: Inputs, out_dir: str | os.PathLike, files: str | os
 
 
 def _with_people(draws: pa.Table, meta: dict, human_budget: int | None, old: dict | None = None) -> None:
-    """Record the people's tasks in ``meta`` (:func:`abcde.quality.people_tasks.plan_people`): ``human_budget``
+    """Record the people's tasks in ``meta`` (:func:`abcde.samples.people_tasks.plan_people`): ``human_budget``
     of the drawn pairs, or (``old``: a sample's plan before ``--extend``) every earlier task and more."""
     if human_budget is None and not old:
         return

@@ -17,12 +17,12 @@ from abcde.errors import InputError
 from abcde.core.names import PEOPLE
 from abcde.quality.combined import combined_paper, combined_stratified, combined_stratified_slices
 from abcde.quality.distances import estimate_distances_paper, estimate_distances_stratified, sample_facts
-from abcde.quality.judgements import judgement_files, load_judgements
-from abcde.quality.people_tasks import META_KEY as PEOPLE_PLAN, design_answers, people_cells, people_pairs, tasks_note
+from abcde.samples.judgements import judgement_files, load_judgements
+from abcde.samples.people_tasks import META_KEY as PEOPLE_PLAN, design_answers, people_cells, people_pairs, tasks_note
 from abcde.quality.paper import estimate_from_draws
 from abcde.quality.recall import estimate_recall_lift, stored_recall
 from abcde.quality.result import Estimate, QualityResult
-from abcde.quality.sample_dir import PairSampleDir
+from abcde.samples.sample_dir import PairSampleDir
 from abcde.sampling.allocation import draws_by_stratum
 from abcde.sampling.stratified import StratifiedSample
 from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices
@@ -76,7 +76,7 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
     source
         Use only the judgements of this source: ``person``, ``model`` or ``oracle`` (default: every
         source). Which sources went in, and how many judgements of each, is in
-        ``result.design["judgements_used"]`` (:meth:`abcde.quality.judgements.ResolvedJudgements.used`).
+        ``result.design["judgements_used"]`` (:meth:`abcde.samples.judgements.ResolvedJudgements.used`).
         By default, a sample judged by a model and by people (person or oracle) is estimated
         prediction-powered (:mod:`abcde.quality.combined`): the model's judgements of every pair,
         corrected by the people's judgements of their tasks (``pairs --human-budget``), unbiased
@@ -109,7 +109,7 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         judgements = judgement_files(s.path)
     elif isinstance(judgements, (str, os.PathLike, pa.Table)):
         judgements = [judgements]
-    # People's judgements count on the people's tasks only (pairs --human-budget; abcde.quality.people_tasks.outside_tasks)
+    # People's judgements count on the people's tasks only (pairs --human-budget; abcde.samples.people_tasks.outside_tasks)
     tasks = people_pairs(s.draws, meta)
     res = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"],
                           source=source, tasks=tasks) if judgements else None
@@ -221,7 +221,7 @@ def _with_distances(r: QualityResult, s: PairSampleDir, by_pair: dict, slice_by,
     """``r`` with JaccardDistance's good and bad parts (:mod:`abcde.quality.distances`) estimated from
     the same judged pairs (``by_pair``), overall and per ``slice_by`` value; or with the reason they
     are not. A sample of one clustering's pairs (``abcde precision``) has none. ``cells``: the
-    people's tasks were chosen by a model's answers (:func:`abcde.quality.people_tasks.people_cells`): the
+    people's tasks were chosen by a model's answers (:func:`abcde.samples.people_tasks.people_cells`): the
     people's draws alone, weighted by cell."""
     meta = s.metadata
     if not distances or meta.get("target") == "precision":
@@ -300,7 +300,7 @@ def _combined(s: PairSampleDir, people, model, tasks, slice_by, stored: dict, de
               people_only: str | None = None) -> QualityResult:
     """The prediction-powered estimates (:mod:`abcde.quality.combined`) of a sample judged by a
     model and by people; ``design["ppi"]`` says what the model added. ``cells``: the people's tasks
-    were chosen by the model's answers (:func:`abcde.quality.people_tasks.people_cells`); ``stored_model``:
+    were chosen by the model's answers (:func:`abcde.samples.people_tasks.people_cells`); ``stored_model``:
     the model's judgements as stored (default: ``model``'s); ``people_only``: the source given
     (``--source person``/``oracle``), whose judgements alone are weighted by cell, no model's used."""
     meta = s.metadata
@@ -315,7 +315,7 @@ def _combined(s: PairSampleDir, people, model, tasks, slice_by, stored: dict, de
         r = combined_paper(s.draws, pb, mb, tasks, meta["pair_totals"], meta["split_rate_T"], meta["merge_rate_T"],
                            items=s.items, slice_multipliers={c: stored[c] for c in slice_by},
                            total_weight=meta["total_weight"], cells=cells, stored_model=stored_model)
-    outside = sum(people.outside_tasks.values())  # left out by load_judgements (abcde.quality.people_tasks.outside_tasks)
+    outside = sum(people.outside_tasks.values())  # left out by load_judgements (abcde.samples.people_tasks.outside_tasks)
     ppi = {**r.design["ppi"], "people_outside_tasks": outside}
     plan = meta.get(PEOPLE_PLAN) or {}
     if plan:  # the people's tasks asked (--human-budget), and why they are not as many, when they are not

@@ -10,9 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from abcde.errors import InputError
-from abcde.quality.people_tasks import people_pairs
-from abcde.quality.sample_dir import PairSampleDir, task_table
-from abcde.quality.store import JudgementStore
+from abcde.samples.people_tasks import people_pairs
+from abcde.samples.sample_dir import PairSampleDir, task_table
+from abcde.samples.store import JudgementStore
 from abcde.util.files import write_table_file
 
 

@@ -21,8 +21,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from abcde.core.formulas import weighted_mean_se
-from abcde.quality.result import ESTIMATION_CLASSES, Estimate, QualityResult, agresti_coull
+from abcde.quality.result import ESTIMATION_CLASSES, Estimate, QualityResult, agresti_coull, weighted_mean_se
 from abcde.sampling.allocation import pair_class_of_draws, without_agreed
 
 

@@ -1,7 +1,7 @@
 """The people's tasks chosen by a model's answers (``pairs --human-budget`` on a sample a model
 judged): after ``abcde judge model`` has answered the drawn pairs, and before any person (or the
 oracle) has judged one, the people's tasks are chosen again within each stratum by the model's
-answer (:func:`abcde.quality.people_tasks.plan_by_answers`), and the answers they were chosen by are kept
+answer (:func:`abcde.samples.people_tasks.plan_by_answers`), and the answers they were chosen by are kept
 in the sample. The estimates then weight the people's judgements by cell
 (:func:`abcde.quality.combined.combined_stratified`), so they stay unbiased whatever the model,
 and a model that separates "same" from "different" well needs far fewer people's judgements for
@@ -10,7 +10,7 @@ the same standard error than tasks drawn blind to its answers.
 Once a person has judged any of the people's tasks, the tasks never change again: choosing them
 with the people's answers in view would bias the estimate. A person's judgement of a pair that is
 not a task (which the store refuses, but an earlier abcde accepted) counts for nothing here either
-(:func:`abcde.quality.people_tasks.outside_tasks`).
+(:func:`abcde.samples.people_tasks.outside_tasks`).
 """
 
 from __future__ import annotations
@@ -23,18 +23,18 @@ import pyarrow.parquet as pq
 
 from abcde.core.names import PEOPLE
 from abcde.errors import InputError
-from abcde.quality.judgements import judgement_files, load_judgements
-from abcde.quality.people_tasks import (BY_ANSWERS, META_KEY, census_weights, draw_counts, people_pairs,
+from abcde.samples.judgements import judgement_files, load_judgements
+from abcde.samples.people_tasks import (BY_ANSWERS, META_KEY, census_weights, draw_counts, people_pairs,
                                         plan_by_answers, tasks_note, unit_weights, units_of)
-from abcde.quality.dir_lock import served_by
-from abcde.quality.sample_dir import PairSampleDir, write_sample_dir
+from abcde.samples.dir_lock import served_by
+from abcde.samples.sample_dir import PairSampleDir, write_sample_dir
 
 
 @dataclass(frozen=True)
 class PeopleTasks:
     """What :func:`choose_by_model_answers` did: ``chosen`` (the tasks were chosen again, by the
     model's answers) or why not (``reason``), and the plan's counts: ``tasks`` of the ``asked``
-    (``--human-budget``), and why they differ (``note``, :func:`abcde.quality.people_tasks.tasks_note`)."""
+    (``--human-budget``), and why they differ (``note``, :func:`abcde.samples.people_tasks.tasks_note`)."""
 
     chosen: bool
     reason: str

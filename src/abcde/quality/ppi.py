@@ -4,7 +4,7 @@ PPI++'s power tuning, Angelopoulos, Duchi & Zrnic, arXiv 2311.01453; stratified 
 al., arXiv 2406.04291).
 
 The people's tasks themselves (which pairs people judge, ``abcde pairs --budget N --human-budget n``)
-are :mod:`abcde.quality.people_tasks`'s.
+are :mod:`abcde.samples.people_tasks`'s.
 
 **The estimator**, per unit ``c`` with ``N_c`` draws of which the ``n_c`` labeled ones carry a
 person's judgement ``y`` (same/different), and a model value ``f`` on every draw::

@@ -8,6 +8,8 @@ import html
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from abcde.core.names import (DISTANCE_ESTIMATES, DISTANCE_TOTALS, METRIC_LABELS, QUALITY_COLUMNS,
                               QUALITY_METRICS)
 from abcde.errors import InputError
@@ -58,6 +60,23 @@ def clip(interval: tuple[float, float], bounds: tuple[float, float] | None) -> t
     return (min(max(interval[0], lo), hi), max(min(interval[1], hi), lo))
 ESTIMATION_CLASSES = ("self", "split", "merge", "intersection")
 
+
+
+def weighted_mean_se(x: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+    """Weighted mean and its standard error (Case I: weights are relative importance)::
+
+        SE = sqrt((Σ w x² / Σ w − x̄²) · Σ w² / ((Σ w)² − Σ w²))
+    """
+    if len(x) == 0 or w.sum() <= 0:
+        return math.nan, math.nan
+    sw = w.sum()
+    mean = float((w * x).sum() / sw)
+    sw2 = float((w * w).sum())
+    denom = sw * sw - sw2
+    if denom <= 0:
+        return mean, math.nan
+    var = max(float((w * x * x).sum() / sw) - mean * mean, 0.0)
+    return mean, math.sqrt(var * sw2 / denom)
 
 @dataclass(frozen=True)
 class Estimate:

@@ -39,10 +39,8 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from abcde.core.formulas import weighted_mean_se
-from abcde.quality.result import Estimate, QualityResult, agresti_coull
-from abcde.sampling.allocation import LEGACY_STRATA, STRATA, STRATUM_LABEL
-from abcde.sampling.stratified import StratifiedSample
+from abcde.quality.result import Estimate, QualityResult, agresti_coull, weighted_mean_se
+from abcde.sampling.allocation import LEGACY_STRATA, STRATA, STRATUM_LABEL, StratifiedSample
 
 
 def _stratum_stats(draws: pa.Table, by_pair: dict) -> tuple[np.ndarray, np.ndarray]:

@@ -486,7 +486,8 @@ def _truth_sentences(view: dict, base: str, exp: str) -> tuple[list[str], dict]:
                 other.append(f"{label} has {truth_point_note(x, census)}")
         if few:
             sentences.append(f"The intervals of {_and(few)} rest on few of the sampled entities (a few decide the "
-                             "estimate), so they may cover less than 95%.")
+                             "estimate), so they are wider, and may still cover less than 95% if the sample misses the "
+                             "entities that decide the population's value.")
         if other:
             sentences.append(f"{'; '.join(other)}.")
     return sentences, facts

@@ -15,7 +15,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from abcde.quality.sqlite_guard import (LOCK_TIMEOUT, STORE_NAME, StoreError, check_side_files, connect_existing,
+from abcde.samples.sqlite_guard import (LOCK_TIMEOUT, STORE_NAME, StoreError, check_side_files, connect_existing,
                                         os_text, sqlite_error)
 
 #: The judging server's lock file (held while a server serves the directory).
@@ -136,7 +136,7 @@ class _Fd:
 
 
 class StoreHold:
-    """The store kept in use (see :meth:`abcde.quality.store.JudgementStore.hold`): the in-use lock held shared and one
+    """The store kept in use (see :meth:`abcde.samples.store.JudgementStore.hold`): the in-use lock held shared and one
     connection open until :meth:`close` (or the end of a ``with`` block, or of the process)."""
 
     def __init__(self, lock: InUseLock, keeper: sqlite3.Connection | None, extra=()):
@@ -170,7 +170,7 @@ def lock_directory(sample_dir, url: str) -> StoreHold:
     server that holds it; keep the returned :class:`StoreHold` open while serving.
 
     One server per directory: an exclusive ``flock`` on the directory itself. Beside it, the
-    store is held in use as by :meth:`abcde.quality.store.JudgementStore.hold` (the in-use lock ``.judging.lock``
+    store is held in use as by :meth:`abcde.samples.store.JudgementStore.hold` (the in-use lock ``.judging.lock``
     shared, saying ``pid N at URL``, and one connection open), so ``abcde judge model`` and other
     writers share the store with the server while ``abcde pairs`` refuses to draw into it. The
     kernel releases both locks when the process ends, even by SIGKILL."""

@@ -2,7 +2,7 @@
 
 Who may judge on a server that others reach (``abcde judge serve --raters``) is kept in the
 store too, in its own table ``invites`` (made by the first invite; a store without invites has
-none): one row per link made, holding the rater's name (or :data:`~abcde.quality.raters.OWNER`),
+none): one row per link made, holding the rater's name (or :data:`~abcde.samples.raters.OWNER`),
 the link's role (``rater`` or ``owner``), the SHA-256 of its secret token, when it was made and when it was
 revoked. The token itself is never stored: it is returned once, by :meth:`InviteBook.invite`,
 to be printed in the link. A partial unique index allows one live link per name; a new link for
@@ -11,9 +11,9 @@ as the judgements (the lock, the identity checks, stamped transactions), and no 
 operation reads or writes the ``judgements`` table: revoking a rater keeps every judgement
 they made.
 
-The invite book (:class:`InviteBook`) is made on an open :class:`~abcde.quality.store.JudgementStore`
-(``InviteBook(store)``): it reads only through :meth:`~abcde.quality.store.JudgementStore.connect`
-and writes only through :meth:`~abcde.quality.store.JudgementStore.transaction`, the store's one
+The invite book (:class:`InviteBook`) is made on an open :class:`~abcde.samples.store.JudgementStore`
+(``InviteBook(store)``): it reads only through :meth:`~abcde.samples.store.JudgementStore.connect`
+and writes only through :meth:`~abcde.samples.store.JudgementStore.transaction`, the store's one
 transaction path; the store knows nothing of it.
 """
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from abcde.errors import InputError, examples_text
-from abcde.quality.raters import OWNER, check_invite_name
-from abcde.quality.sqlite_guard import STORE_NAME
-from abcde.quality.store import JudgementStore, utc_now
+from abcde.samples.raters import OWNER, check_invite_name
+from abcde.samples.sqlite_guard import STORE_NAME
+from abcde.samples.store import JudgementStore, utc_now
 
 #: The invite links (see the module): created with the first invite.
 INVITES_SCHEMA = """
@@ -63,7 +63,7 @@ def sample_has_invites(sample_dir: str | os.PathLike) -> bool:
 
 @dataclass(frozen=True)
 class Invite:
-    """One invite link as stored: whose (``name``: a rater, or :data:`~abcde.quality.raters.OWNER`),
+    """One invite link as stored: whose (``name``: a rater, or :data:`~abcde.samples.raters.OWNER`),
     its ``role`` (``rater`` or ``owner``), when it was made and revoked. ``token`` is the secret of a link
     just made (:meth:`InviteBook.invite`), ``None`` otherwise: the store keeps only its hash,
     so a link is shown once. :meth:`to_dict` never holds the token."""
@@ -91,8 +91,8 @@ def token_hash(token: str) -> str:
 
 class InviteBook:
     """The invite links of one judgement store (``InviteBook(store)``): read through
-    :meth:`~abcde.quality.store.JudgementStore.connect`, written through
-    :meth:`~abcde.quality.store.JudgementStore.transaction` (the lock, the identity checks,
+    :meth:`~abcde.samples.store.JudgementStore.connect`, written through
+    :meth:`~abcde.samples.store.JudgementStore.transaction` (the lock, the identity checks,
     stamped transactions: the store's one way in). Cheap to make: it holds the store only."""
 
     def __init__(self, store: JudgementStore):

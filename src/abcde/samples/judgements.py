@@ -14,7 +14,7 @@ every file and store (so a store and its export count once). A file without a ``
 (or a row whose rater is empty) is one rater of its own, the file itself: ``alice/j.csv`` and
 ``bob/j.csv`` are two raters, never merged by their names, and no rater name can stand for one.
 
-The owner's settling votes (person judgements by the rater :data:`~abcde.quality.raters.OWNER`,
+The owner's settling votes (person judgements by the rater :data:`~abcde.samples.raters.OWNER`,
 cast in the judging app's settle queue) count only while they settle a real dispute
 (:func:`resolve`): the other raters' votes tie, and every one of them was there when the owner
 voted (rows are read in the order given: a store and its export in the order the judgements were
@@ -41,11 +41,11 @@ import pyarrow.parquet as pq
 
 from abcde.core.names import SOURCES, VOCABULARY
 from abcde.errors import InputError, examples_text
-from abcde.quality.people_tasks import outside_tasks
-from abcde.quality.sqlite_guard import STORE_NAME
-from abcde.quality.raters import OWNER
-from abcde.quality.store import read_store_table
-from abcde.sampling.pairs import pair_id
+from abcde.samples.people_tasks import outside_tasks
+from abcde.samples.sqlite_guard import STORE_NAME
+from abcde.samples.raters import OWNER
+from abcde.samples.store import read_store_table
+from abcde.sampling.ids import pair_id
 from abcde.util.files import restore_formulas
 
 #: The judgement file that ``abcde judge oracle`` writes into a sample directory.
@@ -359,7 +359,7 @@ class ResolvedJudgements:
         Judgements per source that the ``source`` filter left out (about; same-rater duplicates once).
     outside_tasks
         People's judgements per source (person, oracle) left out because their pair is not one of
-        the people's tasks given (:func:`abcde.quality.people_tasks.outside_tasks`).
+        the people's tasks given (:func:`abcde.samples.people_tasks.outside_tasks`).
     """
 
     by_pair: dict
@@ -408,7 +408,7 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
         Keep only the judgements of this source (``person``, ``model`` or ``oracle``), or of these
         sources (a tuple: ``("person", "oracle")`` are people's).
     tasks
-        The people's tasks (:func:`abcde.quality.people_tasks.people_pairs`; None: every pair is one): a
+        The people's tasks (:func:`abcde.samples.people_tasks.people_pairs`; None: every pair is one): a
         person's or the oracle's judgement of another pair is left out, counted in ``outside_tasks``.
     """
     wanted = None if source is None else ({source} if isinstance(source, str) else set(source))

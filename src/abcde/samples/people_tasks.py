@@ -119,9 +119,9 @@ def outside_tasks(source: str, pair_id: str, tasks) -> bool:
     (:func:`people_pairs`; None: every pair is one): a person's or the oracle's (which stands for
     people) judgement of a pair that is not a people's task. A model judges every pair, so its
     judgements never are. The one definition: the judgement store refuses such a judgement
-    (:meth:`abcde.quality.store.JudgementStore.validate`), and one recorded before it did (kept,
+    (:meth:`abcde.samples.store.JudgementStore.validate`), and one recorded before it did (kept,
     never deleted) counts nowhere: not in the judging app's progress or estimates, not in
-    :func:`abcde.quality.judgements.load_judgements` given the tasks, not for the rule that keeps
+    :func:`abcde.samples.judgements.load_judgements` given the tasks, not for the rule that keeps
     the people's tasks once people have judged (:func:`abcde.quality.people.choose_by_model_answers`).
 
     >>> outside_tasks("person", "a|b", frozenset({"c|d"})), outside_tasks("model", "a|b", frozenset({"c|d"}))

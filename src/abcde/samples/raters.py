@@ -6,8 +6,8 @@ owner's settling votes) once case, spaces, punctuation, width, invisible charact
 characters are set aside (:func:`name_skeleton`: ``Owner ``, ``owner.``, ``ＯＷＮＥＲ``, ``own`` +
 zero-width space + ``er``, ``0wner``). An invite link may be made for :data:`OWNER` or a rater
 name (:func:`check_invite_name`). The judging app, the judgement store
-(:meth:`abcde.quality.store.JudgementStore.validate`) and the invite links
-(:mod:`abcde.quality.invites`) all call these; nothing here reads the store.
+(:meth:`abcde.samples.store.JudgementStore.validate`) and the invite links
+(:mod:`abcde.samples.invites`) all call these; nothing here reads the store.
 """
 
 from __future__ import annotations

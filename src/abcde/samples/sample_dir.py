@@ -35,8 +35,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from abcde.errors import InputError, with_option
-from abcde.quality.dir_lock import LOCK_FILE, served_by
-from abcde.quality.people_tasks import people_pairs
+from abcde.samples.dir_lock import LOCK_FILE, served_by
+from abcde.samples.people_tasks import people_pairs
 from abcde.util import progress as _progress
 from abcde.util.files import (InputPrints, aside_prefix, describe_fingerprint, describe_os_error, exchange_dirs,
                               file_digest, make_temp_dir, remove_dead_leftovers, write_table_file)
@@ -211,7 +211,7 @@ class StagedSample:
         ``replaced/``, …; the earlier sample with its judgements into ``replaced/<id>-<time>/``
         when it is replaced), as :func:`write_sample_dir` does; the caller swaps ``files`` in inside
         the ``with`` block. Meanwhile ``out``'s in-use lock
-        (:data:`~abcde.quality.dir_lock.LOCK_FILE`) is held exclusively,
+        (:data:`~abcde.samples.dir_lock.LOCK_FILE`) is held exclusively,
         so no judge writes between the links and the swap. Refuses when ``out`` is in use (served,
         judged) or was drawn into since the sample was staged."""
         with _held_unchanged(self.out, self.plan.old_id):
@@ -222,7 +222,7 @@ class StagedSample:
 
 @contextlib.contextmanager
 def _held_unchanged(out: Path, old_id: str | None):
-    """Hold ``out``'s in-use lock (:data:`~abcde.quality.dir_lock.LOCK_FILE`) exclusively for the
+    """Hold ``out``'s in-use lock (:data:`~abcde.samples.dir_lock.LOCK_FILE`) exclusively for the
     ``with`` block, after checking
     that ``out`` still holds sample ``old_id`` (what the plan saw): no judging server or model run
     writes into ``out`` between the links of its judgements and the swap. Refuses in one line when
@@ -389,7 +389,7 @@ def _sample_id(draws: pa.Table, seed: int) -> str:
 def task_table(draws: pa.Table, items_t: pa.Table, only=None) -> pa.Table:
     """One row per pair needing a judgement: ``pair_id, item_a, item_b`` and both
     items' attributes side by side (``a_<col>``, ``b_<col>``), in first-draw order; ``only``: just
-    these pair ids (the people's tasks, :func:`abcde.quality.people_tasks.people_pairs`)."""
+    these pair ids (the people's tasks, :func:`abcde.samples.people_tasks.people_pairs`)."""
     attrs = {r["item_id"]: r for r in items_t.to_pylist()}
     cols = [c for c in items_t.column_names if c != "item_id"]
     rows, seen = [], set()

@@ -1,6 +1,6 @@
 """The SQLite guard of the judgement store: what SQLite would read or replay, checked before it does.
 
-The forensics of the files (:mod:`abcde.quality.store` opens the store only through them): the
+The forensics of the files (:mod:`abcde.samples.store` opens the store only through them): the
 header of an SQLite file (:func:`db_header`), what a write-ahead log would replay
 (:func:`wal_transactions`) and whether it belongs to the store beside it (:func:`wal_problem`: the
 nonce chain that every write transaction stamps, :func:`stamp`), the side files (a ``-journal`` or
@@ -113,7 +113,7 @@ def wal_problem(db: Path, wal: Path) -> str | None:
     replays nothing).
 
     Every write transaction of the store stamps page 1
-    (:meth:`abcde.quality.store.JudgementStore.transaction`):
+    (:meth:`abcde.samples.store.JudgementStore.transaction`):
     ``user_version`` gets a fresh random nonce and ``application_id`` the nonce it replaces. The
     log belongs to the store when every committed transaction in it holds such a copy of page 1,
     each one's previous nonce is the nonce of the transaction before it, and the store file's own

@@ -22,7 +22,7 @@ itself:
   connection open. ``abcde pairs`` refuses to draw into a directory whose lock it cannot take
   exclusively, so a sample is never drawn again under a writer. The kernel releases the lock
   when a process ends, even by SIGKILL. One judging server per directory: it also holds an
-  exclusive ``flock`` on the directory itself (:func:`~abcde.quality.dir_lock.lock_directory`).
+  exclusive ``flock`` on the directory itself (:func:`~abcde.samples.dir_lock.lock_directory`).
 - **What SQLite would replay.** When the lock can be taken exclusively, no process of abcde has
   the store open, so a ``-wal`` or ``-journal`` beside it is a leftover, which SQLite replays into
   the store on the next open, whoever wrote it. A rollback journal never belongs to this store
@@ -32,7 +32,7 @@ itself:
   (``PRAGMA application_id``), so every committed transaction of its log holds a copy of page 1;
   the log is replayed only if those copies chain (each one's previous nonce is the nonce of the
   transaction before) and the chain starts at, or passes through, the nonce of the store file
-  itself (:func:`~abcde.quality.sqlite_guard.wal_problem`). A log of another store, of a copy that
+  itself (:func:`~abcde.samples.sqlite_guard.wal_problem`). A log of another store, of a copy that
   went its own way, or of
   another program does not, and is moved aside (``judgements.sqlite-wal.refused-<time>``, never
   deleted: it may hold someone's judgements) and the open is refused in one line.
@@ -45,7 +45,7 @@ itself:
   command stops it with one line instead of making an empty store in its place.
 
 A new store is built aside and linked into place whole. Every failure is a
-:class:`~abcde.quality.sqlite_guard.StoreError` (an :class:`~abcde.errors.AbcdeError`): one line
+:class:`~abcde.samples.sqlite_guard.StoreError` (an :class:`~abcde.errors.AbcdeError`): one line
 naming the path and what
 was expected.
 
@@ -64,21 +64,21 @@ Durability and safety
 
 Who judges which pair
 ---------------------
-A person's rater name is checked in one place, :func:`abcde.quality.raters.check_rater`: besides
-its characters, no name that reads as :data:`~abcde.quality.raters.OWNER` (the name of the owner's
+A person's rater name is checked in one place, :func:`abcde.samples.raters.check_rater`: besides
+its characters, no name that reads as :data:`~abcde.samples.raters.OWNER` (the name of the owner's
 link and of the owner's settling votes) once case, spaces, punctuation, width, invisible characters
-and look-alike characters are set aside (:func:`~abcde.quality.raters.name_skeleton`: ``Owner ``,
+and look-alike characters are set aside (:func:`~abcde.samples.raters.name_skeleton`: ``Owner ``,
 ``owner.``, ``ＯＷＮＥＲ``, ``own`` + zero-width space + ``er``, ``0wner``). With a people's budget
 (``pairs --human-budget``) people judge the people's tasks only: :meth:`JudgementStore.validate`
 refuses a person's or the oracle's judgement, change or settling vote of any other pair
 (:class:`NotATaskError`, naming the pair); a model judges every pair. Judgements of other pairs
 that an earlier abcde stored stay in the store, and count nowhere
-(:func:`abcde.quality.people_tasks.outside_tasks`).
+(:func:`abcde.samples.people_tasks.outside_tasks`).
 
 Invite links
 ------------
 The invite links (``abcde judge serve --raters``) are kept in this file too, in their own table
-``invites``; :class:`abcde.quality.invites.InviteBook` reads and writes them, through
+``invites``; :class:`abcde.samples.invites.InviteBook` reads and writes them, through
 :meth:`JudgementStore.connect` and :meth:`JudgementStore.transaction` like every other reader and
 writer. The store itself never reads that table.
 """
@@ -100,11 +100,11 @@ import pyarrow as pa
 
 from abcde.errors import InputError, examples_text, with_option
 from abcde.core.names import SOURCES, VOCABULARY
-from abcde.quality.people_tasks import outside_tasks, people_pairs
-from abcde.quality.raters import OWNER, check_rater
-from abcde.quality.dir_lock import InUseLock, StoreHold
-from abcde.quality.sample_dir import PairSampleDir, check_hidden, sample_lineage, task_table
-from abcde.quality.sqlite_guard import (STORE_NAME, StoreError, StoreFileError, check_side_files, connect_existing,
+from abcde.samples.people_tasks import outside_tasks, people_pairs
+from abcde.samples.raters import OWNER, check_rater
+from abcde.samples.dir_lock import InUseLock, StoreHold
+from abcde.samples.sample_dir import PairSampleDir, check_hidden, sample_lineage, task_table
+from abcde.samples.sqlite_guard import (STORE_NAME, StoreError, StoreFileError, check_side_files, connect_existing,
                                        db_header, os_text, sqlite_error, stamp)
 from abcde.util.files import write_table_file
 
@@ -141,7 +141,7 @@ class UnknownPairError(InputError):
 class NotATaskError(UnknownPairError):
     """A person's (or the oracle's) judgement, change or settling vote of a pair that is not one of
     the people's tasks (``pairs --human-budget``): people judge only those
-    (:func:`abcde.quality.people_tasks.outside_tasks`). An :class:`UnknownPairError`: not a pair of theirs."""
+    (:func:`abcde.samples.people_tasks.outside_tasks`). An :class:`UnknownPairError`: not a pair of theirs."""
 
 
 def _file_id(path: Path) -> tuple[int, int]:
@@ -433,7 +433,7 @@ class JudgementStore:
     @contextmanager
     def connect(self):
         """A connection to the store for one operation, under the in-use lock: the one read path
-        (the store's own methods and :class:`~abcde.quality.invites.InviteBook`). SQLite failures
+        (the store's own methods and :class:`~abcde.samples.invites.InviteBook`). SQLite failures
         become one-line :class:`StoreError` (but a unique index's IntegrityError, which the
         callers turn into their own message)."""
         with self._use():
@@ -452,10 +452,10 @@ class JudgementStore:
 
     @contextmanager
     def transaction(self):
-        """One write transaction (``BEGIN IMMEDIATE``), stamped (:func:`~abcde.quality.sqlite_guard.stamp`);
+        """One write transaction (``BEGIN IMMEDIATE``), stamped (:func:`~abcde.samples.sqlite_guard.stamp`);
         on return it is on disk. A failure rolls it back and raises: nothing of it is stored. The one
         write path: every write to the file goes through it (the invite links' too,
-        :class:`~abcde.quality.invites.InviteBook`)."""
+        :class:`~abcde.samples.invites.InviteBook`)."""
         with self.connect() as con:
             con.execute("BEGIN IMMEDIATE")
             try:
@@ -472,7 +472,7 @@ class JudgementStore:
     def hold(self, what: str = "abcde") -> StoreHold:
         """Keep the store in use until the returned :class:`StoreHold` is closed: the directory's
         in-use lock held shared and one connection open, for a run that writes for a while (a model
-        run; the judging server holds it through :func:`~abcde.quality.dir_lock.lock_directory`).
+        run; the judging server holds it through :func:`~abcde.samples.dir_lock.lock_directory`).
         While held, ``abcde pairs``
         refuses to draw into the directory (naming ``what``), and no process's last connection closes,
         so the store's write-ahead log stays the one checked when it was opened."""

@@ -12,6 +12,7 @@ app's serving order). The draws themselves: :mod:`abcde.sampling.stratified`.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pyarrow as pa
 
@@ -153,3 +154,24 @@ def draws_by_stratum(draws: pa.Table) -> dict:
     labels = draws.column("label").to_pylist() if draws.num_rows else []
     cls = [c + ("+" if lab > 0 else "-") if c == "intersection" else c for c, lab in zip(cls, labels)]
     return {c: draws.filter(pa.array([k == c for k in cls], pa.bool_())) for c in STRATA}
+
+
+@dataclass(frozen=True)
+class StratifiedSample:
+    """Per-stratum draws (same columns as :class:`abcde.sampling.pairs.PairSample` draws).
+
+    ``budgets`` names the strata (:data:`STRATA`, or :data:`LEGACY_STRATA` for a sample drawn
+    before the sign split); ``census`` the strata whose every pair is in the sample (their draws
+    list each pair once with its ``pair_weight``)."""
+
+    draws: dict
+    totals: dict
+    self_term: float
+    budgets: dict
+    allocation: str
+    census: frozenset = frozenset()
+    agreed_share: float | None = None
+
+    @property
+    def strata(self) -> tuple:
+        return tuple(self.budgets)

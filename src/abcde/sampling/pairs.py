@@ -27,9 +27,7 @@ number of draws, not with Σ|cluster|².
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 from dataclasses import dataclass
 
 import ibis
@@ -42,6 +40,7 @@ from abcde.core.formulas import affected, merge_pair_weight, split_pair_weight, 
 from abcde.errors import InputError
 from abcde.metrics.impact import link_masses
 from abcde.sampling.allocation import STRATUM_LABEL
+from abcde.sampling.ids import pair_id
 from abcde.sampling.clocks import (check_seed, check_size, draw_limit, hash_uniform_py, replay,
                                    smallest_draw_times_many)
 
@@ -231,12 +230,6 @@ def draw_sequence(top: pa.Table, *, weight: str, seed: int, limit: int | None = 
     if limit is not None:
         draws = itertools.islice(draws, limit + 1)
     return np.fromiter(draws, dtype=np.int64)
-
-
-def pair_id(a, b) -> str:
-    """Order-free id of the pair {a, b}: the same for (a, b) and (b, a)."""
-    x, y = sorted([json.dumps(a), json.dumps(b)])
-    return hashlib.md5(f"{x}|{y}".encode()).hexdigest()[:16]
 
 
 def _partner_index(diff: Diff, side: str):

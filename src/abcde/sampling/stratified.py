@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 
 import ibis
 import pyarrow as pa
@@ -20,32 +19,11 @@ from abcde.core.formulas import stable_pair_weight
 from abcde.core.inputs import private
 from abcde.errors import InputError
 from abcde.metrics.impact import link_masses
-from abcde.sampling.allocation import (LEGACY_STRATA, SIGNED, STRATA, STRATUM_LABEL, agreed_share, allocate,
+from abcde.sampling.allocation import (LEGACY_STRATA, StratifiedSample, SIGNED, STRATA, STRATUM_LABEL, agreed_share, allocate,
                                        split_budget)
 from abcde.sampling.clocks import check_seed, check_size
 from abcde.sampling.pairs import (agreed_population, fill_budgets, pair_counts, pair_id, pair_totals, stratum_pairs,
                                   vantage_items)
-
-
-@dataclass(frozen=True)
-class StratifiedSample:
-    """Per-stratum draws (same columns as :class:`abcde.sampling.pairs.PairSample` draws).
-
-    ``budgets`` names the strata (:data:`STRATA`, or :data:`LEGACY_STRATA` for a sample drawn
-    before the sign split); ``census`` the strata whose every pair is in the sample (their draws
-    list each pair once with its ``pair_weight``)."""
-
-    draws: dict
-    totals: dict
-    self_term: float
-    budgets: dict
-    allocation: str
-    census: frozenset = frozenset()
-    agreed_share: float | None = None
-
-    @property
-    def strata(self) -> tuple:
-        return tuple(self.budgets)
 
 
 def self_term(diff: Diff, total_weight: float) -> float:

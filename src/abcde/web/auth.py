@@ -37,8 +37,8 @@ from starlette.routing import Route
 
 from abcde.errors import AbcdeError
 from abcde.judging.session import JudgingSession
-from abcde.quality.invites import Invite, InviteBook, is_token
-from abcde.quality.store import JudgementStore
+from abcde.samples.invites import Invite, InviteBook, is_token
+from abcde.samples.store import JudgementStore
 from abcde.web.server import Assets, HTTPError, error_response, json_response, page_response
 
 #: Paths that answer without a token: invite links themselves and the static files.

@@ -55,10 +55,10 @@ import urllib.parse
 
 from abcde.errors import AbcdeError, InputError
 from abcde.judging.session import JudgingSession, NothingToSettleError
-from abcde.quality.dir_lock import lock_directory
-from abcde.quality.raters import OWNER, check_invite_name
-from abcde.quality.invites import Invite, InviteBook, sample_has_invites
-from abcde.quality.store import DuplicateJudgementError, NotJudgedError, UnknownPairError
+from abcde.samples.dir_lock import lock_directory
+from abcde.samples.raters import OWNER, check_invite_name
+from abcde.samples.invites import Invite, InviteBook, sample_has_invites
+from abcde.samples.store import DuplicateJudgementError, NotJudgedError, UnknownPairError
 from abcde.util.net import is_loopback
 from abcde.web import auth, routes_owner, routes_rater, routes_settle
 from abcde.web.auth import InviteGate, Refused, cookie_name, owner_only, refusals

@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 from abcde.judging.session import JudgingSession
-from abcde.quality.store import KEEP
+from abcde.samples.store import KEEP
 from abcde.web.auth import Refused, identity, rater_of
 from abcde.web.server import Assets, HTTPError, json_response, page_response, read_json
 

@@ -44,7 +44,7 @@ from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, impact
 from abcde.metrics.pointwise import PointwiseResult
 from abcde.quality.draw import stage_pair_sample
-from abcde.quality.sample_dir import check_hidden
+from abcde.samples.sample_dir import check_hidden
 from abcde.report.build import Report, build_report
 from abcde.report.truth import check_truth_sample, pointwise_against  # noqa: F401  (pointwise_against: also here)
 from abcde.sampling.explore import ExplorationSample, check_group_columns, sample_affected

@@ -131,7 +131,7 @@ def run_report(
     check_truth_sample(truth, truth_sample, population_entities)
     prints = None
     if quality is not None:
-        from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
+        from abcde.samples.sample_dir import PairSampleDir  # lazy: start-up time
 
         # The sample describes the inputs it was drawn from: refuse inputs that changed since, with
         # fingerprints taken before anything reads them and checked again before anything is written.
@@ -237,8 +237,8 @@ def report_from_evaluation(
         a recorded input is missing, or an input changed since (the pair sample's fingerprints).
     """
     from abcde.quality.estimate import estimate_quality  # lazy: start-up time
-    from abcde.quality.judgements import judgement_files  # lazy: start-up time
-    from abcde.quality.sample_dir import PairSampleDir  # lazy: start-up time
+    from abcde.samples.judgements import judgement_files  # lazy: start-up time
+    from abcde.samples.sample_dir import PairSampleDir  # lazy: start-up time
     from abcde.sampling.explore import ExplorationSample  # lazy: start-up time
     from abcde.workflow.evaluate import evaluation_report  # lazy: start-up time
     from abcde.workflow.record import OUTPUTS, RECORD, read_evaluation, refuse_links_out  # lazy: start-up time
@@ -400,7 +400,7 @@ def _recorded_engine(f: Path, record: dict) -> Engine:
 def _judged_by(qdir: Path, files: Sequence[Path], pairs) -> str:
     """Who made the judgements, from their sources: an oracle is named as one (its judgements
     are simulated from a ground-truth column, not people's)."""
-    from abcde.quality.judgements import judgement_source, read_table_file  # lazy: start-up time
+    from abcde.samples.judgements import judgement_source, read_table_file  # lazy: start-up time
 
     judgeable = pairs.judgeable_ids()
     sources: dict[str, int] = {}
