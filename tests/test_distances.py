@@ -42,8 +42,9 @@ from abcde.core.inputs import Inputs
 from abcde.errors import InputError
 from abcde.metrics.impact import overall
 from abcde.quality import draw_pair_sample, estimate_quality, oracle_judge
-from abcde.quality.distances import (DistanceFacts, distance_facts, estimate_distances_paper,
-                                     estimate_distances_stratified, sum_estimate)
+from abcde.samples.facts import DistanceFacts
+from abcde.quality.exact_facts import distance_facts
+from abcde.quality.distances import estimate_distances_paper, estimate_distances_stratified, sum_estimate
 from abcde.quality.result import Estimate, quantile
 from abcde.sampling.stratified import StratifiedSample
 from strategies import attribute_column, clusterings
@@ -457,7 +458,7 @@ def test_a_sample_stores_its_exact_distances_and_quality_reads_no_input(inputs, 
     split and merge draw and, per slice value, weight(I), SplitDistance(I), MergeDistance(I): those
     computed from the diff (1e-12), no more items than that. ``abcde quality`` then uses them with the
     input files deleted (nothing is read), and gives the estimates a diff of the inputs gives."""
-    from abcde.quality.distances import STORED, drawn_items, stored_facts
+    from abcde.samples.facts import STORED, drawn_items, stored_facts
     from abcde.samples.sample_dir import PairSampleDir
 
     d, base, exp, items = inputs
@@ -494,7 +495,7 @@ def test_a_sample_stores_its_exact_distances_and_quality_reads_no_input(inputs, 
 def test_integer_item_ids_are_stored_as_json_keys_and_read_back(tmp_path):
     """Item ids that are integers are JSON keys (strings) in the metadata and integers again when
     read: a sample drawn from tables in memory (nothing to read again) has its distances."""
-    from abcde.quality.distances import STORED, drawn_items, stored_facts
+    from abcde.samples.facts import STORED, drawn_items, stored_facts
     from abcde.samples.sample_dir import PairSampleDir
 
     base, exp, items = world(40, seed=6)
@@ -521,7 +522,7 @@ def test_integer_item_ids_are_stored_as_json_keys_and_read_back(tmp_path):
 def test_extending_a_sample_keeps_its_stored_distances_right(inputs, tmp_path):
     """``pairs --extend`` draws again through the same code: the stored facts cover every split and
     merge draw of the grown sample and are those of the diff (1e-12)."""
-    from abcde.quality.distances import drawn_items, stored_facts
+    from abcde.samples.facts import drawn_items, stored_facts
     from abcde.samples.sample_dir import PairSampleDir
 
     d, base, exp, items = inputs
@@ -547,7 +548,7 @@ def test_an_older_sample_reads_its_inputs_again_and_says_why_not(inputs, judged,
     their fingerprints are unchanged; a changed or moved input leaves every other estimate and says
     why; a diff of the inputs is used, one of other inputs refused (also for a sample that stores
     them, when its totals are at hand)."""
-    from abcde.quality.distances import STORED
+    from abcde.samples.facts import STORED
 
     d, base, exp, items = inputs
     old = _old_format(judged["stratified"], tmp_path / "old")

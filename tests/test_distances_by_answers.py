@@ -22,8 +22,9 @@ from click.testing import CliRunner
 
 import simcheck as sc
 from abcde.cli import main
-from abcde.quality.distances import (DistanceFacts, judged_draws, distance_facts, drawn_items, estimate_distances_paper,
-                                     estimate_distances_stratified)
+from abcde.samples.facts import DistanceFacts, drawn_items
+from abcde.quality.distances import judged_draws, estimate_distances_paper, estimate_distances_stratified
+from abcde.quality.exact_facts import distance_facts
 from abcde.samples.people_tasks import (design_cells, draw_counts, people_cells, plan_by_answers, tasks_in,
                                         unit_weights, units_of)
 from abcde.quality.result import quantile
@@ -395,7 +396,7 @@ def test_pairs_human_budget_judge_model_judge_oracle_quality(tmp_path, estimator
     too; the same with the people's judgements alone (``--source oracle``), and as
     :mod:`abcde.quality.distances` makes them from the sample's cells and stored facts."""
     from abcde.examples import example_paths
-    from abcde.quality.distances import stored_facts
+    from abcde.samples.facts import stored_facts
     from abcde.quality.estimate import _stratified_sample
     from abcde.samples.judgements import judgement_files, load_judgements
     from abcde.samples.sample_dir import PairSampleDir

@@ -34,7 +34,8 @@ from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.quality import draw_pair_sample, estimate_from_draws, estimate_quality, oracle_judge
 from abcde.quality.combined import combined_paper, combined_stratified, combined_stratified_slices
-from abcde.quality.distances import distance_facts, estimate_distances_paper, estimate_distances_stratified
+from abcde.quality.exact_facts import distance_facts
+from abcde.quality.distances import estimate_distances_paper, estimate_distances_stratified
 from abcde.quality.draw import _slice_multipliers
 from abcde.quality.result import Estimate
 from abcde.sampling.stratified import sample_stratified_many

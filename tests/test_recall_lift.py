@@ -17,10 +17,12 @@ from abcde.core.diff import build_diff
 from abcde.core.inputs import Inputs
 from abcde.metrics.impact import overall
 from abcde.quality import draw_pair_sample, estimate_quality
-from abcde.quality.distances import drawn_items
+from abcde.samples.facts import drawn_items
 from abcde.quality.draw import extend_pair_sample
 from abcde.samples.sample_dir import PairSampleDir, write_sample_dir
-from abcde.quality.recall import estimate_recall_lift, recall_facts, recall_items
+from abcde.quality.recall import estimate_recall_lift
+from abcde.quality.exact_facts import recall_facts
+from abcde.samples.facts import recall_items
 from abcde.quality.result import Estimate
 from abcde.sampling.allocation import agreed_budget
 from abcde.sampling.stratified import sample_stratified, sample_stratified_many

@@ -23,7 +23,9 @@ from abcde.core.inputs import Inputs
 from abcde.metrics.impact import link_masses, overall
 from abcde.quality import draw_pair_sample, estimate_quality
 from abcde.quality.draw import extend_pair_sample
-from abcde.quality.recall import estimate_recall_lift, recall_facts, recall_items
+from abcde.quality.recall import estimate_recall_lift
+from abcde.quality.exact_facts import recall_facts
+from abcde.samples.facts import recall_items
 from abcde.samples.sample_dir import PairSampleDir, write_sample_dir
 from abcde.sampling.allocation import agreed_share, draws_by_stratum, split_budget
 from abcde.sampling.pairs import pair_counts, sample_pairs, sample_pairs_many

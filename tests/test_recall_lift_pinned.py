@@ -30,8 +30,9 @@ from abcde.quality.draw import extend_pair_sample
 from abcde.quality.estimate import _stratified_sample
 from abcde.quality.people import choose_by_model_answers
 from abcde.samples.people_tasks import people_cells, people_pairs
-from abcde.quality.recall import (RECALL_STRATA, RecallFacts, estimate_recall_lift, recall_facts, recall_items,
-                                  stored_recall)
+from abcde.quality.recall import RECALL_STRATA, estimate_recall_lift
+from abcde.samples.facts import RecallFacts, recall_items, stored_recall
+from abcde.quality.exact_facts import recall_facts
 from abcde.samples.sample_dir import PairSampleDir, write_sample_dir
 from abcde.sampling.allocation import (AGREED_PRIOR, CHANGED_PRIOR, agreed_budget, agreed_share, split_budget,
                                        stratum_weights)

@@ -83,91 +83,27 @@ when nothing varies).
 
 Where the exact facts come from
 -------------------------------
-The exact values and the shares ``r_i`` of the drawn items (:func:`distance_facts`) are stored in
-the sample's metadata when it is drawn (``meta["distances"]``, :func:`facts_record`; ``pairs
+The exact values and the shares ``r_i`` of the drawn items (:func:`abcde.quality.exact_facts.distance_facts`) are stored in
+the sample's metadata when it is drawn (``meta["distances"]``, :func:`abcde.samples.facts.facts_record`; ``pairs
 --extend`` stores them again for the grown sample), so estimating never reads the inputs. A sample
 drawn by an earlier abcde takes them from a diff of its inputs, or reads the recorded input files
-again when their fingerprints are unchanged (:func:`sample_facts`).
+again when their fingerprints are unchanged (:func:`abcde.quality.exact_facts.sample_facts`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import ibis
 import numpy as np
 import pyarrow as pa
 
-from abcde.core.diff import Diff, affected_items, build_diff
-from abcde.core.formulas import distance_shares
-from abcde.core.inputs import Inputs
-from abcde.engine import connect
 from abcde.errors import InputError
-from abcde.metrics.impact import overall, private, slice_sums
 from abcde.sampling.allocation import pair_class_of_draws
+from abcde.samples.facts import KINDS, DistanceFacts
 from abcde.quality.result import DistanceEstimates, Estimate
 from abcde.quality.stratified import census_total
-
-#: The two kinds of pairs and what a good one is: a split pair judged different, a merge pair the same.
-KINDS = {"split": ("split_distance", False), "merge": ("merge_distance", True)}
-
-
-@dataclass(frozen=True)
-class DistanceFacts:
-    """What the estimates need besides the judgements, all exact.
-
-    Attributes
-    ----------
-    split_distance, merge_distance
-        ``SplitDistance(T)``, ``MergeDistance(T)``.
-    shares
-        ``{item id: (w(B)/w(U), w(E)/w(U))}`` of the items of the split and merge pairs drawn.
-    slices
-        ``{column: {JSON-encoded value: (weight(I), SplitDistance(I), MergeDistance(I))}}``.
-    source
-        Where they came from, in words.
-    """
-
-    split_distance: float
-    merge_distance: float
-    shares: dict
-    slices: dict = field(default_factory=dict)
-    source: str = ""
-
-
-def distance_facts(diff: Diff, item_ids, *, slice_by=(), source: str = "",
-                   totals: dict | None = None) -> DistanceFacts:
-    """The exact SplitDistance(T), MergeDistance(T), the shares of ``item_ids`` and, per value of
-    each ``slice_by`` column, weight(I), SplitDistance(I), MergeDistance(I), from the diff of the
-    inputs a sample was drawn from (a few queries: the overall metrics, a join of the ids with the
-    affected items and their fragments, one group-by per slice column). ``totals``: ``overall(diff)``,
-    when already computed."""
-    o = overall(diff) if totals is None else totals
-    ids = list(dict.fromkeys(item_ids))
-    shares: dict = {}
-    if ids:
-        id_type = diff.joined.item_id.type().to_pyarrow()
-        try:
-            wanted = ibis.memtable(pa.table({"item_id": pa.array(ids).cast(id_type)}))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            raise InputError(f"The sample's item ids are not of the inputs' id type ({id_type}): {exc}") from exc
-        f = diff.fragments
-        j = affected_items(diff)
-        t = wanted.join(j, "item_id")
-        t = t.join(f, [t.base_cluster == f.base_cluster, t.exp_cluster == f.exp_cluster])
-        rows = diff.engine.rows(t.select(t.item_id, **distance_shares(f)), step="distance shares of the drawn items")
-        shares = {r["item_id"]: (float(r["share_split"]), float(r["share_merge"])) for r in rows}
-    slices: dict = {}
-    for col in slice_by:
-        # The numbers under private names: a slice column of any name (``weight``, ``items``) is kept apart.
-        rows = diff.engine.rows(slice_sums(diff, (col,), o["total_weight"]), step=f"slice distances {col}")
-        slices[col] = {json.dumps(r[col], default=str): tuple(float(r[private(k)]) for k in (
-            "weight", "split_distance", "merge_distance")) for r in rows}
-    return DistanceFacts(o["split_distance"], o["merge_distance"], shares, slices, source)
-
 
 # ----------------------------------------------------------------------------- one part
 def ratio_estimate(g: np.ndarray, r: np.ndarray, mask: np.ndarray | None = None) -> tuple[float, float, float, int]:
@@ -547,122 +483,3 @@ def estimate_distances_paper(draws: pa.Table, by_pair: dict, facts: DistanceFact
     return _result(parts["split"], parts["merge"], facts, method, slices)
 
 
-# ----------------------------------------------------------------------------- a sample's facts
-#: Where the facts are said to come from when the sample stored them at the draw.
-STORED = "the sample (stored when it was drawn, from the inputs' diff)"
-
-
-def drawn_items(draws: pa.Table) -> list:
-    """Both items of every split and merge draw (a census pair counts from both ends)."""
-    if not draws.num_rows:
-        return []
-    cls = draws.column("class").to_pylist()
-    a, b = draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist()
-    return [x for c, i, j in zip(cls, a, b) if c in KINDS for x in (i, j)]
-
-
-def facts_record(facts: DistanceFacts) -> dict:
-    """``facts`` as a pair sample's metadata keeps them (``meta["distances"]``, plain JSON): the item
-    ids of the shares as strings (JSON's keys; :func:`stored_facts` reads them back by the sample's
-    ``id_type``), pairs as lists."""
-    return {"split_distance": float(facts.split_distance), "merge_distance": float(facts.merge_distance),
-            "shares": {str(i): [float(s), float(m)] for i, (s, m) in facts.shares.items()},
-            "slices": {c: {v: [float(x) for x in t] for v, t in vals.items()} for c, vals in facts.slices.items()}}
-
-
-def stored_facts(meta: dict, item_ids, slice_by=()) -> DistanceFacts | None:
-    """The facts a pair sample stored when it was drawn (:func:`facts_record`), for ``item_ids`` and
-    the ``slice_by`` columns; None when it stored none (a sample drawn before they were stored) or
-    not all of these."""
-    rec = meta.get("distances")
-    if not isinstance(rec, dict) or "shares" not in rec:
-        return None
-    as_id = int if meta.get("id_type") == "integer" else str
-    try:
-        shares = {as_id(k): (float(v[0]), float(v[1])) for k, v in rec["shares"].items()}
-    except (TypeError, ValueError, IndexError):
-        return None
-    kept = rec.get("slices") or {}
-    if any(i not in shares for i in item_ids) or any(c not in kept for c in slice_by):
-        return None
-    slices = {c: {v: tuple(float(x) for x in t) for v, t in kept[c].items()} for c in slice_by}
-    return DistanceFacts(float(rec["split_distance"]), float(rec["merge_distance"]), shares, slices, STORED)
-
-
-def sample_facts(sample, slice_by=(), *, diff=None) -> tuple[DistanceFacts | None, str]:
-    """The exact facts of a pair sample (:class:`abcde.samples.sample_dir.PairSampleDir`) for its
-    distances, or None and why they are not available.
-
-    First those the sample stored when it was drawn (:func:`stored_facts`: nothing is read); a
-    sample drawn before abcde stored them takes them from ``diff`` (a :class:`~abcde.core.diff.Diff`
-    or an :class:`~abcde.metrics.impact.ImpactResult` of the inputs the sample was drawn from;
-    refused when its totals differ from the sample's), else from the inputs recorded in the sample
-    when they are local files whose fingerprints are still those recorded at the draw (read once, on
-    an in-memory DuckDB). A ``diff`` given is checked all the same where that needs no reading (an
-    ImpactResult's totals)."""
-    meta = sample.metadata
-    ids = drawn_items(sample.draws)
-    d = known = None
-    if diff is not None:
-        d = getattr(diff, "diff", diff)
-        if not isinstance(d, Diff):
-            raise InputError(f"diff must be a Diff or an ImpactResult of the sample's inputs. Got "
-                             f"{type(diff).__name__} instead.")
-        # An ImpactResult holds the overall metrics already (one query fewer over the fragments).
-        known = diff.to_dict() if d is not diff and hasattr(diff, "split_distance") else None
-    kept = stored_facts(meta, ids, slice_by)
-    if kept is not None:
-        if known is not None:
-            _check_same_totals(d, meta, sample.path, known)
-        return kept, ""
-    if d is not None:
-        o = _check_same_totals(d, meta, sample.path, known)
-        return distance_facts(d, ids, slice_by=slice_by, source="the inputs given with the sample", totals=o), ""
-    paths = meta.get("input_paths") or {}
-    recorded = meta.get("inputs") or {}
-    tables = [role for role in ("base", "exp", "items") if role in recorded and role not in paths]
-    if tables:
-        return None, (f"the sample's {' and '.join(tables)} {'was a table' if len(tables) == 1 else 'were tables'} "
-                      "in memory, not a file to read again, and the sample (drawn by an earlier abcde) stores no "
-                      "exact distances: pass the inputs' diff (estimate_quality(..., diff=...)), or draw the "
-                      "sample again")
-    if not paths:
-        return None, "the sample records no inputs to read the exact distances from"
-    odd = [f"{role} '{p}'" for role, p in paths.items() if "://" in p or not os.path.isfile(p)]
-    if odd:
-        return None, (f"{', '.join(odd)} {'is' if len(odd) == 1 else 'are'} not a local file abcde can read and "
-                      "fingerprint here, and the sample (drawn by an earlier abcde) stores no exact distances: "
-                      "they need the inputs the sample was drawn from")
-    cols = meta.get("columns") or {}
-    try:
-        prints = sample.check_inputs(**paths)
-        given = Inputs(paths.get("base"), paths.get("exp"), items=paths.get("items"),
-                       item_id=cols.get("item_id", "item_id"), cluster_id=cols.get("cluster_id", "cluster_id"),
-                       base_cluster_id=cols.get("base_cluster_id"), exp_cluster_id=cols.get("exp_cluster_id"),
-                       weight=cols.get("weight"))
-        eng = connect()
-        try:
-            d = build_diff(given, engine=eng, prints=prints)
-            o = _check_same_totals(d, meta, sample.path)
-            facts = distance_facts(d, ids, slice_by=slice_by, totals=o, source="the inputs the sample was drawn "
-                                   "from (read again; their fingerprints unchanged)")
-            prints.check("reading the exact distances")
-        finally:
-            eng.close()
-    except InputError as exc:
-        return None, f"the inputs the sample was drawn from cannot be used: {exc}"
-    return facts, ""
-
-
-def _check_same_totals(d: Diff, meta: dict, path, known: dict | None = None) -> dict:
-    """``overall(d)`` (``known``: already computed); refused when its weight(T), SplitRate(T) and
-    MergeRate(T) are not the sample's."""
-    o = overall(d) if known is None else known
-    for key, mk in (("total_weight", "total_weight"), ("split_rate", "split_rate_T"), ("merge_rate", "merge_rate_T")):
-        want = meta.get(mk)
-        if want is None:
-            continue
-        if not math.isclose(o[key], float(want), rel_tol=1e-9, abs_tol=1e-12):
-            raise InputError(f"The inputs given for the distances are not those the pair sample in '{path}' was "
-                             f"drawn from: their {key} is {o[key]!r}, the sample's {want!r}.")
-    return o

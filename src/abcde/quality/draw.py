@@ -21,13 +21,15 @@ from abcde.core.inputs import Inputs
 from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import check_slice_columns, link_masses, overall, private
-from abcde.quality.distances import distance_facts, drawn_items, facts_record
+from abcde.quality.exact_facts import distance_facts
+from abcde.samples.facts import drawn_items, facts_record
 from abcde.samples.judgements import judgement_files, load_judgements
 from abcde.samples.people_tasks import (BY_ANSWERS, META_KEY as PEOPLE_KEY, census_weights, check_human_budget,
                                         design_answers, draw_counts, plan_by_answers, plan_people, unit_weights,
                                         units_of)
 from abcde.samples.sample_dir import PairSampleDir, StagedSample, check_hidden, stage_sample_dir, write_sample_dir
-from abcde.quality.recall import recall_facts, recall_items, recall_record
+from abcde.quality.exact_facts import recall_facts
+from abcde.samples.facts import recall_items, recall_record
 from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA, agreed_share, split_budget
 from abcde.sampling.stratified import sample_agreed, sample_stratified, slice_self_terms
 from abcde.quality.stratified import stratum_sigmas

@@ -16,11 +16,13 @@ import pyarrow as pa
 from abcde.errors import InputError
 from abcde.core.names import PEOPLE
 from abcde.quality.combined import combined_paper, combined_stratified, combined_stratified_slices
-from abcde.quality.distances import estimate_distances_paper, estimate_distances_stratified, sample_facts
+from abcde.quality.distances import estimate_distances_paper, estimate_distances_stratified
+from abcde.quality.exact_facts import sample_facts
 from abcde.samples.judgements import judgement_files, load_judgements
 from abcde.samples.people_tasks import META_KEY as PEOPLE_PLAN, design_answers, people_cells, people_pairs, tasks_note
 from abcde.quality.paper import estimate_from_draws
-from abcde.quality.recall import estimate_recall_lift, stored_recall
+from abcde.quality.recall import estimate_recall_lift
+from abcde.samples.facts import stored_recall
 from abcde.quality.result import Estimate, QualityResult
 from abcde.samples.sample_dir import PairSampleDir
 from abcde.sampling.allocation import draws_by_stratum

@@ -80,39 +80,22 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import ibis
 import numpy as np
 import pyarrow as pa
 
-from abcde.core.diff import Diff, affected_items
-from abcde.core.formulas import affected
 from abcde.errors import InputError
-from abcde.quality.distances import DistanceFacts, cell_ratio_estimate, judged_draws, ratio_estimate
+from abcde.quality.distances import cell_ratio_estimate, judged_draws, ratio_estimate
 from abcde.quality.result import Estimate, quantile
 from abcde.quality.stratified import census_total
-from abcde.metrics.impact import link_masses
+from abcde.samples.facts import DistanceFacts, RecallFacts
 
 #: The recall lift's strata (a sample's strata of those names): the pairs together in both are the
 #: agreed stratum's and the intersection strata's, those together in one the split and merge strata's.
 RECALL_STRATA = ("agreed", "intersection+", "intersection-", "split", "merge")
 BOTH = ("agreed", "intersection+", "intersection-")
-#: The draws whose items' cluster weights the lift needs (their reweighting): split, merge, intersection.
-WEIGHED_CLASSES = ("split", "merge", "stable")
-
-
-def recall_items(draws: pa.Table) -> list:
-    """Both items of every split, merge and intersection draw (their cluster weights reweight them)."""
-    if not draws.num_rows:
-        return []
-    cls = draws.column("class").to_pylist()
-    a, b = draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist()
-    return [x for c, i, j in zip(cls, a, b) if c in WEIGHED_CLASSES for x in (i, j)]
-
-
 def factor(kind: str, b: float, e: float) -> float:
     """How much more a draw of stratum ``kind`` of an item with ``W(B)/W = b``, ``W(E)/W = e`` counts
     in its pair mass than in its draw weight: a split draw ∝ ``u_ij = w_i·w_j/(W·W(B))`` by ``b``, a
@@ -126,84 +109,6 @@ def factor(kind: str, b: float, e: float) -> float:
     if kind.startswith("intersection"):
         return b * e / abs(b - e)
     return 1.0
-
-
-@dataclass(frozen=True)
-class RecallFacts:
-    """What the recall lift needs besides the judgements, all exact.
-
-    Attributes
-    ----------
-    masses
-        Each stratum's pair mass ``Σ w_i·w_j / W²`` (:func:`abcde.metrics.impact.link_masses`).
-    cluster_weights
-        ``{item id: (W(B)/W, W(E)/W)}`` of the items of the split, merge and intersection pairs drawn.
-    slices
-        ``{column: {JSON-encoded value: (M_s(I) of each of RECALL_STRATA)}}``, vantage items in I.
-    """
-
-    masses: dict
-    cluster_weights: dict
-    slices: dict = field(default_factory=dict)
-
-
-def recall_facts(diff: Diff, item_ids, *, slice_by=(), total_weight: float) -> RecallFacts:
-    """The recall lift's exact facts from the diff a sample is drawn from: the pair masses, the
-    cluster weights of ``item_ids`` (affected items: those of :func:`recall_items`) and, per value
-    of each ``slice_by`` column, its vantage items' masses (one group-by of the items joined to their
-    fragments per column)."""
-    W = float(total_weight)
-    masses = link_masses(diff, W)
-    ids = list(dict.fromkeys(item_ids))
-    cw: dict = {}
-    if ids:
-        id_type = diff.joined.item_id.type().to_pyarrow()
-        wanted = ibis.memtable(pa.table({"item_id": pa.array(ids).cast(id_type)}))
-        f = diff.fragments
-        t = wanted.join(affected_items(diff), "item_id")
-        t = t.join(f, [t.base_cluster == f.base_cluster, t.exp_cluster == f.exp_cluster])
-        rows = diff.engine.rows(t.select(t.item_id, wb=f.wb, we=f.we), step="cluster weights of the drawn items")
-        cw = {r["item_id"]: (float(r["wb"]) / W, float(r["we"]) / W) for r in rows}
-    slices: dict = {}
-    if slice_by:
-        f = diff.fragments
-        j = diff.joined
-        t = j.join(f, [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster])
-        within = j.weight * (f.w - j.weight)
-        inter = affected(f) & (f.wb != f.we)
-        per = t.select(__abcde_id=j.item_id,
-                       __abcde_a=ibis.ifelse(inter, 0.0, within),
-                       __abcde_ip=ibis.ifelse(inter & (f.wb > f.we), within, 0.0),
-                       __abcde_im=ibis.ifelse(inter & (f.wb < f.we), within, 0.0),
-                       __abcde_s=j.weight * (f.wb - f.w), __abcde_m=j.weight * (f.we - f.w))
-        keys = ("__abcde_a", "__abcde_ip", "__abcde_im", "__abcde_s", "__abcde_m")
-        for col in slice_by:
-            a = diff.items.select("item_id", col)
-            g = per.join(a, per["__abcde_id"] == a.item_id)
-            rows = diff.engine.rows(g.group_by(col).aggregate(**{k + "_sum": g[k].sum() for k in keys}),
-                                    step=f"slice pair masses {col}")
-            slices[col] = {json.dumps(r[col], default=str): tuple(max(float(r[k + "_sum"] or 0.0), 0.0) / (W * W)
-                                                                  for k in keys) for r in rows}
-    return RecallFacts(masses, cw, slices)
-
-
-def recall_record(facts: RecallFacts) -> dict:
-    """``facts`` as a pair sample's metadata keeps them (``meta["recall"]``, plain JSON)."""
-    return {"masses": {k: float(v) for k, v in facts.masses.items()},
-            "cluster_weights": {str(i): [float(b), float(e)] for i, (b, e) in facts.cluster_weights.items()},
-            "slices": {c: {v: [float(x) for x in t] for v, t in vals.items()} for c, vals in facts.slices.items()}}
-
-
-def stored_recall(meta: dict) -> RecallFacts | None:
-    """The facts a sample stored at the draw (:func:`recall_record`); None when it has none (drawn
-    before the recall lift, or without the agreed stratum)."""
-    rec = meta.get("recall")
-    if not isinstance(rec, dict) or "intersection+" not in (rec.get("masses") or {}):
-        return None
-    as_id = int if meta.get("id_type") == "integer" else str
-    cw = {as_id(k): (float(v[0]), float(v[1])) for k, v in (rec.get("cluster_weights") or {}).items()}
-    slices = {c: {v: tuple(float(x) for x in t) for v, t in vals.items()} for c, vals in (rec.get("slices") or {}).items()}
-    return RecallFacts({k: float(v) for k, v in rec["masses"].items()}, cw, slices)
 
 
 # ----------------------------------------------------------------------------- one stratum
@@ -451,6 +356,4 @@ def estimate_recall_lift(sample, by_pair: dict, facts: RecallFacts, *, method: s
     return est, exact, slices
 
 
-__all__ = ["RECALL_STRATA", "RecallFacts", "estimate_recall_lift", "factor", "lift_estimate", "recall_facts",
-           "recall_items", "recall_record",
-           "stored_recall"]
+__all__ = ["RECALL_STRATA", "estimate_recall_lift", "factor", "lift_estimate"]
