@@ -1,0 +1,322 @@
+"""Population estimates from a sample of entities (no Ibis: numbers in, numbers out): the Hájek
+ratio of entity totals, its linearised variance under the design (a simple random sample without
+replacement with its finite-population correction, or Poisson), the effective number of entities
+and degrees of freedom, and 95% intervals on the logit scale, for one clustering and for the paired
+difference of two. The definitions, the designs and where the intervals hold:
+:mod:`abcde.metrics.truth_sample`, which computes the entity totals these read (Ibis).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from abcde.core.names import FEW_ENTITIES
+from abcde.errors import InputError
+
+#: ``truth_sample="uniform"``: a simple random sample of entities without replacement.
+UNIFORM = "uniform"
+#: What every row of :attr:`TruthSampleResult.slices` holds besides its slice columns' values.
+SLICE_FIELDS = ("entities", "items", "weight", "estimates")
+METRICS = ("precision", "recall", "f1")
+#: How F1 and the intervals are made (carried in the JSON, so a reader of it knows).
+F1_METHOD = ("harmonic mean of the estimated population Precision and Recall, 2PR/(P+R); its standard error "
+             "by the delta method on the linearised Precision and Recall")
+INTERVAL_METHOD = ("95% delta-method interval on the logit scale (a difference: of (Δ+1)/2), Student t on the "
+                   "variance's effective degrees of freedom min(n−1, max(1, (Σc_k)²/Σc_k²)), c_k each entity's "
+                   "share of the variance; inside [0, 1] ([−1, 1] for a difference); a point at a census")
+METHODS = {"uniform": "hajek_srswor", "poisson": "hajek_poisson"}
+DESCRIPTIONS = {"uniform": "simple random sample of entities without replacement",
+                "poisson": "independent (Poisson) inclusion of entities with the given probabilities"}
+TRUTH_SAMPLE_HINT = ("truth_sample is 'uniform' (a simple random sample of entities) or the name of a column of the "
+                     "truth holding each listed entity's inclusion probability")
+
+
+def hajek_ratio(a, b, pi) -> tuple[float, np.ndarray]:
+    """``R̂ = Σ a_k/π_k / Σ b_k/π_k`` and the linearised residuals ``z_k = (a_k − R̂·b_k) / Σ b/π``
+    (NaN and NaNs when the denominator is 0)."""
+    a, b, pi = (np.asarray(x, dtype=float) for x in (a, b, pi))
+    bh = float(np.sum(b / pi))
+    if not bh > 0:
+        return math.nan, np.full(a.shape, math.nan)
+    r = float(np.sum(a / pi)) / bh
+    return r, (a - r * b) / bh
+
+
+def variance_contributions(z, pi, *, design: str, population_entities: float | None = None) -> np.ndarray:
+    """Each sampled entity's share ``c_k`` of the design variance ``V̂ = Σ c_k`` of a linearised
+    estimator (``z`` from :func:`hajek_ratio`): ``"uniform"``, ``c_k = N²(1 − n/N)/n · (z_k − z̄)²/(n − 1)``
+    (``N = population_entities``); ``"poisson"``, ``c_k = (1 − π_k)/π_k² · z_k²``. All 0 at a census
+    (``n ≥ N``; every ``π_k = 1``); NaN when the variance cannot be estimated (one entity, not a census)."""
+    z, pi = np.asarray(z, dtype=float), np.asarray(pi, dtype=float)
+    n = z.size
+    if design == UNIFORM:
+        N = float(population_entities)
+        if n >= N:
+            return np.zeros(n)
+        if n < 2:
+            return np.full(n, math.nan)
+        d = z - z.mean()
+        return N * N * (1.0 - n / N) / n * (d * d) / (n - 1)
+    if design == "poisson":
+        if np.all(pi == 1.0):
+            return np.zeros(n)
+        if n < 2:
+            return np.full(n, math.nan)
+        return (1.0 - pi) / (pi * pi) * z * z
+    raise InputError(f"Unknown design {design!r}: 'uniform' or 'poisson'.")
+
+
+def design_variance(z, pi, *, design: str, population_entities: float | None = None) -> float:
+    """The variance ``V̂ = Σ c_k`` of a linearised estimator ``Σ z_k`` under the design
+    (:func:`variance_contributions`): uniform ``N²(1 − n/N)/n · s²_z``, Poisson
+    ``Σ (1 − π_k)/π_k² · z_k²``."""
+    return float(np.sum(variance_contributions(z, pi, design=design, population_entities=population_entities)))
+
+
+def effective_entities(contributions) -> float:
+    """``(Σ c_k)² / Σ c_k²``: about how many entities the variance rests on (NaN when it is 0), and
+    the intervals' degrees of freedom (:func:`degrees_of_freedom`). Below :data:`FEW_ENTITIES` the
+    sampling distribution is far from normal (a few entities decide the estimate): the interval is
+    wider, and its coverage depends on whether the sample holds the few entities that matter (see
+    the module)."""
+    c = np.asarray(contributions, dtype=float)
+    sq = float(np.sum(c * c))
+    return float(np.sum(c)) ** 2 / sq if sq > 0 else math.nan
+
+
+
+
+def bounded_interval(value: float, se: float, bounds: tuple[float, float]):
+    """A function of the quantile ``q`` giving the logit-scale interval of ``value`` (standard error
+    ``se``) inside ``bounds``: ``value`` mapped to (0, 1), ``expit(logit u ± q·se_u/(u(1 − u)))``,
+    mapped back. A point when ``se`` is 0 or ``value`` is at an end of ``bounds``."""
+    lo_b, hi_b = bounds
+    span = hi_b - lo_b
+
+    def of(q: float) -> tuple[float, float]:
+        if not (math.isfinite(value) and math.isfinite(se)):
+            return (math.nan, math.nan)
+        if se == 0 or value <= lo_b or value >= hi_b:
+            return (value, value)
+        u = (value - lo_b) / span
+        centre, half = math.log(u / (1.0 - u)), q * (se / span) / (u * (1.0 - u))
+        return (lo_b + span * _expit(centre - half), lo_b + span * _expit(centre + half))
+
+    return of
+
+
+def _expit(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def degrees_of_freedom(entities: int, effective: float = math.nan) -> float:
+    """The intervals' degrees of freedom: ``min(n − 1, max(1, effective))`` with ``effective`` the
+    variance's effective number of entities ``(Σ c_k)²/Σ c_k²`` (:func:`effective_entities`,
+    Satterthwaite's degrees of freedom for a sum of one-degree-of-freedom pieces); ``n − 1`` when it
+    is undefined (NaN: a zero variance); NaN with fewer than two entities.
+
+    >>> degrees_of_freedom(500, 3.2), degrees_of_freedom(500, 0.4), degrees_of_freedom(10, 30.0)
+    (3.2, 1.0, 9.0)
+    """
+    if entities < 2:
+        return math.nan
+    if not math.isfinite(effective):
+        return float(entities - 1)
+    return min(float(entities - 1), max(1.0, float(effective)))
+
+
+def quantile(entities: int, confidence_level: float = 0.95, effective: float = math.nan) -> float:
+    """The two-sided quantile of every interval: Student t on :func:`degrees_of_freedom` (``n − 1``
+    when ``effective`` is not given; the normal quantile with fewer than two entities).
+
+    >>> round(quantile(500), 4), round(quantile(500, effective=3.0), 4), round(quantile(1), 4)
+    (1.9647, 3.1824, 1.96)
+    """
+    from scipy.stats import norm, t
+
+    p = 0.5 + confidence_level / 2
+    df = degrees_of_freedom(entities, effective)
+    return float(t.ppf(p, df)) if math.isfinite(df) else float(norm.ppf(p))
+
+
+@dataclass(frozen=True)
+class PopulationEstimate:
+    """One population metric estimated from a truth sample.
+
+    Attributes
+    ----------
+    metric
+        ``precision``, ``recall``, ``f1``, ``delta_precision``, ``delta_recall`` or ``delta_f1``.
+    value, standard_error
+        The estimate and its linearised standard error (NaN when undefined: ``note`` says why).
+    entities
+        The sampled entities it rests on (``n``).
+    method
+        ``hajek_srswor`` or ``hajek_poisson``.
+    bounds
+        The metric's range, ``(0, 1)`` or ``(−1, 1)``: the interval lies inside it.
+    exact
+        The truth is a census: the value is the population's, with standard error 0.
+    effective_entities
+        ``(Σ c_k)²/Σ c_k²`` of the entities' variance contributions (:func:`effective_entities`): the
+        interval's degrees of freedom (:attr:`degrees_of_freedom`).
+    note
+        Why it is undefined, or that its variance rests on few entities.
+    """
+
+    metric: str
+    value: float
+    standard_error: float
+    entities: int
+    method: str
+    bounds: tuple[float, float]
+    exact: bool = False
+    effective_entities: float = math.nan
+    note: str = ""
+
+    @property
+    def defined(self) -> bool:
+        return math.isfinite(self.value)
+
+    @property
+    def degrees_of_freedom(self) -> float:
+        """Student t's degrees of freedom of the interval: ``min(n − 1, max(1, effective_entities))``
+        (``n − 1`` when ``effective_entities`` is NaN; :func:`degrees_of_freedom`)."""
+        return degrees_of_freedom(self.entities, self.effective_entities)
+
+    def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
+        """The logit-scale interval (:func:`bounded_interval`) with Student t's quantile on
+        :attr:`degrees_of_freedom`; NaN ends when undefined."""
+        if not 0 < confidence_level < 1:
+            raise InputError(f"The 'confidence_level' parameter of confidence_interval must be in (0, 1). "
+                             f"Got {confidence_level} instead.")
+        q = quantile(self.entities, confidence_level, self.effective_entities)
+        return bounded_interval(self.value, self.standard_error, self.bounds)(q)
+
+    def to_dict(self) -> dict:
+        lo, hi = self.confidence_interval()
+
+        def num(x):
+            return x if math.isfinite(x) else None
+
+        d = {"estimate": num(self.value), "std_err": num(self.standard_error), "ci_low": num(lo),
+             "ci_high": num(hi), "entities": self.entities, "method": self.method,
+             "range": [self.bounds[0], self.bounds[1]], "exact": self.exact,
+             "effective_entities": num(self.effective_entities),
+             "degrees_of_freedom": num(self.degrees_of_freedom) if self.defined else None}
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+@dataclass(frozen=True)
+class Linearised:
+    """An estimate and its per-entity linearised residuals (the estimator's Taylor linearisation)."""
+
+    value: float
+    z: np.ndarray
+
+
+def f1_linearised(p: Linearised, r: Linearised) -> Linearised:
+    """``F = 2PR/(P + R)`` and ``z_F = ∂F/∂P·z_P + ∂F/∂R·z_R`` (the delta method)."""
+    s = p.value + r.value
+    if not (math.isfinite(s) and s > 0):
+        return Linearised(0.0 if s == 0 else math.nan, np.zeros_like(p.z) if s == 0 else np.full_like(p.z, math.nan))
+    return Linearised(2 * p.value * r.value / s,
+                      2 * r.value ** 2 / s ** 2 * p.z + 2 * p.value ** 2 / s ** 2 * r.z)
+
+
+@dataclass(frozen=True)
+class PopulationEstimates:
+    """What :func:`estimate_population` returns: ``sides[side][metric]`` and, for two sides,
+    ``deltas[delta_metric]`` (the second side minus the first), each a :class:`PopulationEstimate`."""
+
+    sides: dict[str, dict[str, PopulationEstimate]]
+    deltas: dict[str, PopulationEstimate]
+    design: str
+    population_entities: float
+    census: bool
+
+
+def estimate_population(
+    weight,
+    sums: Mapping[str, tuple],
+    *,
+    inclusion=None,
+    population_entities: float | None = None,
+) -> PopulationEstimates:
+    """The population's Precision, Recall and F1 (and, for two clusterings, their paired differences)
+    from the totals of the sampled entities.
+
+    Pure numpy: what :func:`estimate_pointwise` computes after the engine returned the entity totals,
+    and what simulations call per sample.
+
+    Parameters
+    ----------
+    weight
+        ``B_k``: each sampled entity's weight (the same for every clustering).
+    sums
+        ``{side: (A^P_k, A^R_k)}``: per sampled entity, ``Σ w_j·Precision(j)`` and ``Σ w_j·Recall(j)``
+        over its items. One side, or two (Base then Exp: the deltas are Exp − Base).
+    inclusion
+        ``π_k`` of each sampled entity under independent (Poisson) inclusion; ``None``: a simple
+        random sample of ``population_entities`` entities without replacement.
+    population_entities
+        ``N`` (needed by the uniform design; ignored with ``inclusion``).
+    """
+    b = np.asarray(weight, dtype=float)
+    n = b.size
+    if inclusion is None:
+        design = UNIFORM
+        if population_entities is None:
+            raise InputError("A simple random sample of entities needs the number of entities in the population "
+                             "(population_entities).")
+        N = float(population_entities)
+        if not (math.isfinite(N) and N >= n):
+            raise InputError(f"population_entities must be at least the {n:,} entities the truth lists. Got {N!r}.")
+        pi = np.full(n, n / N)
+        census = n >= N
+    else:
+        design = "poisson"
+        pi = np.asarray(inclusion, dtype=float)
+        if pi.shape != b.shape:
+            raise InputError(f"inclusion has {pi.size} values for {n} entities.")
+        N = float(np.sum(1.0 / pi))
+        census = bool(np.all(pi == 1.0))
+    if len(sums) not in (1, 2):
+        raise InputError(f"Estimates are for one clustering or two (Base and Exp). Got {len(sums)}.")
+
+    def est(metric: str, lin: Linearised, bounds: tuple[float, float]) -> PopulationEstimate:
+        c = variance_contributions(lin.z, pi, design=design, population_entities=N)
+        var = float(np.sum(c))
+        se = math.sqrt(var) if math.isfinite(var) and var >= 0 else math.nan
+        note, few = "", effective_entities(c) if math.isfinite(var) else math.nan
+        if not math.isfinite(lin.value):
+            note = "no sampled item in this set: the estimate is undefined"
+        elif not math.isfinite(se):
+            note = "one sampled entity: no standard error can be estimated from it"
+        elif few < FEW_ENTITIES:
+            note = (f"its variance rests on about {few:.1f} entities (a few sampled entities decide the estimate): "
+                    f"the interval is wider (Student t on {degrees_of_freedom(n, few):.1f} degrees of freedom), "
+                    "and may still cover less than its level if the sample misses the entities that matter")
+        return PopulationEstimate(metric=metric, value=lin.value,
+                                  standard_error=se if math.isfinite(lin.value) else math.nan, entities=n,
+                                  method=METHODS[design], bounds=bounds, exact=census, effective_entities=few,
+                                  note=note)
+
+    lins: dict[str, dict[str, Linearised]] = {}
+    for side, (ap, ar) in sums.items():
+        p, r = (Linearised(*hajek_ratio(a, b, pi)) for a in (ap, ar))
+        lins[side] = {"precision": p, "recall": r, "f1": f1_linearised(p, r)}
+    out = {side: {m: est(m, lin, (0.0, 1.0)) for m, lin in ls.items()} for side, ls in lins.items()}
+    deltas = {}
+    if len(lins) == 2:
+        first, second = (lins[s] for s in sums)
+        for m in METRICS:
+            d = Linearised(second[m].value - first[m].value, second[m].z - first[m].z)
+            deltas[f"delta_{m}"] = est(f"delta_{m}", d, (-1.0, 1.0))
+    return PopulationEstimates(out, deltas, design, N, census)
