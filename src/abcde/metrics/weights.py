@@ -115,73 +115,10 @@ def derive_weights(
         raise InputError(f"floor must be a positive finite number. Got {floor!r} instead.")
     eng = resolve(engine)
     with _progress.step("Reading inputs"):
-        loaded = {
-            "past": load_clustering(eng, past, role="past", item_id=item_id, cluster_id=cluster_id, out_cluster="c"),
-            "base": load_clustering(eng, base, role="base", item_id=item_id, cluster_id=cluster_id, out_cluster="c"),
-            "exp": load_clustering(eng, exp, role="exp", item_id=item_id, cluster_id=cluster_id, out_cluster="c"),
-        }
-        for v in loaded.values():
-            check_duplicates(eng, v, "c")
-        attrs: list[str] = []
-        if items is not None:
-            loaded["items"], attrs = load_items(eng, items, item_id=item_id, weight=weight)
-            clash = [a for a in attrs if a in OUTPUT_COLUMNS]
-            if clash:  # the output carries the attributes beside these: two columns of one name
-                raise InputError(
-                    f"Attribute column(s) {', '.join(repr(c) for c in clash)} in {loaded['items'].label} have the "
-                    f"name of a column abcde computes for every item here ({', '.join(OUTPUT_COLUMNS)}); rename "
-                    f"them (for example to 'attr_{clash[0]}')."
-                )
-            check_duplicates(eng, loaded["items"])
+        loaded, attrs = _read_clusterings(eng, past, base, exp, items, item_id=item_id, cluster_id=cluster_id,
+                                          weight=weight)
         loaded = unify_id_types(loaded)
-        imp_label = describe(importance, "importance")
-        imp_raw = eng.read(importance, role="importance")
-        for col in (cluster_id, importance_column):
-            if col not in imp_raw.columns:
-                raise InputError(
-                    f"Column '{col}' not found in {imp_label}. "
-                    f"Existing columns: {', '.join(repr(c) for c in imp_raw.columns)}."
-                )
-        if not imp_raw[importance_column].type().is_numeric():
-            raise InputError(f"Column '{importance_column}' in {imp_label} must be numeric.")
-        imp = imp_raw.select(c=imp_raw[cluster_id], importance=imp_raw[importance_column].cast("float64"))
-        bad = eng.one(
-            imp.aggregate(
-                n=imp.count(),
-                bad=(_any_bad(imp.importance) | (imp.importance < 0).fill_null(False))
-                .fill_null(True)
-                .sum(),
-                dup=imp.count() - imp.c.nunique(),
-                lo=imp.importance.min(where=imp.importance > 0),
-                hi=imp.importance.max(),
-            )
-        )
-        if bad["bad"]:
-            bad_rows = imp.filter((_any_bad(imp.importance) | (imp.importance < 0).fill_null(False)).fill_null(True))
-            first = eng.rows(bad_rows.select("c", "importance").order_by("c").limit(5))
-            raise InputError(
-                f"{bad['bad']} rows of {imp_label} have a null, NaN, infinite or negative importance in "
-                f"column '{importance_column}'. Importance must be a finite number >= 0; first: "
-                + ", ".join(f"{r['c']!r}: {r['importance']}" for r in first) + "."
-            )
-        if bad["dup"]:
-            dups = imp.group_by("c").aggregate(n=imp.count()).filter(lambda t: t.n > 1).order_by("c").limit(5)
-            raise InputError(
-                f"{bad['dup']} past cluster ids appear in more than one row of {imp_label} (first: "
-                f"{examples_text(r['c'] for r in eng.rows(dups))}). The importance table needs one row per cluster."
-            )
-        # Only relative importance matters: importance values outside [2^-100, 2^100] are divided by a
-        # power of two (exact) so that their sums stay within double precision; the derived weights are
-        # multiplied back by it at the end (checked to fit).
-        imp_scale = 1.0
-        if bad["hi"] is not None and bad["hi"] > 0:
-            imp_scale = weight_scale(float(bad["lo"]), float(bad["hi"]), noun="importance values",
-                                     what=f"The importance values in column '{importance_column}' of {imp_label}")
-            if imp_scale != 1.0:
-                imp = imp.mutate(importance=divided_by(imp.importance, imp_scale))
-                _progress.note(f"The importance values in column '{importance_column}' of {imp_label} were divided "
-                               f"by {scale_text(imp_scale)} while deriving the weights (only relative importance "
-                               "matters); the derived weights are in the importance's own unit.")
+        imp, imp_label, imp_scale = _read_importance(eng, importance, cluster_id, importance_column)
 
     pt, bt, et = loaded["past"].table, loaded["base"].table, loaded["exp"].table
     it = loaded["items"].table if "items" in loaded else None
@@ -274,6 +211,87 @@ def derive_weights(
         "past_items_without_intrinsic_weight": int(past_stats["no_intr"] or 0) if it is not None else 0,
     }
     return WeightsResult(table=table, summary=summary)
+
+
+
+def _read_clusterings(eng, past, base, exp, items, *, item_id: str, cluster_id: str, weight) -> tuple[dict, list]:
+    """The past, Base and Exp clusterings and the items table, loaded and checked (no duplicate
+    ids; no attribute named like a column the output computes), and the items' attribute columns."""
+    loaded = {
+        "past": load_clustering(eng, past, role="past", item_id=item_id, cluster_id=cluster_id, out_cluster="c"),
+        "base": load_clustering(eng, base, role="base", item_id=item_id, cluster_id=cluster_id, out_cluster="c"),
+        "exp": load_clustering(eng, exp, role="exp", item_id=item_id, cluster_id=cluster_id, out_cluster="c"),
+    }
+    for v in loaded.values():
+        check_duplicates(eng, v, "c")
+    attrs: list[str] = []
+    if items is not None:
+        loaded["items"], attrs = load_items(eng, items, item_id=item_id, weight=weight)
+        clash = [a for a in attrs if a in OUTPUT_COLUMNS]
+        if clash:  # the output carries the attributes beside these: two columns of one name
+            raise InputError(
+                f"Attribute column(s) {', '.join(repr(c) for c in clash)} in {loaded['items'].label} have the "
+                f"name of a column abcde computes for every item here ({', '.join(OUTPUT_COLUMNS)}); rename "
+                f"them (for example to 'attr_{clash[0]}')."
+            )
+        check_duplicates(eng, loaded["items"])
+    return loaded, attrs
+
+
+def _read_importance(eng, importance, cluster_id: str, importance_column: str) -> tuple:
+    """The importance table as ``c, importance`` (checked: both columns there, numeric, finite and
+    ≥ 0, one row per cluster), its label, and the power of two its values were divided by (only
+    relative importance matters: values outside [2^-100, 2^100] are scaled so that their sums stay
+    within double precision; the derived weights are multiplied back by it at the end)."""
+    imp_label = describe(importance, "importance")
+    imp_raw = eng.read(importance, role="importance")
+    for col in (cluster_id, importance_column):
+        if col not in imp_raw.columns:
+            raise InputError(
+                f"Column '{col}' not found in {imp_label}. "
+                f"Existing columns: {', '.join(repr(c) for c in imp_raw.columns)}."
+            )
+    if not imp_raw[importance_column].type().is_numeric():
+        raise InputError(f"Column '{importance_column}' in {imp_label} must be numeric.")
+    imp = imp_raw.select(c=imp_raw[cluster_id], importance=imp_raw[importance_column].cast("float64"))
+    bad = eng.one(
+        imp.aggregate(
+            n=imp.count(),
+            bad=(_any_bad(imp.importance) | (imp.importance < 0).fill_null(False))
+            .fill_null(True)
+            .sum(),
+            dup=imp.count() - imp.c.nunique(),
+            lo=imp.importance.min(where=imp.importance > 0),
+            hi=imp.importance.max(),
+        )
+    )
+    if bad["bad"]:
+        bad_rows = imp.filter((_any_bad(imp.importance) | (imp.importance < 0).fill_null(False)).fill_null(True))
+        first = eng.rows(bad_rows.select("c", "importance").order_by("c").limit(5))
+        raise InputError(
+            f"{bad['bad']} rows of {imp_label} have a null, NaN, infinite or negative importance in "
+            f"column '{importance_column}'. Importance must be a finite number >= 0; first: "
+            + ", ".join(f"{r['c']!r}: {r['importance']}" for r in first) + "."
+        )
+    if bad["dup"]:
+        dups = imp.group_by("c").aggregate(n=imp.count()).filter(lambda t: t.n > 1).order_by("c").limit(5)
+        raise InputError(
+            f"{bad['dup']} past cluster ids appear in more than one row of {imp_label} (first: "
+            f"{examples_text(r['c'] for r in eng.rows(dups))}). The importance table needs one row per cluster."
+        )
+    # Only relative importance matters: importance values outside [2^-100, 2^100] are divided by a
+    # power of two (exact) so that their sums stay within double precision; the derived weights are
+    # multiplied back by it at the end (checked to fit).
+    imp_scale = 1.0
+    if bad["hi"] is not None and bad["hi"] > 0:
+        imp_scale = weight_scale(float(bad["lo"]), float(bad["hi"]), noun="importance values",
+                                 what=f"The importance values in column '{importance_column}' of {imp_label}")
+        if imp_scale != 1.0:
+            imp = imp.mutate(importance=divided_by(imp.importance, imp_scale))
+            _progress.note(f"The importance values in column '{importance_column}' of {imp_label} were divided "
+                           f"by {scale_text(imp_scale)} while deriving the weights (only relative importance "
+                           "matters); the derived weights are in the importance's own unit.")
+    return imp, imp_label, imp_scale
 
 
 def _check_fits(lo, hi, scale: float, column: str, label: str) -> None:
