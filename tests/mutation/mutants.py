@@ -142,8 +142,8 @@ MUTANTS: list[Mutant] = [
 
     # ------------------------------------------------------------------ quality/paper.py: the paper's estimator
     M("paper-delta-precision", "quality/paper.py",
-      'dp = _dp(cls, valid, same, label, all_mask, totals["all"], "delta_precision")',
-      'dp = _dp(cls, valid, same, label, all_mask, totals["all"] * 1.05, "delta_precision")',
+      'dp = _dp(cls, valid, same, label, all_mask, totals["all"], "delta_precision",',
+      'dp = _dp(cls, valid, same, label, all_mask, totals["all"] * 1.05, "delta_precision",',
       "paper estimator: ΔPrecision(T) x1.05",
       (FORMULAS, POWER, QUALITY)),
     M("paper-good-split", "quality/paper.py",
@@ -179,13 +179,13 @@ MUTANTS: list[Mutant] = [
       "paper estimator: 'unsure' counted as 'different' instead of dropped",
       (FORMULAS, POWER, QUALITY)),
     M("paper-se", "quality/paper.py",
-      "multiplier * se if math.isfinite(se) else math.nan, n_judged)",
-      "multiplier * se * 1.05 if math.isfinite(se) else math.nan, n_judged)",
+      'multiplier * se if math.isfinite(se) else math.nan, n_judged,',
+      'multiplier * se * 1.05 if math.isfinite(se) else math.nan, n_judged,',
       "paper estimator: SE of ΔPrecision (and slices) x1.05",
       (FORMULAS, POWER, QUALITY)),
     M("paper-slice-pairweight", "quality/paper.py",
-      'contrib = _dp(cls, valid, same, label, mask, pw, "delta_precision_contribution")',
-      'contrib = _dp(cls, valid, same, label, mask, pw * 1.5, "delta_precision_contribution")',
+      'contrib = _dp(cls, valid, same, label, mask, pw, "delta_precision_contribution"',
+      'contrib = _dp(cls, valid, same, label, mask, pw * 1.5, "delta_precision_contribution"',
       "paper estimator, slices: pairweight(I) x1.5 as read",
       (FORMULAS, POWER, QUALITY)),
     M("paper-slice-weight", "quality/paper.py",
@@ -199,38 +199,38 @@ MUTANTS: list[Mutant] = [
       """        U = sample.totals[c]
         if U == 0:
             continue
-        if c in sample.census:""",
+        lab = STRATUM_LABEL.get(c)""",
       """        U = sample.totals[c] * (1.05 if c == "split" else 1.0)
         if U == 0:
             continue
-        if c in sample.census:""",
+        lab = STRATUM_LABEL.get(c)""",
       "stratified estimator: U_split x1.05",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-u-merge", "quality/stratified.py",
       """        U = sample.totals[c]
         if U == 0:
             continue
-        if c in sample.census:""",
+        lab = STRATUM_LABEL.get(c)""",
       """        U = sample.totals[c] * (1.05 if c == "merge" else 1.0)
         if U == 0:
             continue
-        if c in sample.census:""",
+        lab = STRATUM_LABEL.get(c)""",
       "stratified estimator: U_merge x1.05",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-u-intersection", "quality/stratified.py",
       """        U = sample.totals[c]
         if U == 0:
             continue
-        if c in sample.census:""",
+        lab = STRATUM_LABEL.get(c)""",
       """        U = sample.totals[c] * (1.05 if c.startswith("intersection") else 1.0)
         if U == 0:
             continue
-        if c in sample.census:""",
+        lab = STRATUM_LABEL.get(c)""",
       "stratified estimator: U_intersection x1.05",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-self-term-estimate", "quality/stratified.py",
-      'dp, var, n_j, note = sample.self_term, 0.0, 0, ""',
-      'dp, var, n_j, note = sample.self_term * 1.05, 0.0, 0, ""',
+      'dp, var, n_j, missing = sample.self_term, 0.0, 0, []',
+      'dp, var, n_j, missing = sample.self_term * 1.05, 0.0, 0, []',
       "stratified estimator: the self term x1.05 where it is added",
       (FORMULAS, POWER, STRATIFIED)),
     M("strat-self-term-stored", "sampling/stratified.py",
@@ -238,9 +238,9 @@ MUTANTS: list[Mutant] = [
       'diff.cache.self_terms[key] = float(r["s"] or 0.0) / float(total_weight) * 1.05',
       "self_term(): the stored exact self term x1.05",
       (EXACT, STRATIFIED)),
-    M("strat-slice-self-terms", "quality/stratified.py",
-      '(float(r["s"] or 0.0) / W, float(r["u"] or 0.0) / W)',
-      '(float(r["s"] or 0.0) / W * 1.05, float(r["u"] or 0.0) / W)',
+    M("strat-slice-self-terms", "sampling/stratified.py",
+      '(float(r[s] or 0.0) / W, float(r[u] or 0.0) / W)',
+      '(float(r[s] or 0.0) / W * 1.05, float(r[u] or 0.0) / W)',
       "slice_self_terms(): each slice's exact self term x1.05",
       (EXACT, STRATIFIED)),
     M("strat-slice-self-term-estimate", "quality/stratified.py",
@@ -296,8 +296,8 @@ MUTANTS: list[Mutant] = [
 
     # ------------------------------------------------------------------ quality/draw.py: stored slice multipliers
     M("draw-slice-weight", "quality/draw.py",
-      'rows.append({"column": c, "value": key, "weight": r["weight"],',
-      'rows.append({"column": c, "value": key, "weight": r["weight"] * 1.05,',
+      'rows.append({"column": c, "value": key, "weight": r[w],',
+      'rows.append({"column": c, "value": key, "weight": r[w] * 1.05,',
       "_slice_multipliers: the stored weight(I) x1.05",
       (EXACT, POWER, QUALITY, STRATIFIED)),
     M("draw-slice-pairweight", "quality/draw.py",
@@ -323,28 +323,28 @@ MUTANTS: list[Mutant] = [
       "exploration sample: the stored importance weight w(i) x1.05",
       (EXACT, EXPLORE)),
     M("explore-estimator-weight", "sampling/explore.py",
-      "g = t.mutate(_y0=jd_t / t.jaccard_distance)",
-      "g = t.mutate(_y0=jd_t / t.jaccard_distance * 1.05)",
+      'g = t.mutate(**{y0: jd_t / t.jaccard_distance})',
+      'g = t.mutate(**{y0: jd_t / t.jaccard_distance * 1.05})',
       "exploration estimates: JD(T)/JD(i) x1.05 (shares and contributions)",
       (FORMULAS, POWER, EXPLORE)),
     M("explore-weight-share", "sampling/explore.py",
-      'aggs["s_share"] = (g.draw_count * g._y0).sum()',
-      'aggs["s_share"] = (g.draw_count * g._y0).sum() * 1.05',
+      'aggs["s_share"] = (dc * g[y0]).sum()',
+      'aggs["s_share"] = (dc * g[y0]).sum() * 1.05',
       "exploration estimates: the weight share x1.05",
       (FORMULAS, POWER, EXPLORE)),
     M("explore-split-contribution", "sampling/explore.py",
-      "y = g._y0 * g[col]",
-      'y = g._y0 * g[col] * (1.05 if short == "split" else 1.0)',
+      'y = g[y0] * g[col]',
+      'y = g[y0] * g[col] * (1.05 if short == "split" else 1.0)',
       "exploration estimates: the SplitRate contribution x1.05",
       (FORMULAS, POWER, EXPLORE)),
     M("explore-merge-contribution", "sampling/explore.py",
-      "y = g._y0 * g[col]",
-      'y = g._y0 * g[col] * (1.05 if short == "merge" else 1.0)',
+      'y = g[y0] * g[col]',
+      'y = g[y0] * g[col] * (1.05 if short == "merge" else 1.0)',
       "exploration estimates: the MergeRate contribution x1.05",
       (FORMULAS, POWER, EXPLORE)),
     M("explore-jaccard-contribution", "sampling/explore.py",
-      "y = g._y0 * g[col]",
-      'y = g._y0 * g[col] * (1.05 if short == "jaccard" else 1.0)',
+      'y = g[y0] * g[col]',
+      'y = g[y0] * g[col] * (1.05 if short == "jaccard" else 1.0)',
       "exploration estimates: the JaccardDistance contribution x1.05",
       (FORMULAS, POWER, EXPLORE)),
     M("explore-se", "sampling/explore.py",
@@ -370,8 +370,8 @@ MUTANTS: list[Mutant] = [
       "clocks, successive draws: later draws at rate weight^1.05",
       (SAMPLING, QUALITY, STRATIFIED)),
     M("clock-poisson-counts", "sampling/clocks.py",
-      "dc = 1 + rng.poisson(w * (horizon - dt0))",
-      "dc = 1 + rng.poisson(w ** 1.05 * (horizon - dt0))",
+      "mean = w * (horizon - dt0)",
+      "mean = w ** 1.05 * (horizon - dt0)",
       "clocks, draw counts: Poisson means weight^1.05 · (M − dt0)",
       (SAMPLING, EXPLORE)),
 

@@ -150,10 +150,11 @@ MUTANTS: list[Mutant] = [
       "__abcde_s=j.weight * (f.wb - f.w), __abcde_m=j.weight * (f.we - f.w))",
       "__abcde_s=j.weight * (f.we - f.w), __abcde_m=j.weight * (f.wb - f.w))",
       "recall_facts: a slice's split and merge masses swapped", BOTH_TESTS),
-    M("rl-stored-ids-str", "quality/recall.py",
-      '    as_id = int if meta.get("id_type") == "integer" else str\n',
-      "    as_id = str\n",
-      "stored_recall: integer item ids read back as text (the cluster weights of integer ids not found)",
+    M("rl-stored-ids-str", "samples/facts.py",
+      '    return int if meta.get("id_type") == "integer" else str\n',
+      "    return str\n",
+      "stored facts (the recall lift's, the distances'): integer item ids read back as text (their cluster weights "
+      "not found)",
       BOTH_TESTS),
     # ------------------------------------------------------------------ metrics/impact.py link_masses
     M("masses-W", "metrics/impact.py",

@@ -47,6 +47,11 @@ class DistanceFacts:
 STORED = "the sample (stored when it was drawn, from the inputs' diff)"
 
 
+def _id_reader(meta: dict):
+    """How the item ids a sample keeps as JSON keys (text) are read back: by its ``id_type``."""
+    return int if meta.get("id_type") == "integer" else str
+
+
 def drawn_items(draws: pa.Table) -> list:
     """Both items of every split and merge draw (a census pair counts from both ends)."""
     if not draws.num_rows:
@@ -72,7 +77,7 @@ def stored_facts(meta: dict, item_ids, slice_by=()) -> DistanceFacts | None:
     rec = meta.get("distances")
     if not isinstance(rec, dict) or "shares" not in rec:
         return None
-    as_id = int if meta.get("id_type") == "integer" else str
+    as_id = _id_reader(meta)
     try:
         shares = {as_id(k): (float(v[0]), float(v[1])) for k, v in rec["shares"].items()}
     except (TypeError, ValueError, IndexError):
@@ -129,7 +134,7 @@ def stored_recall(meta: dict) -> RecallFacts | None:
     rec = meta.get("recall")
     if not isinstance(rec, dict) or "intersection+" not in (rec.get("masses") or {}):
         return None
-    as_id = int if meta.get("id_type") == "integer" else str
+    as_id = _id_reader(meta)
     cw = {as_id(k): (float(v[0]), float(v[1])) for k, v in (rec.get("cluster_weights") or {}).items()}
     slices = {c: {v: tuple(float(x) for x in t) for v, t in vals.items()} for c, vals in (rec.get("slices") or {}).items()}
     return RecallFacts({k: float(v) for k, v in rec["masses"].items()}, cw, slices)
