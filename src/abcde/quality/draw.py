@@ -16,7 +16,7 @@ from typing import Sequence
 import ibis
 import pyarrow as pa
 
-from abcde.core.diff import affected_items, build_diff
+from abcde.core.diff import build_diff
 from abcde.core.inputs import Inputs
 from abcde.engine import Engine
 from abcde.errors import InputError
@@ -357,7 +357,8 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
         ids = pa.table({"item_id": pa.concat_arrays([draws.column("item_a").combine_chunks(),
                                                      draws.column("item_b").combine_chunks()])})
         idt = ibis.memtable(ids).distinct()
-        src = diff.items if diff.items is not None else affected_items(diff).select("item_id", "weight")
+        # Every drawn item, the agreed pairs' too (together in both clusterings: unaffected items among them).
+        src = diff.items if diff.items is not None else diff.joined.select("item_id", "weight")
         items_t = eng.to_arrow(idt.join(src, "item_id").order_by("item_id"), step="sample items")
     else:
         items_t = pa.table({"item_id": pa.array([], pa.int64())})
