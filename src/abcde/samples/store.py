@@ -44,7 +44,8 @@ itself:
   still the file that was opened (device and inode): a store moved or replaced under a running
   command stops it with one line instead of making an empty store in its place.
 
-A new store is built aside and linked into place whole. Every failure is a
+A new store is built aside and linked into place whole (:func:`~abcde.samples.ledger_file.create_store`;
+its tables and rows: :mod:`abcde.samples.ledger_rows`). Every failure is a
 :class:`~abcde.samples.sqlite_guard.StoreError` (an :class:`~abcde.errors.AbcdeError`): one line
 naming the path and what
 was expected.
@@ -85,63 +86,42 @@ writer. The store itself never reads that table.
 
 from __future__ import annotations
 
-import datetime as _dt
-import glob
 import json
 import os
-import secrets
 import sqlite3
 import stat
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
-from abcde.errors import InputError, examples_text, with_option
-from abcde.core.names import SOURCES, VOCABULARY
-from abcde.samples.people_tasks import outside_tasks, people_pairs
-from abcde.samples.raters import OWNER, check_rater
+from abcde.errors import InputError
+from abcde.samples.people_tasks import people_pairs
 from abcde.samples.dir_lock import InUseLock, StoreHold
-from abcde.samples.sample_dir import PairSampleDir, check_hidden, sample_lineage, task_table
+from abcde.samples.ledger_file import check_store_content, check_store_size, create_store, remove_stale_builds
+from abcde.samples.ledger_reads import LedgerReads
+from abcde.samples.ledger_rows import Recorded, has_supersedes, utc_now
+from abcde.samples.ledger_rules import (KEEP, DuplicateJudgementError, LedgerRules, NotJudgedError, check_request_id,
+                                        clean_comment)
+from abcde.samples.sample_dir import PairSampleDir, task_table
 from abcde.samples.sqlite_guard import (STORE_NAME, StoreError, StoreFileError, check_side_files, connect_existing,
-                                       db_header, os_text, sqlite_error, stamp)
-from abcde.util.files import write_table_file
+                                       os_text, sqlite_error, stamp)
 
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS judgements (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    pair_id TEXT NOT NULL,
-    judgement TEXT NOT NULL CHECK (judgement IN ('same', 'different', 'unsure')),
-    rater TEXT NOT NULL,
-    source TEXT NOT NULL CHECK (source IN ('person', 'model', 'oracle')),
-    comment TEXT,
-    request_id TEXT UNIQUE,
-    created_at TEXT NOT NULL,
-    withdrawn_at TEXT
-);
-CREATE UNIQUE INDEX IF NOT EXISTS judgements_live ON judgements (rater, pair_id) WHERE withdrawn_at IS NULL;
-CREATE INDEX IF NOT EXISTS judgements_pair ON judgements (pair_id);
-"""
-
-class DuplicateJudgementError(InputError):
-    """A rater already judged this pair, or this request was already recorded (a replay)."""
-
-
-class NotJudgedError(InputError):
-    """A rater asked to change (or open) a judgement of a pair they have not judged."""
-
-
-class UnknownPairError(InputError):
-    """The pair id is not one of the sample's pairs that need a judgement."""
-
-
-class NotATaskError(UnknownPairError):
-    """A person's (or the oracle's) judgement, change or settling vote of a pair that is not one of
-    the people's tasks (``pairs --human-budget``): people judge only those
-    (:func:`abcde.samples.people_tasks.outside_tasks`). An :class:`UnknownPairError`: not a pair of theirs."""
+# The names importable from here before the ledger's parts moved to their own modules (issue 40):
+# still importable here.
+from abcde.core.names import SOURCES, VOCABULARY  # noqa: F401
+from abcde.errors import examples_text, with_option  # noqa: F401
+from abcde.samples.ledger_file import fsync_dir as _fsync_dir  # noqa: F401
+from abcde.samples.ledger_file import remove_stale_builds as _remove_stale_builds  # noqa: F401
+from abcde.samples.ledger_rows import SCHEMA  # noqa: F401
+from abcde.samples.ledger_rules import MAX_COMMENT, NotATaskError, UnknownPairError  # noqa: F401
+from abcde.samples.ledger_rules import check_request_id as _check_request_id  # noqa: F401
+from abcde.samples.ledger_rules import clean_comment as _clean_comment  # noqa: F401
+from abcde.samples.people_tasks import outside_tasks  # noqa: F401
+from abcde.samples.raters import OWNER, check_rater  # noqa: F401
+from abcde.samples.sample_dir import check_hidden, sample_lineage  # noqa: F401
+from abcde.samples.sqlite_guard import db_header  # noqa: F401
+from abcde.util.files import write_table_file  # noqa: F401
 
 
 def _file_id(path: Path) -> tuple[int, int]:
@@ -149,80 +129,11 @@ def _file_id(path: Path) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
-def utc_now() -> str:
-    """Now in UTC, ISO 8601 to the millisecond: the one time format of judgements and invites."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
 class _Unchanged(Exception):
     """Raised inside :meth:`JudgementStore.change`'s transaction to roll it back: nothing changes."""
 
 
-#: ``comment`` left out of :meth:`JudgementStore.change`: the old judgement's comment is kept.
-KEEP = object()
-#: Characters of a comment kept (the rest is cut).
-MAX_COMMENT = 2000
-
-
-def _clean_comment(comment) -> str | None:
-    """A judgement's comment as stored: text, trimmed, at most :data:`MAX_COMMENT` characters; blank is none."""
-    if comment is None:
-        return None
-    if not isinstance(comment, str):
-        raise InputError(f"The comment must be text. Got {comment!r} instead.")
-    return comment.strip()[:MAX_COMMENT] or None
-
-
-def _check_request_id(request_id) -> None:
-    if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= 100):
-        raise InputError(f"request_id must be a string of 1 to 100 characters. Got {request_id!r} instead.")
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """One judgement as stored."""
-
-    id: int
-    pair_id: str
-    judgement: str
-    rater: str
-    source: str
-    comment: str | None
-    created_at: str
-
-    def to_dict(self) -> dict:
-        return {"id": self.id, "pair_id": self.pair_id, "judgement": self.judgement, "rater": self.rater,
-                "source": self.source, "comment": self.comment, "created_at": self.created_at}
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _remove_stale_builds(db: Path) -> None:
-    """Remove stores that killed processes were building beside ``db`` (never linked into place)."""
-    for f in db.parent.glob(f".{glob.escape(db.name)}.new-*"):
-        pid = f.name[len(f".{db.name}.new-"):].split("-", 1)[0]
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            continue  # still running
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue
-        try:
-            f.unlink()
-        except OSError:
-            pass
-
-
-class JudgementStore:
+class JudgementStore(LedgerRules, LedgerReads):
     """Judgements of one pair sample, in ``SAMPLE_DIR/judgements.sqlite``.
 
     Parameters
@@ -239,6 +150,13 @@ class JudgementStore:
     directory's in-use lock, so one store object may be used from many threads (the web
     server's) and several processes may use one file; :meth:`hold` keeps the store in use
     for a whole run.
+
+    Two of its parts live in their own modules: the write-side rules (:meth:`validate`,
+    :class:`~abcde.samples.ledger_rules.LedgerRules`: they read the sample, never the file) and the
+    read-side queries and exports (:meth:`live`, :meth:`history`, :meth:`judged_by`,
+    :meth:`to_table`, ..., :class:`~abcde.samples.ledger_reads.LedgerReads`: they read only through
+    :meth:`connect`). The one read path (:meth:`connect`), the one write path (:meth:`transaction`),
+    the lock, opening (with :mod:`abcde.samples.ledger_file`'s checks) and every write stay here.
 
     Raises
     ------
@@ -282,7 +200,7 @@ class JudgementStore:
                 if alone:
                     lock.describe("", replace=True)  # no one else holds it: whatever it says is stale
                     check_side_files(self.path)
-                    _remove_stale_builds(self.path)
+                    remove_stale_builds(self.path)
                 if opening:
                     self._open(alone)
                 else:
@@ -308,115 +226,24 @@ class JudgementStore:
         if st is None:
             if not alone:
                 check_side_files(path)  # no process has a store open that does not exist
-            self._create()
+            create_store(path, self.meta["sample_id"])
             st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
             raise StoreFileError(f"'{path}' is a directory; expected the judgement store there (an SQLite file that "
                              "'abcde judge' writes). Move the directory away.")
         if not stat.S_ISREG(st.st_mode):
             raise StoreFileError(f"'{path}' is not a regular file; expected the judgement store there (an SQLite file).")
-        self._check_size(st.st_size)
+        check_store_size(path, st.st_size)
         try:
             con = connect_existing(path)
             try:
-                self._check_content(con)
+                check_store_content(con, path, self.meta, self.sample.path)
             finally:
                 con.close()
         except sqlite3.Error as exc:
             raise sqlite_error(exc, path) from None
         self._file = (st.st_dev, st.st_ino)
 
-    def _check_size(self, size: int) -> None:
-        path = self.path
-        if size == 0:
-            raise StoreFileError(f"The judgement store '{path}' is empty (0 bytes: truncated?); expected the SQLite file "
-                             "that 'abcde judge' writes. Restore it from a copy, or move it away to start a new store.")
-        try:
-            head = db_header(path)
-        except OSError as exc:
-            raise StoreError(os_text(exc, f"Cannot read the judgement store '{path}'")) from None
-        if head is None:
-            raise StoreFileError(f"'{path}' is not a judgement store (not an SQLite database). Expected the SQLite file "
-                             "that 'abcde judge' writes; move it away to start a new store.")
-        if not head["wal_mode"]:  # abcde's stores are in WAL mode from the start; opening must not convert another file
-            raise StoreFileError(f"'{path}' is an SQLite database but not a judgement store (not in WAL mode). Expected "
-                                 "the file that 'abcde judge' writes; move it away to start a new store.")
-        wal = path.with_name(path.name + "-wal")
-        if wal.exists() and wal.stat().st_size >= 32:
-            return  # the log may hold the end of the file (a checkpoint cut short): quick_check decides
-        want = head["pages"] * head["page_size"]
-        if size % head["page_size"] or size < want:
-            raise StoreFileError(f"The judgement store '{path}' is truncated ({size} bytes; its header says "
-                             f"{head['pages']} pages of {head['page_size']} bytes). Restore it from a copy, or move it "
-                             "away to start a new store.")
-
-    def _check_content(self, con: sqlite3.Connection) -> None:
-        """abcde's tables, this sample's (or one it extends), and ``PRAGMA quick_check``."""
-        path = self.path
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if not {"meta", "judgements"} <= tables:
-            raise StoreFileError(f"'{path}' is an SQLite database but not a judgement store (no 'judgements' and 'meta' "
-                             "tables). Expected the file that 'abcde judge' writes; move it away to start a new store.")
-        row = con.execute("SELECT value FROM meta WHERE key = 'sample_id'").fetchone()
-        if row is None:
-            raise StoreFileError(f"The judgement store '{path}' does not say which sample it belongs to (no sample_id); "
-                             "move it away to start a new store.")
-        if row[0] not in sample_lineage(self.meta):
-            raise InputError(
-                f"The judgement store '{path}' belongs to sample {row[0]!r}, but '{self.sample.path}' "
-                f"now holds sample {self.meta['sample_id']!r} (the pairs were drawn again). Move the old "
-                "store away, or judge in another directory."
-            )
-        problems = [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
-        if problems != ["ok"]:
-            first = " ".join(str(problems[0]).split())[:200] if problems else "no answer"
-            raise StoreFileError(f"The judgement store '{path}' is damaged (integrity check: {first}"
-                             f"{f'; {len(problems) - 1} more' if len(problems) > 1 else ''}). Nothing was written to "
-                             "it; restore it from a copy, or move it away to start a new store.")
-
-    def _create(self) -> None:
-        """Build a new store aside (tables, the sample's id, the first stamp), then link it into place
-        whole; when another process linked one first, that one is the store."""
-        path = self.path
-        tmp = path.with_name(f".{path.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
-        try:
-            con = sqlite3.connect(tmp, isolation_level=None)
-            try:
-                con.execute("PRAGMA synchronous=FULL")
-                con.execute("BEGIN IMMEDIATE")
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        con.execute(statement)
-                con.execute("INSERT INTO meta VALUES ('sample_id', ?)", (self.meta["sample_id"],))
-                con.execute("INSERT INTO meta VALUES ('created_at', ?)", (utc_now(),))
-                stamp(con)
-                con.execute("COMMIT")
-                mode = con.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-                if mode != "wal":
-                    raise StoreError(f"Cannot create the judgement store '{path}': the file system does not allow "
-                                     "SQLite's WAL mode (the store needs it for safe concurrent writers).")
-            finally:
-                con.close()
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                pass  # another process made the store first: that one is the store
-            _fsync_dir(path.parent)
-        except sqlite3.Error as exc:
-            raise sqlite_error(exc, path) from None
-        except OSError as exc:
-            raise StoreError(os_text(exc, f"Cannot create the judgement store '{path}'")) from None
-        finally:
-            for f in (tmp, *(tmp.with_name(tmp.name + x) for x in ("-wal", "-shm", "-journal"))):
-                try:
-                    f.unlink()
-                except OSError:
-                    pass
 
     def _check_same_file(self) -> None:
         try:
@@ -542,32 +369,6 @@ class JudgementStore:
         return markdown or None
 
     # ------------------------------------------------------------------ writing
-    def validate(self, pair_id, judgement, *, rater, source, writing: bool = True) -> None:
-        """Raise a clear error for an unknown pair, a judgement outside the vocabulary,
-        a bad rater name or an unknown source; and, ``writing`` (a judgement, a change or a settling
-        vote to be recorded), for a person's or the oracle's judgement of a pair that is not one of
-        the people's tasks (:class:`NotATaskError`). A person's name is :func:`check_rater`'s, but
-        for :data:`OWNER` itself: the owner's settling votes."""
-        if source not in SOURCES:
-            raise InputError(f"source must be one of {', '.join(SOURCES)}. Got {source!r} instead.")
-        if judgement not in VOCABULARY:
-            raise InputError(f"judgement must be one of {', '.join(VOCABULARY)}. Got {judgement!r} instead.")
-        if not isinstance(rater, str) or not rater:
-            raise InputError(f"The rater must be a non-empty name. Got {rater!r} instead.")
-        if source == "person" and rater != OWNER:
-            check_rater(rater)
-        if not isinstance(pair_id, str) or pair_id not in self.task_by_pair:
-            raise UnknownPairError(
-                f"Pair {pair_id!r} is not one of the {len(self.pair_ids)} pairs of sample "
-                f"{self.meta['sample_id']!r} that need a judgement."
-            )
-        if writing and outside_tasks(source, pair_id, self.people_tasks):
-            raise NotATaskError(
-                f"Pair {pair_id!r} is not one of the people's tasks: sample {self.meta['sample_id']!r} was drawn with "
-                f"a people's budget (pairs --human-budget), and people judge only its {len(self.people_tasks):,} "
-                "tasks (those in tasks.csv and on the judging page); a model judges every pair."
-            )
-
     def record(self, pair_id: str, judgement: str, *, rater: str, source: str = "person",
                comment: str | None = None, request_id: str | None = None) -> Recorded:
         """Store one judgement in its own transaction; on return it is on disk.
@@ -584,8 +385,8 @@ class JudgementStore:
             A judgement outside {same, different, unsure}, a bad rater name or source.
         """
         self.validate(pair_id, judgement, rater=rater, source=source)
-        comment = _clean_comment(comment)
-        _check_request_id(request_id)
+        comment = clean_comment(comment)
+        check_request_id(request_id)
         now = utc_now()
         try:
             with self.transaction() as con:
@@ -635,23 +436,6 @@ class JudgementStore:
                 added += 1
         return added
 
-    def oracle_columns(self) -> list[str]:
-        """The ground-truth columns oracles judged this sample by (their raters ``oracle:<column>``):
-        never shown to a person or a model."""
-        with self.connect() as con:
-            raters = [r[0] for r in con.execute("SELECT DISTINCT rater FROM judgements WHERE source = 'oracle'")]
-        return sorted(r.split(":", 1)[1] for r in raters if r.startswith("oracle:"))
-
-    def hidden_columns(self, hide=()) -> list[str]:
-        """What judges of this sample must not see besides :data:`NEVER_SHOWN`: the columns hidden
-        when the pairs were drawn, the oracles' columns, and ``hide`` (each checked)."""
-        attrs = self.sample.items.column_names
-        given = check_hidden(attrs, hide)
-        return list(dict.fromkeys([*self.sample.hidden, *[c for c in self.oracle_columns() if c in attrs], *given]))
-
-    @staticmethod
-    def _has_supersedes(con: sqlite3.Connection) -> bool:
-        return any(r[1] == "supersedes" for r in con.execute("PRAGMA table_info(judgements)"))
 
     def change(self, pair_id: str, judgement: str, *, rater: str, source: str = "person", comment=KEEP,
                request_id: str | None = None, renew: bool = False) -> tuple[Recorded, Recorded]:
@@ -679,8 +463,8 @@ class JudgementStore:
         """
         self.validate(pair_id, judgement, rater=rater, source=source)
         keep = comment is KEEP
-        comment = None if keep else _clean_comment(comment)
-        _check_request_id(request_id)
+        comment = None if keep else clean_comment(comment)
+        check_request_id(request_id)
         now = utc_now()
         try:
             with self.transaction() as con:
@@ -699,7 +483,7 @@ class JudgementStore:
                     raise sqlite3.IntegrityError("UNIQUE constraint failed: judgements.request_id")
                 if judgement == was.judgement and comment == was.comment and not renew:
                     raise _Unchanged(was)  # rolls the transaction back: nothing stamped or written
-                if not self._has_supersedes(con):
+                if not has_supersedes(con):
                     con.execute("ALTER TABLE judgements ADD COLUMN supersedes INTEGER")
                 con.execute("UPDATE judgements SET withdrawn_at = ? WHERE id = ?", (now, was.id))
                 cur = con.execute(
@@ -715,43 +499,6 @@ class JudgementStore:
                 "nothing was changed.") from exc
         return was, Recorded(rid, pair_id, judgement, rater, source, comment, now)
 
-    def history(self, rater: str, pair_id: str, *, source: str = "person") -> list[dict]:
-        """Every judgement ``rater`` made of ``pair_id``, oldest first, withdrawn ones included: each
-        :meth:`Recorded.to_dict` with ``withdrawn_at`` and ``supersedes`` (the id of the row it
-        replaced, or None) and ``ended``: ``None`` (live), ``"changed"`` (a later row supersedes it)
-        or ``"undone"``."""
-        with self.connect() as con:
-            sup = "supersedes" if self._has_supersedes(con) else "NULL"
-            rows = con.execute(
-                f"SELECT id, pair_id, judgement, rater, source, comment, created_at, withdrawn_at, {sup} "
-                "FROM judgements WHERE rater = ? AND pair_id = ? AND source = ? ORDER BY id",
-                (rater, pair_id, source)).fetchall()
-        replaced = {r[8] for r in rows if r[8] is not None}
-        out = []
-        for r in rows:
-            d = Recorded(*r[:7]).to_dict()
-            d.update(withdrawn_at=r[7], supersedes=r[8],
-                     ended=None if r[7] is None else ("changed" if r[0] in replaced else "undone"))
-            out.append(d)
-        return out
-
-    def judged_by(self, rater: str, *, source: str = "person", limit: int = 50, offset: int = 0) -> tuple[int, list]:
-        """``rater``'s live judgements, one per pair, the pair they first judged last (a change keeps
-        the pair's place): ``(how many in all, [(number, Recorded, versions), ...])`` for ``limit``
-        of them from ``offset``. ``number`` is the pair's place in the order the rater first judged
-        (1 = first), ``versions`` how many judgements they made of it (2 or more: changed or undone
-        before)."""
-        with self.connect() as con:
-            total = con.execute("SELECT count(*) FROM judgements WHERE rater = ? AND source = ? AND withdrawn_at IS "
-                                "NULL", (rater, source)).fetchone()[0]
-            rows = con.execute(
-                "SELECT j.id, j.pair_id, j.judgement, j.rater, j.source, j.comment, j.created_at, f.versions "
-                "FROM judgements j JOIN (SELECT pair_id, min(id) AS first_id, count(*) AS versions FROM judgements "
-                "WHERE rater = ? AND source = ? GROUP BY pair_id) f ON f.pair_id = j.pair_id "
-                "WHERE j.rater = ? AND j.source = ? AND j.withdrawn_at IS NULL ORDER BY f.first_id DESC "
-                "LIMIT ? OFFSET ?", (rater, source, rater, source, int(limit), int(offset))).fetchall()
-        return total, [(total - offset - k, Recorded(*r[:7]), r[7]) for k, r in enumerate(rows)]
-
     def undo(self, rater: str, *, source: str = "person") -> Recorded | None:
         """Withdraw ``rater``'s most recent live judgement (kept in the file, marked withdrawn).
         Returns it, or ``None`` when the rater has nothing to undo."""
@@ -765,58 +512,6 @@ class JudgementStore:
             con.execute("UPDATE judgements SET withdrawn_at = ? WHERE id = ?", (utc_now(), row[0]))
         return Recorded(*row)
 
-    # ------------------------------------------------------------------ reading
-    def live(self, *, source: str | None = None, rater: str | None = None) -> list[Recorded]:
-        """Live (not withdrawn) judgements in the order they were made."""
-        q = ("SELECT id, pair_id, judgement, rater, source, comment, created_at FROM judgements "
-             "WHERE withdrawn_at IS NULL")
-        args: list = []
-        if source is not None:
-            q += " AND source = ?"
-            args.append(source)
-        if rater is not None:
-            q += " AND rater = ?"
-            args.append(rater)
-        with self.connect() as con:
-            rows = con.execute(q + " ORDER BY id", args).fetchall()
-        return [Recorded(*r) for r in rows]
-
-    def version(self) -> tuple:
-        """Changes whenever a judgement is recorded or withdrawn (for caching)."""
-        with self.connect() as con:
-            return tuple(con.execute(
-                "SELECT count(*), coalesce(max(id), 0), count(withdrawn_at) FROM judgements").fetchone())
-
-    def to_table(self, *, source: str | None = None) -> pa.Table:
-        """The live judgements in the judgement file format that ``abcde quality`` reads:
-        ``pair_id, item_a, item_b, judgement, rater, source, comment, timestamp``."""
-        if source is not None and source not in SOURCES:
-            raise InputError(f"source must be one of {', '.join(SOURCES)}. Got {source!r} instead.")
-        rows = self.live(source=source)
-        id_t = pa.int64() if self.id_type == "integer" else pa.string()
-        unknown = [r.pair_id for r in rows if r.pair_id not in self.task_by_pair]
-        if unknown:
-            raise InputError(f"The store '{self.path}' has judgements of pairs not in the sample "
-                             f"(first: {examples_text(unknown)}).")
-        return pa.table({
-            "pair_id": pa.array([r.pair_id for r in rows], pa.string()),
-            "item_a": pa.array([self.task_by_pair[r.pair_id]["item_a"] for r in rows], id_t),
-            "item_b": pa.array([self.task_by_pair[r.pair_id]["item_b"] for r in rows], id_t),
-            "judgement": pa.array([r.judgement for r in rows], pa.string()),
-            "rater": pa.array([r.rater for r in rows], pa.string()),
-            "source": pa.array([r.source for r in rows], pa.string()),
-            "comment": pa.array([r.comment for r in rows], pa.string()),
-            "timestamp": pa.array([r.created_at for r in rows], pa.string()),
-        })
-
-    def export(self, out: str | os.PathLike, *, source: str | None = None, force: bool = False) -> Path:
-        """Write the live judgements to a new CSV, Parquet or JSONL judgement file (by extension).
-        An existing file is never overwritten (it may be someone's judgements) unless ``force``."""
-        out = Path(out)
-        if out.exists() and not force:
-            raise InputError(f"The file '{out}' exists; an export never overwrites a judgement file. Give a new "
-                             "path" + with_option("force", ", or pass {option} to replace it") + ".")
-        return write_table_file(self.to_table(source=source), out)
 
 def read_store_table(path: str | os.PathLike) -> pa.Table:
     """Read a ``judgements.sqlite`` (next to its ``pairs.parquet``) as a judgement table."""
