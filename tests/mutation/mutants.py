@@ -479,7 +479,7 @@ MUTANTS: list[Mutant] = [
       "out[name] = _estimate(name, p, rate, bounds=(0.0, 1.0), flip=good != good_is_same,",
       "model + people: Good/Bad rate intervals cut to [0, 1] instead of [0, the exact rate]",
       (PINNED, PPI)),
-    M("verdict-ppi-no-fpc", "quality/verdict.py",
+    M("verdict-ppi-no-fpc", "quality/next_step.py",
       "need = int(math.ceil(1.0 / ((1.0 / n - 1.0 / N) * ratio + 1.0 / N) if N > n else n / ratio))",
       "need = int(math.ceil(n / ratio))",
       "next step, model + people: people's judgements needed without the finite-population correction",

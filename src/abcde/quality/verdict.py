@@ -61,6 +61,10 @@ The rule
   not judged yet come first; recall not available: the command that adds it.
 
 It never claims more than the interval: "no detectable change" is not "no change".
+
+Where the parts live: the next step's arithmetic in :mod:`abcde.quality.next_step`, the ground
+truth's sentences in :mod:`abcde.quality.verdict_truth`, how a number is written in
+:mod:`abcde.quality.verdict_format`; this module holds the rule and writes the sentences.
 """
 
 from __future__ import annotations
@@ -69,17 +73,22 @@ import html
 import math
 from dataclasses import dataclass, field
 
-from abcde.core.names import FEW_ENTITIES
+from abcde.core.names import FEW_ENTITIES  # noqa: F401 - importable here before the truth's sentences moved
+from abcde.quality.next_step import (MIN_RESOLUTION, RECALL_MIN_RESOLUTION, RECALL_STRATA, fpc_need, more_pairs,
+                                     more_recall_pairs, sample_variance_share)
+from abcde.quality.verdict_format import (and_list, interval_text as _interval_text, num as _num, signed as _signed,
+                                          signed_pct as _signed_pct)
+from abcde.quality.verdict_truth import (TRUTH_DELTAS, TRUTH_METRICS, design_words, sample_view, truth_point_note,
+                                         truth_sentences, truth_view)
 from abcde.util import display
+
+# The names these had here before they moved (tests import some of them).
+_fpc_need, _more_pairs, _more_recall_pairs, _sample_variance_share = (fpc_need, more_pairs, more_recall_pairs,
+                                                                      sample_variance_share)
+_sample_view, _truth_sentences, _and = sample_view, truth_sentences, and_list
 
 #: The family-wise error rate of the slice statements and the confidence level of every interval.
 ALPHA = 0.05
-#: The smallest change the next-step advice aims to resolve (ΔPrecision units: 0.001 = 0.1 pp).
-MIN_RESOLUTION = 0.001
-#: The smallest recall lift the next-step advice aims to resolve (0.005: half a percent of the true links).
-RECALL_MIN_RESOLUTION = 0.005
-#: The strata the recall lift rests on: pairs together in Base only, in Exp only, and in both.
-RECALL_STRATA = ("split", "merge", "agreed")
 #: What the first sentence says when the judgements used are a model's alone.
 MODEL_ONLY = "Judged by a model only, not people"
 
@@ -137,28 +146,6 @@ class Verdict:
         return "\n".join(self.sentences)
 
 
-def _num(x) -> float:
-    return math.nan if x is None else float(x)
-
-
-def _signed(v: float) -> str:
-    """An estimate with its sign (``+0.0012``, ``−0.0019``), as :func:`display.four`."""
-    s = display.four(v)
-    return s if s.startswith("-") or s in ("n/a",) or s == display.four(0.0) else "+" + s
-
-
-def _signed_pct(v: float) -> str:
-    """A recall lift as a signed percentage (``+4.200%``, ``-9.500%``), as :func:`display.pct`."""
-    s = display.pct(v)
-    if s == "-" + display.pct(0.0):
-        return display.pct(0.0)
-    return s if s.startswith("-") or s in ("n/a", display.pct(0.0)) else "+" + s
-
-
-def _interval_text(lo: float, hi: float, fmt=display.four) -> str:
-    return f"95% interval {fmt(lo)} to {fmt(hi)}"
-
-
 def _direction(est: float, lo: float, hi: float, exact: bool) -> str:
     """``up``, ``down``, ``none`` or ``undefined`` of an estimate and its 95% interval (the rule)."""
     if not math.isfinite(est):
@@ -205,99 +192,6 @@ def slice_p_value(e: dict) -> float:
     return float(2 * (t.sf(z, n - 1) if n >= 2 else norm.sf(z)))
 
 
-def _fpc_need(n: int, N: int | None, half_width: float, target: float) -> int:
-    """Judged pairs that make the half-width ``target``: ``1/((1/n − 1/N)·(target/h)² + 1/N)``, at most N."""
-    ratio = (target / half_width) ** 2
-    if N and N > n:
-        need = min(1.0 / ((1.0 / n - 1.0 / N) * ratio + 1.0 / N), float(N))
-    else:
-        need = n / ratio
-    return int(math.ceil(need))
-
-
-def _more_pairs(q: dict, half_width: float, target: float) -> dict | None:
-    """How many judged pairs make ΔPrecision's interval's half-width ``target`` (see the module's rule)."""
-    design = q.get("design") or {}
-    n = int(q.get("judged_pairs") or 0)
-    if n < 2 or not (half_width > target > 0):
-        return None
-    ppi = design.get("ppi")
-    if ppi:  # prediction-powered: more people's judgements of the drawn pairs, and more pairs once all are
-        n, N = int(ppi["people_judgements"]), int(ppi["pairs"])
-        ratio = (target / half_width) ** 2
-        need = int(math.ceil(1.0 / ((1.0 / n - 1.0 / N) * ratio + 1.0 / N) if N > n else n / ratio))
-        floor = _sample_variance_share(ppi, n, N)
-        if floor is not None:
-            # Judging every drawn pair leaves the drawn sample's own variance (``floor`` of it now): the
-            # people's part shrinks as (1/n − 1/N) down to it; below it, more pairs must be drawn.
-            need = N if ratio <= floor else int(math.ceil(1.0 / ((1.0 / n - 1.0 / N) * (ratio - floor) / (1.0 - floor)
-                                                                 + 1.0 / N)))
-        budget = int(design.get("budget") or N)
-        grow = need >= N and (floor is None or ratio <= floor)  # the drawn pairs cannot get there: draw more
-        if grow and floor is not None:
-            need = int(math.ceil(n / ratio - 1e-9))  # a sample 1/ratio times larger, people keeping their share
-        return {"target_half_width": target, "half_width": half_width, "judged_pairs": n, "pairs_needed": need,
-                "more_pairs": max(need - n, 1), "human_budget": max(need, n + 1),
-                "budget": int(math.ceil(budget * need / max(n, 1))) if grow else budget, "population": N,
-                "sample_dir": design.get("sample_dir"), "people": True}
-    census = set(q.get("census") or ())
-    counts = design.get("pair_counts") or {}
-    N = sum(v for c, v in counts.items() if c in (q.get("strata") or ()) and c not in census) or None
-    need = _fpc_need(n, N, half_width, target)
-    budget = int(design.get("budget") or n)
-    more = max(need - n, 1)
-    return {"target_half_width": target, "half_width": half_width, "judged_pairs": n, "pairs_needed": need,
-            "more_pairs": more, "budget": budget + more, "population": N,
-            "sample_dir": design.get("sample_dir")}
-
-
-def _sample_variance_share(ppi: dict, n: int, N: int) -> float | None:
-    """The share of a model + people estimate's variance that judging every drawn pair by people
-    would leave: the drawn sample's own, ``S²/N`` with ``S²`` the people-only estimate's ``n·Var``
-    (``people_only_std_err``); None when not known (then the whole variance is taken to shrink as
-    (1/n − 1/N))."""
-    se, alone = ppi.get("std_err"), ppi.get("people_only_std_err")
-    if not (se and alone and N > n > 0) or not (math.isfinite(se) and math.isfinite(alone)):
-        return None
-    return min(n * alone * alone / N / (se * se), 1.0)
-
-
-def _more_recall_pairs(q: dict, r: dict, half_width: float, target: float) -> dict | None:
-    """How many judged pairs make the recall lift's half-width ``target``: the finite-population
-    formula of :func:`_more_pairs` on the lift's own ``n_judgements`` and the pairs of its strata,
-    the more pairs scaled by judged_pairs/n (a larger budget grows every stratum, not only these).
-    Model + people (``design.ppi``): the lift rests on the people's judgements, so the more are
-    people's judgements (scaled by people's judgements/n), and the budget grows once they would
-    exceed the drawn pairs, as for ΔPrecision."""
-    design = q.get("design") or {}
-    n = int(r.get("n_judgements") or 0)
-    if n < 2 or not (half_width > target > 0):
-        return None
-    census = set(q.get("census") or ())
-    strata = set(q.get("strata") or RECALL_STRATA)
-    counts = design.get("pair_counts") or {}
-    N = sum(v for c, v in counts.items() if c in RECALL_STRATA and c in strata and c not in census) or None
-    need = _fpc_need(n, N, half_width, target)
-    more_own = max(need - n, 1)
-    ppi = design.get("ppi")
-    if ppi:  # model + people: the lift rests on the people's judgements; more of them, more pairs once all are
-        people, pairs = int(ppi["people_judgements"]), int(ppi["pairs"])
-        more = max(int(math.ceil(more_own * people / n)), more_own) if people > n else more_own
-        human = people + more
-        budget = int(design.get("budget") or pairs)
-        grow = human >= pairs
-        return {"target_half_width": target, "half_width": half_width, "judged_pairs": n, "pairs_needed": need,
-                "more_pairs": more, "more_recall_pairs": more_own, "human_budget": human,
-                "budget": int(math.ceil(budget * human / max(people, 1))) if grow else budget, "population": N,
-                "sample_dir": design.get("sample_dir"), "people": True}
-    judged = int(q.get("judged_pairs") or 0)
-    more = max(int(math.ceil(more_own * judged / n)), more_own) if judged > n else more_own
-    budget = int(design.get("budget") or judged or n)
-    return {"target_half_width": target, "half_width": half_width, "judged_pairs": n, "pairs_needed": need,
-            "more_pairs": more, "more_recall_pairs": more_own, "budget": budget + more, "population": N,
-            "sample_dir": design.get("sample_dir")}
-
-
 def _model_only(q: dict) -> dict | None:
     """The judgements used, when they are a model's alone (``design.judgements_used``); else None."""
     used = (q.get("design") or {}).get("judgements_used") or {}
@@ -307,198 +201,6 @@ def _model_only(q: dict) -> dict | None:
     return {"model_judgements": by["model"], "source": used.get("source"),
             "left_out": {k: int(v) for k, v in (used.get("left_out") or {}).items() if v}}
 
-
-# ============================================================================ the ground truth
-#: The metrics of a truth's table and their paired differences (a truth sample's, Exp − Base).
-TRUTH_METRICS = ("precision", "recall", "f1")
-TRUTH_DELTAS = tuple(f"delta_{m}" for m in TRUTH_METRICS)
-
-
-def truth_view(truth) -> dict | None:
-    """The ground truth's numbers as the verdict and the report read them, from any form they are given in.
-
-    ``truth`` is one of
-
-    - ``{"base": r, "exp": r}`` with ``r`` a :class:`~abcde.metrics.pointwise.PointwiseResult` or its
-      ``to_dict()`` (a truth without a design; its ``note`` says when it covers only part of the items);
-    - a :class:`~abcde.metrics.truth_sample.TruthSampleResult` of Base and Exp, or its ``to_dict()``
-      (a truth of sampled entities with its design: estimates with intervals, paired differences);
-    - ``{"base": res.side_dict("base"), "exp": res.side_dict("exp")}`` of such a result, with its
-      ``delta_precision``, ``delta_recall`` and ``delta_f1`` (``PopulationEstimate.to_dict()``) beside
-      them when they are known.
-
-    Returns None without a truth, else ``{"kind", "sides", ...}``: ``kind`` is ``"exact"`` (a truth
-    covering every item: exact numbers), ``"partial"`` (no design, part of the items: exact over them,
-    ``note`` says what they describe, ``items`` how many) or ``"sample"`` (with a design: ``estimates``
-    per side and ``deltas``, each an estimate dict with ``ci_low``/``ci_high``, and ``design``,
-    ``notes``, ``restricted``, ``truth_items``, ``population_items``); ``sides`` holds each side's
-    ``precision``, ``recall`` and ``f1`` (the estimates for a sample); ``recall_lift`` the exact recall
-    lift from the true links each side keeps (None for a sample, or when the sides were measured on
-    different items)."""
-    if not truth:
-        return None
-    if hasattr(truth, "design_dict") and hasattr(truth, "to_dict"):  # a TruthSampleResult
-        truth = truth.to_dict()
-    if isinstance(truth, dict) and "sides" in truth and "estimates" in truth and "truth_sample" in truth:
-        return _sample_view(truth)
-    if not isinstance(truth, dict):
-        raise TypeError(f"truth must be {{'base': ..., 'exp': ...}} or a TruthSampleResult; got {type(truth).__name__}")
-    t = {side: (x if isinstance(x, dict) else x.to_dict()) for side, x in truth.items() if side in ("base", "exp")}
-    if not t:
-        return None
-    if all(isinstance(x.get("estimates"), dict) and x.get("truth_sample") for x in t.values()):
-        first = next(iter(t.values()))
-        return _sample_view({"truth_sample": first["truth_sample"], "sides": list(t),
-                             "estimates": {**{side: x["estimates"] for side, x in t.items()},
-                                           **{k: truth[k] for k in TRUTH_DELTAS if isinstance(truth.get(k), dict)}},
-                             "truth_items": first.get("items"), "truth_weight": first.get("total_weight")})
-    sides = {side: {m: _num(x.get(m)) for m in TRUTH_METRICS} for side, x in t.items()}
-    notes = list(dict.fromkeys(x["note"] for x in t.values() if x.get("note")))
-    lift = None
-    if set(t) == {"base", "exp"}:
-        tb, te = _num(t["base"].get("true_links")), _num(t["exp"].get("true_links"))
-        same_items = t["base"].get("items") == t["exp"].get("items") and math.isclose(
-            _num(t["base"].get("total_weight")), _num(t["exp"].get("total_weight")), rel_tol=1e-9)
-        value = te / tb - 1.0 if same_items and tb > 0 and math.isfinite(te) else math.nan
-        lift = value if math.isfinite(value) else None
-    view = {"kind": "partial" if notes else "exact", "sides": sides, "recall_lift": lift,
-            "items": {side: x.get("items") for side, x in t.items()}}
-    if notes:
-        if len(notes) == 1:
-            view["note"] = notes[0]
-        else:  # Base and Exp hold different items: each side's own words
-            view["note"] = " ".join(f"{side.capitalize()}: {x['note']}" for side, x in t.items() if x.get("note"))
-    return view
-
-
-def _sample_view(d: dict) -> dict:
-    sides = [s for s in d["sides"] if s in ("base", "exp")]
-    if not sides:
-        from abcde.errors import InputError  # lazy: only for this refusal
-
-        raise InputError("The truth sample's estimates are of one clustering; the report and the verdict compare "
-                         "Base and Exp: estimate both (estimate_pointwise(truth, base=..., exp=..., ...)).")
-    est = d["estimates"]
-    estimates = {side: {m: dict(est[side][m]) for m in TRUTH_METRICS} for side in sides}
-    return {"kind": "sample",
-            "sides": {side: {m: _num(estimates[side][m].get("estimate")) for m in TRUTH_METRICS} for side in sides},
-            "estimates": estimates, "deltas": {k: dict(est[k]) for k in TRUTH_DELTAS if isinstance(est.get(k), dict)},
-            "design": dict(d["truth_sample"]), "notes": list(d.get("notes") or ()),
-            "restricted": d.get("restricted"), "truth_items": d.get("truth_items"),
-            "truth_weight": d.get("truth_weight"), "population_items": d.get("population_items"),
-            "f1_method": d.get("f1_method"), "interval_method": d.get("interval_method"), "recall_lift": None}
-
-
-def design_words(design: dict) -> str:
-    """A truth sample's design in words: how its entities were drawn, and from how many.
-
-    >>> design_words({"design": "uniform", "entities": 400, "population_entities": 1972.4,
-    ...               "population_entities_from": "estimated", "census": False, "column": None})
-    'uniform design: a simple random sample of 400 of an estimated 1,972 entities'
-    >>> design_words({"design": "uniform", "entities": 400, "population_entities": 2000.0,
-    ...               "population_entities_from": "given", "census": False, "column": None})
-    "uniform design: a simple random sample of 400 of the population's 2,000 entities"
-    >>> words = design_words({"design": "poisson", "entities": 3, "population_entities": 7.5,
-    ...                       "population_entities_from": "design", "census": False, "column": "p"})
-    >>> words.startswith("each entity included independently with the probability in the truth's column 'p'")
-    True
-    >>> words.endswith(": 3 entities listed, about 7.5 in the population (Σ 1/π)")
-    True
-    """
-    n, N = int(design["entities"]), _num(design.get("population_entities"))
-    big = f"{N:,.0f}" if abs(N - round(N)) < 1e-9 or N >= 100 else f"{N:,.1f}"
-    if design.get("design") == "uniform":
-        if design.get("population_entities_from") == "estimated":
-            return f"uniform design: a simple random sample of {n:,} of an estimated {big} entities"
-        return f"uniform design: a simple random sample of {n:,} of the population's {big} entities"
-    return (f"each entity included independently with the probability in the truth's column '{design.get('column')}': "
-            f"{n:,} entities listed, about {big} in the population (Σ 1/π)")
-
-
-def truth_point_note(e: dict, census: bool) -> str:
-    """Why a truth sample's estimate has a point interval though the truth is not a census: every
-    sampled entity scored the same (all at the end of the range), so the sample shows no spread;
-    entities not sampled may differ (empty when that is not so)."""
-    if census or e.get("note") or e.get("std_err") != 0 or e.get("estimate") is None:
-        return ""
-    return ("standard error 0 and a point interval: every sampled entity scores the same, so the sample shows no "
-            "spread; the entities not sampled may differ")
-
-
-def _truth_sentences(view: dict, base: str, exp: str) -> tuple[list[str], dict]:
-    """The ground truth's sentences and facts (see the module's rule)."""
-    b, e = view["sides"]["base"], view["sides"]["exp"]
-    facts = {"kind": view["kind"],
-             **{side: {k: v[k] for k in ("precision", "recall")} for side, v in view["sides"].items()}}
-    if view["kind"] != "sample":
-        lift = view.get("recall_lift")
-        facts["recall_lift"] = lift
-        items = (view.get("items") or {}).get("base")
-        scope = ("Against the ground truth (exact)" if view["kind"] == "exact" else
-                 f"Against the ground truth, over the {display.count(int(items)) + ' ' if items is not None else ''}"
-                 "items it covers (exact for them, not the population: Precision is optimistic when a clustering "
-                 "puts them with items outside the truth; --truth-sample, truth_sample= in Python, estimates the "
-                 "population's)")
-        if view["kind"] == "partial":
-            facts["note"] = view.get("note")
-        return [f"{scope}: Precision {display.pct(b['precision'])} → {display.pct(e['precision'])}, Recall "
-                f"{display.pct(b['recall'])} → {display.pct(e['recall'])}"
-                + (f", recall lift {_signed_pct(lift)}" if lift is not None else "") + f" ({base} → {exp})."], facts
-    design, est, deltas = view["design"], view["estimates"], view["deltas"]
-    census = bool(design.get("census"))
-    facts.update({"recall_lift": None, "design": design, "estimates": est, "deltas": deltas})
-
-    def level(x: dict) -> str:
-        if census:
-            return display.pct(x.get("estimate"))
-        lo, hi = _num(x.get("ci_low")), _num(x.get("ci_high"))
-        return f"{display.pct(x.get('estimate'))} ({_interval_text(lo, hi, display.pct)})"
-
-    def delta(name: str, x: dict) -> str:
-        if census:
-            return f"{name} exactly {_signed(_num(x.get('estimate')))}"
-        lo, hi = _num(x.get("ci_low")), _num(x.get("ci_high"))
-        return f"{name} {_signed(_num(x.get('estimate')))} ({_interval_text(lo, hi)})"
-
-    n = display.count(int(design["entities"]))
-    how = "design uniform" if design.get("design") == "uniform" else \
-        f"design: inclusion probabilities in column '{design.get('column')}'"
-    scope = (f"Against the ground truth, every one of its {n} entities (a census, so exact)" if census else
-             f"Against a ground-truth sample of {n} entities ({how}), estimated for the whole population")
-    text = (f"{scope}: Precision {level(est['base']['precision'])} → {level(est['exp']['precision'])}, Recall "
-            f"{level(est['base']['recall'])} → {level(est['exp']['recall'])} ({base} → {exp})")
-    shown = [(label, deltas[k]) for k, label in (("delta_precision", "ΔPrecision"), ("delta_recall", "ΔRecall"))
-             if k in deltas]
-    if shown:
-        text += "; " + ", ".join(delta(label, x) for label, x in shown)
-    sentences = [text + "."]
-    if not census:
-        few, other = [], []
-        for label, x in (*((f"{side_name}'s {m.capitalize()}", est[side][m])
-                           for side, side_name in (("base", base), ("exp", exp)) for m in ("precision", "recall")),
-                         *shown):
-            eff = _num(x.get("effective_entities"))
-            if x.get("note") and math.isfinite(eff) and eff < FEW_ENTITIES:
-                few.append(f"{label} (about {eff:.1f} entities)")
-            elif x.get("note"):
-                other.append(f"{label}: {x['note']}")
-            elif truth_point_note(x, census):
-                other.append(f"{label} has {truth_point_note(x, census)}")
-        if few:
-            sentences.append(f"The intervals of {_and(few)} rest on few of the sampled entities (a few decide the "
-                             "estimate), so they are wider, and may still cover less than 95% if the sample misses the "
-                             "entities that decide the population's value.")
-        if other:
-            sentences.append(f"{'; '.join(other)}.")
-    return sentences, facts
-
-
-def _and(words: list[str]) -> str:
-    """
-    >>> _and(["a"]), _and(["a", "b"]), _and(["a", "b", "c"])
-    ('a', 'a and b', 'a, b and c')
-    """
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def _recall_facts(q: dict, absolute: bool, exact: bool) -> dict:
@@ -582,28 +284,54 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
     q = quality if isinstance(quality, dict) else quality.to_dict()
     base, exp = names
     facts: dict = {"alpha": ALPHA, "confidence_level": 1 - ALPHA}
-    sentences: list[str] = []
     absolute = q.get("target") == "precision"
     dp = q["precision"] if absolute else q["delta_precision"]
     est, lo, hi = _num(dp.get("estimate")), _num(dp.get("ci_low")), _num(dp.get("ci_high"))
     exact = bool(q.get("exact"))
-    missing = int(q.get("missing_pairs") or 0)
-    # More judging of this sample can change the answer only while pairs of it are not judged.
-    settled = exact or missing == 0
-    tail = "yet" if not settled else "with this sample (every pair of it is judged; a larger sample could tell)"
-    what = "Precision" if absolute else "ΔPrecision"
     p = {"metric": "precision" if absolute else "delta_precision", "estimate": dp.get("estimate"),
          "ci_low": dp.get("ci_low"), "ci_high": dp.get("ci_high"), "exact": exact}
     p["direction"] = "absolute" if absolute and math.isfinite(est) else _direction(est, lo, hi, exact)
     r = _recall_facts(q, absolute, exact)
-    r_est, r_lo, r_hi = _num(r.get("estimate")), _num(r.get("ci_low")), _num(r.get("ci_high"))
-    pd, rd = p["direction"], r["direction"]
     facts["precision"], facts["recall"] = p, r
-    facts["overall"] = "absolute" if absolute else _overall(pd, rd)
+    facts["overall"] = "absolute" if absolute else _overall(p["direction"], r["direction"])
     model = _model_only(q)
     facts["model_only"] = model is not None
+    sentences = [_headline(q, dp, p, r, facts["overall"], model, names)]
 
-    # The headline: both sides when both are known, else Precision's (as before recall was estimated).
+    design = q.get("design") or {}
+    where = design.get("sample_dir") or "DIR"
+    recall_cmd = r.get("command") if not absolute and r["direction"] == "undefined" and not r["available"] else None
+    step = _next_step(q, p, r, est, lo, hi, absolute, exact, where, recall_cmd, design)
+    sentences += _recall_sentences(p, r, absolute, recall_cmd, step, names)
+    sentences += _share_sentences(q, absolute, exact, facts)
+    sentences += _slice_sentences(q, absolute, est, exp, facts)
+    # Ground truth: each side's Precision and Recall, exact (over the items a partial truth covers), or
+    # estimated with intervals from a truth of sampled entities (its design given), with the paired changes.
+    view = truth_view(truth)
+    if view is not None and {"base", "exp"} <= set(view["sides"]):
+        said, facts["truth"] = truth_sentences(view, base, exp)
+        sentences += said
+    sentences += _ppi_sentences(design)
+    if step is not None:
+        sentences.append(step.pop("sentence"))
+    facts["next_step"] = step
+    facts["sentences"] = list(sentences)
+    return Verdict(tuple(sentences), facts)
+
+
+def _headline(q: dict, dp: dict, p: dict, r: dict, kind: str, model: dict | None, names: tuple[str, str]) -> str:
+    """The headline: both sides when both are known, else Precision's (as before recall was estimated);
+    ``kind`` is ``facts["overall"]``, ``model`` the judgements used when they are a model's alone."""
+    base, exp = names
+    absolute = q.get("target") == "precision"
+    est, lo, hi = _num(dp.get("estimate")), _num(dp.get("ci_low")), _num(dp.get("ci_high"))
+    exact = p["exact"]
+    r_est, r_lo, r_hi = _num(r.get("estimate")), _num(r.get("ci_low")), _num(r.get("ci_high"))
+    pd, rd = p["direction"], r["direction"]
+    # More judging of this sample can change the answer only while pairs of it are not judged.
+    settled = exact or int(q.get("missing_pairs") or 0) == 0
+    tail = "yet" if not settled else "with this sample (every pair of it is judged; a larger sample could tell)"
+    what = "Precision" if absolute else "ΔPrecision"
     if pd == "undefined":
         why = dp.get("note") or "no usable judgements yet"
         head = f"Not known yet whether {exp} is better: {what} needs judgements ({why})."
@@ -624,7 +352,6 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
                          f"({_interval_text(lo, hi)}), so {exp} is not distinguishable from {base} in "
                          f"Precision {tail}.")}[pd]
     else:
-        kind = facts["overall"]
         ps = _precision_side(pd, est, lo, hi, exact)
         rs = _recall_side(rd, r_est, r_lo, r_hi, r["exact"])
         both_exact = exact and r["exact"]
@@ -654,13 +381,17 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
                + ", ".join(f"{display.count(n)} {k}" for k, n in sorted(left.items())) + " judgements)"
                if left and isinstance(src, str) else "")
         head = f"{MODEL_ONLY}{why}. {head}"
-    sentences.append(head)
+    return head
 
-    # Recall: what the lift means, or why it is not known yet and how to add it.
-    design = q.get("design") or {}
-    where = design.get("sample_dir") or "DIR"
-    recall_cmd = r.get("command") if not absolute and rd == "undefined" and not r["available"] else None
-    step = _next_step(q, p, r, est, lo, hi, absolute, exact, where, recall_cmd, design)
+
+def _recall_sentences(p: dict, r: dict, absolute: bool, recall_cmd: str | None, step: dict | None,
+                      names: tuple[str, str]) -> list[str]:
+    """Recall: what the lift means, or why it is not known yet and how to add it (``recall_cmd``,
+    said as the next ``step`` when that is what the step does)."""
+    base, exp = names
+    pd, rd = p["direction"], r["direction"]
+    r_est, r_lo, r_hi = _num(r.get("estimate")), _num(r.get("ci_low")), _num(r.get("ci_high"))
+    sentences = []
     if not absolute and rd == "undefined":
         add = ""
         if recall_cmd:
@@ -681,8 +412,13 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
         else:
             amount = f"about {display.pct(abs(r_est))} {'more' if r_est > 0 else 'fewer'} {links} than {base}"
         sentences.append(f"{exp} keeps {amount}; the recall lift is the ratio of the two pairwise recalls, minus 1.")
+    return sentences
 
-    # Splits and merges: the good share of each, from the exact rates.
+
+def _share_sentences(q: dict, absolute: bool, exact: bool, facts: dict) -> list[str]:
+    """Splits and merges: the good share of each, from the exact rates (``facts["splits"]`` and
+    ``facts["merges"]`` set here)."""
+    sentences = []
     for kind, good_key, rate_key, good_word in (("splits", "good_split_rate", "split_rate", "split"),
                                                 ("merges", "good_merge_rate", "merge_rate", "merge")):
         rate = _num(q.get(rate_key))
@@ -705,8 +441,13 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
             sentences.append(f"Of the {label}, exactly {display.pct(share)} was good.")
         else:
             sentences.append(f"Of the {label}, {display.pct(share)} was good ({_interval_text(s_lo, s_hi, display.pct)}).")
+    return sentences
 
-    # Slices: Holm across every slice of every column, and both sides, in one family.
+
+def _slice_sentences(q: dict, absolute: bool, est: float, exp: str, facts: dict) -> list[str]:
+    """Slices: Holm across every slice of every column, and both sides, in one family (``facts["slices"]``
+    set here); for one clustering's Precision (``absolute``), a slice against the whole's ``est``."""
+    sentences = []
     rows = [(col, r_) for col, rs in (q.get("slices") or {}).items() for r_ in rs]
     key = "precision" if absolute else "delta_precision"
     metrics = (key,) if absolute else (key, "recall_lift")
@@ -745,14 +486,13 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
                              f"method {across}, 5% family-wise).")
     if tested and not named:
         sentences.append(f"No slice differs significantly (Holm's method {across}, 5% family-wise).")
+    return sentences
 
-    # Ground truth: each side's Precision and Recall, exact (over the items a partial truth covers), or
-    # estimated with intervals from a truth of sampled entities (its design given), with the paired changes.
-    view = truth_view(truth)
-    if view is not None and {"base", "exp"} <= set(view["sides"]):
-        said, facts["truth"] = _truth_sentences(view, base, exp)
-        sentences += said
 
+def _ppi_sentences(design: dict) -> list[str]:
+    """What a model's judgements did in a model + people design (``design["ppi"]``): corrected by the
+    people's, or not used and why; nothing when the estimate left them out (``--source person``/``oracle``)."""
+    sentences = []
     ppi = design.get("ppi")
     if ppi and not ppi.get("people_only"):  # --source person/oracle: no model judgement used, none to speak of
         worth = ppi.get("worth_people_judgements")
@@ -777,11 +517,7 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
                 + "."
                 + (f" Model and people disagree on an estimated {share:.0%} of the drawn pairs, more than a fifth."
                    if ppi.get("warning") and share is not None else ""))
-    if step is not None:
-        sentences.append(step.pop("sentence"))
-    facts["next_step"] = step
-    facts["sentences"] = list(sentences)
-    return Verdict(tuple(sentences), facts)
+    return sentences
 
 
 def _next_step(q, p, r, est, lo, hi, absolute, exact, where, recall_cmd, design) -> dict | None:
@@ -806,13 +542,13 @@ def _next_step(q, p, r, est, lo, hi, absolute, exact, where, recall_cmd, design)
         target = max(abs(est) if pd == "none" else 0.0, MIN_RESOLUTION)
         if absolute:
             target = max(target, 0.01)  # an absolute Precision to ±1 pp
-        more = _more_pairs(q, (hi - lo) / 2, target)
+        more = more_pairs(q, (hi - lo) / 2, target)
         if more:
             options.append(("precision", target, more))
     if r_open:
         r_est = _num(r.get("estimate"))
         target = max(abs(r_est), RECALL_MIN_RESOLUTION)
-        more = _more_recall_pairs(q, r, (r_hi - r_lo) / 2, target)
+        more = more_recall_pairs(q, r, (r_hi - r_lo) / 2, target)
         if more:
             options.append(("recall", target, more))
     if options:
@@ -851,3 +587,8 @@ def _next_step(q, p, r, est, lo, hi, absolute, exact, where, recall_cmd, design)
                 "sentence": f"Next: to estimate recall, add the pairs it needs: {recall_cmd}, then judge the new "
                             "pairs."}
     return None
+
+
+__all__ = ["ALPHA", "MIN_RESOLUTION", "MODEL_ONLY", "RECALL_MIN_RESOLUTION", "RECALL_STRATA", "TRUTH_DELTAS",
+           "TRUTH_METRICS", "Verdict", "design_words", "holm", "slice_p_value", "truth_point_note", "truth_view",
+           "verdict"]
