@@ -163,7 +163,7 @@ def test_a_refusal_at_the_pair_stage_leaves_everything_as_it_was(tmp_path, refs)
 # prints their names and finishes.
 CHILD = textwrap.dedent("""
     import json, os, shutil, sys
-    import abcde.workflow.evaluate as ev
+    import abcde.util.files as files  # the one directory swap (swap_dir_in) exchanges through it
     import abcde.samples.sample_dir as sd
     from abcde.cli import main
 
@@ -181,7 +181,7 @@ CHILD = textwrap.dedent("""
 
     os.link, os.mkdir = counted(os.link, "link"), counted(os.mkdir, "mkdir")
     os.rename, os.replace = counted(os.rename, "rename"), counted(os.replace, "replace")
-    shutil.rmtree, ev.exchange_dirs = counted(shutil.rmtree, "rmtree"), counted(ev.exchange_dirs, "exchange")
+    shutil.rmtree, files.exchange_dirs = counted(shutil.rmtree, "rmtree"), counted(files.exchange_dirs, "exchange")
     original = sd.StagedSample.kept_linked
 
     def kept_linked(self):

@@ -38,8 +38,8 @@ from abcde.errors import InputError, with_option
 from abcde.samples.dir_lock import LOCK_FILE, served_by
 from abcde.samples.people_tasks import people_pairs
 from abcde.util import progress as _progress
-from abcde.util.files import (InputPrints, aside_prefix, describe_fingerprint, describe_os_error, exchange_dirs,
-                              file_digest, make_temp_dir, remove_dead_leftovers, write_table_file)
+from abcde.util.files import (InputPrints, aside_prefix, describe_fingerprint, describe_os_error, file_digest,
+                              make_temp_dir, remove_dead_leftovers, swap_dir_in, write_table_file)
 
 
 FORMAT = "abcde.pair_sample"
@@ -110,7 +110,7 @@ def write_sample_dir(out_dir: str | os.PathLike, draws: pa.Table, items: pa.Tabl
     ``hidden`` columns and ``show_ids`` are recorded (``blind``) so that the judging app and
     model judges hide the same; ``tasks.csv`` neutralises formula cells.
     """
-    out = Path(out_dir)
+    out = Path(os.path.abspath(out_dir))  # "." too: its parent and name are the real ones
     plan = _plan(out, draws, items, meta, force=force, hidden=hidden, show_ids=show_ids, extends=extends,
                  with_slices=slices is not None)
     try:
@@ -257,7 +257,7 @@ def stage_sample_dir(out_dir: str | os.PathLike, files: str | os.PathLike, draws
     another sample refused unless ``force``; recorded paths are ``out_dir``'s), without touching
     ``out_dir``. :meth:`StagedSample.kept_linked` then links what ``out_dir`` keeps (judgements,
     ``replaced/``) into it, just before the caller swaps it in."""
-    out, files = Path(out_dir), Path(files)
+    out, files = Path(os.path.abspath(out_dir)), Path(files)
     plan = _plan(out, draws, items, meta, force=force, hidden=hidden, show_ids=show_ids, extends=None,
                  with_slices=slices is not None)
     try:
@@ -331,8 +331,10 @@ def _link_tree(src: Path, dst: Path) -> None:
 
 
 def _exchange(a: Path, b: Path) -> None:
-    """Swap two directories atomically (Linux), else with two renames."""
-    exchange_dirs(a, b)
+    """Put the new sample ``a`` in ``b``'s place: the two swapped atomically (Linux), else with two
+    renames; entry by entry when ``b`` cannot be moved (the working directory, a mount point), its
+    metadata last (:func:`abcde.util.files.swap_dir_in`)."""
+    swap_dir_in(a, b, last="metadata.json")
 
 
 def draws_digest(draws: pa.Table) -> str:

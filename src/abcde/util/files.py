@@ -136,6 +136,36 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+def swap_dir_in(new: str | os.PathLike, dest: str | os.PathLike, *, last: str) -> None:
+    """Put the directory ``new`` in ``dest``'s place in one step, the one way abcde swaps a directory
+    in (a pair sample, an evaluation): renamed there when ``dest`` is missing, else the two exchanged
+    (:func:`exchange_dirs`; ``new`` then holds the old directory, for the caller to remove). A ``dest``
+    that cannot be moved (the working directory, or one holding it; a mount point) gets ``new``'s
+    entries one by one instead, its file ``last`` (what marks the directory whole: an evaluation's
+    record, a sample's metadata) removed first and put back last, so an interrupted swap leaves a
+    directory without it, which the readers refuse as unfinished."""
+    new, dest = Path(new), Path(dest)
+    if not dest.exists() and not dest.is_symlink():
+        os.rename(new, dest)
+        return
+    cwd = os.path.realpath(os.getcwd())
+    if not (cwd == str(dest) or cwd.startswith(str(dest) + os.sep) or os.path.ismount(dest)):
+        exchange_dirs(new, dest)
+        return
+    old = new / ".abcde-old"  # removed with new
+    old.mkdir()
+    if (dest / last).exists():
+        os.replace(dest / last, old / last)
+    for entry in sorted(new.iterdir()):
+        if entry.name in (last, old.name):
+            continue
+        if (dest / entry.name).exists():
+            os.replace(dest / entry.name, old / entry.name)
+        os.replace(entry, dest / entry.name)
+    if (new / last).exists():
+        os.replace(new / last, dest / last)
+
+
 def write_text(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     with atomic_path(path) as tmp:

@@ -49,8 +49,8 @@ from abcde.report.build import Report, build_report
 from abcde.report.truth import check_truth_sample, pointwise_against  # noqa: F401  (pointwise_against: also here)
 from abcde.sampling.explore import ExplorationSample, check_group_columns, sample_affected
 from abcde.util import progress
-from abcde.util.files import (RACY_SECONDS, InputPrints, aside_prefix, exchange_dirs, make_temp_dir,
-                              file_identity, remove_dead_leftovers)
+from abcde.util.files import (RACY_SECONDS, InputPrints, aside_prefix, file_identity, make_temp_dir,
+                              remove_dead_leftovers, swap_dir_in)
 from abcde.workflow.record import OUTPUTS, RECORD, make_record, write_record
 
 if TYPE_CHECKING:
@@ -270,7 +270,7 @@ def evaluate(
             written.append(write_record(new, record))
             st.rows = None
         with staged.kept_linked():  # OUT/quality's judgements (and earlier samples), linked in for the swap
-            _swap_in(new, real)
+            swap_dir_in(new, real, last=RECORD)
         done = True
     finally:
         if new is not None:
@@ -382,32 +382,6 @@ def _make_parents(d: Path) -> list[Path]:
     for m in missing:
         m.mkdir(exist_ok=True)
     return missing
-
-
-def _swap_in(new: Path, dest: Path) -> None:
-    """Put the directory ``new`` in ``dest``'s place in one step: renamed there when ``dest`` is
-    missing, else the two exchanged (``new`` then holds the old directory, for the caller to remove).
-    A ``dest`` that cannot be moved (the working directory, or one holding it; a mount point) gets
-    ``new``'s entries one by one instead, the record removed first and put back last, so an interrupted
-    swap leaves a directory without a record (which 'abcde report' refuses as unfinished)."""
-    if not dest.exists() and not dest.is_symlink():
-        os.rename(new, dest)
-        return
-    cwd = os.path.realpath(os.getcwd())
-    if not (cwd == str(dest) or cwd.startswith(str(dest) + os.sep) or os.path.ismount(dest)):
-        exchange_dirs(new, dest)
-        return
-    old = new / ".abcde-old"  # removed with new
-    old.mkdir()
-    if (dest / RECORD).exists():
-        os.replace(dest / RECORD, old / RECORD)
-    for entry in sorted(new.iterdir()):
-        if entry.name in (RECORD, old.name):
-            continue
-        if (dest / entry.name).exists():
-            os.replace(dest / entry.name, old / entry.name)
-        os.replace(entry, dest / entry.name)
-    os.replace(new / RECORD, dest / RECORD)
 
 
 def evaluation_report(record: dict, result: ImpactResult, exploration: ExplorationSample, *,
