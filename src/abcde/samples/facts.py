@@ -52,13 +52,18 @@ def _id_reader(meta: dict):
     return int if meta.get("id_type") == "integer" else str
 
 
-def drawn_items(draws: pa.Table) -> list:
-    """Both items of every split and merge draw (a census pair counts from both ends)."""
+def _items_of(draws: pa.Table, classes) -> list:
+    """Both items of every draw of ``classes`` (a census pair counts from both ends)."""
     if not draws.num_rows:
         return []
     cls = draws.column("class").to_pylist()
     a, b = draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist()
-    return [x for c, i, j in zip(cls, a, b) if c in KINDS for x in (i, j)]
+    return [x for c, i, j in zip(cls, a, b) if c in classes for x in (i, j)]
+
+
+def drawn_items(draws: pa.Table) -> list:
+    """Both items of every split and merge draw (their shares weigh the distances' draws)."""
+    return _items_of(draws, KINDS)
 
 
 def facts_record(facts: DistanceFacts) -> dict:
@@ -95,11 +100,7 @@ WEIGHED_CLASSES = ("split", "merge", "stable")
 
 def recall_items(draws: pa.Table) -> list:
     """Both items of every split, merge and intersection draw (their cluster weights reweight them)."""
-    if not draws.num_rows:
-        return []
-    cls = draws.column("class").to_pylist()
-    a, b = draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist()
-    return [x for c, i, j in zip(cls, a, b) if c in WEIGHED_CLASSES for x in (i, j)]
+    return _items_of(draws, WEIGHED_CLASSES)
 
 
 @dataclass(frozen=True)
