@@ -165,20 +165,40 @@ def _census_part(name: str, total: float, draws: pa.Table, by_pair: dict, weight
     return Estimate(name, total * t / M, total * math.sqrt(v) / M, n, method=method, bounds=bounds)
 
 
-def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, weights: np.ndarray, cells, *,
-                       good_same: bool, want_good: bool, method: str, what: str) -> Estimate:
-    """A census stratum's part when the people's tasks were chosen by the model's answers: cell by
-    cell, a cell judged whole as :func:`_census_part` (pairs left unsure estimated from its judged
-    ones), a cell whose people's tasks are draws ∝ pair weight (``cells.drawn``) by the ratio
-    ``M_c · Σ t·ρ·y / Σ t·ρ`` over its draws (``t``: times drawn, ``ρ = weights/pair_weight``,
-    ``M_c = Σ weights`` over the cell, exact), variance ``M_c²·k/(k − 1)·Σ t·ρ²(y − p̂_c)²/(Σ t·ρ)²``
-    over its ``k`` draws; the cells add up. The interval is Agresti–Coull's on the stratum's share
-    ``Σ/M`` with ``n* = p̂(1 − p̂)/Var``; when nothing varies, each drawn cell's Jeffreys variance."""
+@dataclass(frozen=True)
+class CellsCensus:
+    """A census stratum's total ``Σ weights·y`` when the people's tasks were chosen by the model's
+    answers (:func:`census_cells_total`): ``total``, its ``var``, ``floor`` (the variance with each
+    drawn cell's Jeffreys floor, for an interval when nothing varies), the judged draws ``n``, the
+    feasible range ``[lo, hi]``, the stratum's weight ``M`` and the cells with no usable judgement."""
+
+    total: float
+    var: float
+    floor: float
+    n: int
+    lo: float
+    hi: float
+    M: float
+    missing: tuple
+
+    @property
+    def exact(self) -> bool:
+        """Every pair judged (every cell judged whole, nothing left): the total is known."""
+        return not self.missing and self.var == 0.0 and self.lo == self.hi
+
+
+def census_cells_total(draws: pa.Table, by_pair: dict, weights: np.ndarray, cells, *, want_same: bool = True,
+                       ) -> CellsCensus:
+    """``Σ weights·y`` over a census stratum's pairs (``y = 1(same)``, or ``1(different)`` when not
+    ``want_same``), cell by cell of the model's answers: a cell judged whole as
+    :func:`abcde.quality.stratified.census_total` (pairs left unsure estimated from its judged ones, the
+    people's of that cell alone), a cell whose people's tasks are draws ∝ pair weight
+    (``cells.drawn``) by the ratio ``M_c · Σ t·ρ·y / Σ t·ρ`` over its draws (``t``: times drawn,
+    ``ρ = weights/pair_weight``, ``M_c = Σ weights`` over the cell, exact), variance
+    ``M_c²·k/(k − 1)·Σ t·ρ²(y − p̂_c)²/(Σ t·ρ)²`` over its ``k`` draws; the cells add up. The cells'
+    shares differ (the tasks were chosen by the model's answers), so the judged pairs of the stratum
+    are not like the others until taken cell by cell."""
     keep = weights > 0
-    if total == 0 or not keep.any():
-        return Estimate(name, 0.0, 0.0, 0, method=method, note=f"no {what}s: the {what} distance is 0",
-                        bounds=(0.0, 0.0))
-    want_same = good_same == want_good
     pids = draws.column("pair_id").to_pylist()
     pw = np.asarray(draws.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float)
     of = np.asarray([cells.get(p, "") for p in pids], dtype=object)
@@ -220,6 +240,19 @@ def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, 
             missing.append(c)
             continue
         t, var, floor, n = t + tc, var + vc, floor + vc, n + nc
+    return CellsCensus(t, var, floor, n, lo, hi, M, tuple(missing))
+
+
+def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, weights: np.ndarray, cells, *,
+                       good_same: bool, want_good: bool, method: str, what: str) -> Estimate:
+    """A census stratum's part when the people's tasks were chosen by the model's answers
+    (:func:`census_cells_total`). The interval is Agresti–Coull's on the stratum's share ``Σ/M``
+    with ``n* = p̂(1 − p̂)/Var``; when nothing varies, each drawn cell's Jeffreys variance."""
+    if total == 0 or not (weights > 0).any():
+        return Estimate(name, 0.0, 0.0, 0, method=method, note=f"no {what}s: the {what} distance is 0",
+                        bounds=(0.0, 0.0))
+    c = census_cells_total(draws, by_pair, weights, cells, want_same=good_same == want_good)
+    t, var, floor, n, lo, hi, M, missing = c.total, c.var, c.floor, c.n, c.lo, c.hi, c.M, c.missing
     bounds = (total * lo / M, total * hi / M)
     if missing:
         return Estimate(name, math.nan, math.nan, n, method=method, bounds=bounds,

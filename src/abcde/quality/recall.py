@@ -87,7 +87,7 @@ import numpy as np
 import pyarrow as pa
 
 from abcde.errors import InputError
-from abcde.quality.distances import cell_ratio_estimate, judged_draws, ratio_estimate
+from abcde.quality.distances import cell_ratio_estimate, census_cells_total, judged_draws, ratio_estimate
 from abcde.quality.result import Estimate, quantile
 from abcde.quality.stratified import census_total
 from abcde.samples.facts import DistanceFacts, RecallFacts
@@ -127,13 +127,15 @@ class _Part:
     note: str = ""
     share: float | None = None  # a sampled stratum: its share p̂ of same-entity pairs ...
     n_eff: float = math.nan  # ... and its effective number of judgements n* (the interval's)
+    floor: float = math.nan  # a census stratum by the model's cells: the variance its interval uses when none varies
 
     def interval(self, z: float) -> tuple[float, float]:
         """The part's interval at quantile ``z``: a sampled stratum's ``M·`` Wilson's interval of its
         share on ``n*`` judgements (a share near 0 or 1 of a few judgements is skewed: Wilson's
         covers, Wald's does not); a census stratum's ``total ± z·SE``, inside its range."""
         if self.share is None:
-            sd = math.sqrt(self.var) if math.isfinite(self.var) else 0.0
+            v = self.var if math.isfinite(self.var) else 0.0
+            sd = math.sqrt(max(v, self.floor) if math.isfinite(self.floor) else v)
             return max(self.total - z * sd, self.lo), min(self.total + z * sd, self.hi)
         lo, hi = wilson(self.share, self.n_eff, z)
         return self.hi * lo, self.hi * hi
@@ -157,10 +159,12 @@ def _sampled_part(mass: float, j, mask=None) -> _Part:
     return _Part(mass * p, mass * mass * v, 0.0, mass, n, False, share=p, n_eff=n_eff)
 
 
-def _census_part(draws: pa.Table, by_pair: dict, factor, inside=None) -> _Part:
+def _census_part(draws: pa.Table, by_pair: dict, factor, inside=None, cells=None) -> _Part:
     """A census stratum's part: each pair {a, b} listed once, weighing ``pair_weight·factor(a)``
     (its ``2·w_a·w_b/W²``), judged pairs exactly, pairs left unsure or not judged like the judged
-    ones; ``inside``: the slice (each end in it adds half)."""
+    ones; ``inside``: the slice (each end in it adds half). ``cells``: the people's tasks were chosen
+    by the model's answers, so the pairs not judged are like the judged ones of their own cell
+    (:func:`abcde.quality.distances.census_cells_total`), not like all of them."""
     if not draws.num_rows:
         return _Part(0.0, 0.0, 0.0, 0.0, 0, True)
     pw = np.asarray(draws.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float)
@@ -171,6 +175,12 @@ def _census_part(draws: pa.Table, by_pair: dict, factor, inside=None) -> _Part:
     keep = w > 0
     if not keep.any():
         return _Part(0.0, 0.0, 0.0, 0.0, 0, True)
+    if cells is not None:
+        c = census_cells_total(draws, by_pair, w, cells)
+        if c.missing:
+            return _Part(math.nan, math.nan, c.lo, c.hi, c.n, False,
+                         f"no usable people's judgement yet in the cell {', '.join(c.missing)}")
+        return _Part(c.total, c.var, c.lo, c.hi, c.n, c.exact, floor=c.floor)
     d = draws.filter(pa.array(keep, pa.bool_()))
     d = d.set_column(d.column_names.index("pair_weight"), "pair_weight", pa.array(w[keep], pa.float64()))
     t, v, n, known, rest = census_total(d, by_pair, lambda lab, s, x, y: s)
@@ -320,7 +330,7 @@ def _parts_of(sample, by_pair: dict, facts: RecallFacts, *, cells=None, inside=N
                 _Part(math.nan, math.nan, 0.0, mass, 0, False, "not drawn")
             continue
         if kind in sample.census:
-            out[kind] = _census_part(draws, by_pair, _Factors(facts.cluster_weights, kind).of, inside)
+            out[kind] = _census_part(draws, by_pair, _Factors(facts.cluster_weights, kind).of, inside, cells)
             continue
         j = judged[kind] if judged else judged_draws(draws, by_pair, _weights_for(facts, kind), kind, cells=cells)
         mask = None if inside is None else np.array([bool(inside(v)) for v in j.vantage], dtype=bool)
