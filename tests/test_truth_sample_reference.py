@@ -9,11 +9,16 @@ per listed entity ``k``: ``B_k = Σ w_j``, ``A_k = Σ w_j · metric(j)`` over it
 Hájek ``R̂ = Σ A_k/π_k / B̂``, ``B̂ = Σ B_k/π_k``, ``z_k = (A_k − R̂ B_k)/B̂``; variance
 ``N²(1 − n/N)/n · Σ(z_k − z̄)²/(n − 1)`` (uniform, ``π_k = n/N``) or ``Σ (1 − π_k)/π_k² z_k²``
 (Poisson); F1 ``2PR/(P + R)`` with ``z_F = 2R²/(P+R)² z_P + 2P²/(P+R)² z_R``; a difference's
-``z = z_Exp − z_Base``; the interval ``expit(logit u ± t_{0.975, ν} · se_u / (u(1 − u)))`` with ``u``
+``z = z_Exp − z_Base``; a side's interval ``expit(logit u ± t_{0.975, ν} · se_u / (u(1 − u)))`` with ``u``
 the value mapped from its range to (0, 1), ``se_u = se / (range width)``, and Student t's degrees of
 freedom ``ν = min(n − 1, max(1, (Σ_k c_k)² / Σ_k c_k²))`` (Satterthwaite's, for a sum of
 one-degree-of-freedom terms) with ``c_k`` entity ``k``'s term of the variance:
-``N²(1 − n/N)/n · (z_k − z̄)²/(n − 1)`` (uniform) or ``(1 − π_k)/π_k² z_k²`` (Poisson).
+``N²(1 − n/N)/n · (z_k − z̄)²/(n − 1)`` (uniform) or ``(1 − π_k)/π_k² z_k²`` (Poisson); a
+difference's interval from its sides' ``[l, u]`` (Newcombe's paired MOVER), with their correlation
+``r = (V_Base + V_Exp − V_Δ) / (2·SE_Base·SE_Exp)``::
+
+    L = Δ − √((v_Exp − l_Exp)² − 2r(v_Exp − l_Exp)(u_Base − v_Base) + (u_Base − v_Base)²)
+    U = Δ + √((u_Exp − v_Exp)² − 2r(u_Exp − v_Exp)(v_Base − l_Base) + (v_Base − l_Base)²)
 """
 
 from __future__ import annotations
@@ -140,8 +145,12 @@ def reference(sides: dict, design: str, N: float | None, in_slice=lambda i: True
         for m in ("precision", "recall", "f1"):
             (vb, zb), (ve, ze) = lin["base"][m], lin["exp"][m]
             z = {k: ze[k] - zb[k] for k in LISTED}
-            se = math.sqrt(variance(z, pi, design, N))
-            out[f"delta_{m}"] = (ve - vb, se, *interval(ve - vb, se, dof(z, pi, design, N), -1.0, 1.0))
+            vd = variance(z, pi, design, N)
+            (_, sb, lb, ub), (_, se_, le, ue) = out["base"][m], out["exp"][m]
+            r = (sb * sb + se_ * se_ - vd) / (2 * sb * se_) if sb > 0 and se_ > 0 else 0.0
+            lo = (ve - vb) - math.sqrt((ve - le) ** 2 - 2 * r * (ve - le) * (ub - vb) + (ub - vb) ** 2)
+            hi = (ve - vb) + math.sqrt((ue - ve) ** 2 - 2 * r * (ue - ve) * (vb - lb) + (vb - lb) ** 2)
+            out[f"delta_{m}"] = (ve - vb, math.sqrt(vd), max(lo, -1.0), min(hi, 1.0))
     return out
 
 

@@ -9,7 +9,7 @@ difference of two. The definitions, the designs and where the intervals hold:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 import numpy as np
@@ -25,9 +25,10 @@ METRICS = ("precision", "recall", "f1")
 #: How F1 and the intervals are made (carried in the JSON, so a reader of it knows).
 F1_METHOD = ("harmonic mean of the estimated population Precision and Recall, 2PR/(P+R); its standard error "
              "by the delta method on the linearised Precision and Recall")
-INTERVAL_METHOD = ("95% delta-method interval on the logit scale (a difference: of (Δ+1)/2), Student t on the "
-                   "variance's effective degrees of freedom min(n−1, max(1, (Σc_k)²/Σc_k²)), c_k each entity's "
-                   "share of the variance; inside [0, 1] ([−1, 1] for a difference); a point at a census")
+INTERVAL_METHOD = ("95% delta-method interval on the logit scale, Student t on the variance's effective degrees of "
+                   "freedom min(n−1, max(1, (Σc_k)²/Σc_k²)), c_k each entity's share of the variance, inside [0, 1]; "
+                   "a difference's from its two sides' intervals by MOVER (Newcombe's paired form, with the "
+                   "correlation of the two estimates), inside [−1, 1]; a point at a census")
 METHODS = {"uniform": "hajek_srswor", "poisson": "hajek_poisson"}
 DESCRIPTIONS = {"uniform": "simple random sample of entities without replacement",
                 "poisson": "independent (Poisson) inclusion of entities with the given probabilities"}
@@ -109,6 +110,31 @@ def bounded_interval(value: float, se: float, bounds: tuple[float, float]):
     return of
 
 
+def mover_interval(v1: float, ci1: tuple, v2: float, ci2: tuple, r: float,
+                   bounds: tuple[float, float] = (-1.0, 1.0)) -> tuple[float, float]:
+    """The interval of ``Δ = v2 − v1`` from the two estimates' own intervals ``ci1``, ``ci2`` and their
+    correlation ``r`` (MOVER, the method of variance estimates recovery: Newcombe 1998's paired form,
+    Zou & Donner 2008)::
+
+        L = Δ − √((v2 − l2)² − 2r·(v2 − l2)(u1 − v1) + (u1 − v1)²)
+        U = Δ + √((u2 − v2)² − 2r·(u2 − v2)(v1 − l1) + (v1 − l1)²)
+
+    With symmetric intervals it is the Wald interval of the difference; with skewed ones (a share near
+    0 or 1, the logit scale's) the skew carries over, where a symmetric interval of the difference
+    misses on the side the sides lean to. Holds ``Δ``; inside ``bounds``.
+
+    >>> [round(x, 4) for x in mover_interval(0.5, (0.4, 0.6), 0.7, (0.6, 0.8), 0.0)]
+    [0.0586, 0.3414]
+    """
+    (l1, u1), (l2, u2) = ci1, ci2
+    d = v2 - v1
+    a, b = v2 - l2, u1 - v1
+    lo = d - math.sqrt(max(a * a - 2.0 * r * a * b + b * b, 0.0))
+    a, b = u2 - v2, v1 - l1
+    hi = d + math.sqrt(max(a * a - 2.0 * r * a * b + b * b, 0.0))
+    return max(lo, bounds[0]), min(hi, bounds[1])
+
+
 def _expit(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
@@ -166,6 +192,9 @@ class PopulationEstimate:
         interval's degrees of freedom (:attr:`degrees_of_freedom`).
     note
         Why it is undefined, or that its variance rests on few entities.
+    paired
+        A difference: ``(first, second, r)``, its two sides' estimates (``second − first``) and their
+        correlation; its interval is made from theirs (:func:`mover_interval`).
     """
 
     metric: str
@@ -177,6 +206,7 @@ class PopulationEstimate:
     exact: bool = False
     effective_entities: float = math.nan
     note: str = ""
+    paired: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def defined(self) -> bool:
@@ -185,15 +215,25 @@ class PopulationEstimate:
     @property
     def degrees_of_freedom(self) -> float:
         """Student t's degrees of freedom of the interval: ``min(n − 1, max(1, effective_entities))``
-        (``n − 1`` when ``effective_entities`` is NaN; :func:`degrees_of_freedom`)."""
+        (``n − 1`` when ``effective_entities`` is NaN; :func:`degrees_of_freedom`). NaN for a
+        difference, whose interval is made from its sides' (each on its own)."""
+        if self.paired is not None:
+            return math.nan
         return degrees_of_freedom(self.entities, self.effective_entities)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> tuple[float, float]:
         """The logit-scale interval (:func:`bounded_interval`) with Student t's quantile on
-        :attr:`degrees_of_freedom`; NaN ends when undefined."""
+        :attr:`degrees_of_freedom`; a difference's from its sides' (:func:`mover_interval`); NaN ends
+        when undefined."""
         if not 0 < confidence_level < 1:
             raise InputError(f"The 'confidence_level' parameter of confidence_interval must be in (0, 1). "
                              f"Got {confidence_level} instead.")
+        if self.paired is not None:
+            first, second, r = self.paired
+            if not (self.defined and math.isfinite(self.standard_error)):
+                return (math.nan, math.nan)
+            return mover_interval(first.value, first.confidence_interval(confidence_level), second.value,
+                                  second.confidence_interval(confidence_level), r, self.bounds)
         q = quantile(self.entities, confidence_level, self.effective_entities)
         return bounded_interval(self.value, self.standard_error, self.bounds)(q)
 
@@ -208,6 +248,8 @@ class PopulationEstimate:
              "range": [self.bounds[0], self.bounds[1]], "exact": self.exact,
              "effective_entities": num(self.effective_entities),
              "degrees_of_freedom": num(self.degrees_of_freedom) if self.defined else None}
+        if self.paired is not None:
+            d["correlation"] = num(self.paired[2])
         if self.note:
             d["note"] = self.note
         return d
@@ -290,7 +332,7 @@ def estimate_population(
     if len(sums) not in (1, 2):
         raise InputError(f"Estimates are for one clustering or two (Base and Exp). Got {len(sums)}.")
 
-    def est(metric: str, lin: Linearised, bounds: tuple[float, float]) -> PopulationEstimate:
+    def est(metric: str, lin: Linearised, bounds: tuple[float, float], paired=None) -> PopulationEstimate:
         c = variance_contributions(lin.z, pi, design=design, population_entities=N)
         var = float(np.sum(c))
         se = math.sqrt(var) if math.isfinite(var) and var >= 0 else math.nan
@@ -301,12 +343,14 @@ def estimate_population(
             note = "one sampled entity: no standard error can be estimated from it"
         elif few < FEW_ENTITIES:
             note = (f"its variance rests on about {few:.1f} entities (a few sampled entities decide the estimate): "
-                    f"the interval is wider (Student t on {degrees_of_freedom(n, few):.1f} degrees of freedom), "
-                    "and may still cover less than its level if the sample misses the entities that matter")
+                    + (f"the interval is wider (Student t on {degrees_of_freedom(n, few):.1f} degrees of freedom), "
+                       if paired is None else "its interval is made from its two sides' (each as wide as its own "
+                       "variance asks), ")
+                    + "and may still cover less than its level if the sample misses the entities that matter")
         return PopulationEstimate(metric=metric, value=lin.value,
                                   standard_error=se if math.isfinite(lin.value) else math.nan, entities=n,
                                   method=METHODS[design], bounds=bounds, exact=census, effective_entities=few,
-                                  note=note)
+                                  note=note, paired=paired)
 
     lins: dict[str, dict[str, Linearised]] = {}
     for side, (ap, ar) in sums.items():
@@ -315,8 +359,12 @@ def estimate_population(
     out = {side: {m: est(m, lin, (0.0, 1.0)) for m, lin in ls.items()} for side, ls in lins.items()}
     deltas = {}
     if len(lins) == 2:
-        first, second = (lins[s] for s in sums)
+        (a, first), (b, second) = ((s, lins[s]) for s in sums)
         for m in METRICS:
             d = Linearised(second[m].value - first[m].value, second[m].z - first[m].z)
-            deltas[f"delta_{m}"] = est(f"delta_{m}", d, (-1.0, 1.0))
+            v1, v2 = (out[x][m].standard_error ** 2 for x in (a, b))
+            vd = design_variance(d.z, pi, design=design, population_entities=N)
+            r = (v1 + v2 - vd) / (2.0 * math.sqrt(v1 * v2)) if v1 > 0 and v2 > 0 else 0.0
+            deltas[f"delta_{m}"] = est(f"delta_{m}", d, (-1.0, 1.0),
+                                       paired=(out[a][m], out[b][m], min(max(r, -1.0), 1.0)))
     return PopulationEstimates(out, deltas, design, N, census)
