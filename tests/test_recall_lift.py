@@ -305,83 +305,138 @@ def sim_world(seed: int, kind: str, *, n_entities: int = 260, weighted: bool = F
     return pa.table({"item_id": ids, "cluster_id": base}), pa.table({"item_id": ids, "cluster_id": exp}), items
 
 
-def _check_honest(rows, truth, what, *, cover_high=0.97):
-    v = np.array([r[0] for r in rows])
-    se = np.array([r[1] for r in rows])
-    # A cell of one people's draw among several has no variance to measure: its SE is undefined (n/a),
-    # its interval is still there (Wilson's on n*). Few, and left out of the SE check.
-    undefined = int(np.sum(~np.isfinite(se)))
-    assert undefined <= 0.02 * len(se), (what, undefined)
-    lo, hi = np.array([r[2] for r in rows]), np.array([r[3] for r in rows])
-    S = len(v)
-    sd = float(v.std(ddof=1))
-    cover = float(np.mean((lo <= truth) & (truth <= hi)))
-    wrong = float(np.mean(hi < 0)) if truth > 0 else float(np.mean(lo > 0)) if truth < 0 else 0.0
-    ratio = float(np.mean(se[np.isfinite(se)])) / sd
-    msg = (f"{what}: truth {truth:.5f}, mean {v.mean():.5f} (MC SE {sd / math.sqrt(S):.5f}), SE/SD "
-           f"{ratio:.3f} ({undefined} SEs undefined), coverage {cover:.3f}, wrong way {wrong:.3f}")
+def _check_honest(rows, what, *, cover_high=0.97, world_low=0.85):
+    """``rows``: per world, ``(truth, [(value, SE, low, high), ...])``. Each world: its mean within
+    4 Monte Carlo SEs of its truth, its coverage at least ``world_low`` (a world where the estimator is
+    biased shows there: one at 59% was found so). Pooled over the worlds: the standardised bias within
+    3, mean SE / SD within 10%, coverage in [0.93, ``cover_high``], wrong-way intervals no more often
+    than 2.5% (+ 3 MC SEs); every estimate inside its interval."""
+    z_bias, covered, wrong, ratios, undefined, total, lines = [], [], [], [], 0, 0, []
+    for truth, got in rows:
+        v, se, lo, hi = (np.array([r[k] for r in got], dtype=float) for k in range(4))
+        S = len(v)
+        total += S
+        # A cell of one people's draw among several, in a stratum with no other cell of two: its SE is
+        # undefined (n/a), its interval is still there (Wilson's on n*). Few, and left out of the SE check.
+        undefined += int(np.sum(~np.isfinite(se)))
+        sd = float(v.std(ddof=1))
+        c = (lo <= truth) & (truth <= hi)
+        covered.extend(c.tolist())
+        wrong.extend(((hi < 0) if truth > 0 else (lo > 0) if truth < 0 else np.zeros(S, dtype=bool)).tolist())
+        z_bias.append((v.mean() - truth, sd * sd / S))
+        ratios.append(float(np.mean(se[np.isfinite(se)])) / sd)
+        lines.append(f"truth {truth:.4f} mean {v.mean():.4f} (MC SE {sd / math.sqrt(S):.4f}) SE/SD {ratios[-1]:.2f} "
+                     f"coverage {c.mean():.3f}")
+        assert abs(v.mean() - truth) <= 4 * sd / math.sqrt(S), (what, lines[-1])
+        assert c.mean() >= world_low, (what, lines[-1])
+        assert np.all((lo <= v) & (v <= hi)), f"{what}: an estimate outside its interval"
+    bias = sum(d for d, _ in z_bias) / math.sqrt(sum(var for _, var in z_bias))
+    cover, wrong_way, ratio = float(np.mean(covered)), float(np.mean(wrong)), float(np.mean(ratios))
+    msg = (f"{what}: standardised bias {bias:.2f}, SE/SD {ratio:.3f} ({undefined} SEs undefined), coverage "
+           f"{cover:.3f}, wrong way {wrong_way:.3f} over {len(rows)} worlds, {total} samples ({'; '.join(lines)})")
     print(msg)
-    assert abs(v.mean() - truth) <= 3 * sd / math.sqrt(S), msg
+    assert undefined <= 0.02 * total, msg
+    assert abs(bias) <= 3, msg
     assert 0.9 <= ratio <= 1.1, msg
     assert 0.93 <= cover <= cover_high, msg
-    assert wrong <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / S), msg
-    assert np.all((lo <= v) & (v <= hi)), f"{what}: an estimate outside its interval"
+    assert wrong_way <= 0.025 + 3 * math.sqrt(0.025 * 0.975 / total), msg
 
 
 WORLDS = [("splits", False), ("merges", False), ("both", False), ("tradeoff", False), ("both", True)]
+#: Each kind of world is a generator: its samples come from six worlds of it (seeds 11–16), 100 each.
+WORLD_SEEDS, PER_WORLD = range(11, 17), 100
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind,weighted", WORLDS, ids=[f"{k}{'-weighted' if w else ''}" for k, w in WORLDS])
 def test_simulation_with_a_known_truth(kind, weighted):
-    """600 samples of 300 pairs per world, drawn by abcde's sampler; judged by the truth (people), and
-    by people on 150 tasks chosen by a model's answers (80% accurate; one that says "same" too
-    often): unbiased (mean within 3 Monte Carlo SEs of the brute-force truth), SE within 10% of the
-    spread, 95% intervals covering 93–97% (model + people: 93–98.5%, Wilson's intervals of a cell's
-    share being on the safe side), wrong-way intervals no more often than 2.5% (+ 3 MC SEs), every
-    estimate inside its interval."""
+    """600 samples of 300 pairs per kind of world (100 from each of six worlds the generator draws),
+    drawn by abcde's sampler; judged by the truth (people), and by people on 150 tasks chosen by a
+    model's answers (80% accurate; one that says "same" too often): unbiased (each world's mean
+    within 4 Monte Carlo SEs of its brute-force truth, the pooled standardised bias within 3), SE
+    within 10% of the spread, 95% intervals covering 93–97% pooled (model + people: 93–98.5%, see
+    below) and at least 85% in every world, wrong-way intervals no more often than 2.5% (+ 3 MC SEs),
+    every estimate inside its interval.
+
+    Why six worlds, not one: a world's coverage moves with where its strata's shares sit. A share of
+    a few dozen judgements is lumpy, and its coverage at one share swings from 93% to 98% (Wilson's
+    for a plain proportion at 0.909 does so between 20 and 60 judgements); with a model choosing the
+    people's tasks it sits on fewer of them. The sweep that led here found a world where the lift was
+    biased (59% coverage: a census stratum's pairs left to the model read as like all the people's
+    pairs, not their cell's) and one where a drawn census cell's symmetric interval made the lift's
+    cover 81%; both fixed, twelve splits worlds at 1,000 samples each then covered 93.1–98.6% (model
+    + people; pooled 97.2% and 96.2%) and 94.7–97.0% (people alone, pooled 95.9%). Model + people
+    lean conservative where a stratum's share is at or near 1 (a splits world's split pairs are
+    nearly all true links): the people saw some of a census cell's pairs only, so its interval stays
+    open below, and it covers when the share is exactly 1. Measured here (6 × 100 per kind): people
+    95.5–96.5%, model + people 94.0–98.0% (the splits family with the 80% model 98.0%)."""
     from abcde.core.diff import affected_items
     from test_ppi import _model, _tasks_by_answers
 
-    base, exp, items = sim_world(11, kind, weighted=weighted)
-    b, e, w, t = dicts(base, exp, items)
-    truth = ref.recall_lift(b, e, t, w)
-    if kind == "splits":
-        assert truth < 0
-    if kind == "merges":
-        assert truth > 0
-    if kind == "tradeoff":
-        assert truth > 0 and ref.overall_precision(e, t, w) < ref.overall_precision(b, t, w)
-    d = build_diff(Inputs(base, exp, items=items))
-    o = overall(d)
-    ids = [r["item_id"] for r in d.engine.rows(affected_items(d).select("item_id"))]
-    facts = recall_facts(d, ids, total_weight=o["total_weight"])
-    samples = sample_stratified_many(d, budget=300, seeds=range(600), total_weight=o["total_weight"], batch=150)
     designs = {"people": [], "80% model + people": [], "same-too-often model + people": []}
     models = {"80% model + people": dict(accuracy=0.8), "same-too-often model + people": dict(accuracy=0.9,
                                                                                                 same_bias=0.4)}
-    for seed, ss in enumerate(samples):
-        true = _judge(ss, t)
-        est, _, _ = estimate_recall_lift(ss, true, facts, method="sim")
-        designs["people"].append((est.value, est.standard_error, *est.confidence_interval()))
-        for name, opts in models.items():
-            tasks, cells = _tasks_by_answers(ss, seed, 150, _model(true, **opts))
-            people = {p: v for p, v in true.items() if p in tasks}
-            est, _, _ = estimate_recall_lift(ss, people, facts, method="sim", cells=cells)
-            designs[name].append((est.value, est.standard_error, *est.confidence_interval()))
+    for world_seed in WORLD_SEEDS:
+        base, exp, items = sim_world(world_seed, kind, weighted=weighted)
+        b, e, w, t = dicts(base, exp, items)
+        truth = ref.recall_lift(b, e, t, w)
+        if kind == "splits":
+            assert truth < 0
+        if kind == "merges":
+            assert truth > 0
+        if kind == "tradeoff":
+            assert truth > 0 and ref.overall_precision(e, t, w) < ref.overall_precision(b, t, w)
+        d = build_diff(Inputs(base, exp, items=items))
+        o = overall(d)
+        ids = [r["item_id"] for r in d.engine.rows(affected_items(d).select("item_id"))]
+        facts = recall_facts(d, ids, total_weight=o["total_weight"])
+        samples = sample_stratified_many(d, budget=300, seeds=range(PER_WORLD), total_weight=o["total_weight"],
+                                         batch=100)
+        rows = {name: [] for name in designs}
+        for seed, ss in enumerate(samples):
+            true = _judge(ss, t)
+            est, _, _ = estimate_recall_lift(ss, true, facts, method="sim")
+            rows["people"].append((est.value, est.standard_error, *est.confidence_interval()))
+            for name, opts in models.items():
+                tasks, cells = _tasks_by_answers(ss, seed, 150, _model(true, **opts))
+                people = {p: v for p, v in true.items() if p in tasks}
+                est, _, _ = estimate_recall_lift(ss, people, facts, method="sim", cells=cells)
+                rows[name].append((est.value, est.standard_error, *est.confidence_interval()))
+        for name in designs:
+            designs[name].append((truth, rows[name]))
     failed = []
     for name, rows in designs.items():
         try:
-            # Model + people: the people's draws of a stratum split into cells by the model's answers, a
-            # cell of a share near 0 or 1 judged by a few: Wilson's intervals there are on the safe side
-            # (measured 93.5–98.0% over these worlds at 600 seeds; at 10,000 seeds the splits world's are
-            # 97.4% (80% model) and 97.1% (same too often), MC SE 0.16%: truly just over 97%, conservative;
-            # people alone 95.2–96.8%, 96.4% at 10,000).
-            _check_honest(rows, truth, f"{kind}{' weighted' if weighted else ''}, {name}",
+            _check_honest(rows, f"{kind}{' weighted' if weighted else ''}, {name}",
                           cover_high=0.97 if name == "people" else 0.985)
         except AssertionError as exc:
             failed.append(str(exc).splitlines()[0])
     assert not failed, failed
+
+
+def _model_people_lifts(world_seed: int, samples: int):
+    """The lift of ``samples`` samples of a splits world, people judging 150 tasks chosen by an 80%
+    model's answers: the truth and ``(value, low, high)`` per sample."""
+    from abcde.core.diff import affected_items
+    from test_ppi import _model, _tasks_by_answers
+
+    base, exp, items = sim_world(world_seed, "splits")
+    b, e, w, t = dicts(base, exp, items)
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    ids = [r["item_id"] for r in d.engine.rows(affected_items(d).select("item_id"))]
+    facts = recall_facts(d, ids, total_weight=o["total_weight"])
+    out = []
+    for seed, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(samples),
+                                                     total_weight=o["total_weight"], batch=100)):
+        assert "split" in ss.census
+        true = _judge(ss, t)
+        tasks, cells = _tasks_by_answers(ss, seed, 150, _model(true, accuracy=0.8))
+        assert not all(p in tasks for p in ss.draws["split"].column("pair_id").to_pylist())
+        est, _, _ = estimate_recall_lift(ss, {p: v for p, v in true.items() if p in tasks}, facts, method="sim",
+                                         cells=cells)
+        out.append((est.value, *est.confidence_interval()))
+    return ref.recall_lift(b, e, t, w), np.array(out)
 
 
 def test_a_census_stratum_whose_people_tasks_follow_the_model_is_read_cell_by_cell():
@@ -390,25 +445,16 @@ def test_a_census_stratum_whose_people_tasks_follow_the_model_is_read_cell_by_ce
     them (people judge "different" cells more densely). Read as one pool, the lift of this world was
     biased by 10% of itself (−0.0869 for −0.0966 over 1,000 samples, 28 Monte Carlo SEs); cell by
     cell its mean is within 3 of the truth over 200 samples."""
-    from abcde.core.diff import affected_items
-    from test_ppi import _model, _tasks_by_answers
-
-    base, exp, items = sim_world(18, "splits")
-    b, e, w, t = dicts(base, exp, items)
-    truth = ref.recall_lift(b, e, t, w)
-    d = build_diff(Inputs(base, exp, items=items))
-    o = overall(d)
-    ids = [r["item_id"] for r in d.engine.rows(affected_items(d).select("item_id"))]
-    facts = recall_facts(d, ids, total_weight=o["total_weight"])
-    values = []
-    for seed, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(200), total_weight=o["total_weight"],
-                                                     batch=100)):
-        assert "split" in ss.census
-        true = _judge(ss, t)
-        tasks, cells = _tasks_by_answers(ss, seed, 150, _model(true, accuracy=0.8))
-        assert not all(p in tasks for p in ss.draws["split"].column("pair_id").to_pylist())
-        est, _, _ = estimate_recall_lift(ss, {p: v for p, v in true.items() if p in tasks}, facts, method="sim",
-                                         cells=cells)
-        values.append(est.value)
-    v = np.array(values)
+    truth, got = _model_people_lifts(18, 200)
+    v = got[:, 0]
     assert abs(v.mean() - truth) <= 3 * v.std(ddof=1) / math.sqrt(len(v)), (v.mean(), truth)
+
+
+def test_a_census_cell_drawn_by_people_has_a_wilson_interval():
+    """A census stratum's cell whose people's tasks are draws from it (the model answered "same" for
+    most split pairs; about 40 of its 71 drawn, their share 0.96): few "different" among the draws,
+    so a symmetric interval of its total missed 31% of the time, and the lift's covered 81% (1,000
+    samples). Each drawn cell's Wilson's interval, added by MOVER: 96%; at least 90% over 200 here."""
+    truth, got = _model_people_lifts(21, 200)
+    cover = float(np.mean((got[:, 1] <= truth) & (truth <= got[:, 2])))
+    assert cover >= 0.9, cover

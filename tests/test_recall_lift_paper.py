@@ -213,4 +213,4 @@ def test_simulation_with_a_known_truth_paper_design(kind, weighted):
             judged.update(oracle(dr, t))
         est, _, _ = estimate_recall_lift(ss, judged, facts, method="sim")
         rows.append((est.value, est.standard_error, *est.confidence_interval()))
-    _check_honest(rows, truth, f"paper {kind}{' weighted' if weighted else ''}")
+    _check_honest([(truth, rows)], f"paper {kind}{' weighted' if weighted else ''}")

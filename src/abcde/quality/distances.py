@@ -69,7 +69,9 @@ the first term the variance of the N draws (∝ u_ij, the stratum's first phase:
 between-cell parts), the second the people's subsample of each cell (two-phase sampling for
 stratification). With one cell and every draw the people's it is the estimator above, at 1e-12.
 ``n*``, the interval and the slices (``d_k = 0`` outside the slice) are as above; a cell with draws
-and no usable people's judgement leaves the part undefined, and says which cell. The model's own
+and no usable people's judgement leaves the part undefined, and says which cell. A cell with one
+people's draw among several has no spread of its own: its ``s_c²`` is the pooled within-cell variance
+of the stratum's other cells (collapsed cells; undefined when no other cell has two draws). The model's own
 judgements are not used: the cells only decide whose draws count how much, so the estimates stay
 unbiased whatever the model (measured with an 80%-accurate model and one that says "same" too often
 in ``tests/test_distances_by_answers.py``).
@@ -170,7 +172,9 @@ class CellsCensus:
     """A census stratum's total ``Σ weights·y`` when the people's tasks were chosen by the model's
     answers (:func:`census_cells_total`): ``total``, its ``var``, ``floor`` (the variance with each
     drawn cell's Jeffreys floor, for an interval when nothing varies), the judged draws ``n``, the
-    feasible range ``[lo, hi]``, the stratum's weight ``M`` and the cells with no usable judgement."""
+    feasible range ``[lo, hi]``, the stratum's weight ``M`` and the cells with no usable judgement;
+    ``drawn``: each drawn cell's ``(M_c, p̂_c, Var(p̂_c), k_eff)`` (its people's draws a sample of it),
+    and ``whole_var`` the variance of the cells judged whole (their unsure pairs)."""
 
     total: float
     var: float
@@ -180,6 +184,8 @@ class CellsCensus:
     hi: float
     M: float
     missing: tuple
+    drawn: tuple = ()
+    whole_var: float = 0.0
 
     @property
     def exact(self) -> bool:
@@ -203,8 +209,8 @@ def census_cells_total(draws: pa.Table, by_pair: dict, weights: np.ndarray, cell
     pw = np.asarray(draws.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float)
     of = np.asarray([cells.get(p, "") for p in pids], dtype=object)
     M = float(weights[keep].sum())
-    t = var = floor = lo = hi = 0.0
-    n, missing = 0, []
+    t = var = floor = lo = hi = whole = 0.0
+    n, missing, parts = 0, [], []
     for c in dict.fromkeys(of[keep].tolist()):
         m = keep & (of == c)
         Mc = float(weights[m].sum())
@@ -230,6 +236,7 @@ def census_cells_total(draws: pa.Table, by_pair: dict, weights: np.ndarray, cell
             var += Mc * Mc * vp
             floor += Mc * Mc * max(vp if math.isfinite(vp) else 0.0, pt * (1.0 - pt) / k_eff)
             n += len(got)
+            parts.append((Mc, p, vp, k_eff))
             continue
         d = draws.take(pa.array(idx, pa.int64()))
         d = d.set_column(d.column_names.index("pair_weight"), "pair_weight", pa.array(weights[m], pa.float64()))
@@ -239,8 +246,8 @@ def census_cells_total(draws: pa.Table, by_pair: dict, weights: np.ndarray, cell
         if not math.isfinite(tc):
             missing.append(c)
             continue
-        t, var, floor, n = t + tc, var + vc, floor + vc, n + nc
-    return CellsCensus(t, var, floor, n, lo, hi, M, tuple(missing))
+        t, var, floor, n, whole = t + tc, var + vc, floor + vc, n + nc, whole + vc
+    return CellsCensus(t, var, floor, n, lo, hi, M, tuple(missing), tuple(parts), whole)
 
 
 def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, weights: np.ndarray, cells, *,
@@ -362,15 +369,20 @@ def cell_ratio_estimate(j: JudgedDraws, mask: np.ndarray | None = None) -> tuple
     p = min(max(p, 0.0), 1.0)
     d = x * (g - p) / (X / N)  # the linearised values: the stratified mean of d is 0 at p̂
     first = second = 0.0
-    for m, Nc, nc in members.values():
+    within = {c: float(d[m].var(ddof=1)) for c, (m, Nc, nc) in members.items() if nc > 1}
+    dof = sum(members[c][2] - 1 for c in within)
+    # a cell of one people's draw among several has no spread of its own: the stratum's other cells'
+    # pooled within-cell variance stands for it (collapsed cells); none to pool: undefined
+    pooled = sum((members[c][2] - 1) * v for c, v in within.items()) / dof if dof else math.nan
+    for c, (m, Nc, nc) in members.items():
         dc = d[m]
         W = Nc / N
         if nc > 1:
-            s2 = float(dc.var(ddof=1))
+            s2 = within[c]
         elif nc == Nc:  # a cell of one draw, judged: nothing varies
             s2 = 0.0
         else:
-            s2 = math.nan
+            s2 = pooled
         first += W * (s2 + float(dc.mean()) ** 2)
         if nc < Nc:
             second += W * W * (1.0 - nc / Nc) * s2 / nc

@@ -48,7 +48,9 @@ delta method gives::
 The interval (MOVER, the method of variance estimates recovery; Zou & Donner 2008) is built from
 each stratum's own interval: a sampled stratum's ``M_s·`` Wilson's interval of its share on the
 effective number of judgements ``n* = p̂(1 − p̂)/Var(p̂)`` (Kish's ``(Σr)²/Σr²`` when every judgement
-agrees, so it keeps a width), a census stratum's ``T̂_s ± q·SE``; with ``Λ_s⁻`` (``Λ_s⁺``) the lowest
+agrees, so it keeps a width), a census stratum's ``T̂_s ± q·SE`` (when a model chose the people's
+tasks, its cells' parts added by MOVER: a drawn cell's ``M_c·`` Wilson's interval of its share, a
+cell judged whole ``± q·SE``); with ``Λ_s⁻`` (``Λ_s⁺``) the lowest
 (highest) Λ when stratum s's total moves to an end of its interval and the others stay::
 
     L = Λ̂ − √(Σ_s (Λ̂ − Λ_s⁻)²),   U = Λ̂ + √(Σ_s (Λ_s⁺ − Λ̂)²)
@@ -72,8 +74,10 @@ the Good/Bad rates never read the agreed pairs (:func:`abcde.sampling.allocation
 
 People and models: with people's tasks (``--human-budget``) the lift uses the people's judgements of
 their tasks alone, each stratum's tasks a random subset of its draws; when the tasks were chosen by
-a model's answers, weighted by cell as :mod:`abcde.quality.distances` does. The model's judgements
-are not used for the lift.
+a model's answers, weighted by cell as :mod:`abcde.quality.distances` does, a census stratum's too
+(:func:`abcde.quality.distances.census_cells_total`: its pairs the people did not judge are like the
+people's of their own cell; read as one pool, the lift of a world whose "different" cells people
+judge more densely was 10% off). The model's judgements are not used for the lift.
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ import pyarrow as pa
 
 from abcde.errors import InputError
 from abcde.quality.distances import cell_ratio_estimate, census_cells_total, judged_draws, ratio_estimate
-from abcde.quality.result import Estimate, quantile
+from abcde.quality.result import Estimate
 from abcde.quality.stratified import census_total
 from abcde.samples.facts import DistanceFacts, RecallFacts
 
@@ -127,18 +131,33 @@ class _Part:
     note: str = ""
     share: float | None = None  # a sampled stratum: its share p̂ of same-entity pairs ...
     n_eff: float = math.nan  # ... and its effective number of judgements n* (the interval's)
-    floor: float = math.nan  # a census stratum by the model's cells: the variance its interval uses when none varies
+    cells: tuple = ()  # a census stratum by the model's cells: its drawn cells' (M_c, p̂_c, Var(p̂_c), k_eff) ...
+    whole_var: float = 0.0  # ... and the variance of its cells judged whole
 
     def interval(self, z: float) -> tuple[float, float]:
         """The part's interval at quantile ``z``: a sampled stratum's ``M·`` Wilson's interval of its
         share on ``n*`` judgements (a share near 0 or 1 of a few judgements is skewed: Wilson's
         covers, Wald's does not); a census stratum's ``total ± z·SE``, inside its range."""
+        if self.cells:
+            return self._cells_interval(z)
         if self.share is None:
-            v = self.var if math.isfinite(self.var) else 0.0
-            sd = math.sqrt(max(v, self.floor) if math.isfinite(self.floor) else v)
+            sd = math.sqrt(self.var) if math.isfinite(self.var) else 0.0
             return max(self.total - z * sd, self.lo), min(self.total + z * sd, self.hi)
         lo, hi = wilson(self.share, self.n_eff, z)
         return self.hi * lo, self.hi * hi
+
+    def _cells_interval(self, z: float) -> tuple[float, float]:
+        """A census stratum whose people's tasks in some cells are draws from them (the model chose
+        the tasks): each drawn cell's ``M_c·`` Wilson's interval of its share on ``n*_c = p̂(1 − p̂)/Var``
+        (``k_eff`` when its draws all agree), the cells judged whole ``± z·SE``, added by MOVER
+        (independent cells: the distances to the ends in quadrature), inside the part's range."""
+        down = up = z * z * max(self.whole_var, 0.0)
+        for mc, p, vp, k_eff in self.cells:
+            n_eff = p * (1.0 - p) / vp if 0.0 < p < 1.0 and math.isfinite(vp) and vp > 0 else k_eff
+            lo, hi = wilson(p, n_eff, z)
+            down += (mc * (p - lo)) ** 2
+            up += (mc * (hi - p)) ** 2
+        return max(self.total - math.sqrt(down), self.lo), min(self.total + math.sqrt(up), self.hi)
 
 
 def _sampled_part(mass: float, j, mask=None) -> _Part:
@@ -180,7 +199,7 @@ def _census_part(draws: pa.Table, by_pair: dict, factor, inside=None, cells=None
         if c.missing:
             return _Part(math.nan, math.nan, c.lo, c.hi, c.n, False,
                          f"no usable people's judgement yet in the cell {', '.join(c.missing)}")
-        return _Part(c.total, c.var, c.lo, c.hi, c.n, c.exact, floor=c.floor)
+        return _Part(c.total, c.var, c.lo, c.hi, c.n, c.exact, cells=c.drawn, whole_var=c.whole_var)
     d = draws.filter(pa.array(keep, pa.bool_()))
     d = d.set_column(d.column_names.index("pair_weight"), "pair_weight", pa.array(w[keep], pa.float64()))
     t, v, n, known, rest = census_total(d, by_pair, lambda lab, s, x, y: s)
