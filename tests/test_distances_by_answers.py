@@ -447,3 +447,35 @@ def test_pairs_human_budget_judge_model_judge_oracle_quality(tmp_path, estimator
     assert dd["good_distance"]["n_judgements"] == sum(len(j.same) for j in kinds.values()) > 0
     text = _cli("quality", out).output
     assert "JaccardDistance = good + bad" in text and "weighted by cell" in text
+
+
+def test_a_cell_of_one_peoples_draw_takes_the_pooled_within_cell_variance():
+    """A cell with one people's draw among several has no spread of its own: its s_c² is the
+    stratum's other cells' pooled within-cell variance (collapsed cells), so the SE is defined; the
+    two-phase variance written from the module's formula, at 1e-12. With no other cell of two draws
+    it stays undefined."""
+    from abcde.quality.distances import JudgedDraws, cell_ratio_estimate
+
+    g = np.array([1.0, 0.0, 1.0, 1.0, 0.0, 1.0])
+    r = np.array([1.0, 2.0, 1.0, 0.5, 1.0, 1.0])
+    cell = np.array(["a", "a", "a", "b", "b", "c"], dtype=object)
+    sizes = {"a": 5, "b": 4, "c": 3}
+    p, var, n_eff, n, note = cell_ratio_estimate(JudgedDraws(g, r, list("uvwxyz"), cell, sizes))
+    N = 12.0
+    e = np.array([5 / 3] * 3 + [2.0] * 2 + [3.0])
+    X = float((e * r).sum())
+    assert p == pytest.approx(float((e * r * g).sum()) / X, rel=1e-12)
+    d = r * (g - p) / (X / N)
+    s2 = {"a": d[:3].var(ddof=1), "b": d[3:5].var(ddof=1)}
+    pooled = (2 * s2["a"] + 1 * s2["b"]) / 3
+    s2["c"] = pooled
+    means = {"a": d[:3].mean(), "b": d[3:5].mean(), "c": d[5]}
+    ns = {"a": 3, "b": 2, "c": 1}
+    first = sum(sizes[c] / N * (s2[c] + means[c] ** 2) for c in sizes) / N
+    second = sum((sizes[c] / N) ** 2 * (1 - ns[c] / sizes[c]) * s2[c] / ns[c] for c in sizes)
+    assert math.isfinite(var) and var == pytest.approx(first + second, rel=1e-12)
+    assert n == 6 and not note
+    # no other cell with two draws: nothing to pool
+    _, var, _, _, _ = cell_ratio_estimate(JudgedDraws(g[3:], r[3:], list("xyz"),
+                                                      np.array(["b", "c", "d"], dtype=object), {"b": 2, "c": 3, "d": 2}))
+    assert math.isnan(var)

@@ -458,3 +458,31 @@ def test_a_census_cell_drawn_by_people_has_a_wilson_interval():
     truth, got = _model_people_lifts(21, 200)
     cover = float(np.mean((got[:, 1] <= truth) & (truth <= got[:, 2])))
     assert cover >= 0.9, cover
+
+
+def test_a_census_part_by_cells_is_each_drawn_cells_wilson_added_by_mover():
+    """The interval of a census stratum whose people's tasks in some cells are draws from them, written
+    from its definition: each drawn cell's ``M_c·`` Wilson's interval of its share on ``n* = p̂(1 − p̂)/
+    Var(p̂)`` (its draws' Kish size ``k_eff`` when they all agree), the cells judged whole ``± z·SE``, the
+    distances to the ends added in quadrature, inside the part's range."""
+    from abcde.quality.recall import _Part
+
+    def wilson(p, n, z):
+        c = (p + z * z / (2 * n)) / (1 + z * z / n)
+        h = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        return max(c - h, 0.0), min(c + h, 1.0)
+
+    z = 1.96
+    cells = ((0.004, 0.9, 0.0009, 30.0), (0.001, 1.0, 0.0, 12.5))  # (M_c, p̂_c, Var(p̂_c), k_eff)
+    whole_var, known = 4e-8, 0.002
+    total = known + 0.004 * 0.9 + 0.001 * 1.0
+    part = _Part(total, 0.004 ** 2 * 0.0009 + whole_var, known, known + 0.005, 60, False, cells=cells,
+                 whole_var=whole_var)
+    down = up = z * z * whole_var
+    for mc, p, n in ((0.004, 0.9, 0.9 * 0.1 / 0.0009), (0.001, 1.0, 12.5)):
+        lo, hi = wilson(p, n, z)
+        down, up = down + (mc * (p - lo)) ** 2, up + (mc * (hi - p)) ** 2
+    lo, hi = part.interval(z)
+    assert lo == pytest.approx(max(total - math.sqrt(down), known), rel=1e-12)
+    assert hi == pytest.approx(min(total + math.sqrt(up), known + 0.005), rel=1e-12)
+    assert lo < total < hi
