@@ -197,25 +197,32 @@ def test_few_entities_say_so():
     assert effective_entities([1.0] * 30) == pytest.approx(30)
 
 
-def test_the_interval_uses_the_effective_degrees_of_freedom():
-    """Student t on ``min(n − 1, max(1, (Σc_k)²/Σc_k²))``: about n − 1 when the variance spreads over
-    the sample, few (a wider interval) when a few entities carry it; carried in the JSON."""
+def test_the_intervals_lean_as_the_losses_do():
+    """Precision and Recall: the gamma interval of the weight they miss, about as wide as the symmetric
+    one when every entity loses a little, reaching far further below than above when three entities hold every
+    loss (the formula itself: tests/test_truth_sample_reference.py). F1: Student t on
+    ``min(n − 1, max(1, (Σc_k)²/Σc_k²))``, carried in the JSON."""
     rng = np.random.default_rng(3)
     b = rng.uniform(1, 5, 400)
     spread = b * rng.uniform(0.8, 1.0, 400)  # every entity loses a little
     lumpy = b.copy()
     lumpy[:3] *= 0.2  # three entities hold every loss
     est = estimate_population(b, {"x": (spread, lumpy)}, population_entities=4000).sides["x"]
-    p, r = est["precision"], est["recall"]
-    assert 100 < p.degrees_of_freedom <= 399 and p.degrees_of_freedom == pytest.approx(p.effective_entities)
-    assert 1 <= r.degrees_of_freedom < 4 and r.degrees_of_freedom == pytest.approx(max(1.0, r.effective_entities))
+    p, r, f = est["precision"], est["recall"], est["f1"]
+    lo, hi = p.confidence_interval()
+    assert (hi - lo) / (2 * 1.96 * p.standard_error) == pytest.approx(1.0, abs=0.1)
+    assert 1.0 <= (p.value - lo) / (hi - p.value) < 1.4  # a little further below: one more entity's loss
+    lo, hi = r.confidence_interval()
+    assert r.value - lo > 2 * (hi - r.value)  # more may be missing than the sample shows, not less
+    assert 0.0 <= lo < r.value < hi <= 1.0
+    assert "few sampled entities" in r.note and r.effective_entities < FEW_ENTITIES
     for e in (p, r):
-        lo, hi = e.confidence_interval()
-        old_lo, old_hi = bounded_interval(e.value, e.standard_error, (0.0, 1.0))(quantile(400))  # t on n − 1
-        assert lo <= old_lo and old_hi <= hi
-        assert e.to_dict()["degrees_of_freedom"] == pytest.approx(e.degrees_of_freedom)
-    assert (hi - lo) / (old_hi - old_lo) > 1.3  # the lumpy one: much wider
-    assert "degrees of freedom" in r.note and "few sampled entities" in r.note
+        assert math.isnan(e.degrees_of_freedom) and e.to_dict()["degrees_of_freedom"] is None
+    assert f.degrees_of_freedom == pytest.approx(min(399.0, max(1.0, f.effective_entities)))
+    assert f.to_dict()["degrees_of_freedom"] == pytest.approx(f.degrees_of_freedom)
+    flo, fhi = f.confidence_interval()
+    assert (flo, fhi) == pytest.approx(bounded_interval(f.value, f.standard_error, (0.0, 1.0))(
+        quantile(400, effective=f.effective_entities)), rel=1e-12)
     assert degrees_of_freedom(400, math.nan) == 399 and degrees_of_freedom(400, 0.2) == 1.0
     assert degrees_of_freedom(5, 12.0) == 4 and math.isnan(degrees_of_freedom(1, 1.0))
     # a census: standard error 0, a point, whatever the degrees of freedom

@@ -9,13 +9,17 @@ per listed entity ``k``: ``B_k = Σ w_j``, ``A_k = Σ w_j · metric(j)`` over it
 Hájek ``R̂ = Σ A_k/π_k / B̂``, ``B̂ = Σ B_k/π_k``, ``z_k = (A_k − R̂ B_k)/B̂``; variance
 ``N²(1 − n/N)/n · Σ(z_k − z̄)²/(n − 1)`` (uniform, ``π_k = n/N``) or ``Σ (1 − π_k)/π_k² z_k²``
 (Poisson); F1 ``2PR/(P + R)`` with ``z_F = 2R²/(P+R)² z_P + 2P²/(P+R)² z_R``; a difference's
-``z = z_Exp − z_Base``; a side's interval ``expit(logit u ± t_{0.975, ν} · se_u / (u(1 − u)))`` with ``u``
-the value mapped from its range to (0, 1), ``se_u = se / (range width)``, and Student t's degrees of
-freedom ``ν = min(n − 1, max(1, (Σ_k c_k)² / Σ_k c_k²))`` (Satterthwaite's, for a sum of
-one-degree-of-freedom terms) with ``c_k`` entity ``k``'s term of the variance:
-``N²(1 − n/N)/n · (z_k − z̄)²/(n − 1)`` (uniform) or ``(1 − π_k)/π_k² z_k²`` (Poisson); a
-difference's interval from its sides' ``[l, u]`` (Newcombe's paired MOVER), with their correlation
-``r = (V_Base + V_Exp − V_Δ) / (2·SE_Base·SE_Exp)``::
+``z = z_Exp − z_Base``. Intervals: Precision and Recall by Fay and Feuer's gamma interval of the
+missing mass ``1 − R``: per entity its share ``(B_k − A_k)/π_k / B̂``, those certain to be sampled
+(π = 1) fixed, the others' sum ``y`` with design variance ``v`` and largest share ``w``; the mass's
+ends ``Gamma(y²/v, scale v/y)`` at 2.5% and ``Gamma((y + w)²/(v + w²), scale (v + w²)/(y + w))`` at
+97.5%. Their differences: the gains ``max(A^Exp_k − A^Base_k, 0)`` and the losses (likewise) as two
+such masses, combined by Newcombe's paired MOVER with their design correlation. F1: ``expit(logit
+u ± t_{0.975, ν} · se_u / (u(1 − u)))`` with ``u`` the value, Student t's degrees of freedom
+``ν = min(n − 1, max(1, (Σ_k c_k)² / Σ_k c_k²))`` (Satterthwaite's, for a sum of one-degree-of-freedom
+terms) with ``c_k`` entity ``k``'s term of the variance: ``N²(1 − n/N)/n · (z_k − z̄)²/(n − 1)``
+(uniform) or ``(1 − π_k)/π_k² z_k²`` (Poisson); ΔF1 by MOVER from the two sides' intervals with
+their correlation ``r = (V_Base + V_Exp − V_Δ) / (2·SE_Base·SE_Exp)``::
 
     L = Δ − √((v_Exp − l_Exp)² − 2r(v_Exp − l_Exp)(u_Base − v_Base) + (u_Base − v_Base)²)
     U = Δ + √((u_Exp − v_Exp)² − 2r(u_Exp − v_Exp)(v_Base − l_Base) + (v_Base − l_Base)²)
@@ -27,6 +31,7 @@ import math
 
 import pyarrow as pa
 import pytest
+from scipy.stats import gamma as gamma_dist
 from scipy.stats import t as student_t
 
 from abcde.metrics.truth_sample import estimate_pointwise
@@ -124,6 +129,43 @@ def interval(v: float, se: float, df: float, lo: float, hi: float) -> tuple[floa
     return lo + (hi - lo) / (1 + math.exp(-(centre - half))), lo + (hi - lo) / (1 + math.exp(-(centre + half)))
 
 
+def covariance(z1: dict, z2: dict, pi: dict, design: str, N: float) -> float:
+    """The design covariance of two linearised estimators."""
+    n = len(z1)
+    if design == "uniform":
+        m1, m2 = sum(z1.values()) / n, sum(z2.values()) / n
+        return N * N * (1 - n / N) / n * sum((z1[k] - m1) * (z2[k] - m2) for k in z1) / (n - 1)
+    return sum((1 - pi[k]) / pi[k] ** 2 * z1[k] * z2[k] for k in z1)
+
+
+def gamma_mass(parts: dict, B: dict, pi: dict, design: str, N: float) -> tuple:
+    """A mass ``Σ part_k/π_k / Σ B_k/π_k`` and Fay and Feuer's gamma interval: the entities certain to
+    be sampled (π = 1) fixed, the others' ``y`` with design variance ``v`` and largest share ``w``:
+    ``Gamma(y²/v, v/y)`` at 2.5%, ``Gamma((y + w)²/(v + w²), (v + w²)/(y + w))`` at 97.5%. Returns the
+    mass, the interval's ends and the residuals ``z``."""
+    b_hat = sum(B[k] / pi[k] for k in B)
+    share = {k: (parts[k] if parts[k] > 1e-12 * abs(B[k]) else 0.0) / pi[k] / b_hat for k in B}
+    value = sum(share.values())
+    z = {k: ((parts[k] if parts[k] > 1e-12 * abs(B[k]) else 0.0) - value * B[k]) / b_hat for k in B}
+    v = variance(z, pi, design, N)
+    y = sum(x for k, x in share.items() if pi[k] < 1)
+    fixed = sum(x for k, x in share.items() if pi[k] == 1)
+    w = max([x for k, x in share.items() if pi[k] < 1], default=0.0)
+    if not (y > 0 and v > 0):
+        return value, fixed + y, fixed + y, z
+    lo = gamma_dist.ppf(0.025, y * y / v, scale=v / y)
+    hi = gamma_dist.ppf(0.975, (y + w) ** 2 / (v + w * w), scale=(v + w * w) / (y + w))
+    return value, fixed + lo, fixed + hi, z
+
+
+def mover(d: float, first: tuple, second: tuple, r: float) -> tuple[float, float]:
+    """Newcombe's paired MOVER interval of ``d = second − first`` (each ``(value, low, high)``)."""
+    (v1, l1, u1), (v2, l2, u2) = first, second
+    lo = d - math.sqrt((v2 - l2) ** 2 - 2 * r * (v2 - l2) * (u1 - v1) + (u1 - v1) ** 2)
+    hi = d + math.sqrt((u2 - v2) ** 2 - 2 * r * (u2 - v2) * (v1 - l1) + (v1 - l1) ** 2)
+    return max(lo, -1.0), min(hi, 1.0)
+
+
 def reference(sides: dict, design: str, N: float | None, in_slice=lambda i: True) -> dict:
     """``{side: {metric: (value, se, lo, hi)}}`` and ``{delta_metric: ...}`` from the definitions."""
     pi = {k: (len(LISTED) / N if design == "uniform" else INCLUSION[k]) for k in LISTED}
@@ -138,19 +180,36 @@ def reference(sides: dict, design: str, N: float | None, in_slice=lambda i: True
     out = {}
     for side, ms in lin.items():
         out[side] = {}
+        A_p, A_r, B = entity_totals(sides[side], in_slice)
         for m, (v, z) in ms.items():
             se = math.sqrt(variance(z, pi, design, N))
-            out[side][m] = (v, se, *interval(v, se, dof(z, pi, design, N), 0.0, 1.0))
+            if m == "f1":
+                out[side][m] = (v, se, *interval(v, se, dof(z, pi, design, N), 0.0, 1.0))
+                continue
+            A = A_p if m == "precision" else A_r
+            _, lo, hi, _ = gamma_mass({k: B[k] - A[k] for k in LISTED}, B, pi, design, N)
+            out[side][m] = (v, se, max(1.0 - hi, 0.0), min(1.0 - lo, 1.0))
     if len(sides) == 2:
+        totals = {side: entity_totals(c, in_slice) for side, c in sides.items()}
+        B = totals["base"][2]
         for m in ("precision", "recall", "f1"):
             (vb, zb), (ve, ze) = lin["base"][m], lin["exp"][m]
             z = {k: ze[k] - zb[k] for k in LISTED}
             vd = variance(z, pi, design, N)
-            (_, sb, lb, ub), (_, se_, le, ue) = out["base"][m], out["exp"][m]
-            r = (sb * sb + se_ * se_ - vd) / (2 * sb * se_) if sb > 0 and se_ > 0 else 0.0
-            lo = (ve - vb) - math.sqrt((ve - le) ** 2 - 2 * r * (ve - le) * (ub - vb) + (ub - vb) ** 2)
-            hi = (ve - vb) + math.sqrt((ue - ve) ** 2 - 2 * r * (ue - ve) * (vb - lb) + (vb - lb) ** 2)
-            out[f"delta_{m}"] = (ve - vb, math.sqrt(vd), max(lo, -1.0), min(hi, 1.0))
+            if m == "f1":
+                (_, sb, lb, ub), (_, se_, le, ue) = out["base"][m], out["exp"][m]
+                r = (sb * sb + se_ * se_ - vd) / (2 * sb * se_) if sb > 0 and se_ > 0 else 0.0
+                lo, hi = mover(ve - vb, (vb, lb, ub), (ve, le, ue), r)
+                out[f"delta_{m}"] = (ve - vb, math.sqrt(vd), lo, hi)
+                continue
+            j = 0 if m == "precision" else 1
+            change = {k: totals["exp"][j][k] - totals["base"][j][k] for k in LISTED}
+            g, lg, ug, zg = gamma_mass({k: max(c, 0.0) for k, c in change.items()}, B, pi, design, N)
+            l_, ll, ul, zl = gamma_mass({k: max(-c, 0.0) for k, c in change.items()}, B, pi, design, N)
+            vg, vl = variance(zg, pi, design, N), variance(zl, pi, design, N)
+            r = covariance(zg, zl, pi, design, N) / math.sqrt(vg * vl) if vg > 0 and vl > 0 else 0.0
+            lo, hi = mover(g - l_, (l_, ll, ul), (g, lg, ug), max(-1.0, min(1.0, r)))
+            out[f"delta_{m}"] = (ve - vb, math.sqrt(vd), lo, hi)
     return out
 
 

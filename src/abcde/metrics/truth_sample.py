@@ -67,43 +67,56 @@ Two clusterings on one truth are paired: ``ΔPrecision = Precision(Exp) − Prec
 same entities, one linearised variance of the difference (``z_Δ = z_Exp − z_Base`` per entity; the
 ``B_k`` are the same on both sides), not two intervals side by side. Likewise ΔRecall and ΔF1.
 
-Intervals: 95% by default, inside the metric's range, on the logit scale: for ``R̂`` in (0, 1),
-``expit(logit R̂ ± q · SE/(R̂(1 − R̂)))`` (the delta-method Wald interval of ``logit R``). A
-difference's interval is made from its two sides' by MOVER (:func:`mover_interval`, Newcombe's
-paired form): ``L = Δ̂ − √((v_E − l_E)² − 2r(v_E − l_E)(u_B − v_B) + (u_B − v_B)²)``, ``U`` likewise,
-``r = (V_B + V_E − V_Δ)/(2·SE_B·SE_E)`` the correlation of the two estimates, so the skew of each
-side's interval carries over (a symmetric interval of the difference, tried first, missed on the
-side both sides lean to). ``q`` is Student's t quantile on the variance's effective degrees of freedom
-(:func:`degrees_of_freedom`, :func:`quantile`)::
+Intervals: 95% by default, inside the metric's range.
 
-    ν = min(n − 1, max(1, (Σ_s c_k)² / Σ_s c_k²))
+* **Precision and Recall**: Fay and Feuer's gamma interval of the *missing mass* ``D = 1 − R̂``, the
+  weight the metric misses: a sum over the sampled entities of their shares ``(B_k − A_k)/π_k / B̂``
+  (:class:`abcde.metrics.population.MassInterval`). The entities certain to be sampled (``π_k = 1``)
+  add a fixed part; the others add ``y``, with the design variance ``v`` of the estimate and ``w``
+  the largest share among them. ``D``'s ends are ``Gamma(shape y²/v, scale v/y)`` at 2.5% and
+  ``Gamma(shape (y + w)²/(v + w²), scale (v + w²)/(y + w))`` at 97.5%, the fixed part added, and
+  ``R``'s interval is ``1 −`` them. It is the interval for a weighted sum of a few rare counts (Fay &
+  Feuer, "Confidence intervals for directly standardized rates: a method based on the gamma
+  distribution", *Statistics in Medicine* 16, 1997): below, the gamma with the estimate's mean and
+  variance; above, as if one more entity like the largest seen had been missed. Where the losses sit
+  in a few entities (FEBRL 3's 18 of 2,000 entities hold all of Exp's precision loss, about 4.5 in a
+  quarter sample) the estimate is a lumpy sum of a few: a symmetric interval then misses above (a
+  sample of few losses has a small variance), and Student t on few degrees of freedom is far too
+  wide; the gamma leans as the sum does. Fay and Feuer's guarantee (never below the level) is for
+  Poisson counts with known weights; here the variance is the design's and ``w`` the largest seen,
+  so where it holds is measured (below).
+* **Their differences** (``ΔPrecision``, ``ΔRecall``): per entity the change ``A^Exp_k − A^Base_k``
+  splits into a gain ``max(·, 0)`` and a loss ``max(−·, 0)``; the population's gains and losses are
+  two such masses, each with its gamma interval, and ``Δ = gains − losses`` gets its interval by MOVER
+  (:func:`mover_interval`, Newcombe's paired form) with their design correlation. A difference's own
+  symmetric interval missed on the side both sides lean to; MOVER from the two sides' intervals
+  carried their shared lean into it.
+* **F1** (no sum of entities' losses): the logit scale, ``expit(logit F̂ ± q · SE/(F̂(1 − F̂)))``,
+  ``q`` Student's t quantile on the variance's effective degrees of freedom (:func:`degrees_of_freedom`,
+  :func:`quantile`)::
 
-where ``c_k`` is entity ``k``'s share of ``V̂ = Σ c_k`` (:func:`variance_contributions`: uniform
-``N²(1 − n/N)/n · (z_k − z̄)²/(n − 1)``, Poisson ``(1 − π_k)/π_k² · z_k²``). ``(Σ c_k)²/Σ c_k²`` is
-Satterthwaite's degrees of freedom for a sum of independent one-degree-of-freedom pieces (Kish's
-effective number of entities, :func:`effective_entities`): about ``n`` when the variance spreads over
-the sample, about ``m`` when ``m`` entities carry it, where ``V̂`` is itself as uncertain as a
-variance estimated from ``m`` values (Satterthwaite, "An approximate distribution of estimates of
-variance components", *Biometrics Bulletin* 2, 1946). The interval is the point
-``[R̂, R̂]`` when ``SE = 0`` (a census, or every listed entity scored the same) or ``R̂`` is at the end
-of its range (then ``SE = 0`` too: every ``A_k = B_k``), which is exact at a census but overconfident
-for a small sample of entities all perfectly clustered.
+      ν = min(n − 1, max(1, (Σ_s c_k)² / Σ_s c_k²))
+
+  where ``c_k`` is entity ``k``'s share of ``V̂ = Σ c_k`` (:func:`variance_contributions`: uniform
+  ``N²(1 − n/N)/n · (z_k − z̄)²/(n − 1)``, Poisson ``(1 − π_k)/π_k² · z_k²``), Satterthwaite's degrees
+  of freedom for a sum of independent one-degree-of-freedom pieces ("An approximate distribution of
+  estimates of variance components", *Biometrics Bulletin* 2, 1946); ΔF1 by MOVER from the two sides'.
+
+An interval is the point ``[R̂, R̂]`` at a census (every ``π_k = 1``), or when no sampled entity has a
+loss (then ``SE = 0`` too), which is exact at a census but overconfident for a small sample of
+entities all perfectly clustered.
 
 Where the intervals hold (tests/test_truth_sample_sim.py: FEBRL 3 and a world of heavy-tailed entity
-sizes, 2,000 seeds, a quarter of the entities sampled, uniformly, ∝ size and ∝ weight): where the
-variance spreads over many entities ``ν`` is about ``n − 1`` and the intervals cover 94–97%. When a
-few entities carry it, the estimate's distribution is skewed and lumpy; ``ν`` is then small and the
-interval wider, and how that comes out depends on why those few entities matter. With FEBRL 3, where
-18 of the 2,000 entities hold every precision loss of Exp (about 4.5 in a sample, ``ν`` about 2.5),
-Precision's intervals cover 99.2–99.6%, and ΔPrecision's the same: conservative (on ``n − 1``
-degrees of freedom they covered 92–95% and 86–88%). In the heavy-tailed world a uniform sample's
-Recall intervals cover 94% (on ``n − 1``: 90%), and ΔRecall's, from the two sides' skewed intervals,
-98.8%: conservative (a symmetric interval of the difference covered 88%: a sample holding none of
-the few giant entities that decide the population's value cannot see them, and leans the way both
-its Recalls lean). Samples ∝ size or ∝ weight cover 95–96% there. Each estimate whose
-variance rests on fewer than :data:`FEW_ENTITIES` entities says so in its ``note``. For heavy-tailed
+sizes, 4,000 seeds, a quarter of the entities sampled, uniformly, ∝ size and ∝ weight): Precision,
+Recall and ΔRecall cover 93.4–97.2% in every cell (before: Student t on the effective degrees of
+freedom covered FEBRL 3's Precision 99.2–99.6%, and under a uniform sample of the heavy world ΔRecall
+88%; on ``n − 1`` degrees of freedom Precision 92–95%). The lowest are the heavy world's Recall and
+ΔRecall under a uniform sample (93.7%, 93.4%): a sample holding few of the giant entities that decide
+the population's value sees them only by the extra entity the upper end allows for. For heavy-tailed
 entity sizes or weights, sample entities with probability ∝ size or ∝ weight (large ones are then
-certain, and add no variance) rather than uniformly.
+certain, and add no variance) rather than uniformly: the intervals are also several times narrower.
+Each estimate whose variance rests on fewer than :data:`FEW_ENTITIES` entities says so in its
+``note``.
 
 Slices: a slice's estimate uses the entity totals restricted to the slice's items (``A_k^s``,
 ``B_k^s``); a sampled entity with no item in the slice contributes 0 to both but still counts in the
