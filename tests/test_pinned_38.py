@@ -154,8 +154,9 @@ def jeffreys(y) -> float:
 def ppi_by_hand(groups, y, f, labeled):
     """The post-stratified, cross-fitted prediction-powered mean of ``y`` (draw k is pair k), its
     variance and its interval's variance, from abcde.quality.ppi's docstrings: per group g with
-    ``N_g`` draws and its labeled draws in two folds, fold k's λ tuned on the other fold,
-    ``θ_g = Σ_k n_k/n·(mean_k(y) + λ_{−k}·(mean_{g∖L_{−k}}(f) − mean_k(f)))``, ``θ = Σ_g N_g/N·θ_g``;
+    ``N_g`` draws and its labeled draws in two folds, fold k's λ tuned on the other fold, fold k's own
+    ``N_gk`` draws (its people's a sample of them),
+    ``θ_g = Σ_k N_gk/N_g·(mean_k(y) + λ_{−k}·(mean_{g,k}(f) − mean_k(f)))``, ``θ = Σ_g N_g/N·θ_g``;
     ``Var = (Σ_g N_g/N·s²_g(y) + Σ_g N_g/N·(θ_g − θ)²)/N + Σ_g (N_g/N)²·(1 − n_g/N_g)·s²_g(r)/n_g``
     (the draws' within- and between-group variance, and each group's people's subsample), r the
     residual y − λ·f."""
@@ -171,9 +172,8 @@ def ppi_by_hand(groups, y, f, labeled):
         for k in (0, 1):
             mine, other = L[folds[L] == k], L[folds[L] != k]
             lk = lam_on(y[other], f[other])
-            rest = in_g.copy()
-            rest[other] = False
-            theta += len(mine) / n * (y[mine].mean() + lk * (f[rest].mean() - f[mine].mean()))
+            own = in_g & (folds == k)
+            theta += own.sum() / in_g.sum() * (y[mine].mean() + lk * (f[own].mean() - f[mine].mean()))
             r += list(y[mine] - lk * f[mine])
         parts.append((in_g.sum() / N, theta, n, in_g.sum(), y[L], np.array(r)))
     value = sum(s * t for s, t, *_ in parts)
@@ -202,9 +202,9 @@ def test_cross_fitted_lambda_over_several_cells_is_its_formula():
 
 
 def test_cross_fitted_lambda_of_a_census_stratum_is_its_formula():
-    """A census stratum (every pair listed once with its weight; people judge a random 40%): the
-    total ``Σ_k n_k/n·(λ_{−k}·Σ w·f + W·Σ_{L_k} w·(y − λ_{−k}·f)/Σ_{L_k} w)``, each fold's λ tuned on
-    the other fold, at 1e-12."""
+    """A census stratum (every pair listed once with its weight; people judge a random 40%): each fold
+    of pairs its own total, ``Σ_k (λ_{−k}·Σ_k w·f + W_k·Σ_{L_k} w·(y − λ_{−k}·f)/Σ_{L_k} w)``, each
+    fold's λ tuned on the other fold, at 1e-12."""
     rng = np.random.default_rng(11)
     P = 90
     w = rng.uniform(0.001, 0.02, P)
@@ -215,12 +215,13 @@ def test_cross_fitted_lambda_of_a_census_stratum_is_its_formula():
     got = ppi_census_total(w, y, f, labeled, pairs=pairs)
     L = np.flatnonzero(labeled)
     folds = np.array([fold(pairs[k]) for k in L])
-    W, F = w.sum(), (w * f).sum()
+    every = np.array([fold(x) for x in pairs])
     want = 0.0
     for k in (0, 1):
         mine, other = L[folds == k], L[folds != k]
         lk = lam_on(y[other], f[other])
-        want += len(mine) / len(L) * (lk * F + W * (w[mine] * (y[mine] - lk * f[mine])).sum() / w[mine].sum())
+        own = every == k
+        want += lk * (w[own] * f[own]).sum() + w[own].sum() * (w[mine] * (y[mine] - lk * f[mine])).sum() / w[mine].sum()
     assert got.value == pytest.approx(want, rel=1e-12)
 
 

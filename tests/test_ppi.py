@@ -77,11 +77,11 @@ def test_lambda_zero_is_people_only_and_a_perfect_model_is_n_people():
     perfect = ppi_mean(np.zeros(N), y, y, lab)
     assert perfect.lambdas == {0.0: 1.0}
     assert perfect.var == pytest.approx(y[lab].var(ddof=1) / N, rel=1e-12)  # the SE of N judgements
-    # cross-fitted: each fold's people's mean is replaced by the mean over the draws outside the
-    # other fold (its own and the unlabeled ones): nearly all N
+    # cross-fitted: each fold's people's mean is replaced by the model's mean over its own fold's
+    # draws, weighted by the fold's share: a perfect model gives the mean of all N
     fold = np.array([_fold(k) for k in range(N)])
-    want = sum((lab & (fold == k)).sum() / n * y[~(lab & (fold != k))].mean() for k in (0, 1))
-    assert perfect.value == pytest.approx(want, abs=1e-12)
+    want = sum((fold == k).sum() / N * y[fold == k].mean() for k in (0, 1))
+    assert perfect.value == pytest.approx(want, abs=1e-12) and want == pytest.approx(y.mean(), abs=1e-12)
     assert abs(perfect.value - y.mean()) < 0.2 * abs(p0.value - y.mean()) + 1e-9
     # λ is clipped to [0, 1]: a model against the people gets 0, never a negative weight
     assert tuned_lambda(y[lab], 1 - y[lab]) == 0.0
@@ -658,3 +658,33 @@ def test_bad_human_budgets_are_one_line(tmp_path):
         assert r.exit_code == 1 and msg in r.output and "Traceback" not in r.output, r.output
     r = _cli("pairs", "--base", p["base"], "--exp", p["exp"], "--seed", 1, "--out", tmp_path / "y", ok=False)
     assert r.exit_code == 2 and "--budget" in r.output
+
+
+def test_prediction_powered_census_and_small_strata_read_each_fold_by_its_own_draws():
+    """The folds of the cross-fitted λ are a hash of the pair: in a census stratum (and a small one
+    whose pairs come back in every sample) they are the same two sets of pairs every time, and a
+    fold's people's pairs are a sample of that fold's pairs only. Read as a sample of the whole
+    stratum, a world's Good Split rate came out 16% high (+13 Monte Carlo SEs over 1,200 samples;
+    +5.7 over these 200); each fold read by its own pairs, its mean is within 3 SEs of the truth."""
+    from test_quality import dicts, truth_metrics
+    from test_recall_lift import _judge, sim_world
+    from abcde.core.diff import build_diff
+    from abcde.core.inputs import Inputs
+    from abcde.metrics.impact import overall
+
+    base, exp, items = sim_world(21, "both", weighted=True)
+    b, e, w, t = dicts(base, exp, items)
+    truth = truth_metrics(b, e, w, t)["good_split_rate"]
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    got = []
+    for seed, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(200), total_weight=o["total_weight"],
+                                                     batch=100)):
+        assert "split" in ss.census
+        true = _judge(ss, t)
+        tasks, _ = _tasks(ss, seed, 150)
+        r = combined_stratified(ss, {p: v for p, v in true.items() if p in tasks}, _model(true, accuracy=0.8), tasks,
+                                split_rate=o["split_rate"], merge_rate=o["merge_rate"])
+        got.append(r.good_split_rate.value)
+    v = np.array(got)
+    assert abs(v.mean() - truth) <= 3 * v.std(ddof=1) / math.sqrt(len(v)), (v.mean(), truth)

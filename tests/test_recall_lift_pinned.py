@@ -246,11 +246,13 @@ def test_the_lift_per_slice_is_the_formulas():
 class _Cells(dict):
     """``{pair_id: cell}`` of the people's draws chosen by a model's answers; ``chosen``: the people's
     draws (pair id, i-th draw of the pair). A pair not in the mapping is in its stratum's one cell,
-    every draw of it the people's."""
+    every draw of it the people's. No cell of a census stratum is drawn (``drawn``): each is judged
+    whole, or its pairs left are like its judged ones."""
 
     def __init__(self, mapping, chosen):
         super().__init__(mapping)
         self.chosen = set(chosen)
+        self.drawn = {}
 
     def selected(self, pair_id, i):
         return pair_id not in self or (pair_id, i) in self.chosen
