@@ -688,3 +688,33 @@ def test_prediction_powered_census_and_small_strata_read_each_fold_by_its_own_dr
         got.append(r.good_split_rate.value)
     v = np.array(got)
     assert abs(v.mean() - truth) <= 3 * v.std(ddof=1) / math.sqrt(len(v)), (v.mean(), truth)
+
+
+def test_a_rate_whose_peoples_pairs_hold_no_different_keeps_an_interval_that_covers():
+    """A census split stratum whose share of "different" pairs is about 1%: people judge a random 40% of
+    its pairs, often none of the few "different" ones, and the Good Split rate is then 0 with SE 0.
+    Its symmetric interval (the Jeffreys floor) ended below the truth in 31% of samples; Agresti–Coull's
+    on the share, on the people's judgements, covers (≥ 90% over these 150)."""
+    from test_quality import dicts, truth_metrics
+    from test_recall_lift import _judge, sim_world
+    from abcde.core.diff import build_diff
+    from abcde.core.inputs import Inputs
+    from abcde.metrics.impact import overall
+
+    base, exp, items = sim_world(15, "splits")
+    b, e, w, t = dicts(base, exp, items)
+    truth = truth_metrics(b, e, w, t)["good_split_rate"]
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    covered, zero = [], 0
+    for seed, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(150), total_weight=o["total_weight"],
+                                                     batch=75)):
+        assert "split" in ss.census
+        true = _judge(ss, t)
+        tasks, _ = _tasks(ss, seed, 150)
+        r = combined_stratified(ss, {p: v for p, v in true.items() if p in tasks}, _model(true, accuracy=0.8), tasks,
+                                split_rate=o["split_rate"], merge_rate=o["merge_rate"])
+        lo, hi = r.good_split_rate.confidence_interval()
+        covered.append(lo <= truth <= hi)
+        zero += r.good_split_rate.value == 0
+    assert zero >= 20 and np.mean(covered) >= 0.9, (zero, np.mean(covered))

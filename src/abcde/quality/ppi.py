@@ -35,7 +35,10 @@ on the people's pairs (a model that agreed with all of them) is given ``(1 − �
 in a census stratum (where no first-phase variance gives the interval width) also ``λ²`` times the
 Jeffreys variance of the model's share of errors: a few agreeing judgements never give a zero-width
 interval, and a model that was right on every people's pair is not taken to be right on every
-other.
+other. A Good or Bad rate's interval is Agresti–Coull's on its unit's share, on the effective number of
+judgements that variance gives (the people's judgements when the share is 0 or 1), as the
+people-only rates' are (:func:`abcde.quality.combined._share_estimate`): a symmetric interval there
+missed in up to 31% of samples of a census stratum whose people's pairs held no "different".
 """
 
 from __future__ import annotations
