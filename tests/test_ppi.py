@@ -718,3 +718,27 @@ def test_a_rate_whose_peoples_pairs_hold_no_different_keeps_an_interval_that_cov
         covered.append(lo <= truth <= hi)
         zero += r.good_split_rate.value == 0
     assert zero >= 20 and np.mean(covered) >= 0.9, (zero, np.mean(covered))
+
+
+def test_a_rate_whose_truth_is_0_is_never_excluded_by_floating_point_noise():
+    """A splits world whose split pairs are all true links (GoodSplitRate exactly 0): a prediction-
+    powered share of 1 − 1e-17 is 1, so the interval reaches 0 (a lower end of 1e-17 excluded it in
+    28% of samples)."""
+    from test_recall_lift import _judge, sim_world
+    from abcde.core.diff import build_diff
+    from abcde.core.inputs import Inputs
+    from abcde.metrics.impact import overall
+
+    base, exp, items = sim_world(11, "splits")
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    from test_quality import dicts
+    t = dicts(base, exp, items)[3]
+    for seed, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(40), total_weight=o["total_weight"],
+                                                     batch=40)):
+        true = _judge(ss, t)
+        assert all(true[p] == "same" for p in ss.draws["split"].column("pair_id").to_pylist())
+        tasks, _ = _tasks(ss, seed, 150)
+        r = combined_stratified(ss, {p: v for p, v in true.items() if p in tasks}, _model(true, accuracy=0.8), tasks,
+                                split_rate=o["split_rate"], merge_rate=o["merge_rate"])
+        assert r.good_split_rate.confidence_interval()[0] == 0.0, seed

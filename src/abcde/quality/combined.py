@@ -226,6 +226,8 @@ def _share_estimate(name, part: Part, rate: float, *, flip: bool, note: str = ""
     if not (e.defined and math.isfinite(p)):
         return e
     p = min(max(p, 0.0), 1.0)
+    if min(p, 1.0 - p) < 1e-9:  # at an end, up to floating-point noise (a share of 1 − 1e-17 is 1)
+        p = round(p)
     v = part.ivar if math.isfinite(part.ivar) and part.ivar > 0 else part.var
     if 0.0 < p < 1.0 and math.isfinite(v) and v > 0:
         n_eff = p * (1.0 - p) / v
