@@ -660,33 +660,39 @@ def test_bad_human_budgets_are_one_line(tmp_path):
     assert r.exit_code == 2 and "--budget" in r.output
 
 
-def test_prediction_powered_census_and_small_strata_read_each_fold_by_its_own_draws():
-    """The folds of the cross-fitted λ are a hash of the pair: in a census stratum (and a small one
-    whose pairs come back in every sample) they are the same two sets of pairs every time, and a
-    fold's people's pairs are a sample of that fold's pairs only. Read as a sample of the whole
-    stratum, a world's Good Split rate came out 16% high (+13 Monte Carlo SEs over 1,200 samples;
-    +5.7 over these 200); each fold read by its own pairs, its mean is within 3 SEs of the truth."""
+def _random_tasks_rates(seed: int, kind: str, samples: int, weighted: bool = False):
+    """A simulated world's true Good Split rate and, per sample (300 pairs), its model + people
+    estimate: people judge 150 random tasks, an 80% model every pair, the split stratum a census."""
     from test_quality import dicts, truth_metrics
     from test_recall_lift import _judge, sim_world
     from abcde.core.diff import build_diff
     from abcde.core.inputs import Inputs
     from abcde.metrics.impact import overall
 
-    base, exp, items = sim_world(21, "both", weighted=True)
+    base, exp, items = sim_world(seed, kind, weighted=weighted)
     b, e, w, t = dicts(base, exp, items)
-    truth = truth_metrics(b, e, w, t)["good_split_rate"]
     d = build_diff(Inputs(base, exp, items=items))
     o = overall(d)
-    got = []
-    for seed, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(200), total_weight=o["total_weight"],
-                                                     batch=100)):
+    out = []
+    for k, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(samples), total_weight=o["total_weight"],
+                                                  batch=100)):
         assert "split" in ss.census
         true = _judge(ss, t)
-        tasks, _ = _tasks(ss, seed, 150)
+        tasks, _ = _tasks(ss, k, 150)
         r = combined_stratified(ss, {p: v for p, v in true.items() if p in tasks}, _model(true, accuracy=0.8), tasks,
                                 split_rate=o["split_rate"], merge_rate=o["merge_rate"])
-        got.append(r.good_split_rate.value)
-    v = np.array(got)
+        out.append(r.good_split_rate)
+    return truth_metrics(b, e, w, t)["good_split_rate"], out
+
+
+def test_prediction_powered_census_and_small_strata_read_each_fold_by_its_own_draws():
+    """The folds of the cross-fitted λ are a hash of the pair: in a census stratum (and a small one
+    whose pairs come back in every sample) they are the same two sets of pairs every time, and a
+    fold's people's pairs are a sample of that fold's pairs only. Read as a sample of the whole
+    stratum, a world's Good Split rate came out 16% high (+13 Monte Carlo SEs over 1,200 samples;
+    +5.7 over these 200); each fold read by its own pairs, its mean is within 3 SEs of the truth."""
+    truth, got = _random_tasks_rates(21, "both", 200, weighted=True)
+    v = np.array([g.value for g in got])
     assert abs(v.mean() - truth) <= 3 * v.std(ddof=1) / math.sqrt(len(v)), (v.mean(), truth)
 
 
@@ -695,28 +701,9 @@ def test_a_rate_whose_peoples_pairs_hold_no_different_keeps_an_interval_that_cov
     its pairs, often none of the few "different" ones, and the Good Split rate is then 0 with SE 0.
     Its symmetric interval (the Jeffreys floor) ended below the truth in 31% of samples; Agresti–Coull's
     on the share, on the people's judgements, covers (≥ 90% over these 150)."""
-    from test_quality import dicts, truth_metrics
-    from test_recall_lift import _judge, sim_world
-    from abcde.core.diff import build_diff
-    from abcde.core.inputs import Inputs
-    from abcde.metrics.impact import overall
-
-    base, exp, items = sim_world(15, "splits")
-    b, e, w, t = dicts(base, exp, items)
-    truth = truth_metrics(b, e, w, t)["good_split_rate"]
-    d = build_diff(Inputs(base, exp, items=items))
-    o = overall(d)
-    covered, zero = [], 0
-    for seed, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(150), total_weight=o["total_weight"],
-                                                     batch=75)):
-        assert "split" in ss.census
-        true = _judge(ss, t)
-        tasks, _ = _tasks(ss, seed, 150)
-        r = combined_stratified(ss, {p: v for p, v in true.items() if p in tasks}, _model(true, accuracy=0.8), tasks,
-                                split_rate=o["split_rate"], merge_rate=o["merge_rate"])
-        lo, hi = r.good_split_rate.confidence_interval()
-        covered.append(lo <= truth <= hi)
-        zero += r.good_split_rate.value == 0
+    truth, got = _random_tasks_rates(15, "splits", 150)
+    covered = [lo <= truth <= hi for lo, hi in (g.confidence_interval() for g in got)]
+    zero = sum(g.value == 0 for g in got)
     assert zero >= 20 and np.mean(covered) >= 0.9, (zero, np.mean(covered))
 
 
@@ -724,21 +711,7 @@ def test_a_rate_whose_truth_is_0_is_never_excluded_by_floating_point_noise():
     """A splits world whose split pairs are all true links (GoodSplitRate exactly 0): a prediction-
     powered share of 1 − 1e-17 is 1, so the interval reaches 0 (a lower end of 1e-17 excluded it in
     28% of samples)."""
-    from test_recall_lift import _judge, sim_world
-    from abcde.core.diff import build_diff
-    from abcde.core.inputs import Inputs
-    from abcde.metrics.impact import overall
-
-    base, exp, items = sim_world(11, "splits")
-    d = build_diff(Inputs(base, exp, items=items))
-    o = overall(d)
-    from test_quality import dicts
-    t = dicts(base, exp, items)[3]
-    for seed, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(40), total_weight=o["total_weight"],
-                                                     batch=40)):
-        true = _judge(ss, t)
-        assert all(true[p] == "same" for p in ss.draws["split"].column("pair_id").to_pylist())
-        tasks, _ = _tasks(ss, seed, 150)
-        r = combined_stratified(ss, {p: v for p, v in true.items() if p in tasks}, _model(true, accuracy=0.8), tasks,
-                                split_rate=o["split_rate"], merge_rate=o["merge_rate"])
-        assert r.good_split_rate.confidence_interval()[0] == 0.0, seed
+    truth, got = _random_tasks_rates(11, "splits", 40)
+    assert truth == 0
+    for k, g in enumerate(got):
+        assert g.confidence_interval()[0] == 0.0, k
