@@ -24,7 +24,7 @@ from abcde.quality.paper import delta_precision_bounds
 from abcde.samples.people_tasks import BY_ANSWERS, Cells
 from abcde.quality.ppi import (DISAGREEMENT_WARNING, Part, agreement, fold_lambdas, model_value, ppi_census_total,
                                ppi_mean)
-from abcde.quality.result import Estimate, QualityResult
+from abcde.quality.result import Estimate, QualityResult, agresti_coull_of
 from abcde.sampling.allocation import STRATUM_LABEL
 from abcde.quality.stratified import slice_ranges
 from abcde.sampling.allocation import pair_class_of_draws, without_agreed
@@ -235,9 +235,8 @@ def _share_estimate(name, part: Part, rate: float, *, flip: bool, note: str = ""
         n_eff = float(part.n)
     if not n_eff > 0:
         return e
-    pt = (n_eff * p + 2.0) / (n_eff + 4.0)
-    centre = rate * (1.0 - pt) if flip else rate * pt
-    return dataclasses.replace(e, centre=centre, interval_se=rate * math.sqrt(pt * (1.0 - pt) / (n_eff + 4.0)))
+    pt, ise = agresti_coull_of(n_eff * p, n_eff)
+    return dataclasses.replace(e, centre=rate * (1.0 - pt) if flip else rate * pt, interval_se=rate * ise)
 
 
 def _people_only(p: Part, j: Judged, y: np.ndarray, scale: float, census: bool) -> Part:

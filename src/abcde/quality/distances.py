@@ -104,7 +104,7 @@ import pyarrow as pa
 from abcde.errors import InputError
 from abcde.sampling.allocation import pair_class_of_draws
 from abcde.samples.facts import KINDS, DistanceFacts
-from abcde.quality.result import DistanceEstimates, Estimate
+from abcde.quality.result import DistanceEstimates, Estimate, agresti_coull_of
 from abcde.quality.stratified import census_total
 
 # ----------------------------------------------------------------------------- one part
@@ -140,8 +140,7 @@ def _part(name: str, total: float, p: float, var: float, n_eff: float, n: int, *
                         bounds=(0.0, total))
     # p is the share judged "same" (g = 1(i ≡ j)); a good split is different, a good merge the same.
     share = p if good_same == want_good else 1.0 - p
-    pt = (n_eff * share + 2.0) / (n_eff + 4.0)
-    ise = math.sqrt(pt * (1.0 - pt) / (n_eff + 4.0))
+    pt, ise = agresti_coull_of(n_eff * share, n_eff)
     se = total * math.sqrt(var) if math.isfinite(var) else math.nan
     return Estimate(name, total * share, se, n, method=method, bounds=(0.0, total), centre=total * pt,
                     interval_se=total * ise)
@@ -270,9 +269,9 @@ def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, 
     if math.isfinite(var) and var > 0 and 0.0 < p < 1.0:
         # Agresti–Coull's on the stratum's share, as a sampled stratum's (n* = p̂(1 − p̂)/Var(p̂))
         n_eff = p * (1.0 - p) * M * M / var
-        pt = (n_eff * p + 2.0) / (n_eff + 4.0)
+        pt, ise = agresti_coull_of(n_eff * p, n_eff)
         return Estimate(name, value, se, n, method=method, bounds=bounds, centre=total * pt,
-                        interval_se=total * math.sqrt(pt * (1.0 - pt) / (n_eff + 4.0)))
+                        interval_se=total * ise)
     # nothing varies: every cell judged whole (exact), or each drawn cell's Jeffreys floor
     return Estimate(name, value, se, n, method=method, bounds=bounds, centre=value,
                     interval_se=total * math.sqrt(floor) / M)

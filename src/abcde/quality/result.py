@@ -43,7 +43,16 @@ def agresti_coull(ones) -> tuple[float, float]:
     >>> agresti_coull([1, 1, 1, 1, 1, 1])
     (0.8, 0.12649110640673517)
     """
-    n, k = len(ones), float(sum(ones))
+    return agresti_coull_of(float(sum(ones)), len(ones))
+
+
+def agresti_coull_of(k: float, n: float) -> tuple[float, float]:
+    """:func:`agresti_coull` from ``k`` ones of ``n`` (both may be effective counts: ``n* = p̂(1 −
+    p̂)/Var(p̂)`` and ``k = n*·p̂`` for a weighted or two-phase share).
+
+    >>> agresti_coull_of(6.0, 6)
+    (0.8, 0.12649110640673517)
+    """
     pt = (k + 2.0) / (n + 4.0)
     return pt, math.sqrt(pt * (1.0 - pt) / (n + 4.0))
 
