@@ -345,9 +345,24 @@ def test_simulation_unbiased_with_honest_intervals_whatever_the_model(ppi_runs, 
     """1,000 seeds per model and design (the people's tasks drawn with the pairs, or chosen by the
     model's answers): simcheck's bands (mean, SE against the spread, coverage; a false-alarm
     rate of 1/1000 per test, Bonferroni over the 5 metrics × 3 bands) and, as the issue asks,
-    ΔPrecision's mean within 3 SEs of the brute-force truth."""
+    ΔPrecision's mean within 3 SEs of the brute-force truth.
+
+    One exception, by design: the model right on every merge pair and the people's tasks chosen by
+    its answers, each merge cell is pure, and its people's draws all agree. An interval honest about
+    such a cell must allow it a few hidden errors (each cell's Wilson interval: without it, a model
+    that says "same" too often left the merge rate covering 88%, see
+    test_a_models_same_cell_that_hid_its_different_pairs_leaves_the_rate_an_interval_that_covers),
+    and a cell whose truth is pure is then always covered: the merge rates there are held to the
+    mean and SE bands and to coverage at least 95%, not at most."""
     truth, res, _, _ = ppi_runs
-    rows = sc.assert_bands(res[name], truth)
+    if name == f"errors in the split stratum only {BY}":
+        rows = sc.table(res[name], truth)
+        for r in rows:
+            pure = r["metric"] in ("good_merge_rate", "bad_merge_rate")
+            assert (r["fails"] in ([], ["coverage"]) and r["coverage"] >= 0.95) if pure else not r["fails"], \
+                sc.describe(rows)
+    else:
+        rows = sc.assert_bands(res[name], truth)
     dp = next(r for r in rows if r["metric"] == "delta_precision")
     assert abs(dp["z_mean"]) <= 3.0, sc.describe(rows)
     # Paired with the people-only estimate of the same seeds (exactly unbiased): what the model's
@@ -746,3 +761,73 @@ def test_a_rate_whose_truth_is_0_is_never_excluded_by_floating_point_noise():
     assert truth == 0
     for k, g in enumerate(got):
         assert g.confidence_interval()[0] == 0.0, k
+
+
+def test_rates_by_the_models_cells_add_each_cells_wilson_interval_by_mover():
+    """The model + people Good/Bad rates when the people's tasks were chosen by the model's answers
+    (λ = 0, so a cell's estimate is its people's share): the share's interval is each cell's Wilson
+    interval added by MOVER, with the first phase's ± q·SE, here written from the definitions."""
+    from abcde.quality.combined import _cell_shares
+
+    def wilson(p, n, z):
+        c = (p + z * z / (2 * n)) / (1 + z * z / n)
+        h = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+        return max(c - h, 0.0), min(c + h, 1.0)
+
+    z = 2.1
+    # a sampled unit: cells "a" (6 draws, 4 labeled: 1, 1, 1, 0) and "b" (4 draws, 2 labeled: 1, 1)
+    cells = np.array(list("aaaaaabbbb"), dtype=object)
+    a = np.array([1, 1, 1, 0, 0, 0, 1, 1, 0, 0], dtype=float)
+    lab = np.array([1, 1, 1, 1, 0, 0, 1, 1, 0, 0], dtype=bool)
+    got = _cell_shares(cells, a, lab)
+    sa, sb, pa_, pb = 0.6, 0.4, 0.75, 1.0
+    na, nb = 4 / (1 - 4 / 6), 2 / (1 - 2 / 4)
+    p = sa * pa_ + sb * pb
+    first = (sa * np.var([1, 1, 1, 0], ddof=1) + sb * 0.0 + sa * (pa_ - p) ** 2 + sb * (pb - p) ** 2) / 10
+    la, ha = wilson(pa_, na, z)
+    lb, hb = wilson(pb, nb, z)
+    lo = p - math.sqrt((sa * (pa_ - la)) ** 2 + (sb * (pb - lb)) ** 2 + z * z * first)
+    hi = p + math.sqrt((sa * (ha - pa_)) ** 2 + (sb * (hb - pb)) ** 2 + z * z * first)
+    assert got.interval(p, z) == pytest.approx((lo, min(hi, 1.0)), rel=1e-12)
+    assert got.rate_interval(p, 0.2, True, z) == pytest.approx((0.2 * (1 - min(hi, 1.0)), 0.2 * (1 - lo)), rel=1e-12)
+    # a census: cell "a" judged whole (exact, no width), cell "b" drawn ∝ pair weight (times drawn)
+    cells = np.array(list("aabbb"), dtype=object)
+    w = np.array([1.0, 2.0, 3.0, 1.0, 1.0])
+    a = np.array([1, 0, 1, 0, 1], dtype=float)
+    lab = np.array([1, 1, 1, 1, 0], dtype=bool)
+    pairs = np.array(["p1", "p2", "p3", "p4", "p5"], dtype=object)
+    got = _cell_shares(cells, a, lab, weights=w, drawn={"b": {"p3": 2, "p4": 1}}, pairs=pairs)
+    pb = 2 / 3  # the draws: p3 twice (same), p4 once (different)
+    p = (1.0 * 1 + 5.0 * pb) / 8.0
+    lb, hb = wilson(pb, 3.0, z)
+    assert got.interval(p, z) == pytest.approx((p - 5 / 8 * (pb - lb), p + 5 / 8 * (hb - pb)), rel=1e-12)
+
+
+def test_a_models_same_cell_that_hid_its_different_pairs_leaves_the_rate_an_interval_that_covers():
+    """World 13 of the "both" family, a model that says "same" too often: the census merge stratum's
+    model-"same" cell hides a few "different" pairs, which the people's draws of it miss in about a
+    tenth of samples; its share 1 then had no width of its own, and the Good Merge rate's interval
+    covered 88% (300 samples). Each cell's Wilson interval added by MOVER covers (≥ 93% over 200)."""
+    from test_quality import dicts, truth_metrics
+    from test_recall_lift import _judge, sim_world
+    from abcde.core.diff import build_diff
+    from abcde.core.inputs import Inputs
+    from abcde.metrics.impact import overall
+
+    base, exp, items = sim_world(13, "both")
+    b, e, w, t = dicts(base, exp, items)
+    truth = truth_metrics(b, e, w, t)["good_merge_rate"]
+    d = build_diff(Inputs(base, exp, items=items))
+    o = overall(d)
+    covered = []
+    for k, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(200), total_weight=o["total_weight"],
+                                                  batch=100)):
+        assert "merge" in ss.census
+        true = _judge(ss, t)
+        model = _model(true, accuracy=0.9, same_bias=0.4)
+        tasks, cells = _tasks_by_answers(ss, k, 150, model)
+        r = combined_stratified(ss, {p: v for p, v in true.items() if p in tasks}, model, tasks, cells=cells,
+                                split_rate=o["split_rate"], merge_rate=o["merge_rate"])
+        lo, hi = r.good_merge_rate.confidence_interval()
+        covered.append(lo <= truth <= hi)
+    assert np.mean(covered) >= 0.93, np.mean(covered)

@@ -107,7 +107,7 @@ MUTANTS: list[Mutant] = [
       "    den = sum(t[k] for k in BOTH) + ts\n",
       '    den = t["agreed"] + ts\n',
       "_lift_of (the interval and the range): T_Base without the intersection strata", BOTH_TESTS),
-    M("rl-wilson-centre", "quality/recall.py",
+    M("rl-wilson-centre", "quality/result.py",
       "    c = (p + z * z / (2.0 * n)) / d\n",
       "    c = p\n",
       "wilson: centred on p̂ instead of (p̂ + z²/2n)/(1 + z²/n)", BOTH_TESTS),

@@ -13,6 +13,7 @@ people's judgements.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from abcde.quality.paper import delta_precision_bounds
 from abcde.samples.people_tasks import BY_ANSWERS, Cells
 from abcde.quality.ppi import (DISAGREEMENT_WARNING, Part, agreement, fold_lambdas, model_value, ppi_census_total,
                                ppi_mean)
-from abcde.quality.result import Estimate, QualityResult, agresti_coull_of
+from abcde.quality.result import Estimate, QualityResult, agresti_coull_of, wilson
 from abcde.sampling.allocation import STRATUM_LABEL
 from abcde.quality.stratified import slice_ranges
 from abcde.sampling.allocation import pair_class_of_draws, without_agreed
@@ -199,7 +200,77 @@ def _rate_part(j: Judged, census: bool, lam=None, fallback=None) -> Part:
                     fallback=fallback, floor_each=j.cells is None)
 
 
-def _rates(parts: dict, split_rate: float, merge_rate: float) -> dict:
+@dataclass(frozen=True)
+class _CellShares:
+    """A split or merge unit's share judged "same", cell by cell, when the people's tasks were chosen
+    by the model's answers (λ = 0, so each cell's estimate is its people's share): per cell ``(s_c,
+    p̂_c, n*_c)``, its share of the unit, its people's share and its effective number of judgements
+    (inf: every draw or pair of it judged), and ``first`` the variance of the unit's draws' mean (its
+    first phase; 0 in a census)."""
+
+    cells: tuple
+    first: float = 0.0
+
+    def interval(self, p: float, z: float) -> tuple[float, float]:
+        """The share's interval around ``p``: each cell's Wilson interval, added by MOVER (independent
+        cells: the distances to the ends in quadrature), with the first phase's ``± z·SE``; in [0, 1]."""
+        down = up = z * z * self.first
+        for s, pc, n in self.cells:
+            if math.isfinite(n):
+                lo, hi = wilson(pc, n, z)
+                down += (s * (pc - lo)) ** 2
+                up += (s * (hi - pc)) ** 2
+        return max(p - math.sqrt(down), 0.0), min(p + math.sqrt(up), 1.0)
+
+    def rate_interval(self, p: float, rate: float, flip: bool, z: float) -> tuple[float, float]:
+        """``rate·`` the share's interval (``flip``: ``rate·(1 − share)``)."""
+        lo, hi = self.interval(p, z)
+        return (rate * (1.0 - hi), rate * (1.0 - lo)) if flip else (rate * lo, rate * hi)
+
+
+def _cell_shares(cells: np.ndarray, a: np.ndarray, labeled: np.ndarray, *, weights: np.ndarray | None = None,
+                 drawn: dict | None = None, pairs=None) -> _CellShares | None:
+    """:class:`_CellShares` of a unit from its people's answers ``a`` (1 same, 0 different) on the
+    ``labeled`` draws of each cell: a sampled unit's cell (``weights`` None) by the mean of its
+    people's draws, a simple random sample of the cell's ``N_c`` draws (``n* = n/(1 − n/N_c)``); a
+    census cell drawn ∝ pair weight (``drawn``) by the mean of its draws (``n*``: the draws); another
+    census cell by its people's pairs' weighted share (``n*``: Kish's, over ``1 − n/P``). None when a
+    cell has no people's judgement (the estimate is not defined then)."""
+    out, stats, N = [], [], len(cells)
+    total = float(weights.sum()) if weights is not None else float(N)
+    for g in dict.fromkeys(cells.tolist()):
+        m = cells == g
+        lab = m & labeled
+        if not lab.any() or not total > 0:
+            return None
+        if weights is None:
+            n, Nc = int(lab.sum()), int(m.sum())
+            p = float(a[lab].mean())
+            n_eff = n / (1.0 - n / Nc) if n < Nc else math.inf
+            stats.append((Nc / N, p, float(a[lab].var(ddof=1)) if n > 1 else 0.0))
+            out.append((Nc / N, p, n_eff))
+            continue
+        share = float(weights[m].sum()) / total
+        if drawn and g in drawn:
+            times = drawn[g]
+            idx = [k for k in np.flatnonzero(lab) if pairs[k] in times]
+            if not idx:
+                return None
+            t = np.array([times[pairs[k]] for k in idx], dtype=float)
+            out.append((share, float((t * a[idx]).sum() / t.sum()), float(t.sum())))
+            continue
+        w = weights[lab]
+        n, P = int(lab.sum()), int(m.sum())
+        kish = float(w.sum()) ** 2 / float((w * w).sum())
+        out.append((share, float((w * a[lab]).sum() / w.sum()), kish / (1.0 - n / P) if n < P else math.inf))
+    first = 0.0
+    if weights is None and N:
+        mean = sum(s * p for s, p, _ in stats)
+        first = (sum(s * v for s, _, v in stats) + sum(s * (p - mean) ** 2 for s, p, _ in stats)) / N
+    return _CellShares(tuple(out), first)
+
+
+def _rates(parts: dict, split_rate: float, merge_rate: float, shares: dict | None = None) -> dict:
     out = {}
     for cls, rate, good_is_same in (("split", split_rate, False), ("merge", merge_rate, True)):
         p = parts.get(cls)
@@ -213,18 +284,26 @@ def _rates(parts: dict, split_rate: float, merge_rate: float) -> dict:
                                      bounds=(0.0, rate))
             else:
                 out[name] = _share_estimate(name, p, rate, flip=good != good_is_same,
-                                            note="" if math.isfinite(p.value) else f"no judged {cls} pairs")
+                                            note="" if math.isfinite(p.value) else f"no judged {cls} pairs",
+                                            cells=(shares or {}).get(cls))
     return out
 
 
-def _share_estimate(name, part: Part, rate: float, *, flip: bool, note: str = "") -> Estimate:
+def _share_estimate(name, part: Part, rate: float, *, flip: bool, note: str = "",
+                    cells: _CellShares | None = None) -> Estimate:
     """A Good or Bad rate: ``rate·p`` (``flip``: ``rate·(1 − p)``) of a unit's share ``p`` judged "same",
     its interval Agresti–Coull's on the share, as the people-only rates' (:mod:`abcde.quality.stratified`),
     on the effective number of judgements ``n* = p̂(1 − p̂)/Var`` (the interval's variance), the
     people's judged pairs when ``p̂`` is 0 or 1: ``p̃ = (n*·p̂ + 2)/(n* + 4)``, half-width
     ``q·√(p̃(1 − p̃)/(n* + 4))``. A symmetric interval of a share near 0 or 1 of a few dozen people's
     judgements (the model's help counted) missed the truth in up to 31% of samples where the people's
-    pairs held no "different" (a census stratum's Good Split rate, 0 ± 0)."""
+    pairs held no "different" (a census stratum's Good Split rate, 0 ± 0).
+
+    ``cells`` (the people's tasks chosen by the model's answers): each cell's Wilson interval of its
+    share, added by MOVER (:class:`_CellShares`), as the recall lift's census cells. One interval on
+    the whole share missed where a cell the model called "same" hid a few "different" pairs from the
+    people's draws: its share 1 had no width, and a merge rate's interval covered 88% (a model that
+    says "same" too often, world 13 of the "both" family)."""
     e = _estimate(name, part, rate, bounds=(0.0, rate), flip=flip, note=note)
     p = part.value
     if not (e.defined and math.isfinite(p)):
@@ -232,6 +311,8 @@ def _share_estimate(name, part: Part, rate: float, *, flip: bool, note: str = ""
     p = min(max(p, 0.0), 1.0)
     if min(p, 1.0 - p) < 1e-9:  # at an end, up to floating-point noise (a share of 1 − 1e-17 is 1)
         p = round(p)
+    if cells is not None:
+        return dataclasses.replace(e, interval_of=functools.partial(cells.rate_interval, p, rate, flip))
     v = part.ivar if math.isfinite(part.ivar) and part.ivar > 0 else part.var
     if 0.0 < p < 1.0 and math.isfinite(v) and v > 0:
         n_eff = p * (1.0 - p) / v
@@ -426,7 +507,7 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
     model's answers (:func:`abcde.samples.people_tasks.people_cells`): each stratum's mean is stratified by
     cell (λ = 0 within a cell, where the model's value is one number). ``stored_model``: the model's
     judgements as stored (every answer; default ``model``), which ``design["ppi"]`` counts."""
-    parts, rate_parts = [], {}
+    parts, rate_parts, shares = [], {}, {}
     lo = hi = sample.self_term
     missing = []
     lam = 0.0 if cells is not None else lam
@@ -452,6 +533,9 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
             missing.append(c)
         if c in ("split", "merge") and sample.draws[c].num_rows:
             rate_parts[c] = _rate_part(j, census, lam, fb)
+            if j.cells is not None:
+                shares[c] = _cell_shares(j.cells, np.nan_to_num(j.people), j.labeled,
+                                         weights=j.pair_weight if census else None, drawn=j.drawn, pairs=j.pairs)
     dp = _sum_parts(parts, sample.self_term)
     note = (f"no usable people's judgement yet in the {', '.join(missing)} "
             + ("strata" if len(missing) > 1 else "stratum")) if missing else ""
@@ -462,7 +546,7 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
     judged_n, unsure, missing_n = _counts(pair_ids, people, tasks)
     return QualityResult(
         delta_precision=_estimate("delta_precision", dp, 1.0, bounds=(lo, hi), note=note),
-        **_rates(rate_parts, split_rate, merge_rate),
+        **_rates(rate_parts, split_rate, merge_rate, shares),
         split_rate=split_rate, merge_rate=merge_rate,
         judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n,
         draws={c: sample.draws[c].num_rows for c in sample.strata},
@@ -548,7 +632,7 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
                        {k: v for k, v in dp_part.lambdas.items() if k != "self"}, dp_part.var_people)
         dp_part = _people_only(dp_part, j, j.y, 1.0, False)
         dp = _estimate("delta_precision", dp_part, totals["all"], bounds=delta_precision_bounds(totals))
-    rate_parts = {}
+    rate_parts, shares = {}, {}
     fb = fold_lambdas([(j.y, j.f, j.labeled & (cls == c), j.pairs) for c in ("split", "merge", "intersection")])
     for c in ("split", "merge"):
         m = cls == c
@@ -557,6 +641,8 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
                                      np.nan_to_num(j.people[m]), j.model[m], j.labeled[m],
                                      lam=lam, pairs=None if j.clusters is None else j.clusters[m], fallback=fb,
                                      floor_each=cells is None)
+            if cells is not None:
+                shares[c] = _cell_shares(groups[m], np.nan_to_num(j.people[m]), j.labeled[m])
     slices = {}
     if slice_multipliers:
         attrs = {r["item_id"]: r for r in items.to_pylist()}
@@ -586,7 +672,7 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
     judged_n, unsure, missing_n = _counts(pair_ids, people, tasks)
     counts = {c: int((cls == c).sum()) for c in ("self", "split", "merge", "intersection")}
     return QualityResult(
-        delta_precision=dp, **_rates(rate_parts, split_rate, merge_rate),
+        delta_precision=dp, **_rates(rate_parts, split_rate, merge_rate, shares),
         split_rate=split_rate, merge_rate=merge_rate,
         judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n, draws=counts, slices=slices,
         design={"ppi": _facts(dp_part, people, model, pair_ids, tasks, labeled, cells, stored=stored_model,

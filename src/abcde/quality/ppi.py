@@ -38,7 +38,11 @@ interval, and a model that was right on every people's pair is not taken to be r
 other. A Good or Bad rate's interval is Agresti–Coull's on its unit's share, on the effective number of
 judgements that variance gives (the people's judgements when the share is 0 or 1), as the
 people-only rates' are (:func:`abcde.quality.combined._share_estimate`): a symmetric interval there
-missed in up to 31% of samples of a census stratum whose people's pairs held no "different".
+missed in up to 31% of samples of a census stratum whose people's pairs held no "different". When
+the people's tasks were chosen by the model's answers, a rate's interval is each cell's Wilson
+interval of its people's share added by MOVER (:class:`abcde.quality.combined._CellShares`): one
+interval on the whole share gave a cell whose people's draws all agreed no width, and missed where
+that cell hid a few "different" pairs.
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ import pyarrow as pa
 
 from abcde.errors import InputError
 from abcde.quality.distances import cell_ratio_estimate, census_cells_total, judged_draws, ratio_estimate
-from abcde.quality.result import Estimate
+from abcde.quality.result import Estimate, wilson
 from abcde.quality.stratified import census_total
 from abcde.samples.facts import DistanceFacts, RecallFacts
 
@@ -209,20 +209,6 @@ def _census_part(draws: pa.Table, by_pair: dict, factor, inside=None, cells=None
 
 
 # ----------------------------------------------------------------------------- the lift
-def wilson(p: float, n: float, z: float) -> tuple[float, float]:
-    """Wilson's score interval of a share ``p`` of ``n`` (effective) judgements at quantile ``z``.
-
-    >>> [round(x, 4) for x in wilson(1.0, 20, 1.96)]
-    [0.8389, 1.0]
-    """
-    if not (n > 0 and math.isfinite(n)):
-        return 0.0, 1.0
-    d = 1.0 + z * z / n
-    c = (p + z * z / (2.0 * n)) / d
-    h = z / d * math.sqrt(max(p * (1.0 - p) / n + z * z / (4.0 * n * n), 0.0))
-    return max(c - h, 0.0), min(c + h, 1.0)
-
-
 def _lift_of(t: dict) -> float:
     """Λ of the strata's totals ``t``: ``(T_merge − T_split)/(T_both + T_split)``, ``T_both`` the agreed
     and intersection strata's."""

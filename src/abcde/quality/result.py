@@ -57,6 +57,20 @@ def agresti_coull_of(k: float, n: float) -> tuple[float, float]:
     return pt, math.sqrt(pt * (1.0 - pt) / (n + 4.0))
 
 
+def wilson(p: float, n: float, z: float) -> tuple[float, float]:
+    """Wilson's score interval of a share ``p`` of ``n`` (effective) judgements at quantile ``z``.
+
+    >>> [round(x, 4) for x in wilson(1.0, 20, 1.96)]
+    [0.8389, 1.0]
+    """
+    if not (n > 0 and math.isfinite(n)):
+        return 0.0, 1.0
+    d = 1.0 + z * z / n
+    c = (p + z * z / (2.0 * n)) / d
+    h = z / d * math.sqrt(max(p * (1.0 - p) / n + z * z / (4.0 * n * n), 0.0))
+    return max(c - h, 0.0), min(c + h, 1.0)
+
+
 def clip(interval: tuple[float, float], bounds: tuple[float, float] | None) -> tuple[float, float]:
     """``interval`` cut to ``bounds`` (a feasible range; None: unchanged).
 
