@@ -722,12 +722,12 @@ def test_a_rate_whose_peoples_pairs_hold_no_different_keeps_an_interval_that_cov
     assert zero >= 20 and np.mean(covered) >= 0.9, (zero, np.mean(covered))
 
 
-def test_a_census_cell_whose_peoples_pairs_do_not_vary_keeps_its_floor_beside_one_that_does():
+def test_a_census_cell_whose_peoples_pairs_do_not_vary_keeps_a_width_beside_one_that_does():
     """People's tasks chosen by the answers of a model that says "same" too often: the census split
     stratum's model-"same" cell hides a few "different" pairs, which the people's share of it often
-    misses, while its model-"different" cell varies. Flooring only when no cell varied gave the first
+    misses, while its model-"different" cell varies. One interval on the whole share gave the first
     cell no variance at all then, and the Good Split rate's interval covered 81% (300 samples); each
-    cell keeping its own floor, it covers (≥ 90% over these 200)."""
+    cell's Wilson interval added by MOVER covers (≥ 90% over these 200)."""
     from test_quality import dicts, truth_metrics
     from test_recall_lift import _judge, sim_world
     from abcde.core.diff import build_diff

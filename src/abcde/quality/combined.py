@@ -169,8 +169,7 @@ def _drawn_total(j: Judged, y: np.ndarray, m: np.ndarray, times: dict) -> Part:
 
 def _census_part(j: Judged, y, f, *, lam=None, fallback=None) -> Part:
     """The prediction-powered total of ``y`` over a census stratum, summed over its cells (each cell's
-    people's pairs a simple random sample of its pairs; one cell: :func:`ppi_census_total`); the
-    interval's variance is the cells' own, each floored where its people's pairs do not vary."""
+    people's pairs a simple random sample of its pairs; one cell: :func:`ppi_census_total`)."""
     if j.cells is None:
         return ppi_census_total(j.pair_weight, y, f, j.labeled, lam=lam, answers=j.people, pairs=j.pairs,
                                 fallback=fallback)
@@ -182,12 +181,10 @@ def _census_part(j: Judged, y, f, *, lam=None, fallback=None) -> Part:
             continue
         parts.append((1.0, ppi_census_total(j.pair_weight[m], y[m], f[m], j.labeled[m], lam=lam,
                                             answers=j.people[m], pairs=j.pairs[m], fallback=fallback)))
-    # Each cell keeps its own floor (a cell whose people's pairs do not vary, its unjudged pairs
-    # left): a census split stratum whose model-called-"same" cell hid its few "different" pairs from
-    # the people, beside a "different" cell that varied, got that cell's variance alone, and its Good
-    # Split rate's interval covered 81% (world 19 of the splits family, a model that says "same" too
-    # often); a cell judged whole is exact and has no floor.
-    return _sum_parts(parts)
+    t = _sum_parts(parts)
+    # floored only when no cell varies (see ppi_mean's floor_each; the rates' intervals are each
+    # cell's own, _CellShares)
+    return Part(t.value, t.var, t.var, t.n, t.lambdas, t.var_people) if t.var > 0 else t
 
 
 def _rate_part(j: Judged, census: bool, lam=None, fallback=None) -> Part:
