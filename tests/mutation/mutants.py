@@ -505,8 +505,8 @@ MUTANTS: list[Mutant] = [
       "model + people rates by the model's cells: a sampled cell's Wilson interval without the share of its "
       "draws the people judged", (PPI,)),
     M("ppi-cells-no-first-phase", "quality/combined.py",
-      "        down = up = z * z * self.first\n",
-      "        down = up = 0.0\n",
+      "        first = z * z * self.first\n",
+      "        first = 0.0\n",
       "model + people rates by the model's cells: the variance of the unit's draws (first phase) left out",
       (PPI,)),
     M("pilot-intersection-swapped", "sampling/allocation.py",

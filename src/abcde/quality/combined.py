@@ -25,7 +25,7 @@ from abcde.quality.paper import delta_precision_bounds
 from abcde.samples.people_tasks import BY_ANSWERS, Cells
 from abcde.quality.ppi import (DISAGREEMENT_WARNING, Part, agreement, fold_lambdas, model_value, ppi_census_total,
                                ppi_mean)
-from abcde.quality.result import Estimate, QualityResult, agresti_coull_of, wilson
+from abcde.quality.result import Estimate, QualityResult, agresti_coull_of, wilson_mover
 from abcde.sampling.allocation import STRATUM_LABEL
 from abcde.quality.stratified import slice_ranges
 from abcde.sampling.allocation import pair_class_of_draws, without_agreed
@@ -211,13 +211,9 @@ class _CellShares:
     def interval(self, p: float, z: float) -> tuple[float, float]:
         """The share's interval around ``p``: each cell's Wilson interval, added by MOVER (independent
         cells: the distances to the ends in quadrature), with the first phase's ``± z·SE``; in [0, 1]."""
-        down = up = z * z * self.first
-        for s, pc, n in self.cells:
-            if math.isfinite(n):
-                lo, hi = wilson(pc, n, z)
-                down += (s * (pc - lo)) ** 2
-                up += (s * (hi - pc)) ** 2
-        return max(p - math.sqrt(down), 0.0), min(p + math.sqrt(up), 1.0)
+        down, up = wilson_mover(self.cells, z)
+        first = z * z * self.first
+        return max(p - math.sqrt(down + first), 0.0), min(p + math.sqrt(up + first), 1.0)
 
     def rate_interval(self, p: float, rate: float, flip: bool, z: float) -> tuple[float, float]:
         """``rate·`` the share's interval (``flip``: ``rate·(1 − share)``)."""
@@ -235,10 +231,12 @@ def _cell_shares(cells: np.ndarray, a: np.ndarray, labeled: np.ndarray, *, weigh
     cell has no people's judgement (the estimate is not defined then)."""
     out, stats, N = [], [], len(cells)
     total = float(weights.sum()) if weights is not None else float(N)
+    if not total > 0:
+        return None
     for g in dict.fromkeys(cells.tolist()):
         m = cells == g
         lab = m & labeled
-        if not lab.any() or not total > 0:
+        if not lab.any():
             return None
         if weights is None:
             n, Nc = int(lab.sum()), int(m.sum())

@@ -92,7 +92,7 @@ import pyarrow as pa
 
 from abcde.errors import InputError
 from abcde.quality.distances import cell_ratio_estimate, census_cells_total, judged_draws, ratio_estimate
-from abcde.quality.result import Estimate, wilson
+from abcde.quality.result import Estimate, wilson, wilson_mover
 from abcde.quality.stratified import census_total
 from abcde.samples.facts import DistanceFacts, RecallFacts
 
@@ -151,13 +151,11 @@ class _Part:
         the tasks): each drawn cell's ``M_c·`` Wilson's interval of its share on ``n*_c = p̂(1 − p̂)/Var``
         (``k_eff`` when its draws all agree), the cells judged whole ``± z·SE``, added by MOVER
         (independent cells: the distances to the ends in quadrature), inside the part's range."""
-        down = up = z * z * max(self.whole_var, 0.0)
-        for mc, p, vp, k_eff in self.cells:
-            n_eff = p * (1.0 - p) / vp if 0.0 < p < 1.0 and math.isfinite(vp) and vp > 0 else k_eff
-            lo, hi = wilson(p, n_eff, z)
-            down += (mc * (p - lo)) ** 2
-            up += (mc * (hi - p)) ** 2
-        return max(self.total - math.sqrt(down), self.lo), min(self.total + math.sqrt(up), self.hi)
+        drawn = [(mc, p, p * (1.0 - p) / vp if 0.0 < p < 1.0 and math.isfinite(vp) and vp > 0 else k_eff)
+                 for mc, p, vp, k_eff in self.cells]
+        down, up = wilson_mover(drawn, z)
+        whole = z * z * max(self.whole_var, 0.0)
+        return max(self.total - math.sqrt(down + whole), self.lo), min(self.total + math.sqrt(up + whole), self.hi)
 
 
 def _sampled_part(mass: float, j, mask=None) -> _Part:

@@ -71,6 +71,24 @@ def wilson(p: float, n: float, z: float) -> tuple[float, float]:
     return max(c - h, 0.0), min(c + h, 1.0)
 
 
+def wilson_mover(parts, z: float) -> tuple[float, float]:
+    """The squared distances from a sum ``Σ s·p̂`` of independent shares down and up to its interval's
+    ends: each share's Wilson interval on its ``n`` effective judgements (``n`` infinite: known
+    exactly, no width), times ``s``, added by MOVER (Zou & Donner 2008: the distances in
+    quadrature). ``parts``: ``(s, p̂, n)`` each.
+
+    >>> [round(x, 6) for x in wilson_mover([(0.5, 1.0, 20), (0.5, 0.0, float("inf"))], 1.96)]
+    [0.006491, 0.0]
+    """
+    down = up = 0.0
+    for s, p, n in parts:
+        if math.isfinite(n):
+            lo, hi = wilson(p, n, z)
+            down += (s * (p - lo)) ** 2
+            up += (s * (hi - p)) ** 2
+    return down, up
+
+
 def clip(interval: tuple[float, float], bounds: tuple[float, float] | None) -> tuple[float, float]:
     """``interval`` cut to ``bounds`` (a feasible range; None: unchanged).
 
