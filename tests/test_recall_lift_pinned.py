@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
-from scipy.stats import t as student_t
+from scipy.stats import norm as normal, t as student_t
 
 import abcde
 import reference as ref
@@ -97,14 +97,19 @@ def reweighting(stratum, item):
     return {"split": b, "merge": e}.get(stratum, b * e / abs(b - e))
 
 
-def wilson(p, n, z):
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(centre - half, 0.0), min(centre + half, 1.0)
+def posterior(p, n, rng, size):
+    """Draws of a share p̂ of n (effective) judgements from its modified Jeffreys posterior (Brown, Cai &
+    DasGupta 2001): Beta(n·p̂ + ½, n·(1 − p̂) + ½), Beta(n, 1) when all agree that it is 1 (Beta(1, n): 0)."""
+    if p == 1:
+        return rng.beta(n, 1.0, size)
+    if p == 0:
+        return rng.beta(1.0, n, size)
+    return rng.beta(n * p + 0.5, n * (1 - p) + 0.5, size)
 
 
 def sampled_stratum(stratum, mass, inside=lambda item: True):
-    """(T̂_s, Var(T̂_s), the ends of T_s's interval at z (a function), judged draws in the domain)."""
+    """(T̂_s, Var(T̂_s), draws of T_s from its share's posterior (a function of the generator and their
+    number), judged draws in the domain)."""
     judged = [(1.0 if j == "same" else 0.0, reweighting(stratum, a), inside(a)) for _, a, _, j in SAMPLED[stratum]
               if j in ("same", "different")]
     n = len(judged)
@@ -113,7 +118,7 @@ def sampled_stratum(stratum, mass, inside=lambda item: True):
     p = sum(r * g for g, r in dom) / sr
     var = n / (n - 1) * sum(r * r * (g - p) ** 2 for g, r in dom) / sr ** 2
     n_eff = p * (1 - p) / var if 0 < p < 1 else sr ** 2 / sum(r * r for _, r in dom)
-    return mass * p, mass * mass * var, (lambda z: tuple(mass * x for x in wilson(p, n_eff, z))), len(dom)
+    return mass * p, mass * mass * var, (lambda rng, size: mass * posterior(p, n_eff, rng, size)), len(dom)
 
 
 def census_merge(inside=lambda item: True, rows=CENSUS_MERGE):
@@ -125,7 +130,7 @@ def census_merge(inside=lambda item: True, rows=CENSUS_MERGE):
         if half:
             tot += pw * CW[a][1] * half * (j == "same")
             n += 1
-    return tot, 0.0, (lambda z: (tot, tot)), n
+    return tot, 0.0, (lambda rng, size: np.full(size, tot)), n
 
 
 def lift_of(t):
@@ -133,7 +138,8 @@ def lift_of(t):
 
 
 def by_hand(masses, inside=lambda item: True):
-    """Λ̂, its delta-method SE, its 95% MOVER interval, the judged draws it rests on."""
+    """Λ̂, its delta-method SE, its 95% interval (Λ's 2.5% and 97.5% quantiles at Student t's z over
+    400,000 draws of the strata's totals), the judged draws it rests on."""
     parts = {c: sampled_stratum(c, masses[c], inside) for c in SAMPLED}
     parts["merge"] = census_merge(inside, CENSUS_MERGE if masses["merge"] else [])
     t = {c: p[0] for c, p in parts.items()}
@@ -144,20 +150,27 @@ def by_hand(masses, inside=lambda item: True):
            + lam ** 2 * (v["agreed"] + v["intersection+"] + v["intersection-"])) / den ** 2
     n = sum(p[3] for p in parts.values())
     z = float(student_t.ppf(0.975, n - 1))
-    down = up = 0.0
-    for c, p in parts.items():
-        ends = [lift_of({**t, c: x}) for x in p[2](z)]
-        down += max(lam - min(ends), 0.0) ** 2
-        up += max(max(ends) - lam, 0.0) ** 2
+    rng = np.random.default_rng(2024)
+    draws = lift_of({c: p[2](rng, 400_000) for c, p in parts.items()})
+    tail = float(normal.cdf(-z))
+    q_lo, q_hi = np.quantile(draws, [tail, 1 - tail])
     # the range: each sampled T_s anywhere in [0, M_s], the census stratum's at its exact total
     low = (t["merge"] - masses["split"]) / masses["split"]
-    return lam, math.sqrt(var), (max(lam - math.sqrt(down), low), lam + math.sqrt(up)), n
+    return lam, math.sqrt(var), (max(min(q_lo, lam), low), max(q_hi, lam)), n
+
+
+def near(got, want):
+    """An interval's ends as the formulas give them, to the Monte Carlo error of the draws: 3% of its
+    width, four of the library's standard errors (its 20,000 draws' ends vary by 0.2–0.7% of the width
+    from seed to seed here, most in a long tail; these 400,000 by a fifth of that)."""
+    tol = 0.03 * (want[1] - want[0])
+    return abs(got[0] - want[0]) <= tol and abs(got[1] - want[1]) <= tol
 
 
 def test_the_lift_its_se_and_its_interval_are_the_formulas():
     """Five strata (four sampled, with unequal reweighting factors and a pair drawn twice; the merge
     stratum a census, judged whole): Λ̂, the delta-method SE with (1 + Λ)² and Λ² over the agreed and
-    intersection strata, Wilson's interval of each share on n*, combined by MOVER in quadrature."""
+    intersection strata, the interval from draws of each share from its posterior on n*."""
     ss, by_pair, facts = fixed_sample()
     est, exact, _ = estimate_recall_lift(ss, by_pair, facts, method="m")
     lam, se, (lo, hi), n = by_hand(MASSES)
@@ -166,7 +179,7 @@ def test_the_lift_its_se_and_its_interval_are_the_formulas():
     assert est.value == pytest.approx(lam, abs=1e-12)
     assert est.standard_error == pytest.approx(se, rel=1e-12)
     got = est.confidence_interval()
-    assert got[0] == pytest.approx(lo, abs=1e-12) and got[1] == pytest.approx(hi, abs=1e-12)
+    assert near(got, (lo, hi)), (got, (lo, hi))
     assert lo < lam < hi
     assert est.bounds[0] == pytest.approx((census_merge()[0] - MASSES["split"]) / MASSES["split"], abs=1e-12)
     assert est.bounds[1] == math.inf
@@ -181,7 +194,7 @@ def test_splits_only_the_lift_is_the_formulas_not_zero():
     assert not exact and lam < 0 and not est.note
     assert est.value == pytest.approx(lam, abs=1e-12) and est.standard_error == pytest.approx(se, rel=1e-12)
     got = est.confidence_interval()
-    assert got[0] == pytest.approx(lo, abs=1e-12) and got[1] == pytest.approx(hi, abs=1e-12)
+    assert near(got, (lo, hi)), (got, (lo, hi))
     # and a census of a splits-only change (the merge stratum empty: exact, of mass 0): exactly the lift
     from test_recall_lift import CENSUS, _judge
 
@@ -239,8 +252,7 @@ def test_the_lift_per_slice_is_the_formulas():
         assert got["exact"] is False and got["n_judgements"] == n
         assert got["estimate"] == pytest.approx(lam, abs=1e-12), value
         assert got["std_err"] == pytest.approx(se, rel=1e-12), value
-        assert got["ci_low"] == pytest.approx(lo, abs=1e-12), value
-        assert got["ci_high"] == pytest.approx(hi, abs=1e-12), value
+        assert near((got["ci_low"], got["ci_high"]), (lo, hi)), (value, got, (lo, hi))
 
 
 class _Cells(dict):

@@ -295,7 +295,7 @@ def _share_estimate(name, part: Part, rate: float, *, flip: bool, note: str = ""
     pairs held no "different" (a census stratum's Good Split rate, 0 ± 0).
 
     ``cells`` (the people's tasks chosen by the model's answers): each cell's Wilson interval of its
-    share, added by MOVER (:class:`_CellShares`), as the recall lift's census cells. One interval on
+    share, added by MOVER (:class:`_CellShares`). One interval on
     the whole share missed where a cell the model called "same" hid a few "different" pairs from the
     people's draws: its share 1 had no width, and a merge rate's interval covered 88% (a model that
     says "same" too often, world 13 of the "both" family)."""

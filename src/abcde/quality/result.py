@@ -148,7 +148,7 @@ class Estimate:
         (``to_dict`` then carries no ``exact``).
     interval_of
         A function of the quantile giving the interval's ends, for an estimate whose interval is built
-        from its parts' (the recall lift's, :func:`abcde.quality.recall.mover_interval`); the interval
+        from its parts' (the recall lift's, :func:`abcde.quality.recall.posterior_interval`); the interval
         is widened to hold ``value`` and cut to ``bounds``.
     """
 
@@ -188,7 +188,7 @@ class Estimate:
         z = quantile(self.n_judgements, confidence_level)
         if not self.defined:
             return (math.nan, math.nan)
-        if self.interval_of is not None:  # an interval of its own (the recall lift's MOVER), holding the value
+        if self.interval_of is not None:  # an interval of its own (the recall lift's, from draws), holding the value
             lo, hi = self.interval_of(z)
             lo, hi = min(lo, self.value), max(hi, self.value)
         elif self.centre is not None and self.interval_se is not None and math.isfinite(self.interval_se):
