@@ -514,7 +514,8 @@ def test_the_lift_interval_is_its_draws_quantiles():
     """With one stratum uncertain (the agreed, a share 0.9 of 30 effective judgements) and the others
     exact, Λ = (T_merge − T_split)/(T_agreed + T_split) falls as T_agreed rises, so its interval's
     ends are Λ at the agreed share's posterior quantiles Φ(∓z) (2.5% and 97.5% at z = 1.96), the
-    same on every call (a fixed seed)."""
+    same on every call and for every estimate of the same judgements (a fixed seed); the estimate
+    pickles."""
     from scipy.stats import beta
     from abcde.quality.recall import _Part, lift_estimate
 
@@ -529,3 +530,9 @@ def test_the_lift_interval_is_its_draws_quantiles():
     got = est.interval_of(1.96)
     assert got == pytest.approx(want, rel=5e-3)
     assert est.interval_of(1.96) == got
+    import pickle
+
+    again = pickle.loads(pickle.dumps(est))  # a result holding the lift can be kept, and reads the same
+    assert again.confidence_interval() == est.confidence_interval()
+    fresh, _ = lift_estimate(parts, method="test")  # drawn afresh, not remembered: the same
+    assert fresh.interval_of(1.96) == got

@@ -85,7 +85,6 @@ judge more densely was 10% off). The model's judgements are not used for the lif
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -268,6 +267,19 @@ def posterior_interval(parts: dict, lam: float, z: float) -> tuple[float, float]
     return min(lo, lam), max(hi, lam)
 
 
+class _PosteriorInterval:
+    """Λ̂'s :func:`posterior_interval` as a function of the quantile, each quantile's drawn once (the
+    verdict, the tables and the JSON ask again); picklable, as a result holding it is."""
+
+    def __init__(self, parts: dict, lam: float):
+        self.parts, self.lam, self.drawn = parts, lam, {}
+
+    def __call__(self, z: float) -> tuple[float, float]:
+        if z not in self.drawn:
+            self.drawn[z] = posterior_interval(self.parts, self.lam, z)
+        return self.drawn[z]
+
+
 def lift_estimate(parts: dict, *, method: str, name: str = "recall_lift") -> tuple[Estimate, bool]:
     """Λ̂ from the strata's parts (``{stratum: part}`` of :data:`RECALL_STRATA`), its delta-method SE and
     the interval of the module's docstring; and whether it is exact."""
@@ -298,7 +310,7 @@ def lift_estimate(parts: dict, *, method: str, name: str = "recall_lift") -> tup
         return Estimate(name, lam, 0.0, n, method=method, bounds=(lam, lam), centre=lam, interval_se=0.0,
                         exact=True), True
     return Estimate(name, lam, se, n, method=method, bounds=bounds,
-                    interval_of=functools.partial(posterior_interval, parts, lam)), False
+                    interval_of=_PosteriorInterval(parts, lam)), False
 
 
 def _bounds(parts: dict) -> tuple[float, float]:
