@@ -334,8 +334,14 @@ def test_a_census_by_cell(n_people):
     answers: with 80 tasks each cell is drawn ∝ pair weight (a few draws a cell), and over 1,000
     seeds of those draws every overall part is unbiased (within 3 SEs), its SE within 15% of the
     spread (measured 0.89–0.97: cells of some ten draws, the "different" ones nearly pure) and its
-    interval covering 93–97.5% (measured 0.935–0.972); with every pair a task the cells are judged
-    whole and every part is the brute-force value, SE 0."""
+    interval covering 93–98.5% (measured 0.951–0.979); with every pair a task the cells are judged
+    whole and every part is the brute-force value, SE 0.
+
+    Why up to 98.5%: each drawn cell's interval is its own share's (its posterior's), so a cell whose
+    draws all agree keeps a width whether it is pure or hides a few pairs of the other answer (one
+    interval on the stratum's share covered 78% and 86% where it hides them: the test below). Where it
+    is pure, or nearly, that width is never needed: the merge parts of the model that says "same" too
+    often cover 97.9% here (97.2% with one interval on the share)."""
     from test_quality import world
 
     from abcde.core.diff import build_diff
@@ -373,11 +379,12 @@ def test_a_census_by_cell(n_people):
             dd = estimate_distances_stratified(ss, people, facts, method="m", cells=cells).to_dict()
             for m in PARTS + SUMS:
                 sc.add_estimate(res, m, dd[m])
+        rows = sc.table(res, truth)
         print(name)
-        print(sc.describe(sc.table(res, truth)))  # shown with -s, and on failure
-        rows = sc.assert_bands(res, truth)
+        print(sc.describe(rows))  # shown with -s, and on failure
         for r in rows:
-            assert abs(r["z_mean"]) <= 3 and r["se_ratio"] >= 0.85 and 0.93 <= r["coverage"] <= 0.975, \
+            assert not set(r["fails"]) - {"coverage"}, name + "\n" + sc.describe(rows)
+            assert abs(r["z_mean"]) <= 3 and r["se_ratio"] >= 0.85 and 0.93 <= r["coverage"] <= 0.985, \
                 name + "\n" + sc.describe(rows)
 
 
@@ -479,3 +486,75 @@ def test_a_cell_of_one_peoples_draw_takes_the_pooled_within_cell_variance():
     _, var, _, _, _ = cell_ratio_estimate(JudgedDraws(g[3:], r[3:], list("xyz"),
                                                       np.array(["b", "c", "d"], dtype=object), {"b": 2, "c": 3, "d": 2}))
     assert math.isnan(var)
+
+
+# ----------------------------------------------------------------------------- a census by cell: its interval
+def test_a_census_part_by_cells_reads_its_interval_off_each_drawn_cells_posterior():
+    """A census stratum's part whose people's tasks in one cell are draws from it, written from its
+    definition: ``scale·`` the total, moved by the drawn cell's ``M_c·(P − p̂_c)`` with P from the share's
+    modified Jeffreys posterior (Beta(n*·p̂ + ½, n*·(1 − p̂) + ½), n* = p̂(1 − p̂)/Var), so its ends are
+    the posterior's 2.5% and 97.5% quantiles (at z = 1.96), inside the range; a cell whose draws all
+    agree, Beta(k_eff, 1)."""
+    from scipy.stats import beta
+    from abcde.quality.distances import CellsInterval
+
+    scale, value = 0.5, 0.5 * (0.01 + 0.004 * 0.9)
+    got = CellsInterval(value, scale, ((0.004, 0.9, 0.0009, 30.0),), 0.0, (0.0, 1.0))(1.96)
+    q = beta.ppf([0.025, 0.975], 100 * 0.9 + 0.5, 100 * 0.1 + 0.5)  # n* = 0.9 · 0.1 / 0.0009 = 100
+    want = tuple(value + scale * 0.004 * (x - 0.9) for x in q)
+    assert got == pytest.approx(want, abs=0.03 * (want[1] - want[0]))
+    got = CellsInterval(value, scale, ((0.004, 1.0, 0.0, 12.5),), 0.0, (0.0, value))(1.96)
+    assert got[1] == value  # the range's end: nothing above
+    assert got[0] == pytest.approx(value + scale * 0.004 * (0.025 ** (1 / 12.5) - 1.0), rel=0.03)
+
+
+def test_a_sum_with_a_part_whose_interval_is_its_own_adds_the_two_by_mover():
+    """GoodDistance = GoodSplitDistance + GoodMergeDistance when a part's interval is its own (a census
+    by cell): the distances from each part to its ends, added in quadrature (MOVER), at the sum's
+    quantile; the estimate inside."""
+    from abcde.quality.distances import sum_estimate
+    from abcde.quality.result import Estimate
+
+    a = Estimate("a", 0.10, 0.01, 40, interval_of=lambda z: (0.10 - 0.03 * z / 1.96, 0.10 + 0.01 * z / 1.96))
+    b = Estimate("b", 0.05, 0.02, 30, centre=0.055, interval_se=0.02)
+    s = sum_estimate("s", a, b)
+    z = quantile(70)
+    (la, ha), (lb, hb) = a.interval_at(z), b.interval_at(z)
+    assert (lb, hb) == pytest.approx((0.055 - z * 0.02, 0.055 + z * 0.02))
+    lo, hi = s.confidence_interval()
+    assert lo == pytest.approx(0.15 - math.hypot(0.10 - la, 0.05 - lb), rel=1e-12)
+    assert hi == pytest.approx(0.15 + math.hypot(ha - 0.10, hb - 0.05), rel=1e-12)
+    assert s.value == pytest.approx(0.15) and s.standard_error == pytest.approx(math.hypot(0.01, 0.02))
+
+
+def _people_only_coverage(seed: int, kind: str, census: str, metric: str, samples: int) -> float:
+    """The share of samples (300 pairs) of a simulated world whose people-only interval of ``metric``
+    holds the truth, people judging 150 tasks chosen by the answers of a model that says "same" too
+    often; the stratum ``census`` is a census. Good's and Bad's intervals mirror each other."""
+    from test_ppi import samples_by_answers
+
+    (base, exp, items), d, _, each = samples_by_answers(seed, kind, census, samples)
+    truth = _truths(base, exp, items.append_column("kind", pa.array(["x"] * items.num_rows)))["overall"][metric]
+    covered = []
+    for ss, true, _, tasks, cells in each:
+        assert cells.drawn
+        facts = distance_facts(d, [x for dr in ss.draws.values() for x in drawn_items(dr)])
+        r = estimate_distances_stratified(ss, {p: v for p, v in true.items() if p in tasks}, facts, method="m",
+                                          cells=cells)
+        lo, hi = getattr(r, metric).confidence_interval()
+        covered.append(lo - 1e-12 <= truth <= hi + 1e-12)
+        other = getattr(r, metric.replace("good", "bad"))
+        total = other.value + getattr(r, metric).value
+        assert other.confidence_interval() == pytest.approx((total - hi, total - lo), rel=1e-9, abs=1e-15)
+    return float(np.mean(covered))
+
+
+@pytest.mark.parametrize("seed,kind,census,metric,old", [(19, "splits", "split", "good_split_distance", 0.78),
+                                                         (13, "both", "merge", "good_merge_distance", 0.86)])
+def test_a_census_cell_whose_peoples_draws_all_agree_keeps_a_width(seed, kind, census, metric, old):
+    """A model that says "same" too often chose the people's tasks: a census stratum's model-"same" cell
+    hides a few "different" pairs that the people's draws of it often all miss. One interval on the
+    stratum's share (Agresti–Coull on its n*) then took its width from the other cells alone and
+    covered ``old`` (300 samples); each drawn cell's share from its own posterior covers (measured
+    96.0% and 97.7%; at least 90% over these 200)."""
+    assert _people_only_coverage(seed, kind, census, metric, 200) >= 0.9

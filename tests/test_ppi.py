@@ -722,28 +722,44 @@ def test_a_rate_whose_peoples_pairs_hold_no_different_keeps_an_interval_that_cov
     assert zero >= 20 and np.mean(covered) >= 0.9, (zero, np.mean(covered))
 
 
+def samples_by_answers(seed: int, kind: str, census: str, samples: int):
+    """A simulated world ``(base, exp, items)``, its diff and overall numbers, and its samples (300
+    pairs each, the stratum ``census`` a census), each with the truth's judgements, the answers of a
+    model that says "same" too often and the people's 150 tasks chosen by them: ``(ss, true, model,
+    tasks, cells)``."""
+    from test_recall_lift import _judge, sim_world
+    from test_quality import dicts
+    from abcde.core.diff import build_diff
+    from abcde.core.inputs import Inputs
+    from abcde.metrics.impact import overall
+
+    world = sim_world(seed, kind)
+    t = dicts(*world)[3]
+    d = build_diff(Inputs(world[0], world[1], items=world[2]))
+    o = overall(d)
+
+    def each():
+        for k, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(samples),
+                                                      total_weight=o["total_weight"], batch=100)):
+            assert census in ss.census
+            true = _judge(ss, t)
+            model = _model(true, accuracy=0.9, same_bias=0.4)
+            tasks, cells = _tasks_by_answers(ss, k, 150, model)
+            yield ss, true, model, tasks, cells
+
+    return world, d, o, each()
+
+
 def _coverage_by_answers(seed: int, kind: str, census: str, metric: str, samples: int) -> float:
     """The share of samples (300 pairs) of a simulated world whose model + people interval of
     ``metric`` holds the truth: people judge 150 tasks chosen by the answers of a model that says
     "same" too often; the stratum ``census`` is a census."""
     from test_quality import dicts, truth_metrics
-    from test_recall_lift import _judge, sim_world
-    from abcde.core.diff import build_diff
-    from abcde.core.inputs import Inputs
-    from abcde.metrics.impact import overall
 
-    base, exp, items = sim_world(seed, kind)
-    b, e, w, t = dicts(base, exp, items)
-    truth = truth_metrics(b, e, w, t)[metric]
-    d = build_diff(Inputs(base, exp, items=items))
-    o = overall(d)
+    world, d, o, each = samples_by_answers(seed, kind, census, samples)
+    truth = truth_metrics(*dicts(*world))[metric]
     covered = []
-    for k, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(samples), total_weight=o["total_weight"],
-                                                  batch=100)):
-        assert census in ss.census
-        true = _judge(ss, t)
-        model = _model(true, accuracy=0.9, same_bias=0.4)
-        tasks, cells = _tasks_by_answers(ss, k, 150, model)
+    for ss, true, model, tasks, cells in each:
         r = combined_stratified(ss, {p: v for p, v in true.items() if p in tasks}, model, tasks, cells=cells,
                                 split_rate=o["split_rate"], merge_rate=o["merge_rate"])
         lo, hi = getattr(r, metric).confidence_interval()

@@ -80,8 +80,15 @@ In a census stratum a cell is judged whole (as above, exactly) or its people's t
 pair weight with replacement (``Cells.drawn``): its part is ``M_c·p̂_c`` with ``M_c`` the cell's exact
 weight and ``p̂_c = Σ t·ρ·g / Σ t·ρ`` over its draws (``t`` times drawn, ``ρ = (r_a + r_b)/2``), a
 ratio of Hansen–Hurwitz estimates, variance ``M_c²·k/(k − 1)·Σ t·ρ²(g − p̂_c)²/(Σ t·ρ)²``; the cells
-add up, and the interval is Agresti–Coull's on the stratum's share (a Jeffreys floor per drawn cell
-when nothing varies).
+add up. The interval is read off draws: each drawn cell's share from its modified Jeffreys posterior
+on ``n*_c = p̂(1 − p̂)/Var(p̂)`` (its draws' Kish size when they all agree;
+:func:`abcde.quality.result.share_draws`), the cells judged whole by a normal of their variance
+(:func:`cells_deviation`), the ``Φ(∓q)`` quantiles of the total (:class:`CellsInterval`). One
+Agresti–Coull interval on the stratum's share, as before, took its width from the cells that vary:
+a model-"same" cell whose people's draws all missed its few "different" pairs added none, and
+GoodSplitDistance covered 78% (a model that says "same" too often, splits world 19), GoodMergeDistance
+86% (both world 13); 96% and 97.7% now. GoodDistance and BadDistance then add their split and merge
+parts' intervals by MOVER (:class:`MoverSum`).
 
 Where the exact facts come from
 -------------------------------
@@ -104,7 +111,8 @@ import pyarrow as pa
 from abcde.errors import InputError
 from abcde.sampling.allocation import pair_class_of_draws
 from abcde.samples.facts import KINDS, DistanceFacts
-from abcde.quality.result import DistanceEstimates, Estimate, agresti_coull_of
+from abcde.quality.result import (DRAWS, SEED, DistanceEstimates, Estimate, agresti_coull_of, quantiles_holding,
+                                 share_draws)
 from abcde.quality.stratified import census_total
 
 # ----------------------------------------------------------------------------- one part
@@ -169,15 +177,13 @@ def _census_part(name: str, total: float, draws: pa.Table, by_pair: dict, weight
 @dataclass(frozen=True)
 class CellsCensus:
     """A census stratum's total ``Σ weights·y`` when the people's tasks were chosen by the model's
-    answers (:func:`census_cells_total`): ``total``, its ``var``, ``floor`` (the variance with each
-    drawn cell's Jeffreys floor, for an interval when nothing varies), the judged draws ``n``, the
+    answers (:func:`census_cells_total`): ``total``, its ``var``, the judged draws ``n``, the
     feasible range ``[lo, hi]``, the stratum's weight ``M`` and the cells with no usable judgement;
     ``drawn``: each drawn cell's ``(M_c, p̂_c, Var(p̂_c), k_eff)`` (its people's draws a sample of it),
     and ``whole_var`` the variance of the cells judged whole (their unsure pairs)."""
 
     total: float
     var: float
-    floor: float
     n: int
     lo: float
     hi: float
@@ -208,7 +214,7 @@ def census_cells_total(draws: pa.Table, by_pair: dict, weights: np.ndarray, cell
     pw = np.asarray(draws.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float)
     of = np.asarray([cells.get(p, "") for p in pids], dtype=object)
     M = float(weights[keep].sum())
-    t = var = floor = lo = hi = whole = 0.0
+    t = var = lo = hi = whole = 0.0
     n, missing, parts = 0, [], []
     for c in dict.fromkeys(of[keep].tolist()):
         m = keep & (of == c)
@@ -230,10 +236,8 @@ def census_cells_total(draws: pa.Table, by_pair: dict, weights: np.ndarray, cell
             k = float(tk.sum())
             vp = k / (k - 1.0) * float((tk * (rho * (y - p)) ** 2).sum()) / (sr * sr) if k > 1 else math.nan
             k_eff = sr * sr / float((tk * rho * rho).sum())
-            pt = (k_eff * p + 0.5) / (k_eff + 1.0)  # Jeffreys' half a success and half a failure
             t += Mc * p
             var += Mc * Mc * vp
-            floor += Mc * Mc * max(vp if math.isfinite(vp) else 0.0, pt * (1.0 - pt) / k_eff)
             n += len(got)
             parts.append((Mc, p, vp, k_eff))
             continue
@@ -245,20 +249,54 @@ def census_cells_total(draws: pa.Table, by_pair: dict, weights: np.ndarray, cell
         if not math.isfinite(tc):
             missing.append(c)
             continue
-        t, var, floor, n, whole = t + tc, var + vc, floor + vc, n + nc, whole + vc
-    return CellsCensus(t, var, floor, n, lo, hi, M, tuple(missing), tuple(parts), whole)
+        t, var, n, whole = t + tc, var + vc, n + nc, whole + vc
+    return CellsCensus(t, var, n, lo, hi, M, tuple(missing), tuple(parts), whole)
+
+
+def cells_deviation(rng: np.random.Generator, size: int, drawn: tuple, whole_var: float) -> np.ndarray:
+    """``size`` draws of how far a census stratum's total by the model's cells (:class:`CellsCensus`)
+    may lie from its estimate, from what its judgements say: each drawn cell's ``M_c·(P_c − p̂_c)``,
+    ``P_c`` from its share's posterior (:func:`abcde.quality.result.share_draws`) on ``n*_c = p̂(1 −
+    p̂)/Var(p̂)`` (its draws' Kish size ``k_eff`` when they all agree), plus a normal of the cells judged
+    whole's variance ``whole_var``; the cells independently."""
+    x = np.zeros(size)
+    for mc, p, vp, k_eff in drawn:
+        n = p * (1.0 - p) / vp if 0.0 < p < 1.0 and math.isfinite(vp) and vp > 0 else k_eff
+        x += mc * (share_draws(rng, p, n, size) - p)
+    if math.isfinite(whole_var) and whole_var > 0:
+        x += rng.normal(0.0, math.sqrt(whole_var), size)
+    return x
+
+
+class CellsInterval:
+    """The interval of ``scale·`` a census stratum's total by the model's cells, from draws: the
+    ``Φ(∓z)`` quantiles of ``value + scale·``:func:`cells_deviation` (:data:`DRAWS` of them, a fixed
+    seed), inside ``bounds``, holding ``value``; each quantile's drawn once; picklable."""
+
+    def __init__(self, value: float, scale: float, drawn: tuple, whole_var: float, bounds: tuple):
+        self.value, self.scale, self.drawn, self.whole_var, self.bounds = value, scale, drawn, whole_var, bounds
+        self.ends = {}
+
+    def __call__(self, z: float) -> tuple[float, float]:
+        if z not in self.ends:
+            dev = cells_deviation(np.random.default_rng(SEED), DRAWS, self.drawn, self.whole_var)
+            x = np.clip(self.value + self.scale * dev, *self.bounds)
+            self.ends[z] = quantiles_holding(x, self.value, z)
+        return self.ends[z]
 
 
 def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, weights: np.ndarray, cells, *,
                        good_same: bool, want_good: bool, method: str, what: str) -> Estimate:
     """A census stratum's part when the people's tasks were chosen by the model's answers
-    (:func:`census_cells_total`). The interval is Agresti–Coull's on the stratum's share ``Σ/M``
-    with ``n* = p̂(1 − p̂)/Var``; when nothing varies, each drawn cell's Jeffreys variance."""
+    (:func:`census_cells_total`). With a drawn cell the interval is read off draws of each drawn
+    cell's share (:class:`CellsInterval`); with every cell judged whole, Agresti–Coull's on the
+    stratum's share ``Σ/M`` with ``n* = p̂(1 − p̂)/Var`` (its pairs left unsure), ``± q·SE`` when it
+    is 0 or 1, exact when nothing is left."""
     if total == 0 or not (weights > 0).any():
         return Estimate(name, 0.0, 0.0, 0, method=method, note=f"no {what}s: the {what} distance is 0",
                         bounds=(0.0, 0.0))
     c = census_cells_total(draws, by_pair, weights, cells, want_same=good_same == want_good)
-    t, var, floor, n, lo, hi, M, missing = c.total, c.var, c.floor, c.n, c.lo, c.hi, c.M, c.missing
+    t, var, n, lo, hi, M, missing = c.total, c.var, c.n, c.lo, c.hi, c.M, c.missing
     bounds = (total * lo / M, total * hi / M)
     if missing:
         return Estimate(name, math.nan, math.nan, n, method=method, bounds=bounds,
@@ -266,22 +304,39 @@ def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, 
                              f"{', '.join(missing)}")
     value, p = total * t / M, t / M
     se = total * math.sqrt(var) / M if math.isfinite(var) else math.nan
+    if c.drawn:
+        return Estimate(name, value, se, n, method=method, bounds=bounds,
+                        interval_of=CellsInterval(value, total / M, c.drawn, c.whole_var, bounds))
     if math.isfinite(var) and var > 0 and 0.0 < p < 1.0:
         # Agresti–Coull's on the stratum's share, as a sampled stratum's (n* = p̂(1 − p̂)/Var(p̂))
         n_eff = p * (1.0 - p) * M * M / var
         pt, ise = agresti_coull_of(n_eff * p, n_eff)
         return Estimate(name, value, se, n, method=method, bounds=bounds, centre=total * pt,
                         interval_se=total * ise)
-    # nothing varies: every cell judged whole (exact), or each drawn cell's Jeffreys floor
-    return Estimate(name, value, se, n, method=method, bounds=bounds, centre=value,
-                    interval_se=total * math.sqrt(floor) / M)
+    return Estimate(name, value, se, n, method=method, bounds=bounds)
+
+
+class MoverSum:
+    """The interval of ``a + b``, two independent estimates, from theirs at the same quantile by MOVER
+    (Zou & Donner 2008: the distances from each estimate to its interval's ends, added in
+    quadrature); picklable."""
+
+    def __init__(self, a: Estimate, b: Estimate):
+        self.a, self.b = a, b
+
+    def __call__(self, z: float) -> tuple[float, float]:
+        (la, ha), (lb, hb) = self.a.interval_at(z), self.b.interval_at(z)
+        va, vb = self.a.value, self.b.value
+        return (va + vb - math.hypot(va - la, vb - lb), va + vb + math.hypot(ha - va, hb - vb))
 
 
 def sum_estimate(name: str, a: Estimate, b: Estimate) -> Estimate:
     """``a + b`` of two independent estimates: variances add, and so do the interval's parts
     (centre and per-quantile half-width) and the feasible ranges. The parts' shifted centres add up
     while their half-widths add in quadrature: where that leaves the sum outside its interval, the
-    interval is widened to reach it (:meth:`Estimate.confidence_interval`, issue 38)."""
+    interval is widened to reach it (:meth:`Estimate.confidence_interval`, issue 38). A part whose
+    interval is its own (a census stratum by the model's cells): the two added by MOVER
+    (:class:`MoverSum`)."""
     method = a.method if a.method == b.method else f"{a.method}; {b.method}"
     notes = "; ".join(e.note for e in (a, b) if e.note and not e.defined)
     bounds = (a.bounds[0] + b.bounds[0], a.bounds[1] + b.bounds[1]) if a.bounds and b.bounds else None
@@ -296,6 +351,9 @@ def sum_estimate(name: str, a: Estimate, b: Estimate) -> Estimate:
         return e.interval_se if e.interval_se is not None else e.standard_error
 
     se = math.sqrt(a.standard_error ** 2 + b.standard_error ** 2)
+    if a.interval_of is not None or b.interval_of is not None:  # a part's interval of its own: added by MOVER
+        return Estimate(name, a.value + b.value, se, a.n_judgements + b.n_judgements, method=method,
+                        bounds=bounds, interval_of=MoverSum(a, b))
     return Estimate(name, a.value + b.value, se, a.n_judgements + b.n_judgements, method=method, bounds=bounds,
                     centre=centre(a) + centre(b), interval_se=math.sqrt(ise(a) ** 2 + ise(b) ** 2))
 

@@ -88,14 +88,14 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 import pyarrow as pa
 
 from abcde.errors import InputError
-from abcde.quality.distances import cell_ratio_estimate, census_cells_total, judged_draws, ratio_estimate
-from abcde.quality.result import Estimate
+from abcde.quality.distances import (cell_ratio_estimate, cells_deviation, census_cells_total, judged_draws,
+                                     ratio_estimate)
+from abcde.quality.result import DRAWS, SEED, Estimate, quantiles_holding, share_draws
 from abcde.quality.stratified import census_total
 from abcde.samples.facts import DistanceFacts, RecallFacts
 
@@ -140,41 +140,17 @@ class _Part:
     def draws(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` draws of the part's total from what its judgements say of it (:func:`posterior_interval`):
         a sampled stratum's ``M·P``, ``P`` its share's posterior on ``n*`` judgements
-        (:func:`share_draws`); a census stratum by the model's cells its total moved by each drawn
-        cell's ``M_c·(P_c − p̂_c)`` (``n*_c = p̂(1 − p̂)/Var``, ``k_eff`` when its draws all agree) and the
-        cells judged whole by a normal of their variance; another census stratum its total plus a
+        (:func:`abcde.quality.result.share_draws`); a census stratum by the model's cells its total
+        plus :func:`abcde.quality.distances.cells_deviation`; another census stratum its total plus a
         normal of its variance; all inside the part's range. Exact: its total."""
         if self.exact:
             return np.full(size, self.total)
         if self.share is not None:
             return self.hi * share_draws(rng, self.share, self.n_eff, size)
-        x = np.full(size, self.total)
-        var = self.whole_var if self.cells else self.var
-        sd = math.sqrt(var) if math.isfinite(var) and var > 0 else 0.0
-        for mc, p, vp, k_eff in self.cells:
-            n = p * (1.0 - p) / vp if 0.0 < p < 1.0 and math.isfinite(vp) and vp > 0 else k_eff
-            x += mc * (share_draws(rng, p, n, size) - p)
-        if sd > 0:
-            x += rng.normal(0.0, sd, size)
-        return np.clip(x, self.lo, self.hi)
-
-
-def share_draws(rng: np.random.Generator, p: float, n: float, size: int) -> np.ndarray:
-    """``size`` draws of a share ``p̂`` of ``n`` (effective) judgements from its modified Jeffreys
-    posterior (Brown, Cai & DasGupta 2001): ``Beta(n·p̂ + ½, n·(1 − p̂) + ½)``; when every judgement
-    agrees, ``Beta(n, 1)`` (``p̂ = 1``) or ``Beta(1, n)`` (``p̂ = 0``), whose 2.5% quantile
-    ``0.025^(1/n)`` is the modified interval's end: Jeffreys' own stays too close to 1 (the lift of a
-    world whose census cell of share 0.97 people saw all "same" in 22% of samples covered 77%).
-    ``n`` infinite: ``p̂`` exactly; none: anywhere in [0, 1]."""
-    if n == math.inf:
-        return np.full(size, p)
-    if not n > 0:
-        return rng.random(size)
-    if p >= 1.0:
-        return rng.beta(n, 1.0, size)
-    if p <= 0.0:
-        return rng.beta(1.0, n, size)
-    return rng.beta(n * p + 0.5, n * (1.0 - p) + 0.5, size)
+        if self.cells:
+            return np.clip(self.total + cells_deviation(rng, size, self.cells, self.whole_var), self.lo, self.hi)
+        sd = math.sqrt(self.var) if math.isfinite(self.var) and self.var > 0 else 0.0
+        return np.clip(self.total + rng.normal(0.0, sd, size), self.lo, self.hi)
 
 
 def _sampled_part(mass: float, j, mask=None) -> _Part:
@@ -236,12 +212,6 @@ def _lift_of(t: dict) -> float:
     return math.inf if tm > 0 else math.nan
 
 
-#: Draws of the strata's totals behind the lift's interval, and the seed they are drawn with: the same
-#: judgements give the same interval (the quantiles' Monte Carlo error, about 0.1% of the tail's
-#: probability, is far below the interval's own).
-DRAWS, SEED = 20_000, 20240901
-
-
 def posterior_interval(parts: dict, lam: float, z: float) -> tuple[float, float]:
     """Λ's interval at quantile ``z``: the ``Φ(−z)`` and ``Φ(z)`` quantiles of Λ over :data:`DRAWS` draws
     of the strata's totals, each from its own judgements (:meth:`_Part.draws`; the strata are
@@ -261,10 +231,7 @@ def posterior_interval(parts: dict, lam: float, z: float) -> tuple[float, float]
     lift = lift[~np.isnan(lift)]
     if not len(lift):
         return -math.inf, math.inf
-    a = NormalDist().cdf(-z)
-    lo = float(np.quantile(lift, a, method="lower"))
-    hi = float(np.quantile(lift, 1.0 - a, method="higher"))
-    return min(lo, lam), max(hi, lam)
+    return quantiles_holding(lift, lam, z)
 
 
 class _PosteriorInterval:

@@ -7,6 +7,7 @@ import functools
 import html
 import math
 from dataclasses import dataclass, field
+from statistics import NormalDist
 
 import numpy as np
 
@@ -87,6 +88,43 @@ def wilson_mover(parts, z: float) -> tuple[float, float]:
             down += (s * (p - lo)) ** 2
             up += (s * (hi - p)) ** 2
     return down, up
+
+
+#: Draws behind an interval read off draws (the recall lift's, a census stratum's by the model's cells),
+#: and the seed they are drawn with: the same judgements give the same interval (the quantiles' Monte
+#: Carlo error, about 0.1% of the tail's probability, is far below the interval's own).
+DRAWS, SEED = 20_000, 20240901
+
+
+def share_draws(rng: np.random.Generator, p: float, n: float, size: int) -> np.ndarray:
+    """``size`` draws of a share ``p̂`` of ``n`` (effective) judgements from its modified Jeffreys
+    posterior (Brown, Cai & DasGupta 2001): ``Beta(n·p̂ + ½, n·(1 − p̂) + ½)``; when every judgement
+    agrees, ``Beta(n, 1)`` (``p̂ = 1``) or ``Beta(1, n)`` (``p̂ = 0``), whose 2.5% quantile
+    ``0.025^(1/n)`` is the modified interval's end: Jeffreys' own stays too close to 1 (the lift of a
+    world whose census cell of share 0.97 people saw all "same" in 22% of samples covered 77%).
+    ``n`` infinite: ``p̂`` exactly; none: anywhere in [0, 1]. A share above ½ is drawn as 1 − its
+    complement's draws, so a share and its complement (Good's and Bad's) mirror each other draw by
+    draw, not only in distribution."""
+    if n == math.inf:
+        return np.full(size, p)
+    if not n > 0:
+        return rng.random(size)
+    if p > 0.5:
+        return 1.0 - share_draws(rng, 1.0 - p, n, size)
+    if p <= 0.0:
+        return rng.beta(1.0, n, size)
+    return rng.beta(n * p + 0.5, n * (1.0 - p) + 0.5, size)
+
+
+def quantiles_holding(x: np.ndarray, value: float, z: float) -> tuple[float, float]:
+    """The ``Φ(−z)`` and ``Φ(z)`` quantiles of draws ``x`` (each a draw, never between two: an infinite
+    draw stays infinite), widened to hold ``value``; ``(−∞, ∞)`` when there are none."""
+    if not len(x):
+        return -math.inf, math.inf
+    a = NormalDist().cdf(-z)
+    lo = float(np.quantile(x, a, method="lower"))
+    hi = float(np.quantile(x, 1.0 - a, method="higher"))
+    return min(lo, value), max(hi, value)
 
 
 def clip(interval: tuple[float, float], bounds: tuple[float, float] | None) -> tuple[float, float]:
@@ -185,7 +223,10 @@ class Estimate:
                 f"The 'confidence_level' parameter of confidence_interval must be in (0, 1). "
                 f"Got {confidence_level} instead."
             )
-        z = quantile(self.n_judgements, confidence_level)
+        return self.interval_at(quantile(self.n_judgements, confidence_level))
+
+    def interval_at(self, z: float) -> tuple[float, float]:
+        """The interval at quantile ``z`` (:meth:`confidence_interval`'s, whose ``z`` is Student t's)."""
         if not self.defined:
             return (math.nan, math.nan)
         if self.interval_of is not None:  # an interval of its own (the recall lift's, from draws), holding the value
