@@ -496,14 +496,14 @@ def test_a_census_part_by_cells_reads_its_interval_off_each_drawn_cells_posterio
     the posterior's 2.5% and 97.5% quantiles (at z = 1.96), inside the range; a cell whose draws all
     agree, Beta(k_eff, 1)."""
     from scipy.stats import beta
-    from abcde.quality.distances import CellsInterval
+    from abcde.quality.distances import cells_interval
 
     scale, value = 0.5, 0.5 * (0.01 + 0.004 * 0.9)
-    got = CellsInterval(value, scale, ((0.004, 0.9, 0.0009, 30.0),), 0.0, (0.0, 1.0))(1.96)
+    got = cells_interval(value, scale, ((0.004, 0.9, 0.0009, 30.0),), 0.0, (0.0, 1.0))(1.96)
     q = beta.ppf([0.025, 0.975], 100 * 0.9 + 0.5, 100 * 0.1 + 0.5)  # n* = 0.9 · 0.1 / 0.0009 = 100
     want = tuple(value + scale * 0.004 * (x - 0.9) for x in q)
     assert got == pytest.approx(want, abs=0.03 * (want[1] - want[0]))
-    got = CellsInterval(value, scale, ((0.004, 1.0, 0.0, 12.5),), 0.0, (0.0, value))(1.96)
+    got = cells_interval(value, scale, ((0.004, 1.0, 0.0, 12.5),), 0.0, (0.0, value))(1.96)
     assert got[1] == value  # the range's end: nothing above
     assert got[0] == pytest.approx(value + scale * 0.004 * (0.025 ** (1 / 12.5) - 1.0), rel=0.03)
 

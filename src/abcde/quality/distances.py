@@ -83,7 +83,7 @@ ratio of Hansen–Hurwitz estimates, variance ``M_c²·k/(k − 1)·Σ t·ρ²(g
 add up. The interval is read off draws: each drawn cell's share from its modified Jeffreys posterior
 on ``n*_c = p̂(1 − p̂)/Var(p̂)`` (its draws' Kish size when they all agree;
 :func:`abcde.quality.result.share_draws`), the cells judged whole by a normal of their variance
-(:func:`cells_deviation`), the ``Φ(∓q)`` quantiles of the total (:class:`CellsInterval`). One
+(:func:`cells_deviation`), the ``Φ(∓q)`` quantiles of the total (:func:`cells_interval`). One
 Agresti–Coull interval on the stratum's share, as before, took its width from the cells that vary:
 a model-"same" cell whose people's draws all missed its few "different" pairs added none, and
 GoodSplitDistance covered 78% (a model that says "same" too often, splits world 19), GoodMergeDistance
@@ -101,6 +101,7 @@ again when their fingerprints are unchanged (:func:`abcde.quality.exact_facts.sa
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -111,8 +112,7 @@ import pyarrow as pa
 from abcde.errors import InputError
 from abcde.sampling.allocation import pair_class_of_draws
 from abcde.samples.facts import KINDS, DistanceFacts
-from abcde.quality.result import (DRAWS, SEED, DistanceEstimates, Estimate, agresti_coull_of, quantiles_holding,
-                                 share_draws)
+from abcde.quality.result import DistanceEstimates, DrawnInterval, Estimate, agresti_coull_of, share_draws
 from abcde.quality.stratified import census_total
 
 # ----------------------------------------------------------------------------- one part
@@ -268,28 +268,23 @@ def cells_deviation(rng: np.random.Generator, size: int, drawn: tuple, whole_var
     return x
 
 
-class CellsInterval:
-    """The interval of ``scale·`` a census stratum's total by the model's cells, from draws: the
-    ``Φ(∓z)`` quantiles of ``value + scale·``:func:`cells_deviation` (:data:`DRAWS` of them, a fixed
-    seed), inside ``bounds``, holding ``value``; each quantile's drawn once; picklable."""
+def cells_draws(value: float, scale: float, drawn: tuple, whole_var: float, bounds: tuple,
+                rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` draws of ``value + scale·`` :func:`cells_deviation` (``scale·`` a census stratum's total by
+    the model's cells), inside ``bounds``."""
+    return np.clip(value + scale * cells_deviation(rng, size, drawn, whole_var), *bounds)
 
-    def __init__(self, value: float, scale: float, drawn: tuple, whole_var: float, bounds: tuple):
-        self.value, self.scale, self.drawn, self.whole_var, self.bounds = value, scale, drawn, whole_var, bounds
-        self.ends = {}
 
-    def __call__(self, z: float) -> tuple[float, float]:
-        if z not in self.ends:
-            dev = cells_deviation(np.random.default_rng(SEED), DRAWS, self.drawn, self.whole_var)
-            x = np.clip(self.value + self.scale * dev, *self.bounds)
-            self.ends[z] = quantiles_holding(x, self.value, z)
-        return self.ends[z]
+def cells_interval(value: float, scale: float, drawn: tuple, whole_var: float, bounds: tuple) -> DrawnInterval:
+    """The interval of :func:`cells_draws`: their ``Φ(∓z)`` quantiles, holding ``value``."""
+    return DrawnInterval(functools.partial(cells_draws, value, scale, drawn, whole_var, bounds), value)
 
 
 def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, weights: np.ndarray, cells, *,
                        good_same: bool, want_good: bool, method: str, what: str) -> Estimate:
     """A census stratum's part when the people's tasks were chosen by the model's answers
     (:func:`census_cells_total`). With a drawn cell the interval is read off draws of each drawn
-    cell's share (:class:`CellsInterval`); with every cell judged whole, Agresti–Coull's on the
+    cell's share (:func:`cells_interval`); with every cell judged whole, Agresti–Coull's on the
     stratum's share ``Σ/M`` with ``n* = p̂(1 − p̂)/Var`` (its pairs left unsure), ``± q·SE`` when it
     is 0 or 1, exact when nothing is left."""
     if total == 0 or not (weights > 0).any():
@@ -306,7 +301,7 @@ def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, 
     se = total * math.sqrt(var) / M if math.isfinite(var) else math.nan
     if c.drawn:
         return Estimate(name, value, se, n, method=method, bounds=bounds,
-                        interval_of=CellsInterval(value, total / M, c.drawn, c.whole_var, bounds))
+                        interval_of=cells_interval(value, total / M, c.drawn, c.whole_var, bounds))
     if math.isfinite(var) and var > 0 and 0.0 < p < 1.0:
         # Agresti–Coull's on the stratum's share, as a sampled stratum's (n* = p̂(1 − p̂)/Var(p̂))
         n_eff = p * (1.0 - p) * M * M / var

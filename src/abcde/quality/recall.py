@@ -46,7 +46,7 @@ delta method gives::
     Var(Λ̂) = (Var(T̂_merge) + (1 + Λ̂)²·Var(T̂_split) + Λ̂²·Var(T̂_both)) / (T̂_both + T̂_split)²
 
 The interval is read off draws of the strata's totals, each drawn from what its own judgements say
-of it, the strata independently (:func:`posterior_interval`): a sampled stratum's ``M_s·P``, ``P``
+of it, the strata independently (:func:`lift_draws`): a sampled stratum's ``M_s·P``, ``P``
 from its share's modified Jeffreys posterior (Brown, Cai & DasGupta 2001) on the effective number of
 judgements ``n* = p̂(1 − p̂)/Var(p̂)`` (Kish's ``(Σr)²/Σr²`` when every judgement agrees, so it keeps a
 width), ``Beta(n*·p̂ + ½, n*·(1 − p̂) + ½)``, and when every judgement agrees ``Beta(n*, 1)`` (or
@@ -86,6 +86,7 @@ judge more densely was 10% off). The model's judgements are not used for the lif
 from __future__ import annotations
 
 import itertools
+import functools
 import math
 from dataclasses import dataclass
 
@@ -95,7 +96,7 @@ import pyarrow as pa
 from abcde.errors import InputError
 from abcde.quality.distances import (cell_ratio_estimate, cells_deviation, census_cells_total, judged_draws,
                                      ratio_estimate)
-from abcde.quality.result import DRAWS, SEED, Estimate, quantiles_holding, share_draws
+from abcde.quality.result import DrawnInterval, Estimate, share_draws
 from abcde.quality.stratified import census_total
 from abcde.samples.facts import DistanceFacts, RecallFacts
 
@@ -138,7 +139,7 @@ class _Part:
     whole_var: float = 0.0  # ... and the variance of its cells judged whole
 
     def draws(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        """``size`` draws of the part's total from what its judgements say of it (:func:`posterior_interval`):
+        """``size`` draws of the part's total from what its judgements say of it (:func:`lift_draws`):
         a sampled stratum's ``M·P``, ``P`` its share's posterior on ``n*`` judgements
         (:func:`abcde.quality.result.share_draws`); a census stratum by the model's cells its total
         plus :func:`abcde.quality.distances.cells_deviation`; another census stratum its total plus a
@@ -212,39 +213,23 @@ def _lift_of(t: dict) -> float:
     return math.inf if tm > 0 else math.nan
 
 
-def posterior_interval(parts: dict, lam: float, z: float) -> tuple[float, float]:
-    """Λ's interval at quantile ``z``: the ``Φ(−z)`` and ``Φ(z)`` quantiles of Λ over :data:`DRAWS` draws
-    of the strata's totals, each from its own judgements (:meth:`_Part.draws`; the strata are
-    sampled independently), widened to hold Λ̂.
+def lift_draws(parts: dict, rng: np.random.Generator, size: int) -> np.ndarray:
+    """``size`` draws of Λ from draws of the strata's totals, each from its own judgements
+    (:meth:`_Part.draws`; the strata are sampled independently), those where Λ is undefined left out:
+    the lift's interval is their ``Φ(∓q)`` quantiles, holding Λ̂
+    (:class:`abcde.quality.result.DrawnInterval`).
 
     Why draws, not each stratum's interval added by MOVER (Zou & Donner 2008), as before: adding the
     ends' distances in quadrature overstates the tail of a sum of skewed parts (two exponentials:
     3.80 for a 97.5% distance of 3.57), and a census stratum by the model's cells is itself a sum of
     skewed cells near a share of 1. There MOVER covered 97.8% (splits worlds, 80% model, 12 × 300
     samples) where the draws cover 96.3%."""
-    rng = np.random.default_rng(SEED)
-    t = {k: parts[k].draws(rng, DRAWS) for k in RECALL_STRATA}
+    t = {k: parts[k].draws(rng, size) for k in RECALL_STRATA}
     den = sum(t[k] for k in BOTH) + t["split"]
     num = t["merge"] - t["split"]
     with np.errstate(divide="ignore", invalid="ignore"):
         lift = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.where(num > 0, math.inf, math.nan))
-    lift = lift[~np.isnan(lift)]
-    if not len(lift):
-        return -math.inf, math.inf
-    return quantiles_holding(lift, lam, z)
-
-
-class _PosteriorInterval:
-    """Λ̂'s :func:`posterior_interval` as a function of the quantile, each quantile's drawn once (the
-    verdict, the tables and the JSON ask again); picklable, as a result holding it is."""
-
-    def __init__(self, parts: dict, lam: float):
-        self.parts, self.lam, self.drawn = parts, lam, {}
-
-    def __call__(self, z: float) -> tuple[float, float]:
-        if z not in self.drawn:
-            self.drawn[z] = posterior_interval(self.parts, self.lam, z)
-        return self.drawn[z]
+    return lift[~np.isnan(lift)]
 
 
 def lift_estimate(parts: dict, *, method: str, name: str = "recall_lift") -> tuple[Estimate, bool]:
@@ -277,7 +262,7 @@ def lift_estimate(parts: dict, *, method: str, name: str = "recall_lift") -> tup
         return Estimate(name, lam, 0.0, n, method=method, bounds=(lam, lam), centre=lam, interval_se=0.0,
                         exact=True), True
     return Estimate(name, lam, se, n, method=method, bounds=bounds,
-                    interval_of=_PosteriorInterval(parts, lam)), False
+                    interval_of=DrawnInterval(functools.partial(lift_draws, parts), lam)), False
 
 
 def _bounds(parts: dict) -> tuple[float, float]:

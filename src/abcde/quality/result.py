@@ -127,6 +127,22 @@ def quantiles_holding(x: np.ndarray, value: float, z: float) -> tuple[float, flo
     return min(lo, value), max(hi, value)
 
 
+class DrawnInterval:
+    """An interval read off draws (an :class:`Estimate`'s ``interval_of``): at quantile ``z``, the
+    ``Φ(∓z)`` quantiles (:func:`quantiles_holding`) of ``draw(rng, DRAWS)`` drawn with the fixed
+    :data:`SEED`, holding ``value``; each quantile's drawn once (the verdict, the tables and the JSON
+    ask again). Picklable when ``draw`` is (a ``functools.partial`` of a module's function), as a
+    result holding it is."""
+
+    def __init__(self, draw, value: float):
+        self.draw, self.value, self.ends = draw, value, {}
+
+    def __call__(self, z: float) -> tuple[float, float]:
+        if z not in self.ends:
+            self.ends[z] = quantiles_holding(self.draw(np.random.default_rng(SEED), DRAWS), self.value, z)
+        return self.ends[z]
+
+
 def clip(interval: tuple[float, float], bounds: tuple[float, float] | None) -> tuple[float, float]:
     """``interval`` cut to ``bounds`` (a feasible range; None: unchanged).
 
@@ -186,8 +202,9 @@ class Estimate:
         (``to_dict`` then carries no ``exact``).
     interval_of
         A function of the quantile giving the interval's ends, for an estimate whose interval is built
-        from its parts' (the recall lift's, :func:`abcde.quality.recall.posterior_interval`); the interval
-        is widened to hold ``value`` and cut to ``bounds``.
+        from its parts' (read off draws, :class:`DrawnInterval`: the recall lift's, a distance's census
+        stratum by the model's cells; by MOVER: a rate by the model's cells, a sum of distances); the
+        interval is widened to hold ``value`` and cut to ``bounds``.
     """
 
     metric: str
@@ -229,7 +246,7 @@ class Estimate:
         """The interval at quantile ``z`` (:meth:`confidence_interval`'s, whose ``z`` is Student t's)."""
         if not self.defined:
             return (math.nan, math.nan)
-        if self.interval_of is not None:  # an interval of its own (the recall lift's, from draws), holding the value
+        if self.interval_of is not None:  # an interval of its own (from draws, or by MOVER), holding the value
             lo, hi = self.interval_of(z)
             lo, hi = min(lo, self.value), max(hi, self.value)
         elif self.centre is not None and self.interval_se is not None and math.isfinite(self.interval_se):
