@@ -123,6 +123,9 @@ class DiffCache:
     stratum_populations: dict[str, tuple] = field(default_factory=dict)  # quality.stratified.stratum_populations
     link_masses: dict[float, dict] = field(default_factory=dict)  # metrics.impact.link_masses, by weight(T)
     agreed_population: tuple | None = None  # sampling.pairs.agreed_population: (population, rows)
+    cell_sums: object | None = None  # sampling.cells.cell_sums: a CellSums
+    agreed_groups: object | None = None  # sampling.cells.agreed_groups: an AgreedGroups
+    agreed_cells: dict = field(default_factory=dict)  # sampling.agreed: fetched groups and cells
 
 
 @dataclass

@@ -20,7 +20,7 @@ from abcde.core.diff import build_diff
 from abcde.core.inputs import Inputs
 from abcde.engine import Engine
 from abcde.errors import InputError
-from abcde.metrics.impact import check_slice_columns, link_masses, overall, private
+from abcde.metrics.impact import check_slice_columns, overall, private
 from abcde.quality.exact_facts import distance_facts
 from abcde.samples.facts import drawn_items, facts_record
 from abcde.samples.judgements import judgement_files, load_judgements
@@ -34,6 +34,8 @@ from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA, agreed_shar
 from abcde.sampling.stratified import sample_agreed, sample_stratified, slice_self_terms
 from abcde.quality.stratified import stratum_sigmas
 from abcde.sampling.allocation import draws_by_stratum
+from abcde.sampling.agreed import BY_CELLS
+from abcde.sampling.cells import cell_sums
 from abcde.sampling.pairs import PairSample, pair_counts, pairweight_expr, sample_pairs
 from abcde.util.files import InputPrints, full_path
 
@@ -249,7 +251,7 @@ def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int | None = No
     draws, items_t, meta, slices, hide = _draw(
         diff, given, prints, budget=budget, seed=int(m["seed"]), slice_by=m.get("slice_by") or (),
         estimator=estimator, allocation=m.get("allocation") or "proportional", sigmas=m.get("pilot_sigmas"),
-        hide=s.hidden, strata=strata, share=m.get("agreed_share"), floor=floor)
+        hide=s.hidden, strata=strata, share=m.get("agreed_share"), floor=floor, agreed_by=_agreed_by(m))
     prints.check("extending the pair sample")  # before comparing the draws: a file changed meanwhile is named
     _check_continues(s, draws, prints)
     meta["target"] = m.get("target", "delta_precision")
@@ -259,6 +261,21 @@ def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int | None = No
                                                **({"people_tasks": old_people["tasks"]} if old_people else {})}]
     return write_sample_dir(s.path, draws, items_t, meta, slices=slices, hidden=hide, show_ids=s.show_ids,
                             extends=m["sample_id"])
+
+
+def _agreed_by(m: dict) -> str:
+    """How a sample's agreed stratum is drawn when it grows: as it was. By cells when its metadata
+    says so (``agreed_draws``, :data:`abcde.sampling.agreed.BY_CELLS`); a sample that holds agreed
+    pairs without saying so was drawn before issue 49, by a clock per item; a sample drawn before the
+    agreed stratum gets it now, by cells."""
+    drawn = m.get("agreed_draws")
+    if drawn is not None:
+        if drawn != BY_CELLS:
+            raise InputError(f"The pair sample's agreed stratum was drawn in a way this abcde does not know "
+                             f"(agreed_draws {drawn!r} in its metadata.json); extend it with the abcde that drew it.")
+        return "cells"
+    had = "agreed" in (m.get("budgets") or {}) or "agreed_budget" in m
+    return "items" if had else "cells"
 
 
 def _recorded_inputs(s: PairSampleDir, *, base, exp, items) -> Inputs:
@@ -317,9 +334,11 @@ def _check_continues(s: PairSampleDir, draws: pa.Table, prints: InputPrints) -> 
 
 def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, slice_by, estimator: str,
           allocation: str, sigmas: dict | None, hide, strata: tuple = STRATA, share: float | None = None,
-          floor: int = 0) -> tuple:
+          floor: int = 0, agreed_by: str = "cells") -> tuple:
     """The draws, item attributes, metadata and slice multipliers of a pair sample (not written);
-    the metadata records ``prints``, the inputs' fingerprints taken before they were read."""
+    the metadata records ``prints``, the inputs' fingerprints taken before they were read, and how its
+    agreed stratum was drawn (``agreed_draws``: by cells, :mod:`abcde.sampling.agreed`; absent in
+    samples drawn before, by a clock per item, which ``agreed_by="items"`` continues)."""
     # Every slice column name works: the multipliers' rows hold its values under "value".
     check_slice_columns(diff, [(c,) for c in slice_by], fields=())
     hide = check_hidden(diff.attributes, hide)
@@ -327,10 +346,11 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
     eng = diff.engine
     if estimator == "paper":
         ps, extra = _draw_paper(diff, budget=budget, seed=seed, total_weight=o["total_weight"], share=share,
-                                floor=floor)
+                                floor=floor, agreed_by=agreed_by)
     else:
         ss = sample_stratified(diff, budget=budget, seed=seed, total_weight=o["total_weight"],
-                               allocation=allocation, sigmas=sigmas, strata=strata, share=share, floor=floor)
+                               allocation=allocation, sigmas=sigmas, strata=strata, share=share, floor=floor,
+                               agreed_by=agreed_by)
         parts = [_with_stratum(ss.draws[c], c, pair_weights=strata != LEGACY_STRATA) for c in ss.strata]
         draws = pa.concat_tables(parts)
         draws = draws.set_column(0, "draw", pa.array(range(draws.num_rows), pa.int64()))
@@ -348,6 +368,8 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
             extra["pair_counts"] = {c: pair_counts(diff)[c] for c in ss.strata}
         if strata == STRATA:
             extra["agreed_share"] = ss.agreed_share
+            if agreed_by == "cells":
+                extra["agreed_draws"] = dict(BY_CELLS)
             if floor:
                 extra["dp_floor"] = floor
     draws = ps.draws
@@ -402,7 +424,7 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
 
 
 def _draw_paper(diff, *, budget: int, seed: int, total_weight: float, share: float | None,
-                floor: int) -> tuple[PairSample, dict]:
+                floor: int, agreed_by: str = "cells") -> tuple[PairSample, dict]:
     """The paper's design: its draws ∝ u_ij, and beside them the agreed pairs (together in both
     clusterings, ∝ ``w_i·w_j``; the recall lift's, issue 38) with the same share of the budget as the
     stratified design gives them (:func:`~abcde.sampling.allocation.split_budget`; ``floor``: the
@@ -410,7 +432,7 @@ def _draw_paper(diff, *, budget: int, seed: int, total_weight: float, share: flo
     the paper's estimators leave them out (:func:`~abcde.sampling.allocation.without_agreed`)."""
     caps = pair_counts(diff)
     if share is None:
-        share = agreed_share(link_masses(diff, total_weight))
+        share = agreed_share(cell_sums(diff).link_masses(total_weight))
     dp_budget, n_agreed = split_budget(budget, share, caps, floor)
     # What the paper's draws cannot take (every pair needing a judgement drawn) goes to the agreed pairs.
     left = dp_budget - sum(caps[c] for c in SIGNED)
@@ -420,8 +442,10 @@ def _draw_paper(diff, *, budget: int, seed: int, total_weight: float, share: flo
     extra = {"estimator": "paper", "allocation": None, "agreed_share": share}
     if floor:
         extra["dp_floor"] = floor
-    agreed, whole = sample_agreed(diff, budget=n_agreed, seed=seed, total_weight=total_weight)
+    agreed, whole = sample_agreed(diff, budget=n_agreed, seed=seed, total_weight=total_weight, agreed_by=agreed_by)
     extra.update(agreed_budget=n_agreed, census=["agreed"] if whole else [])
+    if agreed_by == "cells":
+        extra["agreed_draws"] = dict(BY_CELLS)
     if not agreed.num_rows:
         return ps, extra
     # Each part keeps its own order (the paper's draws a stratum of null, the agreed pairs "agreed"),

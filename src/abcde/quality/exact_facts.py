@@ -18,7 +18,8 @@ from abcde.core.formulas import affected, distance_shares
 from abcde.core.inputs import Inputs
 from abcde.engine import connect
 from abcde.errors import InputError
-from abcde.metrics.impact import link_masses, overall, private, slice_sums
+from abcde.metrics.impact import overall, private, slice_sums
+from abcde.sampling.cells import cell_sums
 from abcde.samples.facts import DistanceFacts, RecallFacts, drawn_items, stored_facts
 
 
@@ -59,7 +60,7 @@ def recall_facts(diff: Diff, item_ids, *, slice_by=(), total_weight: float) -> R
     of each ``slice_by`` column, its vantage items' masses (one group-by of the items joined to their
     fragments per column)."""
     W = float(total_weight)
-    masses = link_masses(diff, W)
+    masses = cell_sums(diff).link_masses(W)  # the sample's one query of every cell's sums
     ids = list(dict.fromkeys(item_ids))
     cw: dict = {}
     if ids:

@@ -38,8 +38,8 @@ from abcde.util import progress as _progress
 from abcde.core.diff import Diff, affected_items, rows_of_fragments
 from abcde.core.formulas import affected, merge_pair_weight, split_pair_weight, stable_label, stable_pair_weight
 from abcde.errors import InputError
-from abcde.metrics.impact import link_masses
 from abcde.sampling.allocation import STRATUM_LABEL
+from abcde.sampling.cells import agreed_cells, cell_sums
 from abcde.sampling.ids import pair_id
 from abcde.sampling.clocks import (check_seed, check_size, draw_limit, hash_uniform_py, replay,
                                    smallest_draw_times_many)
@@ -86,49 +86,12 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
     """Exact ``Σ u_ij`` overall and per class (split, merge, stable, self,
     intersection = stable without self), from the fragments in closed form; the intersection
     also by the sign of its term, ``intersection+`` (``W(B) > W(E)``, ``l_ij = +1``) and
-    ``intersection-`` (``l_ij = −1``). Computed once per diff and weight total."""
-    key = float(total_weight)
-    if key in diff.cache.pair_totals:
-        return dict(diff.cache.pair_totals[key])
-    f = diff.fragments
-    up, down = affected(f) & (f.wb > f.we), affected(f) & (f.wb < f.we)
-    # The non-self stable pairs of a fragment weigh |W(B) − W(E)|·(W(F)² − Σ_F w²)/(W(B)·W(E)): taken
-    # directly, not as stable − self, whose rounding residue (it varies with the engine's summation
-    # order) would give a stratum without pairs a weight (e.g. every item alone in Base).
-    within = stable_pair_weight(f, None, f.w * f.w - f.w2)
-    r = diff.engine.one(
-        f.aggregate(
-            split=split_pair_weight(f, f.w).sum(),
-            merge=merge_pair_weight(f, f.w).sum(),
-            stable=stable_pair_weight(f, f.w, f.w).sum(),
-            self_=stable_pair_weight(f, None, f.w2).sum(),
-            within_up=within.sum(where=up),
-            within_down=within.sum(where=down),
-        ),
-        step="pair weight totals",
-    )
-    W = float(total_weight)
-    out = {
-        "split": float(r["split"] or 0.0) / W,
-        "merge": float(r["merge"] or 0.0) / W,
-        "stable": float(r["stable"] or 0.0) / W,
-        "self": float(r["self_"] or 0.0) / W,
-    }
-    out["intersection+"] = max(float(r["within_up"] or 0.0), 0.0) / W
-    out["intersection-"] = max(float(r["within_down"] or 0.0), 0.0) / W
-    out["intersection"] = out["intersection+"] + out["intersection-"]
-    out["all"] = out["split"] + out["merge"] + out["stable"]
-    out["agreed"] = 0.0  # the agreed stratum (pairs together in both) is no part of ΔPrecision
-    diff.cache.pair_totals[key] = dict(out)
-    return out
+    ``intersection-`` (``l_ij = −1``). From the sums of every cell, computed once per diff with
+    every other mass of a pair sample (:func:`abcde.sampling.cells.cell_sums`)."""
+    return cell_sums(diff).pair_totals(total_weight)
 
 
-def agreed_fragments(f) -> ibis.BooleanValue:
-    """The fragments of the agreed stratum: two items or more, and not an intersection stratum's (an
-    affected fragment with ``W(B) ≠ W(E)``, whose pairs ΔPrecision samples ∝ u_ij already and the
-    recall lift reweights): so no pair is in two strata."""
-    inter = affected(f) & (f.wb != f.we)
-    return (f.n > 1) & ~inter
+agreed_fragments = agreed_cells  # the agreed stratum's cells (abcde.sampling.cells.agreed_cells)
 
 
 def agreed_population(diff: Diff) -> tuple[ibis.Table, int]:
@@ -149,28 +112,11 @@ def agreed_population(diff: Diff) -> tuple[ibis.Table, int]:
 
 def pair_counts(diff: Diff) -> dict:
     """Exact number of distinct pairs ``{i, j}`` (``i ≠ j``, weight > 0) per stratum: ``split``,
-    ``merge``, ``intersection`` and its ``intersection+`` / ``intersection-`` parts, from the
-    fragments (``Σ_F n·(n_B − n)/2`` and so on), so a stratum whose budget covers all its pairs can
-    be judged whole (a census). Every weight is positive, so every such pair has ``u_ij > 0``."""
-    if diff.cache.pair_counts is not None:
-        return dict(diff.cache.pair_counts)
-    f = diff.fragments
-    aff = affected(f)
-    n = f.n.cast("int64")
-    within = n * (n - 1)
-    r = diff.engine.one(f.aggregate(
-        split=(n * (f.nb.cast("int64") - n)).sum(),
-        merge=(n * (f.ne.cast("int64") - n)).sum(),
-        up=within.sum(where=aff & (f.wb > f.we)),
-        down=within.sum(where=aff & (f.wb < f.we)),
-        agreed=within.sum(where=agreed_fragments(f)),
-    ), step="pair counts")
-    out = {"split": int(r["split"] or 0) // 2, "merge": int(r["merge"] or 0) // 2,
-           "intersection+": int(r["up"] or 0) // 2, "intersection-": int(r["down"] or 0) // 2,
-           "agreed": int(r["agreed"] or 0) // 2}
-    out["intersection"] = out["intersection+"] + out["intersection-"]
-    diff.cache.pair_counts = dict(out)
-    return out
+    ``merge``, ``intersection`` and its ``intersection+`` / ``intersection-`` parts, and ``agreed``,
+    from the fragments (``Σ_F n·(n_B − n)/2`` and so on; :func:`abcde.sampling.cells.cell_sums`), so a
+    stratum whose budget covers all its pairs can be judged whole (a census). Every weight is
+    positive, so every such pair has ``u_ij > 0``."""
+    return cell_sums(diff).pair_counts()
 
 
 def stratum_pairs(diff: Diff, stratum: str, total_weight: float) -> pa.Table:
@@ -404,7 +350,7 @@ def sample_pairs_many(diff: Diff, *, budget: int, seeds, total_weight: float, ov
     return out
 
 
-def _empty_draws(id_type) -> pa.Table:
+def empty_draws(id_type) -> pa.Table:
     return pa.table({
         "draw": pa.array([], pa.int64()), "item_a": pa.array([], id_type), "item_b": pa.array([], id_type),
         "class": pa.array([], pa.string()), "is_self": pa.array([], pa.bool_()), "label": pa.array([], pa.int8()),
@@ -431,7 +377,7 @@ def fill_budgets(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seeds,
     seeds come from one query and their partners from one more (for simulations)."""
     seeds = list(dict.fromkeys(int(s) for s in seeds))
     if n_pop == 0:  # every pair weight is 0, nothing to judge
-        return {s: (_empty_draws(id_type), 0, True) for s in seeds}
+        return {s: (empty_draws(id_type), 0, True) for s in seeds}
     eng = diff.engine
     n = min(n_pop, max(int(budget * oversample) + 10, 16))
     # The draws in time order are cut after `limit`: their first `limit` are the same for any n (the
@@ -471,7 +417,7 @@ def fill_budgets(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seeds,
         still, offset = [], 0
         for s, part in zip(pending, parts):
             k0, offset = offset, offset + part.num_rows
-            got = _select(part, b_all[k0:offset], budget=budget, drop_self=drop_self,
+            got = select_draws(part, b_all[k0:offset], budget=budget, drop_self=drop_self,
                           exhausted=n >= n_pop and not cut[s])
             if got is None and cut[s]:
                 found = len({pair_id(a, b) for a, b in zip(part.column("vantage").to_pylist(), b_all[k0:offset])
@@ -491,7 +437,7 @@ def fill_budgets(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seeds,
     return {s: done[s] for s in seeds}
 
 
-def _select(draws: pa.Table, partners: list, *, budget: int, drop_self: bool, exhausted: bool):
+def select_draws(draws: pa.Table, partners: list, *, budget: int, drop_self: bool, exhausted: bool):
     """The draws up to the ``budget``-th distinct judgeable pair, or None when these
     draws do not reach it and more are available."""
     a = draws.column("vantage").to_pylist()
@@ -525,5 +471,5 @@ def _select(draws: pa.Table, partners: list, *, budget: int, drop_self: bool, ex
     return out, len(seen), exhausted
 
 
-__all__ = ["PairSample", "agreed_population", "item_pair_weights", "pair_id", "pair_totals", "pairweight_expr", "sample_pairs",
+__all__ = ["PairSample", "agreed_population", "empty_draws", "select_draws", "item_pair_weights", "pair_id", "pair_totals", "pairweight_expr", "sample_pairs",
            "sample_pairs_many", "vantage_items"]

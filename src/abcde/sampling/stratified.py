@@ -18,22 +18,19 @@ from abcde.core.diff import Diff
 from abcde.core.formulas import stable_pair_weight
 from abcde.core.inputs import private
 from abcde.errors import InputError
-from abcde.metrics.impact import link_masses
 from abcde.sampling.allocation import (LEGACY_STRATA, StratifiedSample, SIGNED, STRATA, STRATUM_LABEL, agreed_share, allocate,
                                        split_budget)
+from abcde.sampling.agreed import draw_agreed
+from abcde.sampling.cells import cell_sums
 from abcde.sampling.clocks import check_seed, check_size
 from abcde.sampling.pairs import (agreed_population, fill_budgets, pair_counts, pair_id, pair_totals, stratum_pairs,
                                   vantage_items)
 
 
 def self_term(diff: Diff, total_weight: float) -> float:
-    """Exact ``Σ_i u_ii · l_ii`` (the self pairs' part of ΔPrecision); once per diff."""
-    key = float(total_weight)
-    if key not in diff.cache.self_terms:
-        f = diff.fragments
-        r = diff.engine.one(f.aggregate(s=stable_pair_weight(f, None, f.w2, signed=True).sum()), step="self term")
-        diff.cache.self_terms[key] = float(r["s"] or 0.0) / float(total_weight)
-    return diff.cache.self_terms[key]
+    """Exact ``Σ_i u_ii · l_ii`` (the self pairs' part of ΔPrecision), from the cells' sums
+    (:func:`abcde.sampling.cells.cell_sums`, once per diff)."""
+    return cell_sums(diff).self_term(total_weight)
 
 
 def _stratum_filter(t: ibis.Table, stratum: str) -> ibis.BooleanValue:
@@ -48,15 +45,15 @@ def _stratum_filter(t: ibis.Table, stratum: str) -> ibis.BooleanValue:
 
 
 def stratum_populations(diff: Diff) -> dict[str, tuple[ibis.Table, int]]:
-    """``{stratum: (vantage population, its rows)}`` for every stratum of :data:`STRATA` and
-    :data:`LEGACY_STRATA`: ``item_id, base_cluster, exp_cluster, u, label, key, class``.
+    """``{stratum: (vantage population, its rows)}`` for every stratum of :data:`SIGNED` and
+    :data:`LEGACY_STRATA`: ``item_id, base_cluster, exp_cluster, u, label, key, class`` (the agreed
+    stratum's, for samples drawn by a clock per item: :func:`~abcde.sampling.pairs.agreed_population`).
 
     Each is a filter of :func:`~abcde.sampling.pairs.vantage_items` (the affected items joined to
     their fragments once, for all strata), read by its draws; the rows of every stratum are counted
     in one query. Once per diff."""
     cache = diff.cache.stratum_populations
     if not cache:
-        cache["agreed"] = agreed_population(diff)
         t = vantage_items(diff)
         names = dict.fromkeys(SIGNED + LEGACY_STRATA)
         r = diff.engine.one(t.aggregate(**{f"n{k}": _stratum_filter(t, c).sum() for k, c in enumerate(names)}),
@@ -75,18 +72,21 @@ def stratum_populations(diff: Diff) -> dict[str, tuple[ibis.Table, int]]:
 
 def sample_stratified(diff: Diff, *, budget: int, seed: int, total_weight: float,
                       allocation: str = "proportional", sigmas: dict | None = None,
-                      strata: tuple = STRATA, share: float | None = None, floor: int = 0) -> StratifiedSample:
+                      strata: tuple = STRATA, share: float | None = None, floor: int = 0,
+                      agreed_by: str = "cells") -> StratifiedSample:
     """Sample each stratum ∝ u_ij with its share of ``budget`` judgements (the agreed stratum ∝
     ``w_i·w_j``, :func:`agreed_share` of them); a stratum whose share covers all its pairs is listed
-    whole (a census)."""
+    whole (a census). ``agreed_by``: how the agreed stratum is drawn (see :func:`sample_stratified_many`)."""
     return sample_stratified_many(diff, budget=budget, seeds=[check_seed(seed)], total_weight=total_weight,
-                                  allocation=allocation, sigmas=sigmas, strata=strata, share=share, floor=floor)[0]
+                                  allocation=allocation, sigmas=sigmas, strata=strata, share=share, floor=floor,
+                                  agreed_by=agreed_by)[0]
 
 
 def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: float,
                            allocation: str = "proportional", sigmas: dict | None = None,
                            batch: int = 64, strata: tuple = STRATA, census: bool = True,
-                           share: float | None = None, floor: int = 0) -> list[StratifiedSample]:
+                           share: float | None = None, floor: int = 0,
+                           agreed_by: str = "cells") -> list[StratifiedSample]:
     """:func:`sample_stratified` for each of ``seeds`` (the same samples, in order),
     with a few queries per stratum for a whole ``batch`` of seeds: for simulations.
 
@@ -96,7 +96,8 @@ def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: floa
     ``census=False`` samples every stratum, even one its budget covers (to test the sampler).
     ``share``: the agreed stratum's share of the budget (default :func:`agreed_share` of the pair
     masses; a sample grown by ``pairs --extend`` keeps the share it was drawn with); ``floor``: see
-    :func:`split_budget`."""
+    :func:`split_budget`. ``agreed_by``: ``"cells"`` (new samples: :mod:`abcde.sampling.agreed`) or
+    ``"items"`` (a sample drawn before issue 49, continued as drawn: a clock per item)."""
     budget = check_size(budget, "budget")
     seeds = [check_seed(s) for s in seeds]
     strata = tuple(strata)
@@ -106,7 +107,7 @@ def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: floa
     caps = pair_counts(diff) if strata != LEGACY_STRATA and census else None
     if strata == STRATA:
         if share is None:
-            share = agreed_share(link_masses(diff, total_weight))
+            share = agreed_share(cell_sums(diff).link_masses(total_weight))
         dp_budget, n_agreed = split_budget(budget, share, caps, floor)
         budgets = allocate(dp_budget, totals, allocation=allocation, sigmas=sigmas, caps=caps, strata=SIGNED)
         # What ΔPrecision's strata cannot take (every one listed whole) goes to the agreed stratum.
@@ -122,20 +123,25 @@ def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: floa
     draws: dict = {s: {} for s in seeds}
     for c in strata:
         got = _stratum_draws(diff, c, budgets[c], seeds, whole=c in whole, total_weight=total_weight,
-                             id_type=id_type, batch=batch)
+                             id_type=id_type, batch=batch, agreed_by=agreed_by)
         for s in seeds:
             draws[s][c] = got[s]
     return [StratifiedSample(draws[s], totals, st, budgets, allocation, whole, share) for s in seeds]
 
 
 def _stratum_draws(diff: Diff, stratum: str, budget: int, seeds, *, whole: bool, total_weight: float, id_type,
-                   batch: int = 64) -> dict:
+                   batch: int = 64, agreed_by: str = "cells") -> dict:
     """``{seed: draws}`` of one stratum: its ``budget`` distinct pairs drawn (or, ``whole``, every
     pair listed once with its ``pair_weight``), the same for every design that draws it."""
     if whole:
         listed = stratum_pairs(diff, stratum, total_weight)
         return {s: _census_draws(listed, stratum, s, id_type) for s in seeds}
-    pop, n_pop = stratum_populations(diff)[stratum]
+    if stratum == "agreed" and agreed_by == "cells":
+        return draw_agreed(diff, budget=budget, seeds=seeds, id_type=id_type)
+    if agreed_by not in ("cells", "items"):
+        raise InputError(f"agreed_by must be 'cells' or 'items'. Got {agreed_by!r} instead.")
+    # The agreed stratum by a clock per item: samples drawn before issue 49, continued as drawn.
+    pop, n_pop = agreed_population(diff) if stratum == "agreed" else stratum_populations(diff)[stratum]
     out = {}
     for k in range(0, len(seeds), batch):
         chunk = seeds[k:k + batch]
@@ -148,24 +154,26 @@ def _stratum_draws(diff: Diff, stratum: str, budget: int, seeds, *, whole: bool,
     return out
 
 
-def sample_agreed(diff: Diff, *, budget: int, seed: int, total_weight: float) -> tuple[pa.Table, bool]:
+def sample_agreed(diff: Diff, *, budget: int, seed: int, total_weight: float,
+                  agreed_by: str = "cells") -> tuple[pa.Table, bool]:
     """The agreed stratum alone (pairs together in both clusterings, ∝ ``w_i·w_j``), as the paper's
     design draws it beside its own draws for the recall lift (issue 38): the draws the stratified
     design makes of it at that budget and seed, and whether they list it whole (a census, each pair
     once with its ``pair_weight``: when ``budget`` covers all its pairs)."""
     seed = check_seed(seed)
-    got, whole = sample_agreed_many(diff, budget=budget, seeds=[seed], total_weight=total_weight)
+    got, whole = sample_agreed_many(diff, budget=budget, seeds=[seed], total_weight=total_weight, agreed_by=agreed_by)
     return got[seed], whole
 
 
-def sample_agreed_many(diff: Diff, *, budget: int, seeds, total_weight: float, batch: int = 64) -> tuple[dict, bool]:
+def sample_agreed_many(diff: Diff, *, budget: int, seeds, total_weight: float, batch: int = 64,
+                       agreed_by: str = "cells") -> tuple[dict, bool]:
     """:func:`sample_agreed` for each of ``seeds`` (``{seed: draws}``, the same draws), a few queries
     for a whole ``batch`` of seeds: for simulations."""
     seeds = [check_seed(s) for s in seeds]
     cap = pair_counts(diff)["agreed"]
     whole = 0 < cap <= budget
     return _stratum_draws(diff, "agreed", budget, seeds, whole=whole, total_weight=total_weight,
-                          id_type=diff.joined.item_id.type().to_pyarrow(), batch=batch), whole
+                          id_type=diff.joined.item_id.type().to_pyarrow(), batch=batch, agreed_by=agreed_by), whole
 
 
 def _census_draws(listed: pa.Table, stratum: str, seed: int, id_type) -> pa.Table:

@@ -1,0 +1,172 @@
+"""The agreed stratum's draws by cells (issue 49): pairs together in both clusterings, drawn ∝
+``w_i·w_j`` without a clock per item.
+
+The agreed stratum holds every pair of every agreed cell (:func:`abcde.sampling.cells.agreed_cells`),
+which is nearly every item of a clustering: a clock hashed for each of them cost more than the whole
+diff. Each draw here is three exact stages instead, with uniforms from NumPy's generator seeded
+``[seed, STREAM]`` (four per draw, row ``k`` of one array: the first ``k`` draws are the same
+whatever the number drawn, so a larger budget continues the same draws, ``pairs --extend``):
+
+1. a *group* of agreed cells ∝ its agreed mass ``Σ (W(F)² − Σ_F w²)``, from the per-group sums of
+   :func:`abcde.sampling.cells.agreed_groups` (one group-by of the cells, once per diff);
+2. a *cell* of that group ∝ its own ``W(F)² − Σ_F w²`` (the drawn groups' cells fetched, ordered by
+   their cluster ids);
+3. the ordered pair ``(i, j)``, ``i ≠ j``, of that cell ∝ ``w_i·w_j``: the vantage item ``i`` ∝
+   ``w_i·(W(F) − w_i)``, then its partner ``j`` ∝ ``w_j`` among the others (the drawn cells' items
+   fetched, ordered by id).
+
+So ``P(i, j) = w_i·w_j / Σ_agreed (W(F)² − Σ_F w²)`` exactly: the draws ∝ ``w_i·w_j`` over the
+stratum, each drawn pair judgeable (no self draws to reject). Each stage is inverse sampling on
+running sums computed in Python over rows ordered by their ids, so DuckDB and Spark draw the same
+pairs for the same seed; the engine only sums the groups and fetches the rows drawn. The grouping
+(:func:`~abcde.sampling.cells.cell_group`) decides how many cells are fetched, never which pair is
+drawn. Draws continue until the budget's distinct pairs are drawn, as every stratum's do.
+
+Samples drawn before this (the agreed vantage items by clocks, :func:`abcde.sampling.pairs.agreed_population`)
+record no ``agreed_draws``, and are continued the way they were drawn.
+"""
+
+from __future__ import annotations
+
+import ibis
+import numpy as np
+import pyarrow as pa
+
+from abcde.core.diff import Diff, rows_of_fragments
+from abcde.errors import InputError
+from abcde.sampling.cells import GROUPS, agreed_cells, agreed_groups, cell_group
+from abcde.sampling.clocks import draw_limit
+from abcde.sampling.pairs import empty_draws, pair_id, select_draws
+from abcde.util import progress as _progress
+
+#: How a sample's agreed stratum was drawn, as its metadata's ``agreed_draws`` records it: by cells
+#: (this module) or, absent, by a clock per item (samples drawn before issue 49).
+BY_CELLS = {"method": "cells", "groups": GROUPS}
+#: The generator stream of the agreed draws' uniforms (``default_rng([seed, STREAM])``).
+STREAM = 49
+
+
+def agreed_uniforms(seed: int, k: int) -> np.ndarray:
+    """The first ``k`` draws' four uniforms (a ``k × 4`` array), the same rows for every ``k``."""
+    return np.random.default_rng([int(seed), STREAM]).random((int(k), 4))
+
+
+def _groups(diff: Diff, wanted) -> dict:
+    """``{group: (cell keys, running agreed masses)}`` of the agreed groups ``wanted``, fetched once per
+    diff (cells in the order of their Base, then Exp cluster id)."""
+    cache = diff.cache.agreed_cells.setdefault("groups", {})
+    new = sorted(int(g) for g in set(wanted) - set(cache))
+    if new:
+        f = diff.fragments
+        g = cell_group(f)
+        t = f.filter(agreed_cells(f) & g.isin(new)).select("base_cluster", "exp_cluster", "w", "w2", _g=g)
+        rows = diff.engine.to_arrow(t, step="agreed cells of the drawn groups")
+        rows = rows.sort_by([("_g", "ascending"), ("base_cluster", "ascending"), ("exp_cluster", "ascending")])
+        gs = rows.column("_g").to_numpy()
+        w, w2 = (np.asarray(rows.column(c).to_numpy(zero_copy_only=False), dtype=float) for c in ("w", "w2"))
+        mass = np.maximum(w * w - w2, 0.0)
+        keys = list(zip(rows.column("base_cluster").to_pylist(), rows.column("exp_cluster").to_pylist()))
+        cache.setdefault("key_types", (rows.schema.field("base_cluster").type, rows.schema.field("exp_cluster").type))
+        bounds = np.flatnonzero(np.diff(gs)) + 1 if len(gs) else np.array([], dtype=np.int64)
+        for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(gs)]):
+            if hi > lo:
+                cache[int(gs[lo])] = (keys[lo:hi], np.cumsum(mass[lo:hi]))
+    return cache
+
+
+def _cells(diff: Diff, wanted, id_type) -> dict:
+    """``{cell key: (item ids, running weights, running w_i·(W(F) − w_i))}`` of the agreed cells
+    ``wanted``, their items fetched once per diff and ordered by id."""
+    cache = diff.cache.agreed_cells.setdefault("cells", {})
+    new = sorted(set(wanted) - set(cache), key=repr)
+    if new:
+        tb, te = diff.cache.agreed_cells["groups"]["key_types"]
+        frags = ibis.memtable(pa.table({"base_cluster": pa.array([k[0] for k in new], tb),
+                                        "exp_cluster": pa.array([k[1] for k in new], te)}))
+        rows = diff.engine.to_arrow(rows_of_fragments(diff, frags).select("item_id", "base_cluster", "exp_cluster",
+                                                                        "weight"),
+                                    step="items of the drawn agreed cells")
+        rows = rows.sort_by([("base_cluster", "ascending"), ("exp_cluster", "ascending"), ("item_id", "ascending")])
+        keys = list(zip(rows.column("base_cluster").to_pylist(), rows.column("exp_cluster").to_pylist()))
+        ids = rows.column("item_id").cast(id_type)
+        w = np.asarray(rows.column("weight").to_numpy(zero_copy_only=False), dtype=float)
+        lo = 0
+        for hi in range(1, len(keys) + 1):
+            if hi == len(keys) or keys[hi] != keys[lo]:
+                ww = w[lo:hi]
+                total = float(ww.sum())
+                cache[keys[lo]] = (ids.slice(lo, hi - lo).to_pylist(), np.cumsum(ww), np.cumsum(ww * (total - ww)))
+                lo = hi
+    return cache
+
+
+def _pick(cum: np.ndarray, u: float) -> int:
+    """The row whose ``[cum[k−1], cum[k])`` holds ``u·cum[−1]`` (inverse sampling on running sums)."""
+    return min(int(np.searchsorted(cum, u * cum[-1], side="right")), len(cum) - 1)
+
+
+def agreed_pairs(diff: Diff, u: np.ndarray, id_type) -> tuple[list, list]:
+    """The vantage items and partners of the agreed draws whose uniforms are the rows of ``u``
+    (:func:`agreed_uniforms`): each draw's three stages (module docstring)."""
+    cs = agreed_groups(diff)
+    cum = np.cumsum(cs.mass)
+    gi = np.minimum(np.searchsorted(cum, u[:, 0] * cum[-1], side="right"), len(cum) - 1)
+    drawn = cs.groups[gi]
+    groups = _groups(diff, drawn)
+    keys = []
+    for g, u1 in zip(drawn, u[:, 1]):
+        gkeys, gcum = groups[int(g)]
+        keys.append(gkeys[_pick(gcum, u1)])
+    cells = _cells(diff, keys, id_type)
+    a, b = [], []
+    for key, (u2, u3) in zip(keys, u[:, 2:]):
+        ids, cum_w, cum_a = cells[key]
+        i = _pick(cum_a, u2)
+        w_i = cum_w[i] - (cum_w[i - 1] if i else 0.0)
+        lo = cum_w[i] - w_i
+        pos = u3 * (cum_w[-1] - w_i)
+        pos = pos + w_i if pos >= lo else pos  # the others' weights, i's own range left out
+        j = min(int(np.searchsorted(cum_w, pos, side="right")), len(ids) - 1)
+        if j == i:  # only by rounding at the edge of i's range
+            j = i + 1 if i + 1 < len(ids) else i - 1
+        a.append(ids[i])
+        b.append(ids[j])
+    return a, b
+
+
+def draw_agreed(diff: Diff, *, budget: int, seeds, id_type) -> dict:
+    """``{seed: draws}`` of the agreed stratum by cells (module docstring) until ``budget`` distinct
+    pairs are drawn, the columns of every stratum's draws (:func:`abcde.sampling.pairs.select_draws`).
+    A budget the stratum's pairs do not exceed is listed whole by the caller (a census)."""
+    seeds = list(dict.fromkeys(int(s) for s in seeds))
+    if budget <= 0 or not len(agreed_groups(diff).groups):
+        return {s: empty_draws(id_type) for s in seeds}
+    limit = draw_limit(budget)
+    k = min(max(2 * budget + 10, 16), limit)
+    done: dict = {}
+    pending = seeds
+    while pending:
+        still = []
+        with _progress.step(f"Drawing agreed pairs by cells ({k:,} draws)"):
+            for s in pending:
+                a, b = agreed_pairs(diff, agreed_uniforms(s, k), id_type)
+                draws = pa.table({"vantage": pa.array(a, id_type), "class": pa.array(["agreed"] * k, pa.string()),
+                                  "label": pa.array([0] * k, pa.int8())})
+                got = select_draws(draws, b, budget=budget, drop_self=False, exhausted=False)
+                if got is not None:
+                    done[s] = got[0]
+                elif k >= limit:
+                    found = len({pair_id(x, y) for x, y in zip(a, b)})
+                    raise InputError(
+                        f"Drawing pairs ∝ w_i·w_j found {found:,} distinct pairs to judge in the agreed stratum in "
+                        f"{limit:,} draws, short of its budget of {budget:,}: the pairs not drawn yet carry a tiny "
+                        "share of its weight (the item weights span a wide range). Lower the budget, or make the "
+                        "weights less extreme.")
+                else:
+                    still.append(s)
+        pending = still
+        k = min(2 * k, limit)
+    return {s: done[s] for s in seeds}
+
+
+__all__ = ["BY_CELLS", "STREAM", "agreed_pairs", "agreed_uniforms", "draw_agreed"]
