@@ -6,6 +6,9 @@ side on a synthetic diff generated inside DuckDB (issue 16, items 3 and 4).
     .venv/bin/python benchmarks/scale.py --items 100000000 --repeat 1 --memory-limit 16GB
     .venv/bin/python benchmarks/scale.py --items 1000000000 --orders aligned --repeat 1 --memory-limit 14GB \
         --sample-size 1000000 --budget 10000
+    # the whole job's stages beside the floor at 20M and 100M (issue 49; the README's figures):
+    .venv/bin/python benchmarks/scale.py --items 20000000,100000000 --orders shuffled --contenders floor,evaluate \
+        --repeat 3 --sample-size 100000 --budget 2000 --memory-limit 4GB
 
 The data (issue 16's recipe), written once per size and order into ``benchmarks/.data/scale-N-ORDER/``
 by DuckDB itself, so no billion-element array ever exists in Python:
@@ -21,7 +24,8 @@ Each run is its own process, the contenders alternated round by round; wall time
 system) and peak RSS (``os.wait4``) per run, the median per contender, and the ratios to the floor
 (of wall time, and of CPU time: on a machine shared with other work, wall times swing with its load,
 which each line prints, and CPU times much less). ``abcde evaluate``'s
-stages (seconds and rows each) come from its ``--json``.
+stages come from its ``--json``: each stage's median seconds, its ratio to the floor and its share of
+the impact stage (the pair sample's target: at most 30%), and what the whole process spends beside them.
 
 * ``floor``: DuckDB joins the three Parquet files on the id (hash joins) and groups by (Base
   cluster, Exp cluster): the fragments, what every exact number follows from.
@@ -146,7 +150,8 @@ def _load() -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--items", type=int, default=10_000_000)
+    ap.add_argument("--items", default="10000000",
+                    help="items, or several sizes separated by commas (e.g. 20000000,100000000): each size in turn")
     ap.add_argument("--orders", default="aligned,shuffled")
     ap.add_argument("--contenders", default="floor,zip-floor,impact,evaluate",
                     help="which to run (zip-floor: aligned inputs only)")
@@ -165,13 +170,15 @@ def main(argv=None) -> int:
     if a.before:
         wanted += [f"{k}@before" for k in ("impact", "evaluate") if k in wanted]
         before_env = {**os.environ, "PYTHONPATH": str(Path(a.before).resolve() / "src")}
+    sizes = [int(x) for x in str(a.items).replace("_", "").split(",") if x]
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"{a.items:,} items; {a.repeat} rounds")
-    for order in a.orders.split(","):
+          f"{', '.join(f'{n:,}' for n in sizes)} items; {a.repeat} rounds")
+    for n_items, order in [(n, o) for n in sizes for o in a.orders.split(",")]:
         t0 = time.perf_counter()
-        d = generate(a.items, order, memory_limit=a.memory_limit)
+        d = generate(n_items, order, memory_limit=a.memory_limit)
         size = sum(f.stat().st_size for f in d.glob("*.parquet")) / 1e9
-        print(f"\n{order}: {d} ({size:.2f} GB of Parquet; generated or found in {time.perf_counter() - t0:.1f} s)")
+        print(f"\n{n_items:,} items, {order}: {d} ({size:.2f} GB of Parquet; generated or found in "
+              f"{time.perf_counter() - t0:.1f} s)")
         inputs = ["--base", str(d / "base.parquet"), "--exp", str(d / "exp.parquet"), "--items", str(d / "items.parquet")]
         every = {
             "floor": [sys.executable, "-c", FLOOR, str(d), a.memory_limit or "", "hash"],
@@ -216,11 +223,27 @@ def main(argv=None) -> int:
             print(f"    {name:<15} {t:8.1f} s  ({ratios})  CPU {c:7.1f} s ({cpu_ratios})  "
                   f"peak RSS {max(r for _, r, _ in runs):5.2f} GB")
         for name, runs in stages.items():
-            names = [s["stage"] for s in runs[0]]
-            print(f"  {name}'s stages (median of {len(runs)}): " + "; ".join(
-                f"{st} {statistics.median(s['seconds'] for r in runs for s in r if s['stage'] == st):.1f} s"
-                for st in names))
+            print_stages(name, runs, floors.get("floor"), statistics.median(s for s, _, _ in got[name])
+                         if got.get(name) else None)
     return 0
+
+
+def print_stages(name: str, runs: list[list[dict]], floor: float | None, whole: float | None) -> None:
+    """``abcde evaluate``'s own stage table (its ``--json``), the median of each stage over the runs, beside
+    the floor (the DuckDB join + group-by, its own process) and beside the impact stage; the whole
+    process's time less the stages is start-up, reading the record and writing it."""
+    names = [s["stage"] for s in runs[0]]
+    med = {st: statistics.median(s["seconds"] for r in runs for s in r if s["stage"] == st) for st in names}
+    print(f"  {name}'s stages (median of {len(runs)} runs):")
+    print(f"    {'stage':<30} {'seconds':>8} {'/ floor':>8} {'/ impact':>9}")
+    for st in names:
+        ratio = f"{med[st] / floor:7.2f}×" if floor else "     n/a"
+        print(f"    {st:<30} {med[st]:8.2f} {ratio:>8} {med[st] / med['impact']:8.0%}" if med.get("impact")
+              else f"    {st:<30} {med[st]:8.2f} {ratio:>8}")
+    if whole is not None:
+        rest = whole - sum(med.values())
+        print(f"    {'(start-up and the rest)':<30} {rest:8.2f} {(rest / floor if floor else math.nan):7.2f}×")
+        print(f"    {'whole process':<30} {whole:8.2f} {(whole / floor if floor else math.nan):7.2f}×")
 
 
 if __name__ == "__main__":

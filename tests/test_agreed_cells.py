@@ -28,7 +28,8 @@ from abcde.metrics.impact import link_masses
 from abcde.quality import PairSampleDir, extend_pair_sample
 from abcde.samples.sample_dir import write_sample_dir
 from abcde.sampling.agreed import BY_CELLS, agreed_pairs, agreed_uniforms, draw_agreed
-from abcde.sampling.cells import GROUPS, cell_sums
+from abcde.sampling import cells as cells_module
+from abcde.sampling.cells import GROUPS, agreed_groups, cell_sums
 from abcde.sampling.ids import pair_id
 from abcde.sampling.pairs import pair_counts, pair_totals
 from abcde.sampling.stratified import sample_agreed
@@ -84,11 +85,23 @@ def world():
     return d, (ids, base, exp, w)
 
 
-def test_agreed_draws_are_pairs_with_probability_w_i_w_j(world):
+@pytest.fixture(params=[GROUPS, 3], ids=["groups-65536", "groups-3"])
+def grouped(request, monkeypatch):
+    """The small world's diff with its agreed cells in ``GROUPS`` groups (about one cell each here), or in
+    3 (about twenty each: the draw of a cell within its group matters)."""
+    monkeypatch.setattr(cells_module, "GROUPS", request.param)
+    ids, base, exp, w = small_world()
+    d = build_diff(Inputs(*tables(ids, base, exp, w)[:2], items=tables(ids, base, exp, w)[2]))
+    assert len(agreed_groups(d).groups) == min(request.param, len(agreed_groups(d).groups))
+    return d, (ids, base, exp, w)
+
+
+def test_agreed_draws_are_pairs_with_probability_w_i_w_j(grouped):
     """20,000 draws of one seed, each counted against its expected share ``2·w_i·w_j / Σ`` over every
     agreed pair: a chi-square test (cells with an expected count under 5 pooled). A vantage item drawn ∝
-    ``w_i`` alone, or a partner that may be the vantage item, fails it."""
-    d, arrays = world
+    ``w_i`` alone, a partner that may be the vantage item, a group or a cell of it drawn uniformly, each
+    fails it (the cell's draw where groups hold many cells)."""
+    d, arrays = grouped
     expected = agreed_pair_weights(*arrays)
     total = sum(expected.values())
     assert len(expected) > 40 and cell_sums(d).pair_counts()["agreed"] == len(expected)
@@ -202,3 +215,67 @@ def test_an_unknown_way_of_drawing_is_refused_in_one_line(tmp_path):
     with pytest.raises(InputError, match="agreed stratum was drawn in a way this abcde does not know") as e:
         extend_pair_sample(other, budget=80, base=P["base"], exp=P["exp"], items=P["items"])
     assert "\n" not in str(e.value)
+
+
+def test_cells_of_numbers_that_are_not_signed_integers_draw_without_their_text(tmp_path):
+    """Float, decimal and unsigned cluster ids (Spark reads a uint64 column as a decimal) are grouped by
+    their value, never through their text (DuckDB writes 1e-05 where Spark writes 1.0E-5); a uint64 id
+    beyond 2^63 does not overflow."""
+    import pyarrow.parquet as pq
+
+    ids, base, exp, w = small_world(7)
+    for name, typ, conv in (("float", pa.float64(), lambda c: c * 0.5 + 1e-5),
+                            ("uint64", pa.uint64(), lambda c: c + 2**63 + 11)):
+        b = pa.table({"item_id": ids.tolist(), "cluster_id": pa.array([conv(int(c)) for c in base], typ)})
+        e = pa.table({"item_id": ids.tolist(), "cluster_id": pa.array([conv(int(c)) for c in exp], typ)})
+        pq.write_table(b, tmp_path / f"b-{name}.parquet")
+        pq.write_table(e, tmp_path / f"e-{name}.parquet")
+        d = build_diff(Inputs(str(tmp_path / f"b-{name}.parquet"), str(tmp_path / f"e-{name}.parquet"),
+                              items=tables(ids, base, exp, w)[2]))
+        assert len(agreed_groups(d).groups) > 10, name  # spread over groups, not one
+        drawn, whole = sample_agreed(d, budget=12, seed=4, total_weight=float(w.sum()))
+        assert not whole and len(set(drawn.column("pair_id").to_pylist())) == 12, name
+
+
+def test_a_cell_whose_pair_weight_is_lost_to_rounding_is_named_not_left_out():
+    """One item of weight 1e17 beside two of about 1 in one agreed cell: W(F)² − Σw² rounds to 0, so
+    the cell's pairs (nearly all of the stratum's weight) cannot be drawn in proportion. Refused in one
+    line naming the cell, where leaving it out would draw the other cells only."""
+    ids, base, exp, w = small_world(3)
+    c = next(c for c in np.unique(base) if c % 7 and c % 11 != 3 and c != 3 and (base == c).sum() >= 2)  # unchanged
+    cell = np.flatnonzero(base == c)
+    w = w.copy()
+    w[cell[0]] = 1e17
+    b, e, i = tables(ids, base, exp, w)
+    d = build_diff(Inputs(b, e, items=i))
+    with pytest.raises(InputError, match=f"Base cluster {int(c)!r}.*lost to rounding") as err:
+        sample_agreed(d, budget=5, seed=1, total_weight=float(w.sum()))
+    assert "\n" not in str(err.value)
+
+
+def test_a_budget_beyond_the_agreed_pairs_ends_at_its_last_pair():
+    """A caller that never lists a stratum whole (``census=False``) and asks for more agreed pairs than
+    there are gets every one of them, once the last is drawn (not a million draws and an error)."""
+    from abcde.sampling.stratified import sample_stratified_many
+
+    ids, base, exp, w = small_world(3)
+    b, e, i = tables(ids, base, exp, w)
+    d = build_diff(Inputs(b, e, items=i))
+    cap = pair_counts(d)["agreed"]
+    got = draw_agreed(d, budget=cap + 40, seeds=[2], id_type=pa.int64())[2]
+    assert len(set(got.column("pair_id").to_pylist())) == cap
+    ss = sample_stratified_many(d, budget=4 * cap, seeds=[2], total_weight=float(w.sum()), census=False)[0]
+    assert len(set(ss.draws["agreed"].column("pair_id").to_pylist())) <= cap
+
+
+def test_text_ids_with_one_suffix_spread_over_many_groups():
+    """Ids of one width and one suffix (``C000000123-v1``) still fall in many groups: the last eight
+    characters are read, not four (which gave ten groups here), so few cells are fetched per draw."""
+    import ibis
+
+    from abcde.sampling.cells import cell_group
+
+    keys = [f"C{x:09d}-v1" for x in range(5000)]
+    t = ibis.memtable(pa.table({"base_cluster": keys, "exp_cluster": keys}))
+    groups = abcde.connect().to_arrow(t.select(g=cell_group(t))).column("g").to_pylist()
+    assert len(set(groups)) > 2000

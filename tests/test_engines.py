@@ -187,20 +187,29 @@ def test_same_pair_samples_on_both_engines(spark):
 
 def test_cell_groups_and_agreed_draws_are_the_same_on_both_engines(spark):
     """The agreed stratum's draws by cells (issue 49): each cell's group (cheap arithmetic on its ids,
-    integer or text, negative, huge, short, empty or not ASCII) is the same integer on both engines, and
-    so are the agreed draws of integer ids for several seeds."""
+    integer, float, decimal or text, negative, huge, short, empty or not ASCII; a uint64 as each engine
+    reads it) is the same integer on both engines, and so are the agreed draws of integer ids for several
+    seeds."""
     from abcde.sampling.cells import GROUPS, cell_group
     from abcde.sampling.agreed import draw_agreed
 
     ints = pa.table({"base_cluster": [0, -1, 7, 2**62, -(2**63) + 5, 123456789012], "exp_cluster": [1, -7, 7, 3, 0, -2]})
     texts = pa.table({"base_cluster": ["", "a", "ab", "Zürich", "日本語です", "x" * 40, "12"],
                       "exp_cluster": ["b", "", "long-id-0001", "ü", "~!", "é", "12"]})
-    for t in (ints, texts):
+    floats = pa.table({"base_cluster": [2.0, 1e-05, 1e20, -3.5, float("inf"), 123456789.0],
+                       "exp_cluster": [0.5, 7.0, -1e-300, 2.0**70, 3.0, -0.0]})
+    import decimal
+    big = [0, 5, 2**63 + 11, 2**64 - 1]
+    # A uint64 column as DuckDB reads it, and as Spark does (a decimal(20, 0)): the same groups.
+    unsigned = pa.table({"base_cluster": pa.array(big, pa.uint64()), "exp_cluster": pa.array(big[::-1], pa.uint64())})
+    decimals = pa.table({"base_cluster": pa.array([decimal.Decimal(x) for x in big], pa.decimal128(20, 0)),
+                         "exp_cluster": pa.array([decimal.Decimal(x) for x in big[::-1]], pa.decimal128(20, 0))})
+    for duck, other in ((ints, ints), (texts, texts), (floats, floats), (unsigned, decimals), (decimals, decimals)):
         got = []
-        for eng in (abcde.connect(), spark):
+        for eng, t in ((abcde.connect(), duck), (spark, other)):
             m = ibis.memtable(t)
             got.append(eng.to_arrow(m.select(g=cell_group(m))).column("g").to_pylist())
-        assert got[0] == got[1] and all(0 <= g < GROUPS for g in got[0])
+        assert got[0] == got[1] and all(0 <= g < GROUPS for g in got[0]), duck.schema
     rng = np.random.default_rng(9)
     n = 600
     base_c = rng.integers(0, 150, n)

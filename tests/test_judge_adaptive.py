@@ -81,22 +81,28 @@ def test_adaptive_needs_a_stratified_sample(febrl, tmp_path):
         JudgingSession(d, adaptive=True)
 
 
-def test_adaptive_order_gives_a_smaller_se_than_the_sampled_order(febrl, tmp_path):
-    """One fixed, deterministic configuration (sample seed 3, rater order seed 0, 60 oracle
-    judgements of a 200-pair stratified sample): measured SE 0.0044 adaptive vs 0.0050 in the
-    allocation as sampled (each stratum judged in proportion to its pairs; 0.0055 in the single
-    random order of the pairs the app used before)."""
-    d = draw_pair_sample(febrl["base"], febrl["exp"], tmp_path / "s", items=febrl["items"], budget=200, seed=3,
-                         estimator="stratified")
-    truth = _truth(d)
-    se = {}
-    for adaptive in (True, False):
-        for f in d.glob("judgements.sqlite*"):
-            f.unlink()
-        s = JudgingSession(d, adaptive=adaptive)
-        for _ in range(60):
-            pid = s.next_pair("ann")
-            t = s.store.task_by_pair[pid]
-            s.submit("ann", pid, "same" if truth[t["item_a"]] == truth[t["item_b"]] else "different")
-        se[adaptive] = s.estimates()["delta_precision"]["std_err"]
-    assert se[True] < 0.95 * se[False]
+def test_adaptive_order_gives_a_smaller_se_than_the_sampled_order(tmp_path):
+    """Over eight simulated worlds (test_recall_lift.sim_world, "both", weighted: many pairs of each
+    answer), 60 oracle judgements of a 200-pair stratified sample each: the mean SE of ΔPrecision in
+    the adaptive order is below 0.95 times the mean in the allocation as sampled (measured 0.85×).
+    One world alone does not show it: on the bundled example 60 judgements hold at most a few
+    'different' answers, and the SE is then the same in both orders (or 0), whichever pairs are served
+    (a fixed configuration there held it only for one sample's serving order)."""
+    from test_recall_lift import sim_world
+
+    se: dict = {True: [], False: []}
+    for seed in range(1, 9):
+        b, e, items = sim_world(seed, "both", weighted=True)
+        truth = dict(zip(items.column("item_id").to_pylist(), items.column("entity").to_pylist()))
+        d = draw_pair_sample(b, e, tmp_path / f"s{seed}", items=items, budget=200, seed=3, estimator="stratified",
+                             hide=["entity"])
+        for adaptive in (True, False):
+            for f in d.glob("judgements.sqlite*"):
+                f.unlink()
+            s = JudgingSession(d, adaptive=adaptive)
+            for _ in range(60):
+                pid = s.next_pair("ann")
+                t = s.store.task_by_pair[pid]
+                s.submit("ann", pid, "same" if truth[t["item_a"]] == truth[t["item_b"]] else "different")
+            se[adaptive].append(s.estimates()["delta_precision"]["std_err"])
+    assert sum(se[True]) < 0.95 * sum(se[False]), se

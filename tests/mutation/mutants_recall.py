@@ -45,6 +45,7 @@ Mutant = _mutant_class()
 
 M = Mutant
 BOTH_TESTS = (PINNED, RECALL)
+AGREED = "tests/test_agreed_cells.py"  # the agreed stratum by cells (issue 49)
 
 MUTANTS: list[Mutant] = [
     # ------------------------------------------------------------------ quality/recall.py: reweighting
@@ -198,28 +199,30 @@ MUTANTS: list[Mutant] = [
       "stored facts (the recall lift's, the distances'): integer item ids read back as text (their cluster weights "
       "not found)",
       BOTH_TESTS),
-    # ------------------------------------------------------------------ metrics/impact.py link_masses
-    M("masses-W", "metrics/impact.py",
-      "    W2 = key * key\n",
-      "    W2 = key\n",
+    # ------------------------------------------------------------------ sampling/cells.py: the pair masses
+    # (one aggregate of the cells, issue 49; metrics/impact.py's link_masses, which pointwise reads, is
+    # checked against it in tests/test_agreed_cells.py)
+    M("masses-W", "sampling/cells.py",
+      "        W2, s = float(total_weight) ** 2, self.sums\n",
+      "        W2, s = float(total_weight), self.sums\n",
       "link_masses: the masses divided by W instead of W²", BOTH_TESTS),
-    M("masses-agreed-inter", "metrics/impact.py",
-      "agreed=within.sum(where=(f.n > 1) & ~(up | down)),",
-      "agreed=within.sum(where=f.n > 1),",
+    M("masses-agreed-inter", "sampling/cells.py",
+      "        m_agreed=within.sum(where=agreed),\n",
+      "        m_agreed=within.sum(where=f.n > 1),\n",
       "link_masses: the agreed mass includes the intersection fragments' pairs", BOTH_TESTS),
-    M("masses-self", "metrics/impact.py",
-      "    within = f.w * f.w - f.w2\n",
-      "    within = f.w * f.w\n",
+    M("masses-self", "sampling/cells.py",
+      "    within = f.w * f.w - f.w2\n    # The non-self",
+      "    within = f.w * f.w\n    # The non-self",
       "link_masses: the within-fragment masses include the self pairs", BOTH_TESTS),
-    M("masses-merge-base", "metrics/impact.py",
-      "merge=(f.w * (f.we - f.w)).sum(where=f.n < f.ne),",
-      "merge=(f.w * (f.we - f.w)).sum(where=f.n < f.nb),",
+    M("masses-merge-base", "sampling/cells.py",
+      "m_merge=(f.w * (f.we - f.w)).sum(where=f.n < f.ne),",
+      "m_merge=(f.w * (f.we - f.w)).sum(where=f.n < f.nb),",
       "link_masses: the merge mass summed over the fragments smaller than their Base cluster", BOTH_TESTS),
-    # ------------------------------------------------------------------ sampling/pairs.py
-    M("pairs-agreed-frag-inter", "sampling/pairs.py",
+    # ------------------------------------------------------------------ sampling/cells.py, sampling/pairs.py
+    M("pairs-agreed-frag-inter", "sampling/cells.py",
       "    return (f.n > 1) & ~inter\n",
       "    return f.n > 1\n",
-      "agreed_fragments: the intersection fragments included (a pair in two strata)", BOTH_TESTS),
+      "agreed_cells: the intersection fragments included (a pair in two strata)", BOTH_TESTS),
     M("pairs-agreed-u", "sampling/pairs.py",
       "u=j.weight * f.w, label=ibis.literal(0)",
       "u=j.weight, label=ibis.literal(0)",
@@ -232,15 +235,33 @@ MUTANTS: list[Mutant] = [
       "pos=x.u * x.total, draw=x.draw).view()",
       "pos=x.u * x.total * 0.95, draw=x.draw).view()",
       "_agreed_partners: the partner never the last 5% of the fragment's weight", BOTH_TESTS),
-    M("pairs-count-agreed", "sampling/pairs.py",
-      "agreed=within.sum(where=agreed_fragments(f)),",
-      "agreed=within.sum(where=f.n > 1),",
+    M("pairs-count-agreed", "sampling/cells.py",
+      "n_agreed=pairs_within.sum(where=agreed),",
+      "n_agreed=pairs_within.sum(where=f.n > 1),",
       "pair_counts: the agreed stratum's pairs counted with the intersection fragments'", BOTH_TESTS),
     M("pairs-census-agreed-weight", "sampling/pairs.py",
       "pair_weight=2.0 * a.weight * b.weight / (W * W))",
       "pair_weight=a.weight * b.weight / (W * W))",
       "stratum_pairs: an agreed census pair weighs w_a·w_b/W² (one ordered pair) instead of 2·w_a·w_b/W²",
       BOTH_TESTS),
+    # ------------------------------------------------------------------ sampling/agreed.py (issue 49)
+    M("agreed-cells-vantage", "sampling/agreed.py",
+      "        i = _pick(cum_a, u2)\n",
+      "        i = _pick(cum_w, u2)\n",
+      "draw_agreed: the vantage item drawn ∝ w_i instead of w_i·(W(F) − w_i)", (AGREED,)),
+    M("agreed-cells-partner-self", "sampling/agreed.py",
+      "        pos = pos + w_i if pos >= lo else pos",
+      "        pos = pos",
+      "draw_agreed: the partner drawn ∝ w_j over the cell's other items' weights without skipping the vantage",
+      (AGREED,)),
+    M("agreed-cells-group", "sampling/agreed.py",
+      'gi = np.minimum(np.searchsorted(cum, u[:, 0] * cum[-1], side="right"), len(cum) - 1)',
+      "gi = np.minimum((u[:, 0] * len(cum)).astype(int), len(cum) - 1)",
+      "draw_agreed: a group of agreed cells drawn uniformly instead of ∝ its mass", (AGREED,)),
+    M("agreed-cells-cell", "sampling/agreed.py",
+      "        keys.append(gkeys[_pick(gcum, u1)])\n",
+      "        keys.append(gkeys[min(int(u1 * len(gkeys)), len(gkeys) - 1)])\n",
+      "draw_agreed: a cell of its group drawn uniformly instead of ∝ W(F)² − Σw²", (AGREED,)),
     # ------------------------------------------------------------------ quality/stratified.py
     M("strat-agreed-self-kept", "sampling/stratified.py",
       'drop_self=stratum.startswith("intersection") or stratum == "agreed")',

@@ -112,12 +112,12 @@ class DiffCache:
     Each attribute is written by the one function that computes it (named beside it)."""
 
     affected_fragments: ibis.Table | None = None  # core.diff.affected_fragments
+    overall: dict | None = None  # metrics.impact.overall
     affected_items: ibis.Table | None = None  # core.diff.affected_items
     affected_population: ibis.Table | None = None  # sampling.explore.affected_population
     pair_totals: dict[float, dict] = field(default_factory=dict)  # sampling.pairs.pair_totals, by weight(T)
     pair_counts: dict | None = None  # sampling.pairs.pair_counts
     vantage_items: ibis.Table | None = None  # sampling.pairs.vantage_items
-    partner_index: dict[str, tuple] = field(default_factory=dict)  # sampling.pairs, by side
     pair_vantage: tuple | None = None  # sampling.pairs.sample_pairs_many: (population, rows, totals)
     self_terms: dict[float, float] = field(default_factory=dict)  # quality.stratified.self_term, by weight(T)
     stratum_populations: dict[str, tuple] = field(default_factory=dict)  # quality.stratified.stratum_populations

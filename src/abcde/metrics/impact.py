@@ -276,7 +276,14 @@ def per_cluster_expr(diff: Diff, side: str, total_weight: float, *, only_affecte
 
 
 def overall(diff: Diff) -> dict:
-    """Overall metrics and affected counts from the fragment table."""
+    """Overall metrics and affected counts from the fragment table; one query per diff (the impact, the
+    pair sample and its exact facts each ask)."""
+    if diff.cache.overall is None:
+        diff.cache.overall = _overall(diff)
+    return dict(diff.cache.overall)
+
+
+def _overall(diff: Diff) -> dict:
     f = fragment_metrics(diff.fragments)
     r = diff.engine.one(
         f.aggregate(

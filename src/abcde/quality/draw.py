@@ -30,13 +30,12 @@ from abcde.samples.people_tasks import (BY_ANSWERS, META_KEY as PEOPLE_KEY, cens
 from abcde.samples.sample_dir import PairSampleDir, StagedSample, check_hidden, stage_sample_dir, write_sample_dir
 from abcde.quality.exact_facts import recall_facts
 from abcde.samples.facts import recall_items, recall_record
-from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA, agreed_share, split_budget
-from abcde.sampling.stratified import sample_agreed, sample_stratified, slice_self_terms
+from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA, draws_by_stratum
+from abcde.sampling.stratified import draw_plan, slice_self_terms
 from abcde.quality.stratified import stratum_sigmas
-from abcde.sampling.allocation import draws_by_stratum
 from abcde.sampling.agreed import BY_CELLS
-from abcde.sampling.cells import cell_sums
-from abcde.sampling.pairs import PairSample, pair_counts, pairweight_expr, sample_pairs
+from abcde.sampling.pairs import pairweight_expr
+from abcde.sampling.plan import SamplePlan, plan_sample
 from abcde.util.files import InputPrints, full_path
 
 
@@ -344,35 +343,14 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
     hide = check_hidden(diff.attributes, hide)
     o = overall(diff)
     eng = diff.engine
-    if estimator == "paper":
-        ps, extra = _draw_paper(diff, budget=budget, seed=seed, total_weight=o["total_weight"], share=share,
-                                floor=floor, agreed_by=agreed_by)
-    else:
-        ss = sample_stratified(diff, budget=budget, seed=seed, total_weight=o["total_weight"],
-                               allocation=allocation, sigmas=sigmas, strata=strata, share=share, floor=floor,
-                               agreed_by=agreed_by)
-        parts = [_with_stratum(ss.draws[c], c, pair_weights=strata != LEGACY_STRATA) for c in ss.strata]
-        draws = pa.concat_tables(parts)
-        draws = draws.set_column(0, "draw", pa.array(range(draws.num_rows), pa.int64()))
-        judgeable = len({p for p, n in zip(draws.column("pair_id").to_pylist(),
-                                           draws.column("needs_judgement").to_pylist()) if n})
-        # Every stratum's distinct pairs, counted per stratum (the strata hold disjoint pairs: the budget
-        # is filled when these add up to it; a stratum at its cap leaves it short: exhausted).
-        filled = sum(len({p for p, n in zip(ss.draws[c].column("pair_id").to_pylist(),
-                                            ss.draws[c].column("needs_judgement").to_pylist()) if n})
-                     for c in ss.strata if ss.draws[c].num_rows)
-        ps = PairSample(draws, ss.totals, judgeable, filled < budget)
-        extra = {"estimator": "stratified", "allocation": allocation, "budgets": ss.budgets,
-                 "census": sorted(ss.census, key=ss.strata.index), "self_term": ss.self_term, "pilot_sigmas": sigmas}
-        if strata != LEGACY_STRATA:
-            extra["pair_counts"] = {c: pair_counts(diff)[c] for c in ss.strata}
-        if strata == STRATA:
-            extra["agreed_share"] = ss.agreed_share
-            if agreed_by == "cells":
-                extra["agreed_draws"] = dict(BY_CELLS)
-            if floor:
-                extra["dp_floor"] = floor
-    draws = ps.draws
+    # 1–3. The strata, their masses and sizes (one query of the cells), the budgets.
+    plan = plan_sample(diff, budget=budget, total_weight=o["total_weight"], estimator=estimator,
+                       allocation=allocation, sigmas=sigmas, strata=strata, share=share, floor=floor,
+                       agreed_by=agreed_by)
+    # 4. The draws of each stratum.
+    drawn = draw_plan(diff, plan, [seed])[seed]
+    # 5. The listing: the draws as one table, the drawn items' attributes, the exact facts, the metadata.
+    draws, judgeable, exhausted, extra = _listed(plan, drawn, budget, sigmas)
     id_type = "integer" if diff.joined.item_id.type().is_integer() else "string"
     # Attributes of every item in the sample.
     if draws.num_rows:
@@ -389,10 +367,10 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
         "seed": seed,
         "budget": budget,
         **extra,
-        "judgeable_pairs": ps.judgeable,
-        "exhausted": ps.exhausted,
+        "judgeable_pairs": judgeable,
+        "exhausted": exhausted,
         "draws": draws.num_rows,
-        "pair_totals": ps.totals,
+        "pair_totals": plan.totals,
         "total_weight": o["total_weight"],
         "items": o["items"],
         "split_rate_T": o["split_rate"],
@@ -423,39 +401,54 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
     return draws, items_t, meta, slices, hide
 
 
-def _draw_paper(diff, *, budget: int, seed: int, total_weight: float, share: float | None,
-                floor: int, agreed_by: str = "cells") -> tuple[PairSample, dict]:
-    """The paper's design: its draws ∝ u_ij, and beside them the agreed pairs (together in both
-    clusterings, ∝ ``w_i·w_j``; the recall lift's, issue 38) with the same share of the budget as the
-    stratified design gives them (:func:`~abcde.sampling.allocation.split_budget`; ``floor``: the
-    budget of a sample drawn before them, which its own draws keep). The agreed draws come last;
-    the paper's estimators leave them out (:func:`~abcde.sampling.allocation.without_agreed`)."""
-    caps = pair_counts(diff)
-    if share is None:
-        share = agreed_share(cell_sums(diff).link_masses(total_weight))
-    dp_budget, n_agreed = split_budget(budget, share, caps, floor)
-    # What the paper's draws cannot take (every pair needing a judgement drawn) goes to the agreed pairs.
-    left = dp_budget - sum(caps[c] for c in SIGNED)
-    if n_agreed and left > 0:
-        dp_budget, n_agreed = dp_budget - left, min(n_agreed + left, caps["agreed"])
-    ps = sample_pairs(diff, budget=dp_budget, seed=seed, total_weight=total_weight)
-    extra = {"estimator": "paper", "allocation": None, "agreed_share": share}
-    if floor:
-        extra["dp_floor"] = floor
-    agreed, whole = sample_agreed(diff, budget=n_agreed, seed=seed, total_weight=total_weight, agreed_by=agreed_by)
-    extra.update(agreed_budget=n_agreed, census=["agreed"] if whole else [])
-    if agreed_by == "cells":
-        extra["agreed_draws"] = dict(BY_CELLS)
-    if not agreed.num_rows:
-        return ps, extra
-    # Each part keeps its own order (the paper's draws a stratum of null, the agreed pairs "agreed"),
-    # so that a larger budget continues each (pairs --extend).
-    own = _with_stratum(ps.draws, None, pair_weights=True)
-    agreed = _with_stratum(agreed, "agreed", pair_weights=True)
-    draws = pa.concat_tables([own, agreed.select(own.column_names).cast(own.schema)])
-    draws = draws.set_column(0, "draw", pa.array(range(draws.num_rows), pa.int64()))
-    n_pairs = len(set(agreed.column("pair_id").to_pylist()))
-    return PairSample(draws, ps.totals, ps.judgeable + n_pairs, ps.exhausted and (whole or n_pairs < n_agreed)), extra
+def _listed(plan: SamplePlan, drawn: dict, budget: int, sigmas: dict | None) -> tuple:
+    """A plan's draws (``{stratum: draws}``) as the sample's one table, with its distinct pairs to judge,
+    whether it fell short of ``budget`` (exhausted: every pair it could take drawn) and the metadata of
+    its design. Each stratum keeps its own order (the paper's own draws a stratum of null), so that a
+    larger budget continues each (``pairs --extend``)."""
+    def distinct(t: pa.Table) -> int:
+        return len({p for p, n in zip(t.column("pair_id").to_pylist(), t.column("needs_judgement").to_pylist()) if n})
+
+    extra: dict = {}
+    if plan.estimator == "paper":
+        # The paper's draws ∝ u_ij, and beside them (last) the agreed pairs (together in both
+        # clusterings, ∝ w_i·w_j; the recall lift's, issue 38), which the paper's estimators leave out
+        # (abcde.sampling.allocation.without_agreed).
+        own, agreed = drawn["paper"], drawn["agreed"]
+        whole = "agreed" in plan.census
+        extra.update(estimator="paper", allocation=None, agreed_share=plan.share, agreed_budget=plan.budgets["agreed"],
+                     census=["agreed"] if whole else [])
+        if plan.floor:
+            extra["dp_floor"] = plan.floor
+        if plan.agreed_by == "cells":
+            extra["agreed_draws"] = dict(BY_CELLS)
+        judgeable = distinct(own)
+        exhausted = judgeable < plan.budgets["paper"]
+        if not agreed.num_rows:
+            return own, judgeable, exhausted, extra
+        own = _with_stratum(own, None, pair_weights=True)
+        agreed = _with_stratum(agreed, "agreed", pair_weights=True)
+        draws = pa.concat_tables([own, agreed.select(own.column_names).cast(own.schema)])
+        n_pairs = distinct(agreed)
+        judgeable, exhausted = judgeable + n_pairs, exhausted and (whole or n_pairs < plan.budgets["agreed"])
+    else:
+        draws = pa.concat_tables([_with_stratum(drawn[c], c, pair_weights=plan.strata != LEGACY_STRATA)
+                                  for c in plan.strata])
+        judgeable = distinct(draws)
+        # Every stratum's distinct pairs, counted per stratum (the strata hold disjoint pairs: the budget
+        # is filled when these add up to it; a stratum at its cap leaves it short: exhausted).
+        exhausted = sum(distinct(drawn[c]) for c in plan.strata if drawn[c].num_rows) < budget
+        extra.update(estimator="stratified", allocation=plan.allocation, budgets=plan.budgets,
+                     census=sorted(plan.census, key=plan.strata.index), self_term=plan.self_term, pilot_sigmas=sigmas)
+        if plan.strata != LEGACY_STRATA:
+            extra["pair_counts"] = {c: plan.counts[c] for c in plan.strata}
+        if plan.strata == STRATA:
+            extra["agreed_share"] = plan.share
+            if plan.agreed_by == "cells":
+                extra["agreed_draws"] = dict(BY_CELLS)
+            if plan.floor:
+                extra["dp_floor"] = plan.floor
+    return draws.set_column(0, "draw", pa.array(range(draws.num_rows), pa.int64())), judgeable, exhausted, extra
 
 
 def _with_stratum(draws: pa.Table, stratum: str | None, *, pair_weights: bool) -> pa.Table:

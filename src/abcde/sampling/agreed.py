@@ -17,10 +17,15 @@ whatever the number drawn, so a larger budget continues the same draws, ``pairs 
 
 So ``P(i, j) = w_i·w_j / Σ_agreed (W(F)² − Σ_F w²)`` exactly: the draws ∝ ``w_i·w_j`` over the
 stratum, each drawn pair judgeable (no self draws to reject). Each stage is inverse sampling on
-running sums computed in Python over rows ordered by their ids, so DuckDB and Spark draw the same
-pairs for the same seed; the engine only sums the groups and fetches the rows drawn. The grouping
-(:func:`~abcde.sampling.cells.cell_group`) decides how many cells are fetched, never which pair is
-drawn. Draws continue until the budget's distinct pairs are drawn, as every stratum's do.
+running sums computed in Python over rows ordered by their ids, and the groups
+(:func:`~abcde.sampling.cells.cell_group`) are the same integers on every engine, so DuckDB and Spark
+draw the same pairs for the same seed; the engine only sums the groups and fetches the rows drawn.
+Draws continue until the budget's distinct pairs are drawn, as every stratum's do (or every pair of
+the stratum, when the budget is more).
+
+A cell whose items' weights span so wide a range that ``W(F)² − Σ_F w²`` is lost to rounding against
+``W(F)²`` (a ratio beyond about 10^10 between its heaviest item and the others) cannot be drawn in
+proportion: it is refused in one line naming it, never left out in silence.
 
 Samples drawn before this (the agreed vantage items by clocks, :func:`abcde.sampling.pairs.agreed_population`)
 record no ``agreed_draws``, and are continued the way they were drawn.
@@ -31,12 +36,13 @@ from __future__ import annotations
 import ibis
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from abcde.core.diff import Diff, rows_of_fragments
 from abcde.errors import InputError
 from abcde.sampling.cells import GROUPS, agreed_cells, agreed_groups, cell_group
 from abcde.sampling.clocks import draw_limit
-from abcde.sampling.pairs import empty_draws, pair_id, select_draws
+from abcde.sampling.pairs import empty_draws, pair_counts, pair_id, select_draws
 from abcde.util import progress as _progress
 
 #: How a sample's agreed stratum was drawn, as its metadata's ``agreed_draws`` records it: by cells
@@ -87,16 +93,21 @@ def _cells(diff: Diff, wanted, id_type) -> dict:
                                                                         "weight"),
                                     step="items of the drawn agreed cells")
         rows = rows.sort_by([("base_cluster", "ascending"), ("exp_cluster", "ascending"), ("item_id", "ascending")])
-        keys = list(zip(rows.column("base_cluster").to_pylist(), rows.column("exp_cluster").to_pylist()))
-        ids = rows.column("item_id").cast(id_type)
+        b, e = rows.column("base_cluster").combine_chunks(), rows.column("exp_cluster").combine_chunks()
+        n = rows.num_rows
+        # Where a cell ends: its Base or Exp cluster changes (one vectorised comparison, not a loop per item).
+        change = (pc.or_(pc.not_equal(b.slice(1), b.slice(0, n - 1)), pc.not_equal(e.slice(1), e.slice(0, n - 1)))
+                  if n > 1 else pa.array([], pa.bool_()))
+        ends = np.r_[np.flatnonzero(np.asarray(change.to_numpy(zero_copy_only=False))) + 1, n] if n else []
+        ids = rows.column("item_id").combine_chunks().cast(id_type)
         w = np.asarray(rows.column("weight").to_numpy(zero_copy_only=False), dtype=float)
         lo = 0
-        for hi in range(1, len(keys) + 1):
-            if hi == len(keys) or keys[hi] != keys[lo]:
-                ww = w[lo:hi]
-                total = float(ww.sum())
-                cache[keys[lo]] = (ids.slice(lo, hi - lo).to_pylist(), np.cumsum(ww), np.cumsum(ww * (total - ww)))
-                lo = hi
+        for hi in ends:
+            ww = w[lo:hi]
+            total = float(ww.sum())
+            cache[(b[lo].as_py(), e[lo].as_py())] = (ids.slice(lo, hi - lo).to_pylist(), np.cumsum(ww),
+                                                     np.cumsum(ww * (total - ww)))
+            lo = int(hi)
     return cache
 
 
@@ -141,8 +152,10 @@ def draw_agreed(diff: Diff, *, budget: int, seeds, id_type) -> dict:
     seeds = list(dict.fromkeys(int(s) for s in seeds))
     if budget <= 0 or not len(agreed_groups(diff).groups):
         return {s: empty_draws(id_type) for s in seeds}
+    # A budget beyond the stratum's pairs (a caller that never lists it whole) ends at its last pair.
+    want = min(budget, pair_counts(diff)["agreed"])
     limit = draw_limit(budget)
-    k = min(max(2 * budget + 10, 16), limit)
+    k = min(max(2 * want + 10, 16), limit)
     done: dict = {}
     pending = seeds
     while pending:
@@ -152,7 +165,7 @@ def draw_agreed(diff: Diff, *, budget: int, seeds, id_type) -> dict:
                 a, b = agreed_pairs(diff, agreed_uniforms(s, k), id_type)
                 draws = pa.table({"vantage": pa.array(a, id_type), "class": pa.array(["agreed"] * k, pa.string()),
                                   "label": pa.array([0] * k, pa.int8())})
-                got = select_draws(draws, b, budget=budget, drop_self=False, exhausted=False)
+                got = select_draws(draws, b, budget=want, drop_self=False, exhausted=False)
                 if got is not None:
                     done[s] = got[0]
                 elif k >= limit:

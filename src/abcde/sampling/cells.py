@@ -18,8 +18,10 @@ agreed stratum's mass ``W(F)² − Σ_F w²`` per *group* of agreed cells, the f
 (:mod:`abcde.sampling.agreed`), in one group-by.
 
 A cell's group (:func:`cell_group`) is a cheap arithmetic function of its two cluster ids, the same
-on every engine: it decides only how many cells the second stage fetches, never which pair is
-drawn (the draws are exact whatever the grouping).
+on every engine. The grouping never changes what the agreed draws are distributed as (exactly ∝
+``w_i·w_j`` whatever the groups); it orders the cells the draws' uniforms are inverted over, so it is
+part of how a sample is drawn (recorded: ``agreed_draws``), and it decides how many cells the second
+stage fetches.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from dataclasses import dataclass
 
 import ibis
 import numpy as np
+import pyarrow.compute as pc
 
 from abcde.core.diff import Diff
 from abcde.core.formulas import affected, merge_pair_weight, split_pair_weight, stable_pair_weight
+from abcde.errors import InputError
 
 #: Groups of agreed cells for the agreed stratum's first stage. Part of how a sample is drawn: a
 #: sample records it (``agreed_draws``), and a later ``pairs --extend`` groups the cells the same way.
@@ -48,17 +52,28 @@ def agreed_cells(f) -> ibis.BooleanValue:
 
 
 def _residue(x: ibis.Value) -> ibis.IntegerValue:
-    """An id as an integer in ``[0, 2^31 − 1)``, computed alike on every engine: an integer id by its
-    residue; any other id (cast to text) from its length and the positions of its last four characters
-    in the printable ASCII characters (−1 for any other character), so only cheap string operations
-    run (no hash)."""
-    if x.type().is_integer():
+    """An id as an integer in ``[0, 2^31 − 1)``, computed alike on every engine, by cheap operations
+    only (no hash): an integer or decimal id by its residue, exact in its own type (an unsigned
+    integer, which Spark reads as a decimal, alike on both); a float by the residue of its value (0 for
+    an infinite one); any other id (text) from its length and the positions of its last eight characters
+    among the printable ASCII characters (−1 for any other character). Never through a number's text,
+    which engines write differently (``1e-05`` and ``1.0E-5``)."""
+    t = x.type()
+    if t.is_integer() and not t.is_unsigned_integer():
         return ((x.cast("int64") % _P) + _P) % _P
+    if t.is_unsigned_integer() or t.is_decimal():  # exact in its own type (a uint64 beyond 2^63 too)
+        r = x % ibis.literal(_P, t if t.is_decimal() else "uint64")
+        return (r.floor() if t.is_decimal() else r).cast("int64")
+    if t.is_numeric():
+        v = x.cast("float64")
+        r = ((v % float(_P)) + float(_P)) % float(_P)
+        finite = (v > -1e308) & (v < 1e308)  # false for an infinity (and a NaN, which inputs refuse)
+        return ibis.ifelse(finite, r.floor(), 0.0).cast("int64")
     s = x.cast("string")
     h = s.length().cast("int64")
-    tail = s.right(4)
+    tail = s.right(8)
     chars = ibis.literal(_PRINTABLE)
-    for k in range(4):
+    for k in range(8):
         h = (h * 131 + chars.find(tail.substr(k, 1)).cast("int64") + 2) % _P
     return h
 
@@ -164,17 +179,39 @@ class AgreedGroups:
     mass: np.ndarray
 
 
+#: A cell's ``W(F)² − Σ_F w²`` below this share of ``W(F)²`` is lost to rounding (its relative error,
+#: about 1e-16·W(F)²/(W(F)² − Σ_F w²), would pass 1e-6): its pairs cannot be drawn in proportion.
+LOST_SHARE = 1e-10
+
+
 def agreed_groups(diff: Diff) -> AgreedGroups:
     """The agreed cells' masses summed per :func:`cell_group` (one group-by), the first stage of the
-    agreed stratum's draws (:mod:`abcde.sampling.agreed`); once per diff."""
+    agreed stratum's draws (:mod:`abcde.sampling.agreed`); once per diff.
+
+    Raises
+    ------
+    InputError
+        When an agreed cell's pair mass ``W(F)² − Σ_F w²`` is lost to rounding (:data:`LOST_SHARE`):
+        its items' weights span too wide a range; the message names the cell."""
     if diff.cache.agreed_groups is None:
         f = diff.fragments
-        f = f.filter(agreed_cells(f)).mutate(_g=cell_group(f))
-        t = f.group_by("_g").aggregate(m=(f.w * f.w - f.w2).sum())
-        rows = diff.engine.to_arrow(t.filter(t.m > 0).order_by("_g"), step="agreed cells by group")
-        diff.cache.agreed_groups = AgreedGroups(np.asarray(rows.column("_g").to_numpy(), dtype=np.int64),
-                                                np.asarray(rows.column("m").to_numpy(zero_copy_only=False), dtype=float))
+        f = f.filter(agreed_cells(f))
+        f = f.mutate(_g=cell_group(f), _m=f.w * f.w - f.w2)
+        lost = f._m <= LOST_SHARE * f.w * f.w
+        t = f.group_by("_g").aggregate(m=f._m.sum(), lost=lost.sum())
+        rows = diff.engine.to_arrow(t.order_by("_g"), step="agreed cells by group")
+        if any(rows.column("lost").to_pylist()):
+            r = diff.engine.one(f.filter(lost).select("base_cluster", "exp_cluster", "n", "w").limit(1),
+                                step="an agreed cell of lost mass")
+            raise InputError(
+                f"The {r['n']:,} items together in Base cluster {r['base_cluster']!r} and Exp cluster "
+                f"{r['exp_cluster']!r} weigh {r['w']:.6g} in all, nearly all of it one item's: the weight of their "
+                "pairs (w_i·w_j) is lost to rounding against it, so they cannot be drawn in proportion. Make the "
+                "item weights less extreme (within a factor of about 10^10 of each other inside one cluster).")
+        keep = rows.filter(pc.greater(rows.column("m"), 0.0))
+        diff.cache.agreed_groups = AgreedGroups(np.asarray(keep.column("_g").to_numpy(), dtype=np.int64),
+                                                np.asarray(keep.column("m").to_numpy(zero_copy_only=False), dtype=float))
     return diff.cache.agreed_groups
 
 
-__all__ = ["GROUPS", "AgreedGroups", "CellSums", "agreed_cells", "agreed_groups", "cell_group", "cell_sums"]
+__all__ = ["GROUPS", "LOST_SHARE", "AgreedGroups", "CellSums", "agreed_cells", "agreed_groups", "cell_group", "cell_sums"]

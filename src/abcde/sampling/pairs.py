@@ -178,29 +178,25 @@ def draw_sequence(top: pa.Table, *, weight: str, seed: int, limit: int | None = 
     return np.fromiter(draws, dtype=np.int64)
 
 
-def _partner_index(diff: Diff, side: str):
-    """Running weight sums of every item within its ``side`` cluster, in a fixed order
-    (by the other side's cluster, then id), so each fragment is a contiguous range;
-    each item's rank in that order; each fragment's range and each cluster's total.
-    One window pass over the items, materialized once per diff and reused by every
-    pair sample."""
+def _partner_index(diff: Diff, side: str, drawn: ibis.Table):
+    """Running weight sums of every item within its ``side`` cluster, in a fixed order (by the other
+    side's cluster, then id), so each fragment is a contiguous range; each item's rank in that order;
+    each fragment's range and each cluster's total. Only the clusters in ``drawn`` (a column
+    ``<side>_cluster``) are read: a partner lies in its vantage item's cluster, and each cluster's sums
+    are its own (the same numbers whichever other clusters are drawn), so no pass over every affected
+    item is made (issue 49); one window over the drawn clusters' affected items, not materialized."""
     key = f"{side}_cluster"
-    cached = diff.cache.partner_index.get(side)
-    if cached is not None:
-        return cached
-    eng = diff.engine
     okey = "exp_cluster" if side == "base" else "base_cluster"
     items = affected_items(diff)
+    items = items.semi_join(drawn.select(key).distinct(), key)
     order = [items[okey], items.item_id]
     win = ibis.window(group_by=items[key], order_by=order, rows=(None, 0))
     items = items.mutate(cum_hi=items.weight.sum().over(win),
                          rk=ibis.row_number().over(group_by=items[key], order_by=order))
-    items = eng.materialize(items.mutate(cum_lo=items.cum_hi - items.weight), f"partner_{side}")
+    items = items.mutate(cum_lo=items.cum_hi - items.weight)
     frag = items.group_by([key, okey]).aggregate(lo=items.cum_lo.min(), hi=items.cum_hi.max())
     frag = frag.join(items.group_by(key).aggregate(total=items.cum_hi.max()), key)
-    frag = eng.materialize(frag, f"partner_{side}_fragments")
     cand = items.select(_k=items[key], cum_lo=items.cum_lo, rk=items.rk, partner=items.item_id)
-    diff.cache.partner_index[side] = (frag, cand)
     return frag, cand
 
 
@@ -222,8 +218,8 @@ def _partners(diff: Diff, draws: pa.Table) -> pa.Table:
         if not present & set(classes):  # e.g. a stratum of one class: one query, not two
             continue
         key, okey = f"{side}_cluster", f"{other}_cluster"
-        frag, cand = _partner_index(diff, side)
         dd = d.filter(d["class"].isin(list(classes)))
+        frag, cand = _partner_index(diff, side, dd)
         x = dd.join(frag, [key, okey])
         width = x.hi - x.lo
         own = x["class"] == "stable"

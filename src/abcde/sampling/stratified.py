@@ -15,16 +15,14 @@ import ibis
 import pyarrow as pa
 
 from abcde.core.diff import Diff
-from abcde.core.formulas import stable_pair_weight
 from abcde.core.inputs import private
-from abcde.errors import InputError
-from abcde.sampling.allocation import (LEGACY_STRATA, StratifiedSample, SIGNED, STRATA, STRATUM_LABEL, agreed_share, allocate,
-                                       split_budget)
+from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA, STRATUM_LABEL, StratifiedSample
 from abcde.sampling.agreed import draw_agreed
 from abcde.sampling.cells import cell_sums
-from abcde.sampling.clocks import check_seed, check_size
-from abcde.sampling.pairs import (agreed_population, fill_budgets, pair_counts, pair_id, pair_totals, stratum_pairs,
-                                  vantage_items)
+from abcde.sampling.clocks import check_seed
+from abcde.sampling.pairs import (agreed_population, fill_budgets, pair_counts, pair_id, sample_pairs_many,
+                                  stratum_pairs, vantage_items)
+from abcde.sampling.plan import SamplePlan, plan_sample
 
 
 def self_term(diff: Diff, total_weight: float) -> float:
@@ -98,35 +96,33 @@ def sample_stratified_many(diff: Diff, *, budget: int, seeds, total_weight: floa
     masses; a sample grown by ``pairs --extend`` keeps the share it was drawn with); ``floor``: see
     :func:`split_budget`. ``agreed_by``: ``"cells"`` (new samples: :mod:`abcde.sampling.agreed`) or
     ``"items"`` (a sample drawn before issue 49, continued as drawn: a clock per item)."""
-    budget = check_size(budget, "budget")
     seeds = [check_seed(s) for s in seeds]
-    strata = tuple(strata)
-    if strata not in (STRATA, SIGNED, LEGACY_STRATA):
-        raise InputError(f"strata must be {STRATA}, {SIGNED} or {LEGACY_STRATA}. Got {strata!r} instead.")
-    totals = pair_totals(diff, total_weight)
-    caps = pair_counts(diff) if strata != LEGACY_STRATA and census else None
-    if strata == STRATA:
-        if share is None:
-            share = agreed_share(cell_sums(diff).link_masses(total_weight))
-        dp_budget, n_agreed = split_budget(budget, share, caps, floor)
-        budgets = allocate(dp_budget, totals, allocation=allocation, sigmas=sigmas, caps=caps, strata=SIGNED)
-        # What ΔPrecision's strata cannot take (every one listed whole) goes to the agreed stratum.
-        left = dp_budget - sum(budgets.values())
-        if n_agreed and left > 0:
-            n_agreed = min(n_agreed + left, (caps or {}).get("agreed", n_agreed + left))
-        budgets["agreed"] = n_agreed
-    else:
-        budgets = allocate(budget, totals, allocation=allocation, sigmas=sigmas, caps=caps, strata=strata)
-    whole = frozenset(c for c in strata if caps and budgets[c] > 0 and budgets[c] >= caps[c])
-    st = self_term(diff, total_weight)
+    plan = plan_sample(diff, budget=budget, total_weight=total_weight, allocation=allocation, sigmas=sigmas,
+                       strata=strata, share=share, floor=floor, agreed_by=agreed_by, census=census)
+    drawn = draw_plan(diff, plan, seeds, batch=batch)
+    return [StratifiedSample(drawn[s], plan.totals, plan.self_term, plan.budgets, allocation, plan.census, plan.share)
+            for s in seeds]
+
+
+def draw_plan(diff: Diff, plan: SamplePlan, seeds, *, batch: int = 64) -> dict:
+    """Step 4 of a pair sample (:mod:`abcde.sampling.plan`): ``{seed: {stratum: draws}}``, each stratum
+    of ``plan`` drawn with its budget (a census listed whole; the agreed stratum by cells or, in a
+    sample drawn before issue 49, by a clock per item; the paper's design's own draws ∝ u_ij as one
+    sequence), for each of ``seeds`` (a few queries per stratum for a whole ``batch`` of them)."""
+    seeds = [check_seed(s) for s in seeds]
     id_type = diff.joined.item_id.type().to_pyarrow()
-    draws: dict = {s: {} for s in seeds}
-    for c in strata:
-        got = _stratum_draws(diff, c, budgets[c], seeds, whole=c in whole, total_weight=total_weight,
-                             id_type=id_type, batch=batch, agreed_by=agreed_by)
+    out: dict = {s: {} for s in seeds}
+    for c in plan.strata:
+        if c == "paper":
+            got = dict(zip(seeds, (ps.draws for ps in sample_pairs_many(
+                diff, budget=plan.budgets[c], seeds=seeds, total_weight=plan.total_weight, batch=batch))))
+        else:
+            got = _stratum_draws(diff, c, plan.budgets[c], seeds, whole=c in plan.census,
+                                 total_weight=plan.total_weight, id_type=id_type, batch=batch,
+                                 agreed_by=plan.agreed_by)
         for s in seeds:
-            draws[s][c] = got[s]
-    return [StratifiedSample(draws[s], totals, st, budgets, allocation, whole, share) for s in seeds]
+            out[s][c] = got[s]
+    return out
 
 
 def _stratum_draws(diff: Diff, stratum: str, budget: int, seeds, *, whole: bool, total_weight: float, id_type,
@@ -138,8 +134,6 @@ def _stratum_draws(diff: Diff, stratum: str, budget: int, seeds, *, whole: bool,
         return {s: _census_draws(listed, stratum, s, id_type) for s in seeds}
     if stratum == "agreed" and agreed_by == "cells":
         return draw_agreed(diff, budget=budget, seeds=seeds, id_type=id_type)
-    if agreed_by not in ("cells", "items"):
-        raise InputError(f"agreed_by must be 'cells' or 'items'. Got {agreed_by!r} instead.")
     # The agreed stratum by a clock per item: samples drawn before issue 49, continued as drawn.
     pop, n_pop = agreed_population(diff) if stratum == "agreed" else stratum_populations(diff)[stratum]
     out = {}
