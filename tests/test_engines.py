@@ -227,6 +227,16 @@ def test_cell_groups_and_agreed_draws_are_the_same_on_both_engines(spark):
         assert len(set(drawn[0][s].column("pair_id").to_pylist())) == 25
 
 
+def test_sparks_hex_conversion_gives_the_portable_uniforms(spark):
+    """Spark reads a clock's hex digits with its own conv (issue 49): the same uniforms as Python's md5."""
+    from abcde.sampling.clocks import hash_uniform, hash_uniform_py
+
+    keys = [str(k) for k in range(400)] + ["é", "", "x" * 70]
+    t = ibis.memtable(pa.table({"k": keys}))
+    got = spark.to_arrow(t.select(u=hash_uniform(t.k, 11, "pairs:", spark))).column("u").to_pylist()
+    assert got == [hash_uniform_py(k, 11, "pairs:") for k in keys]
+
+
 def test_same_strata_counts_and_census_on_both_engines(spark):
     """The exact pair counts per stratum, and a census (a budget beyond every stratum's pairs: each
     listed whole with its pair weights), are the same on both engines."""

@@ -155,6 +155,11 @@ class DuckDBEngine(Engine):
 
         return Aside(wait=wait, cancel=cancel)
 
+    def hex_value(self, text, digits: int):
+        """DuckDB casts a ``0x``-prefixed text to an integer directly (the same number as the portable
+        digit-by-digit sum; ``tests/test_sampling.py`` checks both)."""
+        return (ibis.literal("0x") + text.substr(0, digits)).cast("int64").cast("float64")
+
     def zip(self, tables: dict[str, "ibis.Table"]) -> "ibis.Table":
         """DuckDB's ``POSITIONAL JOIN`` of the tables (a scan of each in its stored order)."""
         cols = [f'"{k}"."{c}" AS "{k}__{c}"' for k, t in tables.items() for c in t.columns]

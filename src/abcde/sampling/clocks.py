@@ -31,9 +31,9 @@ import numpy as np
 import pyarrow as pa
 
 from abcde.engine import Engine
+from abcde.engine.base import portable_hex_value
 from abcde.errors import AbcdeError, InputError
 
-_HEX = "0123456789abcdef"
 HASH_DIGITS = 13  # 52 bits: every value is exact in a float64
 
 #: Draws replayed one by one for a sample of ``n`` elements (or pairs) stop at
@@ -67,23 +67,20 @@ def check_seed(seed) -> int:
     return int(seed)
 
 
-def hash_uniform(key: ibis.Value, seed: int, salt: str = "") -> ibis.Value:
+def hash_uniform(key: ibis.Value, seed: int, salt: str = "", engine: Engine | None = None) -> ibis.Value:
     """A uniform number in (0, 1) from md5 of ``"<seed>:<salt><key>"``, in the engine.
 
-    The first 13 hex digits of the md5 (52 bits) are read digit by digit, which
-    every SQL engine can do, so DuckDB and Spark give the same number.
+    The first 13 hex digits of the md5 (52 bits) are read as an integer (:meth:`Engine.hex_value`:
+    digit by digit, which every SQL engine can do, or the ``engine``'s own conversion, the same
+    number), so DuckDB and Spark give the same number.
     """
-    return _uniform_of(ibis.literal(f"{seed}:{salt}") + key.cast("string"))
+    return _uniform_of(ibis.literal(f"{seed}:{salt}") + key.cast("string"), engine)
 
 
-def _uniform_of(text: ibis.Value) -> ibis.Value:
+def _uniform_of(text: ibis.Value, engine: Engine | None = None) -> ibis.Value:
     """The uniform of :func:`hash_uniform` from the hashed string itself."""
     h = text.hexdigest("md5")
-    digits = ibis.literal(_HEX)
-    v = None
-    for k in range(HASH_DIGITS):
-        d = digits.find(h.substr(k, 1)).cast("float64")
-        v = d if v is None else v * 16.0 + d
+    v = engine.hex_value(h, HASH_DIGITS) if engine is not None else portable_hex_value(h, HASH_DIGITS)
     return (v + 0.5) / float(16**HASH_DIGITS)
 
 
@@ -95,9 +92,11 @@ def hash_uniform_py(key, seed: int, salt: str = "") -> float:
     return (int(h[:HASH_DIGITS], 16) + 0.5) / float(16**HASH_DIGITS)
 
 
-def with_draw_times(t: ibis.Table, *, key: str, weight: str, seed: int, salt: str = "") -> ibis.Table:
-    """Add ``dt0 = -ln(u) / weight`` (exponential clocks) to ``t``."""
-    u = hash_uniform(t[key], seed, salt)
+def with_draw_times(t: ibis.Table, *, key: str, weight: str, seed: int, salt: str = "",
+                    engine: Engine | None = None) -> ibis.Table:
+    """Add ``dt0 = -ln(u) / weight`` (exponential clocks) to ``t`` (``engine``: the one that will run it,
+    for its own hex conversion; the same numbers on every engine)."""
+    u = hash_uniform(t[key], seed, salt, engine)
     return t.mutate(dt0=-(u.ln()) / t[weight])
 
 
@@ -127,7 +126,7 @@ def smallest_draw_times(
     """The ``n`` elements of ``t`` with the smallest initial draw times (a weighted
     sample without replacement), fetched with their ``dt0``, ordered by ``dt0``.
     Elements with weight 0 are never drawn."""
-    tt = with_draw_times(t.filter(t[weight] > 0), key=key, weight=weight, seed=seed, salt=salt)
+    tt = with_draw_times(t.filter(t[weight] > 0), key=key, weight=weight, seed=seed, salt=salt, engine=engine)
     return engine.to_arrow(tt.order_by(["dt0", key]).limit(n), step=step)
 
 
@@ -143,7 +142,7 @@ def smallest_draw_times_many(
     sd = ibis.memtable(pa.table({"__abcde_seed": pa.array(seeds, pa.int64()),
                                  "__abcde_prefix": pa.array([f"{s}:{salt}" for s in seeds], pa.string())}))
     x = t.filter(t[weight] > 0).cross_join(sd)
-    x = x.mutate(dt0=-(_uniform_of(x["__abcde_prefix"] + x[key].cast("string")).ln()) / x[weight])
+    x = x.mutate(dt0=-(_uniform_of(x["__abcde_prefix"] + x[key].cast("string"), engine).ln()) / x[weight])
     x = x.mutate(__abcde_rank=ibis.row_number().over(group_by=x["__abcde_seed"], order_by=[x.dt0, x[key]]))
     x = x.filter(x["__abcde_rank"] < n).order_by(["__abcde_seed", "dt0", key])
     got = engine.to_arrow(x.drop("__abcde_rank"), step=step)
