@@ -115,11 +115,8 @@ class DiffCache:
     overall: dict | None = None  # metrics.impact.overall
     affected_items: ibis.Table | None = None  # core.diff.affected_items
     affected_population: ibis.Table | None = None  # sampling.explore.affected_population
-    pair_totals: dict[float, dict] = field(default_factory=dict)  # sampling.pairs.pair_totals, by weight(T)
-    pair_counts: dict | None = None  # sampling.pairs.pair_counts
     vantage_items: ibis.Table | None = None  # sampling.pairs.vantage_items
     pair_vantage: tuple | None = None  # sampling.pairs.sample_pairs_many: (population, rows, totals)
-    self_terms: dict[float, float] = field(default_factory=dict)  # quality.stratified.self_term, by weight(T)
     stratum_populations: dict[str, tuple] = field(default_factory=dict)  # quality.stratified.stratum_populations
     link_masses: dict[float, dict] = field(default_factory=dict)  # metrics.impact.link_masses, by weight(T)
     agreed_population: tuple | None = None  # sampling.pairs.agreed_population: (population, rows)

@@ -91,16 +91,13 @@ def pair_totals(diff: Diff, total_weight: float) -> dict:
     return cell_sums(diff).pair_totals(total_weight)
 
 
-agreed_fragments = agreed_cells  # the agreed stratum's cells (abcde.sampling.cells.agreed_cells)
-
-
 def agreed_population(diff: Diff) -> tuple[ibis.Table, int]:
-    """The vantage population of the agreed stratum: every item of an :func:`agreed_fragments` fragment
+    """The vantage population of the agreed stratum: every item of an :func:`~abcde.sampling.cells.agreed_cells` fragment
     (``item_id, base_cluster, exp_cluster, u, label, key, class``), ``u = w_i·W(F)`` (its self pair
     included, rejected when drawn: what remains is ∝ ``w_i·w_j`` over the pairs ``i ≠ j`` of one
     fragment), and its rows. Unaffected items too: an agreed pair is together in both clusterings."""
     if diff.cache.agreed_population is None:
-        f = diff.fragments.filter(agreed_fragments(diff.fragments))
+        f = diff.fragments.filter(agreed_cells(diff.fragments))
         j = diff.joined
         t = j.join(f, [j.base_cluster == f.base_cluster, j.exp_cluster == f.exp_cluster])
         pop = t.select(j.item_id, j.base_cluster, j.exp_cluster, u=j.weight * f.w, label=ibis.literal(0).cast("int8"),
@@ -129,7 +126,7 @@ def stratum_pairs(diff: Diff, stratum: str, total_weight: float) -> pa.Table:
     it = affected_items(diff)
     W = float(total_weight)
     if stratum == "agreed":
-        fr = f.filter(agreed_fragments(f)).select("base_cluster", "exp_cluster")
+        fr = f.filter(agreed_cells(f)).select("base_cluster", "exp_cluster")
         it = rows_of_fragments(diff, fr)
         a = it.view()
         b = it.view()
