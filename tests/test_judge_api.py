@@ -9,8 +9,10 @@ import hashlib
 import http.client
 import json
 import sqlite3
+import tempfile
 import threading
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -407,12 +409,10 @@ def test_a_raters_answers_carry_no_estimates_and_the_owners_do(server):
     # The owner's view: the estimates of 'abcde quality', what ΔPrecision needs, agreement, the verdict.
     code, owner = request(url, "GET", "/api/owner")
     assert code == 200 and OWNER_ONLY <= set(owner) and RATER_KEYS <= set(owner)
-    server.session.store.export(server.session.sample_dir / "e.csv", source="person")
-    try:
-        assert owner["estimates"] == estimate_quality(server.session.sample_dir, server.session.sample_dir / "e.csv",
+    with tempfile.TemporaryDirectory() as tmp:  # an export is never written into the sample directory
+        server.session.store.export(Path(tmp) / "e.csv", source="person")
+        assert owner["estimates"] == estimate_quality(server.session.sample_dir, Path(tmp) / "e.csv",
                                                       distances=False).to_dict()
-    finally:
-        (server.session.sample_dir / "e.csv").unlink()
     assert owner["judgements"] == 5 and owner["rater_progress"][0]["judgements"] == 5
     v = owner["verdict"]
     assert set(v) >= {"verdict", "sentences", "facts"} and v["sentences"] and v["verdict"] == " ".join(v["sentences"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -55,8 +56,9 @@ def judged(tmp_path):
     store = JudgementStore(d)
     for pid in store.pair_ids[:2]:
         store.record(pid, "same", rater="ann")
-    code, out = cli("judge", "export", d, "--out", d / "judgements.csv", "--source", "person")
+    code, out = cli("judge", "export", d, "--out", tmp_path / "person.csv", "--source", "person")
     assert code == 0, out
+    shutil.copy(tmp_path / "person.csv", d / "judgements.csv")  # an export is never written into DIR itself
     return d
 
 
@@ -247,12 +249,14 @@ def test_a_report_refuses_a_sample_drawn_from_other_inputs(tmp_path):
     assert code == 1 and "drawn from other inputs" in out and "items" in out and "Traceback" not in out
 
 
-def test_an_export_never_overwrites_a_judgement_file(judged):
-    person_file = (judged / "judgements.csv").read_bytes()
-    code, out = cli("judge", "export", judged, "--out", judged / "judgements.csv", "--source", "oracle")
+def test_an_export_never_overwrites_a_judgement_file(judged, tmp_path):
+    kept = tmp_path / "kept.csv"
+    shutil.copy(judged / "judgements.csv", kept)
+    person_file = kept.read_bytes()
+    code, out = cli("judge", "export", judged, "--out", kept, "--source", "oracle")
     assert code == 1 and "never overwrites" in out and "Traceback" not in out
-    assert (judged / "judgements.csv").read_bytes() == person_file
-    code, out = cli("judge", "export", judged, "--out", judged / "judgements.csv", "--source", "person", "--force")
+    assert kept.read_bytes() == person_file
+    code, out = cli("judge", "export", judged, "--out", kept, "--source", "person", "--force")
     assert code == 0, out
 
 

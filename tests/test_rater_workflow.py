@@ -23,6 +23,8 @@ import json
 import os
 import signal
 import sqlite3
+import tempfile
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -112,13 +114,11 @@ def new_page(browser, width: int):
 def estimates_equal_quality_on_the_export(session) -> None:
     """The owner's live estimates are 'abcde quality' on the export of the store's person judgements
     (without JaccardDistance's good and bad parts, which read the inputs again)."""
-    out = session.sample_dir / "export-check.csv"
-    session.store.export(out, source="person")
-    try:
+    with tempfile.TemporaryDirectory() as tmp:  # an export is never written into the sample directory
+        out = Path(tmp) / "export-check.csv"
+        session.store.export(out, source="person")
         assert session.owner_state()["estimates"] == estimate_quality(session.sample_dir, out,
                                                                       distances=False).to_dict()
-    finally:
-        out.unlink()
 
 
 # -- instructions: a safe subset of Markdown -----------------------------------------------------------

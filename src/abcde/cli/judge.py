@@ -427,7 +427,8 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_h
 @judge.command("export")
 @click.argument("sample_dir", type=click.Path(file_okay=False))
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
-              help="Judgement file to write (.csv, .parquet or .jsonl), readable by 'abcde quality --judgements'.")
+              help="Judgement file to write (.csv, .parquet or .jsonl), readable by 'abcde quality --judgements'; "
+                   "outside SAMPLE_DIR, where 'abcde quality SAMPLE_DIR' would read it.")
 @click.option("--source", type=click.Choice(["person", "model", "oracle"]), default=None,
               help="Export only this source's judgements.")
 @click.option("--force", is_flag=True, help="Replace an existing file at --out (never done otherwise).")

@@ -24,13 +24,21 @@ it. The judging app's settle queue reads the same rule.
 Every column is checked by type before use (:func:`check_judgement_types`): ids and answers
 are text (item ids may be integers), a rater is text or an integer, a timestamp is text or a
 time; a value of another type is an :class:`InputError` naming the file, the column, the row
-and both types.
+and both types. An item id of a sample whose ids are integers is read strictly (:func:`integer_id`):
+an integer, or exactly an integer's text (``1_0``, ``" 12"`` or ``"١٣"`` is refused, never read as 10,
+12 or 13).
+
+A CSV abcde wrote for people neutralises its formula cells with a leading ``'`` and marks the rows
+it did so in the column :data:`~abcde.util.files.FORMULA_MARK_COLUMN`; only those rows, or every row
+of a file an older abcde wrote (:func:`_older_abcde_csv`), get their values back without the mark.
+Any other file's values are read as they are: an item id ``'-1`` is ``'-1``, not ``-1``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +54,7 @@ from abcde.samples.sqlite_guard import STORE_NAME
 from abcde.samples.raters import OWNER
 from abcde.samples.store import read_store_table
 from abcde.sampling.ids import pair_id
-from abcde.util.files import restore_formulas
+from abcde.util.files import FORMULA_MARK_COLUMN, is_marked, restore_formulas
 
 #: The judgement file that ``abcde judge oracle`` writes into a sample directory.
 JUDGEMENT_FILE = "judgements.csv"
@@ -170,7 +178,7 @@ def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
     name = p.name.lower()
     # A CSV has no types: every column of a judgement file is read as text (a pair id such as '12e4…'
     # or an item id such as '007' must not become a number; a judgement '1' is then a bad answer).
-    types = {c: pa.string() for c in JUDGEMENT_COLUMNS} if role == "judgements" else {}
+    types = {c: pa.string() for c in (*JUDGEMENT_COLUMNS, FORMULA_MARK_COLUMN)} if role == "judgements" else {}
     t = None
     try:
         if name.endswith((".sqlite", ".sqlite3", ".db")) and role == "judgements":
@@ -180,8 +188,8 @@ def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
         elif name.endswith(".csv"):
             t = pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(strings_can_be_null=True,
                                                                        column_types=types))
-            if role == "judgements":  # a CSV abcde wrote for people: its neutralised formula cells given back exactly
-                t = restore_formulas(t)
+            if role == "judgements":  # the rows abcde marked: their neutralised formula cells given back exactly
+                t = restore_formulas(t, unmarked_rows=_older_abcde_csv(t))
         elif name.endswith((".jsonl", ".ndjson", ".json")):
             if role == "judgements":
                 t = _read_judgements_jsonl(p)
@@ -204,6 +212,33 @@ def read_table_file(path: str | os.PathLike, role: str) -> pa.Table:
             check_judgement_types(t, p)
         return t
     raise InputError(f"Cannot tell the format of the {role} file '{p}'. Use .csv, .parquet or .jsonl.")
+
+
+#: The columns of the judgement CSVs abcde wrote before it marked the rows it neutralised
+#: (:data:`~abcde.util.files.FORMULA_MARK_COLUMN`): ``judge export`` and the owner's download, ``judge oracle --out``.
+OLDER_ABCDE_COLUMNS = (("pair_id", "item_a", "item_b", "judgement", "rater", "source", "comment", "timestamp"),
+                       ("pair_id", "item_a", "item_b", "judgement", "rater", "source", "timestamp"))
+
+
+def _older_abcde_csv(t: pa.Table) -> bool:
+    """Whether a judgement CSV read as text (no marker column) is one an older abcde wrote, whose
+    neutralised cells carry no marker: it has exactly the columns abcde wrote, in their order, a pair id
+    in every row, and every row whose item id reads as marked names its pair only with the mark undone
+    (the pair id is that of the ids without their first ``'``, not of the ids as they are). Any other
+    file is read as it is: a value that starts with ``'`` is the value."""
+    if tuple(t.column_names) not in OLDER_ABCDE_COLUMNS:
+        return False
+    for r in t.select(["pair_id", "item_a", "item_b"]).to_pylist():
+        if r["pair_id"] is None:
+            return False
+        a, b = r["item_a"], r["item_b"]
+        if is_marked(a) or is_marked(b):
+            if a is None or b is None:
+                return False
+            undone = (a[1:] if is_marked(a) else a, b[1:] if is_marked(b) else b)
+            if pair_id(*undone) != r["pair_id"] or pair_id(a, b) == r["pair_id"]:
+                return False
+    return True
 
 
 #: The columns of a judgement file and the kinds of value each may hold (a column of nulls
@@ -378,6 +413,23 @@ class ResolvedJudgements:
                 "source": source, "left_out": dict(self.left_out)}
 
 
+_INTEGER_TEXT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+
+
+def integer_id(value, where: str) -> int:
+    """An item id of a sample whose ids are integers, read from a user's file: an integer, or exactly
+    an integer's own text (ASCII digits, a leading ``-`` for a negative one, no ``+``, spaces, ``_``,
+    leading zeros or other digits), else an :class:`InputError` in one line, ``where`` naming the file,
+    the row and the column. ``int()`` would read ``1_0``, ``' 12'`` and ``'١٣'`` as 10, 12 and 13: another
+    pair's ids, never silently."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value) and value != "-0":
+        return int(value)
+    raise InputError(f"{where} is {_shown(value)}, not an integer as the sample's item ids are (ASCII digits "
+                     "with an optional leading '-', nothing else).")
+
+
 def judgement_source(row: dict) -> str:
     """A row's source: its ``source`` column, else from a rater named ``oracle:…``/``model:…``, else person."""
     src = row.get("source")
@@ -465,13 +517,11 @@ def load_judgements(paths, *, pair_ids: set, id_type: str, source: str | None = 
                 a, b = r.get("item_a"), r.get("item_b")
                 if a is None or b is None:
                     raise InputError(f"Row {k + 1} of judgements file '{path}' has no pair id and no item ids.")
-                try:
-                    a, b = (int(a), int(b)) if id_type == "integer" else (str(a), str(b))
-                except (TypeError, ValueError) as exc:
-                    raise InputError(
-                        f"Row {k + 1} of judgements file '{path}': item ids {a!r}, {b!r} are not integers like "
-                        "the sample's."
-                    ) from exc
+                if id_type == "integer":
+                    a, b = (integer_id(v, f"Row {k + 1} of judgements file '{path}': {col}")
+                            for col, v in (("item_a", a), ("item_b", b)))
+                else:
+                    a, b = str(a), str(b)
                 pid = pair_id(a, b)
             if pid not in pair_ids:
                 unknown.append(pid if r.get("pair_id") else (r.get("item_a"), r.get("item_b")))

@@ -20,7 +20,7 @@ import pyarrow as pa
 from abcde.core.names import SOURCES
 from abcde.errors import InputError, examples_text, with_option
 from abcde.samples.ledger_rows import Recorded, has_supersedes
-from abcde.samples.sample_dir import check_hidden
+from abcde.samples.sample_dir import JUDGEMENT_FILES, check_hidden
 from abcde.util.files import write_table_file
 
 
@@ -125,9 +125,55 @@ class LedgerReads:
 
     def export(self, out: str | os.PathLike, *, source: str | None = None, force: bool = False) -> Path:
         """Write the live judgements to a new CSV, Parquet or JSONL judgement file (by extension).
-        An existing file is never overwritten (it may be someone's judgements) unless ``force``."""
+        An existing file is never overwritten (it may be someone's judgements) unless ``force``.
+
+        An export is never written into the sample directory, nor where one of the sample's judgement
+        files links to (:func:`refuse_inside_sample`): ``abcde quality DIR`` reads the judgement files
+        there beside the store, and would count a snapshot's judgements after they were undone or changed."""
         out = Path(out)
+        refuse_inside_sample(out, self.sample.path, self.path)
         if out.exists() and not force:
             raise InputError(f"The file '{out}' exists; an export never overwrites a judgement file. Give a new "
                              "path" + with_option("force", ", or pass {option} to replace it") + ".")
         return write_table_file(self.to_table(source=source), out)
+
+
+def refuse_inside_sample(out: Path, sample_dir: Path, store: Path) -> None:
+    """Refuse, in one line and before anything is written, an export to ``out`` that ``abcde quality
+    sample_dir`` could read: a file in the sample directory itself (any name: ``judgements.csv``, read
+    beside the store, the store and its side files, the sample's own files; whatever the case, relative
+    path, ``..`` or symlinked directory that leads there), or the file one of its judgement files (or the
+    store) is a symlink to. ``out`` is written by a rename in its directory, which replaces a symlink at
+    ``out`` itself rather than follow it: the place written is ``out``'s resolved directory and its name."""
+    written = Path(os.path.realpath(out.parent)) / out.name
+    d = Path(os.path.realpath(sample_dir))
+
+    def same_dir(a: Path, b: Path) -> bool:
+        try:
+            return os.path.samefile(a, b)
+        except OSError:
+            return a == b
+
+    why = ("'abcde quality' reads the judgement files there beside the store: a snapshot would keep counting "
+           "judgements undone or changed after it")
+    suggest = d.parent / f"{d.name}-{out.name}"
+    if same_dir(written.parent, d):
+        raise InputError(f"Not written: the export '{out}' is in the sample directory '{d}', and {why}. Write it "
+                         f"outside that directory, such as '{suggest}'.")
+    store = Path(store)
+    read = {Path(sample_dir) / name: os.path.realpath(Path(sample_dir) / name) for name in JUDGEMENT_FILES}
+    read |= {Path(f"{store}{side}"): os.path.realpath(store) + side for side in ("", "-wal", "-shm", "-journal")}
+    for name, target in read.items():
+        if str(written) == target or _same_file(written, target):
+            raise InputError(f"Not written: the export '{out}' is the file '{name}' of the sample directory "
+                             f"'{d}' (through a link), and {why}. Write it outside that directory, such as "
+                             f"'{suggest}'.")
+
+
+def _same_file(written: Path, target: str) -> bool:
+    """``written`` (not followed if it is a symlink: a rename replaces it) is the file ``target`` names."""
+    try:
+        a, b = os.lstat(written), os.stat(target)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)

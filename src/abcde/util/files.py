@@ -178,39 +178,80 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 #: The mark of a neutralised cell: a spreadsheet shows the text after it as text and hides the mark.
 FORMULA_QUOTE = "'"
+#: The column that says which rows of a CSV abcde wrote carry its marks: its cell is ``'`` (the mark
+#: itself) in each row where a cell was neutralised, empty elsewhere; present only when one was.
+FORMULA_MARK_COLUMN = "abcde_formula_mark"
 
 
 def neutralise_formulas(table: pa.Table) -> pa.Table:
     """Every text cell that a spreadsheet would run as a formula, prefixed with ``'`` (a CSV file people
     open); a cell that starts with ``'`` gets one more, so :func:`restore_formulas` gives back every
-    value exactly. Nested columns become JSON text first; other cells are unchanged."""
+    value exactly. Nested columns become JSON text first; other cells are unchanged.
+
+    The rows that carry a mark say so: a last column :data:`FORMULA_MARK_COLUMN` holds ``'`` in each
+    of them (empty in the others), added only when some cell was marked. Only such rows are given back
+    by :func:`restore_formulas`: a file another program wrote has no such column, so a value of its own
+    that starts with ``'`` is read as it is. The marker is the mark itself, so a program that drops the
+    marks (a spreadsheet that reads ``'=x`` as the text ``=x`` and saves it so) drops the marker with them,
+    and the file is then read as it is, rightly."""
     table = _flat_for_csv(table)
+    if FORMULA_MARK_COLUMN in table.column_names:
+        raise InputError(f"A table to write as CSV has a column named {FORMULA_MARK_COLUMN!r}, the name abcde "
+                         "gives the column that marks its neutralised formula cells; rename that column.")
     marks = (*FORMULA_STARTS, FORMULA_QUOTE)
+    marked = [False] * table.num_rows
     for k, f in enumerate(table.schema):
         if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
-            values = [FORMULA_QUOTE + v if isinstance(v, str) and v.startswith(marks) else v
-                      for v in table.column(k).to_pylist()]
+            values = table.column(k).to_pylist()
+            for i, v in enumerate(values):
+                if isinstance(v, str) and v.startswith(marks):
+                    values[i] = FORMULA_QUOTE + v
+                    marked[i] = True
+            table = table.set_column(k, f, pa.array(values, f.type))
+    if any(marked):
+        table = table.append_column(FORMULA_MARK_COLUMN,
+                                    pa.array([FORMULA_QUOTE if m else None for m in marked], pa.string()))
+    return table
+
+
+def restore_formulas(table: pa.Table, *, unmarked_rows: bool = False) -> pa.Table:
+    """The values :func:`neutralise_formulas` was given, from a CSV table read as text: in each row whose
+    :data:`FORMULA_MARK_COLUMN` cell is ``'``, a text cell ``'`` + a formula start (or ``'``) loses its
+    first ``'`` (as a spreadsheet reads it); the marker column is dropped; every other cell is unchanged.
+
+    A table without the marker column is returned as it is (a file abcde did not write: its values
+    are its own), unless ``unmarked_rows``: a file the caller recognised as written by an abcde from
+    before the marker column, whose every row may carry marks."""
+    if FORMULA_MARK_COLUMN in table.column_names:
+        k = table.column_names.index(FORMULA_MARK_COLUMN)
+        rows = [v == FORMULA_QUOTE for v in table.column(k).to_pylist()]
+        table = table.remove_column(k)
+    elif unmarked_rows:
+        rows = [True] * table.num_rows
+    else:
+        return table
+    if not any(rows):
+        return table
+    for k, f in enumerate(table.schema):
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
+            values = [v[1:] if row and is_marked(v) else v
+                      for row, v in zip(rows, table.column(k).to_pylist())]
             table = table.set_column(k, f, pa.array(values, f.type))
     return table
 
 
-def restore_formulas(table: pa.Table) -> pa.Table:
-    """The values :func:`neutralise_formulas` was given: a text cell ``'`` + a formula start (or ``'``)
-    loses its first ``'`` (as a spreadsheet reads it); every other cell is unchanged."""
-    marks = (*FORMULA_STARTS, FORMULA_QUOTE)
-    for k, f in enumerate(table.schema):
-        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
-            values = [v[1:] if isinstance(v, str) and v.startswith(FORMULA_QUOTE) and v[1:].startswith(marks) else v
-                      for v in table.column(k).to_pylist()]
-            table = table.set_column(k, f, pa.array(values, f.type))
-    return table
+def is_marked(value) -> bool:
+    """Whether ``value`` reads as a cell :func:`neutralise_formulas` marked: ``'`` + a formula start or ``'``."""
+    return (isinstance(value, str) and value.startswith(FORMULA_QUOTE)
+            and value[1:].startswith((*FORMULA_STARTS, FORMULA_QUOTE)))
 
 
 def write_table_file(table: pa.Table, path: str | os.PathLike, *, spreadsheet: bool = True) -> Path:
     """Write Arrow as CSV, Parquet or JSONL by extension, atomically.
 
     A CSV is written for people, who open it in a spreadsheet: every text cell that would run as a
-    formula is neutralised (:func:`neutralise_formulas`; abcde's readers of judgement files undo it).
+    formula is neutralised (:func:`neutralise_formulas`: its rows marked in the column
+    :data:`FORMULA_MARK_COLUMN`, whose marks abcde's readers of judgement files undo).
     ``spreadsheet=False`` writes the values as they are, for a CSV that is data for a program (such as
     ``abcde weights --out W.csv``, read back as ``--items``)."""
     import pyarrow.csv as pacsv
