@@ -65,7 +65,7 @@ def test_the_notebook_shows_the_json_numbers(tmp_path):
 # 2 decimals are left out: Python rounds them to even, JavaScript's toFixed up.)
 STYLE_VALUES = [0.0, 2.96702e-11, -1e-12, -0.01234, 0.123456, 1.0, 0.5, -0.98765, 0.00049, 7.1e-5,
                 9834.8, 5000.0, 1234567.0, 1234567.89, 3.14159265, 0.000123456, 12.0, 999999.4, 42.42,
-                -250.75, 1e-9, None, float("nan")]
+                -250.75, 1e-9, -2e-7, 3.3e-8, -4.2e-6, 1.23e-6, -0.0, None, float("nan")]
 
 
 def test_the_pages_format_numbers_as_the_terminal_does(page):

@@ -83,15 +83,27 @@
     return Number(x).toFixed(digits === undefined ? style().estimate_digits : digits);
   }
 
+  // Below this a value is float noise around 0, shown as 0 (abcde.util.display.TINY); above it, a value
+  // that the fixed decimals would show as 0 keeps two significant digits, and 0 never has a minus sign.
+  const TINY = 5e-9;
+
+  function small(v, digits) {
+    let d = digits;
+    if (Math.abs(v) >= TINY && Math.abs(v) < 0.5 * Math.pow(10, -digits)) d = 1 - Math.floor(Math.log10(Math.abs(v)));
+    const t = v.toFixed(d);
+    return /^-0\.0+$/.test(t) ? t.slice(1) : t;
+  }
+
   function four(x) {
     if (isNull(x)) return "n/a";
-    const t = Number(x).toFixed(style().estimate_digits);
-    return /^-0\.0+$/.test(t) ? t.slice(1) : t;
+    return small(Number(x), style().estimate_digits);
   }
 
   function pct(x) {
     if (isNull(x)) return "n/a";
-    return (100 * Number(x)).toFixed(style().pct_digits) + "%";
+    const v = Number(x);
+    if (Math.abs(v) < TINY) return small(0, style().pct_digits) + "%";
+    return small(100 * v, style().pct_digits) + "%";
   }
 
   function count(x) { return isNull(x) ? "n/a" : group(Number(x).toFixed(0)); }

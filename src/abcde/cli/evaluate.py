@@ -73,6 +73,10 @@ def evaluate(base, exp, items, item_id, cluster_id, weight_column, slice_by, top
     for p in res.written:
         console().print(f"wrote {p}")
     cmd, d, q = abcde_command(), shlex.quote(str(res.out_dir)), shlex.quote(str(res.pair_dir))
+    if res.impact.affected_items == 0:  # said once, above: nothing changed, so there is nothing to judge
+        console().print("\nNothing to judge: every item is in the same cluster in Base and Exp, so their Precision "
+                        "and recall are exactly the same (the report says so).", soft_wrap=True)
+        return
     console().print(styled("\n[bold]Next:[/bold] judge the pairs with [bold]{cmd} judge serve {q}[/bold] "
                            "(or a model: {cmd} judge model {q} ...; or a ground-truth column: {cmd} judge oracle {q} "
                            "--oracle-column COL), then rebuild the report with every section and the quality "

@@ -117,7 +117,7 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
         print_quality(res.report.to_dict()["quality"])
     for p in res.written:
         console().print(f"wrote {p}")
-    if evaldir is not None and res.quality is None:
+    if evaldir is not None and res.quality is None and res.impact.affected_items > 0:
         cmd, q = abcde_command(), shlex.quote(str(res.quality_dir))
         console().print(styled("\n[bold]No judgements[/bold] in {qdir} yet, so the report has no quality estimates. "
                                "Judge the pairs ({cmd} judge serve {q}, a model or an oracle column), then run {cmd} "

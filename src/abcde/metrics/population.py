@@ -40,46 +40,60 @@ TRUTH_SAMPLE_HINT = ("truth_sample is 'uniform' (a simple random sample of entit
                      "truth holding each listed entity's inclusion probability")
 
 
+def relative_weights(pi) -> np.ndarray:
+    """Each entity's design weight ``1/π_k`` relative to the largest, ``min π / π_k`` (in (0, 1]): the
+    Hájek ratios and their variances are the same for any common scale of the weights, and at this
+    scale no weight overflows, however small an inclusion probability (1e-300, or 5e-324, whose
+    ``1/π`` is beyond a double)."""
+    pi = np.asarray(pi, dtype=float)
+    return float(pi.min()) / pi if pi.size else pi
+
+
 def hajek_ratio(a, b, pi) -> tuple[float, np.ndarray]:
-    """``R̂ = Σ a_k/π_k / Σ b_k/π_k`` and the linearised residuals ``z_k = (a_k − R̂·b_k) / Σ b/π``
-    (NaN and NaNs when the denominator is 0)."""
+    """``R̂ = Σ a_k/π_k / Σ b_k/π_k`` and each entity's weighted linearised residual
+    ``u_k = (a_k − R̂·b_k)/π_k / Σ b/π`` (``z_k/π_k`` for the residual ``z_k``; NaN and NaNs when the
+    denominator is 0), computed from :func:`relative_weights`, so free of the weights' scale."""
     a, b, pi = (np.asarray(x, dtype=float) for x in (a, b, pi))
-    bh = float(np.sum(b / pi))
+    w = relative_weights(pi)
+    bh = float(np.sum(b * w))
     if not bh > 0:
         return math.nan, np.full(a.shape, math.nan)
-    r = float(np.sum(a / pi)) / bh
-    return r, (a - r * b) / bh
+    r = float(np.sum(a * w)) / bh
+    return r, w * (a - r * b) / bh
 
 
-def variance_contributions(z, pi, *, design: str, population_entities: float | None = None) -> np.ndarray:
+def variance_contributions(u, pi, *, design: str, population_entities: float | None = None) -> np.ndarray:
     """Each sampled entity's share ``c_k`` of the design variance ``V̂ = Σ c_k`` of a linearised
-    estimator (``z`` from :func:`hajek_ratio`): ``"uniform"``, ``c_k = N²(1 − n/N)/n · (z_k − z̄)²/(n − 1)``
-    (``N = population_entities``); ``"poisson"``, ``c_k = (1 − π_k)/π_k² · z_k²``. All 0 at a census
-    (``n ≥ N``; every ``π_k = 1``); NaN when the variance cannot be estimated (one entity, not a census)."""
-    z, pi = np.asarray(z, dtype=float), np.asarray(pi, dtype=float)
-    n = z.size
+    estimator (``u`` from :func:`hajek_ratio`, ``u_k = z_k/π_k``): ``"uniform"`` (``π_k = n/N``),
+    ``c_k = n(1 − n/N) · (u_k − ū)²/(n − 1)``, which is ``N²(1 − n/N)/n · (z_k − z̄)²/(n − 1)``;
+    ``"poisson"``, ``c_k = (1 − π_k) · u_k²``, which is ``(1 − π_k)/π_k² · z_k²`` (``N = population_entities``).
+    Neither forms ``N²`` or ``1/π²``, so an extreme design (N = 1e160, π = 1e-300) does not overflow.
+    All 0 at a census (``n ≥ N``; every ``π_k = 1``); NaN when the variance cannot be estimated (one
+    entity, not a census)."""
+    u, pi = np.asarray(u, dtype=float), np.asarray(pi, dtype=float)
+    n = u.size
     if design == UNIFORM:
         N = float(population_entities)
         if n >= N:
             return np.zeros(n)
         if n < 2:
             return np.full(n, math.nan)
-        d = z - z.mean()
-        return N * N * (1.0 - n / N) / n * (d * d) / (n - 1)
+        d = u - u.mean()
+        return n * (1.0 - n / N) * (d * d) / (n - 1)
     if design == "poisson":
         if np.all(pi == 1.0):
             return np.zeros(n)
         if n < 2:
             return np.full(n, math.nan)
-        return (1.0 - pi) / (pi * pi) * z * z
+        return (1.0 - pi) * u * u
     raise InputError(f"Unknown design {design!r}: 'uniform' or 'poisson'.")
 
 
-def design_variance(z, pi, *, design: str, population_entities: float | None = None) -> float:
-    """The variance ``V̂ = Σ c_k`` of a linearised estimator ``Σ z_k`` under the design
-    (:func:`variance_contributions`): uniform ``N²(1 − n/N)/n · s²_z``, Poisson
+def design_variance(u, pi, *, design: str, population_entities: float | None = None) -> float:
+    """The variance ``V̂ = Σ c_k`` of a linearised estimator under the design, from its weighted
+    residuals ``u`` (:func:`variance_contributions`): uniform ``N²(1 − n/N)/n · s²_z``, Poisson
     ``Σ (1 − π_k)/π_k² · z_k²``."""
-    return float(np.sum(variance_contributions(z, pi, design=design, population_entities=population_entities)))
+    return float(np.sum(variance_contributions(u, pi, design=design, population_entities=population_entities)))
 
 
 def effective_entities(contributions) -> float:
@@ -194,17 +208,19 @@ NOISE = 1e-12
 
 def mass_estimate(part, b, pi, *, design: str, population_entities: float) -> tuple[float, MassInterval, np.ndarray]:
     """A mass ``Σ part_k/π_k / Σ b_k/π_k`` (``part ≥ 0`` per entity), its :class:`MassInterval` and its
-    linearised residuals ``z_k = (part_k − value·b_k) / Σ b/π`` (Hájek, as :func:`hajek_ratio`)."""
+    weighted linearised residuals ``u_k = (part_k − value·b_k)/π_k / Σ b/π`` (Hájek, as
+    :func:`hajek_ratio`, free of the weights' scale)."""
     part, b, pi = (np.asarray(x, dtype=float) for x in (part, b, pi))
     part = np.where(part > NOISE * np.abs(b), part, 0.0)
-    bh = float(np.sum(b / pi))
-    share = part / pi / bh
+    w = relative_weights(pi)
+    bh = float(np.sum(b * w))
+    share = part * w / bh
     value = float(share.sum())
-    z = (part - value * b) / bh
-    var = design_variance(z, pi, design=design, population_entities=population_entities)
+    u = w * (part - value * b) / bh
+    var = design_variance(u, pi, design=design, population_entities=population_entities)
     sampled = pi < 1.0
     return value, MassInterval(float(share[~sampled].sum()), float(share[sampled].sum()), var,
-                               float(share[sampled].max()) if sampled.any() else 0.0), z
+                               float(share[sampled].max()) if sampled.any() else 0.0), u
 
 
 def side_interval(missing: MassInterval):
@@ -355,7 +371,8 @@ class PopulationEstimate:
 
 @dataclass(frozen=True)
 class Linearised:
-    """An estimate and its per-entity linearised residuals (the estimator's Taylor linearisation)."""
+    """An estimate and its per-entity linearised residuals (the estimator's Taylor linearisation),
+    each divided by its entity's inclusion probability at a common scale (``u_k`` of :func:`hajek_ratio`)."""
 
     value: float
     z: np.ndarray
@@ -425,7 +442,8 @@ def estimate_population(
         pi = np.asarray(inclusion, dtype=float)
         if pi.shape != b.shape:
             raise InputError(f"inclusion has {pi.size} values for {n} entities.")
-        N = float(np.sum(1.0 / pi))
+        with np.errstate(divide="ignore", over="ignore"):
+            N = float(np.sum(1.0 / pi))  # beyond a double (π below ~1e-308): inf, said as such in words
         census = bool(np.all(pi == 1.0))
     if len(sums) not in (1, 2):
         raise InputError(f"Estimates are for one clustering or two (Base and Exp). Got {len(sums)}.")
@@ -439,7 +457,9 @@ def estimate_population(
         if not math.isfinite(lin.value):
             note = "no sampled item in this set: the estimate is undefined"
         elif not math.isfinite(se):
-            note = "one sampled entity: no standard error can be estimated from it"
+            note = ("one sampled entity: no standard error can be estimated from it" if n < 2 else
+                    f"no standard error could be computed from the {n:,} sampled entities (their design "
+                    "weights or totals are not finite numbers)")
         elif few < FEW_ENTITIES:
             note = (f"its variance rests on about {few:.1f} entities (a few sampled entities decide the estimate): "
                     + (f"the interval is wider (Student t on {degrees_of_freedom(n, few):.1f} degrees of freedom), "

@@ -626,7 +626,8 @@ def _population_size(design: str, population_entities, n: int, truth_items: int,
                              "in the truth. It enters only the finite-population correction (1 − n/N); give "
                              "population_entities (--population-entities) when it is known.")
     else:
-        N, source = float(np.sum(1.0 / inclusion)), "design"
+        with np.errstate(divide="ignore", over="ignore"):
+            N, source = float(np.sum(1.0 / inclusion)), "design"  # inf beyond a double: said so in words
         if np.all(inclusion == 1.0) and truth_items < min(pop_items.values()):
             notes.append(f"Every listed entity has inclusion probability 1, but the truth covers {truth_items:,} of "
                          f"the {min(pop_items.values()):,} items: the estimates are the population's only if every "

@@ -104,6 +104,9 @@ from abcde.samples.facts import DistanceFacts, RecallFacts
 #: agreed stratum's and the intersection strata's, those together in one the split and merge strata's.
 RECALL_STRATA = ("agreed", "intersection+", "intersection-", "split", "merge")
 BOTH = ("agreed", "intersection+", "intersection-")
+#: Why the lift can never be defined: Base keeps no true link whatever the pairs not judged say.
+BASE_KEEPS_NONE = ("Base keeps no true link (it puts no two items together, or every pair it puts together is "
+                   "judged different)")
 def factor(kind: str, b: float, e: float) -> float:
     """How much more a draw of stratum ``kind`` of an item with ``W(B)/W = b``, ``W(E)/W = e`` counts
     in its pair mass than in its draw weight: a split draw ∝ ``u_ij = w_i·w_j/(W·W(B))`` by ``b``, a
@@ -240,6 +243,10 @@ def lift_estimate(parts: dict, *, method: str, name: str = "recall_lift") -> tup
         return Estimate(name, 0.0, 0.0, 0, method=method, bounds=(0.0, 0.0), centre=0.0, interval_se=0.0,
                         note="nothing was split or merged: Exp keeps exactly Base's links", exact=True), True
     bounds = _bounds(parts)
+    if sum(parts[k].hi for k in BOTH) + s.hi <= 0:  # Base holds no pair that could be a true link
+        return Estimate(name, math.nan, math.nan, 0, method=method, bounds=bounds, exact=True,
+                        note=f"{BASE_KEEPS_NONE}, so the recall lift, a ratio to Base's true links, is not defined; "
+                             "no judgement can change that"), True
     missing = [k for k in RECALL_STRATA if not math.isfinite(parts[k].total)]
     n = sum(p.n for p in parts.values())
     if missing:

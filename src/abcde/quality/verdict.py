@@ -223,6 +223,8 @@ def _recall_facts(q: dict, absolute: bool, exact: bool) -> dict:
     r["direction"] = _direction(est, lo, hi, r_exact) if available else "undefined"
     if r["direction"] == "undefined":
         r["note"] = rl.get("note") or ("no usable judgements yet" if available else "no agreed stratum in the sample")
+        # Exact and undefined: no judgement can define it (Base keeps no true link), never "not known yet".
+        r["never"] = bool(available and r_exact)
         if rl.get("command"):
             r["command"] = rl["command"]
     return r
@@ -296,6 +298,8 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
     facts["overall"] = "absolute" if absolute else _overall(p["direction"], r["direction"])
     model = _model_only(q)
     facts["model_only"] = model is not None
+    if not absolute and _num(q.get("split_rate")) == 0 and _num(q.get("merge_rate")) == 0:
+        return _nothing_changed(facts, truth, names)
     sentences = [_headline(q, dp, p, r, facts["overall"], model, names)]
 
     design = q.get("design") or {}
@@ -315,6 +319,24 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
     if step is not None:
         sentences.append(step.pop("sentence"))
     facts["next_step"] = step
+    facts["sentences"] = list(sentences)
+    return Verdict(tuple(sentences), facts)
+
+
+def _nothing_changed(facts: dict, truth, names: tuple[str, str]) -> Verdict:
+    """Base and Exp put every common item in the same cluster (no split, no merge): both sides are
+    exactly unchanged whatever any judgement says, said once (no interval, no next step)."""
+    base, exp = names
+    zero = {"estimate": 0.0, "ci_low": 0.0, "ci_high": 0.0, "exact": True, "direction": "none"}
+    facts["precision"].update(zero)
+    facts["recall"] = {"metric": "recall_lift", "available": True, "std_err": 0.0, "n_judgements": 0, **zero}
+    facts["overall"], facts["nothing_changed"], facts["next_step"] = "none", True, None
+    sentences = [f"Nothing changed: {base} and {exp} put every item in the same cluster, so their Precision and "
+                 "recall are exactly the same; there is no pair to judge."]
+    view = truth_view(truth)
+    if view is not None and {"base", "exp"} <= set(view["sides"]):
+        said, facts["truth"] = truth_sentences(view, base, exp)
+        sentences += said
     facts["sentences"] = list(sentences)
     return Verdict(tuple(sentences), facts)
 
@@ -397,7 +419,8 @@ def _recall_sentences(p: dict, r: dict, absolute: bool, recall_cmd: str | None, 
         if recall_cmd:
             add = (" (the next step adds it)" if step and step["command"] == recall_cmd
                    else f". To add it: {recall_cmd}, then judge the new pairs")
-        sentences.append(f"Recall is not known yet: {r['note']}{add}.")
+        sentences.append(f"The recall lift is not defined: {r['note']}." if r.get("never") else
+                         f"Recall is not known yet: {r['note']}{add}.")
     elif not absolute and pd == "undefined":
         side = _recall_side(rd, r_est, r_lo, r_hi, r["exact"])
         sentences.append(f"{side[0].upper()}{side[1:]}.")
@@ -531,7 +554,7 @@ def _next_step(q, p, r, est, lo, hi, absolute, exact, where, recall_cmd, design)
     p_open = not exact and pd in ("none", "absolute") and math.isfinite(lo) and math.isfinite(hi)
     r_lo, r_hi = _num(r.get("ci_low")), _num(r.get("ci_high"))
     r_open = not absolute and not r["exact"] and rd == "none" and math.isfinite(r_lo) and math.isfinite(r_hi)
-    r_waits = not absolute and rd == "undefined" and r.get("available") and not recall_cmd
+    r_waits = not absolute and rd == "undefined" and r.get("available") and not recall_cmd and not r.get("never")
     if missing and (p_open or r_open or r_waits):
         command = f"abcde judge serve {where}"
         side = "precision" if p_open else "recall"

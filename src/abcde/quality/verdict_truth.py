@@ -113,13 +113,30 @@ def design_words(design: dict) -> str:
     True
     """
     n, N = int(design["entities"]), _num(design.get("population_entities"))
-    big = f"{N:,.0f}" if abs(N - round(N)) < 1e-9 or N >= 100 else f"{N:,.1f}"
+    big = many(N)
     if design.get("design") == "uniform":
         if design.get("population_entities_from") == "estimated":
             return f"uniform design: a simple random sample of {n:,} of an estimated {big} entities"
         return f"uniform design: a simple random sample of {n:,} of the population's {big} entities"
     return (f"each entity included independently with the probability in the truth's column '{design.get('column')}': "
-            f"{n:,} entities listed, about {big} in the population (Σ 1/π)")
+            f"{n:,} entities listed, {'about ' if big[0].isdigit() else ''}{big} in the population (Σ 1/π)")
+
+
+def many(N: float) -> str:
+    """A number of entities in words: ``1,972``, ``7.5``; beyond 10^15 in powers of ten
+    (``1.0 × 10^160``); beyond a double (Σ 1/π of an inclusion probability below ~1e-308) said so.
+
+    >>> many(1972.4), many(7.5), many(1e160), many(float("inf"))
+    ('1,972', '7.5', '1.0 × 10^160', 'more than 10^308')
+    """
+    if math.isnan(N):
+        return "an unknown number of"
+    if math.isinf(N):
+        return "more than 10^308"
+    if N >= 1e15:
+        exp = math.floor(math.log10(N))
+        return f"{N / 10.0 ** exp:.1f} × 10^{exp}"
+    return f"{N:,.0f}" if abs(N - round(N)) < 1e-9 or N >= 100 else f"{N:,.1f}"
 
 
 def truth_point_note(e: dict, census: bool) -> str:

@@ -45,10 +45,20 @@ STYLE = {"pct_digits": PCT_DIGITS, "estimate_digits": ESTIMATE_DIGITS, "null": N
 
 
 def pct(v) -> str:
-    """A rate as a percentage with 3 decimals (``n/a`` when undefined)."""
+    """A rate as a percentage with 3 decimals (``n/a`` when undefined). A value that 3 decimals would
+    show as 0 but is not (above float noise, :data:`TINY`) keeps two significant digits, as
+    :func:`four` does, and 0 never carries a minus sign.
+
+    >>> pct(0.0123), pct(-2e-7), pct(-0.0), pct(-1e-12)
+    ('1.230%', '-0.000020%', '0.000%', '0.000%')
+    """
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return "n/a"
-    return f"{100 * v:.{PCT_DIGITS}f}%"
+    x, digits = 100 * v, PCT_DIGITS
+    if TINY <= abs(v) and abs(x) < 0.5 * 10.0 ** -PCT_DIGITS:
+        digits = 1 - math.floor(math.log10(abs(x)))
+    text = f"{x:.{digits}f}"
+    return (text[1:] if text == "-0." + "0" * PCT_DIGITS else text) + "%"
 
 
 #: Below this a value is float noise around 0 (a sum of terms that cancel), shown as 0.

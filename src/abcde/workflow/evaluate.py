@@ -34,6 +34,7 @@ import os
 import shutil
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -243,7 +244,9 @@ def evaluate(
         with stage("impact tables") as st:
             written += res.write(new / OUTPUTS["impact"], only_affected=only_affected)
             st.rows = res.items
-        with stage("exploration sample") as st:
+        with stage("exploration sample") as st, warnings.catch_warnings():
+            # Nothing affected: the impact already says nothing changed; the empty sample's warning would repeat it.
+            warnings.filterwarnings("ignore", message="No item is affected")
             sample = sample_affected(res, size=sample_size, seed=seed, inputs={
                 k: os.fspath(v) for k, v in (("base", given.base), ("exp", given.exp), ("items", given.items))
                 if isinstance(v, (str, os.PathLike))})
