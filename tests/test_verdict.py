@@ -41,7 +41,8 @@ def slice_row(value, estimate, p_value, n=1000):
     """A slice whose ΔPrecision has the given two-sided p-value (t on n − 1 degrees of freedom)."""
     z = float(student_t.isf(p_value / 2, n - 1))
     se = abs(estimate) / z
-    return {"value": value, "delta_precision": est(estimate, estimate - 2 * se, estimate + 2 * se, se, n)}
+    q = float(student_t.ppf(0.975, n - 1))  # its 95% interval, which the test of the slice reads
+    return {"value": value, "delta_precision": est(estimate, estimate - q * se, estimate + q * se, se, n)}
 
 
 CASES = [

@@ -179,12 +179,27 @@ def holm(p_values: list[float], alpha: float = ALPHA) -> list[bool]:
 
 def slice_p_value(e: dict) -> float:
     """Two-sided p-value of ``estimate = 0`` from an estimate dict (``estimate``, ``std_err``,
-    ``n_judgements``): Student t on ``n − 1`` degrees of freedom (normal below two); a standard error
-    of 0 (the slice's part is exact) gives 0 for a non-zero estimate and 1 for zero. NaN: undefined."""
+    ``n_judgements``, and its 95% interval ``ci_low``, ``ci_high`` when it has one): Student t on
+    ``n − 1`` degrees of freedom (normal below two). With an interval, the test is the interval's own:
+    the standard error is read from the interval's side towards 0 (its distance from the estimate
+    over the 97.5% quantile), so p < 0.05 exactly when the interval leaves 0 out; a standard error of
+    0 beside an interval that is not a point (a drawn interval, a bound) never makes a slice
+    significant. Without an interval, a standard error of 0 (the slice's part is exact) gives 0 for a
+    non-zero estimate and 1 for zero. NaN: undefined."""
     from scipy.stats import norm, t
 
     est, se, n = _num(e.get("estimate")), _num(e.get("std_err")), int(e.get("n_judgements") or 0)
-    if not (math.isfinite(est) and math.isfinite(se)):
+    lo, hi = _num(e.get("ci_low")), _num(e.get("ci_high"))
+    if not math.isfinite(est):
+        return math.nan
+    if math.isfinite(lo) and math.isfinite(hi):
+        if est == 0:
+            return 1.0
+        half = (est - lo) if est > 0 else (hi - est)  # the interval's reach from the estimate towards 0
+        if half <= 0:  # the interval ends at the estimate on 0's side (a point, or an exact part)
+            return 0.0 if (lo > 0 or hi < 0) else 1.0
+        se = half / float(t.ppf(1 - ALPHA / 2, n - 1) if n >= 2 else norm.ppf(1 - ALPHA / 2))
+    elif not math.isfinite(se):
         return math.nan
     if se == 0:
         return 0.0 if est != 0 else 1.0
