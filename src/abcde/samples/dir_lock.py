@@ -5,13 +5,24 @@ shared (:class:`InUseLock`), a run that writes for a while holds it for the whol
 (:class:`StoreHold`), ``abcde pairs`` refuses to draw into a directory whose lock it cannot take
 exclusively (:func:`served_by`), and one judging server per directory holds an exclusive ``flock``
 on the directory itself (:func:`lock_directory`). The kernel releases the locks when a process
-ends, even by SIGKILL."""
+ends, even by SIGKILL.
+
+Those are locks of a folder, and a store file can be reached through another folder too (a hard
+link: ``cp -al``). So every operation also claims the store file itself for its folder
+(:func:`claim_store`: locks on the file, whatever path leads to it): one store file is used through
+one folder at a time, so it has one write-ahead log, and one judging server (a second one, through
+a link in another folder, is refused in one line before it acknowledges anything)."""
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import fcntl
+import hashlib
 import os
 import sqlite3
+import stat
+import threading
 import time
 from pathlib import Path
 
@@ -136,11 +147,12 @@ class _Fd:
 
 
 class StoreHold:
-    """The store kept in use (see :meth:`abcde.samples.store.JudgementStore.hold`): the in-use lock held shared and one
-    connection open until :meth:`close` (or the end of a ``with`` block, or of the process)."""
+    """The store kept in use (see :meth:`abcde.samples.store.JudgementStore.hold`): the in-use lock held shared, the
+    store file claimed for its folder (:func:`claim_store`) and one connection open until :meth:`close` (or the end
+    of a ``with`` block, or of the process)."""
 
-    def __init__(self, lock: InUseLock, keeper: sqlite3.Connection | None, extra=()):
-        self._lock, self._keeper, self._extra = lock, keeper, list(extra)
+    def __init__(self, lock: InUseLock, keeper: sqlite3.Connection | None, extra=(), claim: StoreClaim | None = None):
+        self._lock, self._keeper, self._extra, self._claim = lock, keeper, list(extra), claim
 
     def close(self) -> None:
         if self._keeper is not None:
@@ -153,6 +165,9 @@ class StoreHold:
             except sqlite3.Error:  # the process ends or the store went away: nothing to keep
                 pass
             self._keeper = None
+        if self._claim is not None:  # after the last connection closed (:func:`claim_store`)
+            self._claim.release()
+            self._claim = None
         self._lock.release()
         for fh in self._extra:
             fh.close()
@@ -171,9 +186,11 @@ def lock_directory(sample_dir, url: str) -> StoreHold:
 
     One server per directory: an exclusive ``flock`` on the directory itself. Beside it, the
     store is held in use as by :meth:`abcde.samples.store.JudgementStore.hold` (the in-use lock ``.judging.lock``
-    shared, saying ``pid N at URL``, and one connection open), so ``abcde judge model`` and other
-    writers share the store with the server while ``abcde pairs`` refuses to draw into it. The
-    kernel releases both locks when the process ends, even by SIGKILL."""
+    shared, saying ``pid N at URL``, the store file claimed for this directory, and one connection
+    open), so ``abcde judge model`` and other writers share the store with the server while
+    ``abcde pairs`` refuses to draw into it, and nothing uses the store file through another folder
+    (:func:`claim_store`: a second server through a hard link is refused). The kernel releases the
+    locks when the process ends, even by SIGKILL."""
     sample_dir = Path(sample_dir)
     line = f"pid {os.getpid()} at {url}"
     try:
@@ -182,7 +199,7 @@ def lock_directory(sample_dir, url: str) -> StoreHold:
         raise StoreError(os_text(exc, f"Cannot open the sample directory '{sample_dir}'")) from None
     served = _Fd(dfd)
     lock = InUseLock(sample_dir)
-    keeper = None
+    keeper = claim = None
     try:
         try:
             fcntl.flock(served.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -198,6 +215,7 @@ def lock_directory(sample_dir, url: str) -> StoreHold:
             ) from None
         alone = lock.acquire()
         store = sample_dir / STORE_NAME
+        claim = claim_store(store)  # one folder per store file: refused when in use through another one
         if store.exists():
             if alone:
                 check_side_files(store)
@@ -212,7 +230,204 @@ def lock_directory(sample_dir, url: str) -> StoreHold:
     except BaseException:
         if keeper is not None:
             keeper.close()
+        if claim is not None:
+            claim.release()
         lock.release()
         served.close()
         raise
-    return StoreHold(lock, keeper, extra=[served])
+    return StoreHold(lock, keeper, extra=[served], claim=claim)
+
+
+# --------------------------------------------------------------------------- one folder per store file
+# The locks above are on a folder's files; a store file can be reached through other folders too (a
+# hard link: ``cp -al`` of a sample directory, ``cp --link``, ``ln``), and SQLite keeps a store's
+# write-ahead log and shared memory beside the path it was opened by. Two folders using one store
+# file at once would each have a log of their own: both acknowledge every judgement, and whichever
+# log is checked next is not the store's (it is set aside). So the store file itself says which
+# folder uses it: every operation claims it for its folder (:func:`claim_store`), and a claim for
+# another folder is refused while one is held. The claims are open file description locks
+# (``F_OFD_SETLK``, Linux) on bytes of the store file far past SQLite's own locks (at 1 GiB) and past
+# any data: a gate byte, taken for the moment of a claim, and one byte per folder (its device and
+# inode, hashed), held shared by every operation of that folder for as long as it has the store
+# open. They follow the file whatever path leads to it, are independent of SQLite's POSIX locks and
+# of ``flock``, and the kernel drops them when a process ends, even by SIGKILL.
+_CLAIM_GATE = 1 << 62
+_CLAIM_FOLDERS = _CLAIM_GATE + 1
+_CLAIM_SPAN = 1 << 40  # the folder bytes: _CLAIM_FOLDERS + hash(folder) % _CLAIM_SPAN
+_OFD_SETLK, _OFD_GETLK = getattr(fcntl, "F_OFD_SETLK", None), getattr(fcntl, "F_OFD_GETLK", None)
+_UNSUPPORTED = (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK)
+
+
+class StoreInUseElsewhereError(StoreLockedError):
+    """The store file is in use through another folder (the same file linked there): one store file
+    is used through one folder at a time."""
+
+
+class _Flock(ctypes.Structure):
+    """``struct flock`` (Linux, 64-bit offsets)."""
+    _fields_ = [("l_type", ctypes.c_short), ("l_whence", ctypes.c_short), ("l_start", ctypes.c_int64),
+                ("l_len", ctypes.c_int64), ("l_pid", ctypes.c_int32)]
+
+
+def _ofd(fd: int, cmd: int, kind: int, start: int, length: int) -> int:
+    """One open file description lock request on ``fd`` (bytes ``start`` to ``start + length``); the
+    type of the conflicting lock (``F_GETLK``) or of the request."""
+    got = fcntl.fcntl(fd, cmd, bytes(_Flock(kind, os.SEEK_SET, start, length, 0)))
+    return _Flock.from_buffer_copy(got).l_type
+
+
+class _Handles:
+    """The file descriptors this process has open on store files, for their claims: one per claim
+    held (a lock belongs to its open file description), reused, and closed only when no claim of
+    this process holds the file. (Closing any descriptor of a file drops every POSIX lock the process
+    holds on it, SQLite's too, so no descriptor of a store is closed while a connection may be open:
+    every connection of abcde is opened and closed inside a claim.)"""
+
+    def __init__(self):
+        self.mutex = threading.Lock()
+        self.free: dict[tuple[int, int], list[tuple[int, bool]]] = {}
+        self.busy: dict[tuple[int, int], int] = {}
+
+    def take(self, store: Path, st: os.stat_result) -> tuple[tuple[int, int], int, bool]:
+        """``(file id, fd, writable)`` of a descriptor on ``store`` (whose ``stat`` is ``st``)."""
+        key = (st.st_dev, st.st_ino)
+        with self.mutex:
+            if self.free.get(key):
+                fd, writable = self.free[key].pop()
+                self.busy[key] = self.busy.get(key, 0) + 1
+                return key, fd, writable
+        writable = True
+        try:
+            fd = os.open(store, os.O_RDWR | os.O_CLOEXEC)
+        except OSError as exc:  # a store this user cannot write: its claims cannot take the gate
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            fd, writable = os.open(store, os.O_RDONLY | os.O_CLOEXEC), False
+        fst = os.fstat(fd)
+        key = (fst.st_dev, fst.st_ino)  # the file opened, even if the path changed since the stat
+        with self.mutex:
+            self.busy[key] = self.busy.get(key, 0) + 1
+        return key, fd, writable
+
+    def give_back(self, key: tuple[int, int], fd: int, writable: bool) -> None:
+        with self.mutex:
+            self.free.setdefault(key, []).append((fd, writable))
+            self.busy[key] -= 1
+            if self.busy[key]:
+                return
+            del self.busy[key]
+            fds = self.free.pop(key)
+        for each, _ in fds:  # no claim of this process holds the file: no connection of abcde is open on it
+            os.close(each)
+
+    def forget(self) -> None:
+        """In a forked child: the descriptors are the parent's open file descriptions (their locks
+        are the parent's); drop them without closing."""
+        self.mutex = threading.Lock()
+        self.free, self.busy = {}, {}
+
+
+_handles = _Handles()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_handles.forget)
+
+
+class StoreClaim:
+    """A claim on a store file for the folder it was opened through (:func:`claim_store`); ``key``
+    is the file's (device, inode). :meth:`release` (or :meth:`close`) gives it up."""
+
+    def __init__(self, key: tuple[int, int], fd: int | None = None, writable: bool = False, byte: int = 0):
+        self.key, self._fd, self._writable, self._byte = key, fd, writable, byte
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            _ofd(fd, _OFD_SETLK, fcntl.F_UNLCK, self._byte, 1)
+        except OSError:
+            pass
+        _handles.give_back(self.key, fd, self._writable)
+
+    close = release
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _folder_byte(folder: Path) -> int:
+    st = os.stat(folder)
+    digest = hashlib.blake2b(f"{st.st_dev}:{st.st_ino}".encode(), digest_size=8).digest()
+    return _CLAIM_FOLDERS + int.from_bytes(digest, "big") % _CLAIM_SPAN
+
+
+def _take_gate(fd: int, store: Path, timeout: float = LOCK_TIMEOUT) -> None:
+    """Take the store file's gate byte (held only while a claim checks and takes its folder's byte)."""
+    deadline, pause = time.monotonic() + timeout, 0.001
+    while True:
+        try:
+            _ofd(fd, _OFD_SETLK, fcntl.F_WRLCK, _CLAIM_GATE, 1)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+        if time.monotonic() > deadline:
+            raise StoreError(f"The judgement store '{store}' stayed locked for {timeout:g} s by another process "
+                             "claiming it (a stopped process?); nothing was done. Try again.")
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
+
+
+def claim_store(store: Path) -> StoreClaim | None:
+    """Claim the store file at ``store`` for the folder that holds it, for as long as it is open
+    (release the claim after its last connection closed): None when there is no regular file there
+    (the caller's own checks say what is wrong). Raises :class:`StoreInUseElsewhereError` when the
+    file is claimed for another folder (reached through a hard link there): nothing is done then.
+    Any number of claims of one folder (the same folder through a symbolic link too) hold together.
+    Where the system has no open file description locks, the claim holds nothing (as before)."""
+    try:
+        st = os.stat(store)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if _OFD_SETLK is None:
+        return StoreClaim((st.st_dev, st.st_ino))
+    try:
+        byte = _folder_byte(store.parent)
+        key, fd, writable = _handles.take(store, st)
+    except OSError:
+        return None  # gone or unreadable meanwhile: the caller's own checks say so
+    claim = StoreClaim(key, fd, writable, byte)
+    try:
+        if writable:  # the gate: no two folders check and claim at the same time
+            _take_gate(fd, store)
+        try:
+            # any other folder's byte held (a length of 0 would mean "to the end": left out)
+            other = any(_ofd(fd, _OFD_GETLK, fcntl.F_WRLCK, start, length) != fcntl.F_UNLCK
+                        for start, length in ((_CLAIM_FOLDERS, byte - _CLAIM_FOLDERS),
+                                              (byte + 1, _CLAIM_FOLDERS + _CLAIM_SPAN - byte - 1)) if length > 0)
+            if not other:
+                _ofd(fd, _OFD_SETLK, fcntl.F_RDLCK, byte, 1)
+        finally:
+            if writable:
+                _ofd(fd, _OFD_SETLK, fcntl.F_UNLCK, _CLAIM_GATE, 1)
+    except OSError as exc:
+        claim.release()
+        if exc.errno in _UNSUPPORTED:  # a file system without these locks: as before
+            return StoreClaim(key)
+        raise StoreError(os_text(exc, f"Cannot lock the judgement store '{store}'")) from None
+    except BaseException:
+        claim.release()
+        raise
+    if other:
+        claim.release()
+        raise StoreInUseElsewhereError(
+            f"The judgement store '{store}' is in use through another folder (the same file is linked there, e.g. "
+            "by a copy made with 'cp -al'); one store file is used through one folder at a time, so nothing was "
+            "done. Stop the abcde that uses it there first, or give this folder its own copy of the store (made "
+            "with cp, not a link, while neither folder is in use).")
+    return claim

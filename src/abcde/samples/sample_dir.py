@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -39,7 +40,7 @@ from abcde.samples.dir_lock import LOCK_FILE, served_by
 from abcde.samples.people_tasks import people_pairs
 from abcde.util import progress as _progress
 from abcde.util.files import (InputPrints, aside_prefix, describe_fingerprint, describe_os_error, file_digest,
-                              make_temp_dir, remove_dead_leftovers, swap_dir_in, write_table_file)
+                              make_temp_dir, process_running, remove_dead_leftovers, swap_dir_in, write_table_file)
 
 
 FORMAT = "abcde.pair_sample"
@@ -143,6 +144,13 @@ def _plan(out: Path, draws: pa.Table, items: pa.Table, meta: dict, *, force: boo
     aside: tuple[Path, tuple] | None = None  # (where in out, which of out's files) to keep aside
     if old_id is not None:
         _refuse_if_served(out)
+        if extends is not None and old_id not in (meta["sample_id"], extends):
+            # an extension of a sample that another draw replaced meanwhile (two 'pairs --extend' at
+            # once): running it again extends what the directory holds now (it takes no --force)
+            raise InputError(f"'{out}' was drawn into while this extension was being drawn: it held sample "
+                             f"{extends}, now {old_id} (another abcde pairs, e.g. a second --extend); nothing was "
+                             "changed. Wait for that one to finish and run the command again: it extends the "
+                             "sample the directory holds then.")
         if old_id not in (meta["sample_id"], extends):
             if not force:
                 kept = [f for f in JUDGEMENT_FILES[:2] if (out / f).exists()]
@@ -162,10 +170,23 @@ def _plan(out: Path, draws: pa.Table, items: pa.Table, meta: dict, *, force: boo
     return _Plan(out, meta, old_id, aside)
 
 
+def _busy_text(out: Path, done: str) -> str | None:
+    """The refusal of a draw into ``out`` while another abcde writes a sample into it (the folder it
+    builds beside ``out``, :func:`~abcde.util.files.aside_prefix`, named by its process id), or None."""
+    stem = f".{out.name}.abcde-new-"
+    for p in out.parent.glob(f"{glob.escape(stem)}*"):
+        pid = p.name[len(stem):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and process_running(int(pid)):
+            return (f"Another abcde pairs (pid {pid}) is drawing into '{out}'; {done}. Wait for it to finish and "
+                    "run the command again.")
+    return None
+
+
 def _refuse_if_served(out: Path) -> None:
     holder = served_by(out)
     if holder is not None:
-        raise InputError(f"The sample directory '{out}' is being served ({holder}); stop that server before "
+        raise InputError(_busy_text(out, "nothing was drawn")
+                         or f"The sample directory '{out}' is being served ({holder}); stop that server before "
                          "drawing pairs into it.")
 
 
@@ -236,7 +257,8 @@ def _held_unchanged(out: Path, old_id: str | None):
             lock.seek(0)
             holder = " ".join(lock.read().split()) or "another process"
             lock.close()
-            raise InputError(f"The sample directory '{out}' is in use ({holder}); nothing was replaced. Stop "
+            raise InputError(_busy_text(out, "nothing was replaced")
+                             or f"The sample directory '{out}' is in use ({holder}); nothing was replaced. Stop "
                              "that process (a judging server, a model run) and run again.") from None
     try:
         now = _existing_sample_id(out)

@@ -23,6 +23,13 @@ itself:
   exclusively, so a sample is never drawn again under a writer. The kernel releases the lock
   when a process ends, even by SIGKILL. One judging server per directory: it also holds an
   exclusive ``flock`` on the directory itself (:func:`~abcde.samples.dir_lock.lock_directory`).
+- **One folder per store file.** Those locks are the folder's; the store file may be reached through
+  another folder too (a hard link, e.g. ``cp -al`` of a sample directory), where SQLite would keep
+  another write-ahead log. So every operation and every run also claims the store file itself for
+  its folder (:func:`~abcde.samples.dir_lock.claim_store`, locks on the file whatever the path):
+  while it is in use through one folder, any use through another is refused in one line, before
+  anything is read or written; a second judging server through a link is refused before it
+  acknowledges anything.
 - **What SQLite would replay.** When the lock can be taken exclusively, no process of abcde has
   the store open, so a ``-wal`` or ``-journal`` beside it is a leftover, which SQLite replays into
   the store on the next open, whoever wrote it. A rollback journal never belongs to this store
@@ -97,7 +104,7 @@ import pyarrow as pa
 
 from abcde.errors import InputError
 from abcde.samples.people_tasks import people_pairs
-from abcde.samples.dir_lock import InUseLock, StoreHold
+from abcde.samples.dir_lock import InUseLock, StoreClaim, StoreHold, claim_store
 from abcde.samples.ledger_file import check_store_content, check_store_size, create_store, remove_stale_builds
 from abcde.samples.ledger_reads import LedgerReads
 from abcde.samples.ledger_rows import Recorded, has_supersedes, utc_now
@@ -195,17 +202,24 @@ class JudgementStore(LedgerRules, LedgerReads):
         file (create it when missing), else check it is still the file that was opened."""
         lock = InUseLock(self.path.parent)
         alone = lock.acquire()
+        claim = None
         try:
             try:
+                # the store file claimed for this folder first (none there yet: once it is made)
+                claim = claim_store(self.path)
                 if alone:
                     lock.describe("", replace=True)  # no one else holds it: whatever it says is stale
                     check_side_files(self.path)
                     remove_stale_builds(self.path)
                 if opening:
                     self._open(alone)
-                else:
-                    self._check_same_file()
+                    if claim is None:
+                        claim = claim_store(self.path)
+                self._check_same_file(claim)
             except BaseException:
+                if claim is not None:
+                    claim.release()
+                    claim = None
                 if alone:
                     lock.forget()
                 raise
@@ -213,6 +227,8 @@ class JudgementStore(LedgerRules, LedgerReads):
                 lock.share()
             yield
         finally:
+            if claim is not None:  # after the operation's connection closed
+                claim.release()
             lock.release()
 
     def _open(self, alone: bool) -> None:
@@ -245,12 +261,13 @@ class JudgementStore(LedgerRules, LedgerReads):
         self._file = (st.st_dev, st.st_ino)
 
 
-    def _check_same_file(self) -> None:
+    def _check_same_file(self, claim: StoreClaim | None = None) -> None:
+        """The path still leads to the file that was opened (and ``claim``, when given, is on it)."""
         try:
             now = _file_id(self.path)
         except OSError:
             now = None
-        if now != self._file:
+        if now != self._file or (claim is not None and claim.key != self._file):
             raise StoreError(
                 f"The judgement store '{self.path}' was moved or replaced while in use (the pairs drawn again, or the "
                 "file moved); nothing more was stored. The judgements recorded so far are in the store where it went "
@@ -305,27 +322,27 @@ class JudgementStore(LedgerRules, LedgerReads):
         so the store's write-ahead log stays the one checked when it was opened."""
         lock = InUseLock(self.path.parent)
         alone = lock.acquire()
-        keeper = None
+        keeper = claim = None
         try:
+            claim = claim_store(self.path)  # for the whole run: one folder per store file
             if alone:
                 check_side_files(self.path)
-            self._check_same_file()
+            self._check_same_file(claim)
             keeper = connect_existing(self.path, check_same_thread=False)
             keeper.execute("SELECT count(*) FROM meta").fetchone()
             lock.describe(f"pid {os.getpid()}: {what}", replace=alone)
             if alone:
                 lock.share()
-        except sqlite3.Error as exc:
-            lock.release()
+        except BaseException as exc:
             if keeper is not None:
                 keeper.close()
-            raise sqlite_error(exc, self.path) from None
-        except BaseException:
+            if claim is not None:
+                claim.release()
             lock.release()
-            if keeper is not None:
-                keeper.close()
+            if isinstance(exc, sqlite3.Error):
+                raise sqlite_error(exc, self.path) from None
             raise
-        return StoreHold(lock, keeper)
+        return StoreHold(lock, keeper, claim=claim)
 
     # ------------------------------------------------------------------ settings
     def settings(self, **given) -> dict:
