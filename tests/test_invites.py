@@ -280,7 +280,9 @@ def test_the_owner_link_opens_the_owner_view_and_the_export_and_judges_nothing(i
     assert code == 200 and headers["content-type"][0].startswith("text/csv")
     assert "attachment" in headers["content-disposition"][0]
     lines = csv.strip().splitlines()
-    assert lines[0] == '"pair_id","item_a","item_b","judgement","rater","source","comment","timestamp"'
+    # A cell neutralised with a leading ' marks its row (abcde_formula_mark), so abcde undoes only its own marks.
+    assert lines[0] == ('"pair_id","item_a","item_b","judgement","rater","source","comment","timestamp",'
+                        '"abcde_formula_mark"')
     assert len(lines) == 2 and f'"{pid}"' in lines[1] and '"alice"' in lines[1] and '"same"' in lines[1]
     assert '"\'=HYPERLINK(""x"")"' in lines[1]  # a rater's comment never runs as a formula in the owner's spreadsheet
     # the owner judges nothing, and reads no rater's next pair
