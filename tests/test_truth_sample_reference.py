@@ -13,7 +13,9 @@ Hájek ``R̂ = Σ A_k/π_k / B̂``, ``B̂ = Σ B_k/π_k``, ``z_k = (A_k − R̂ 
 missing mass ``1 − R``: per entity its share ``(B_k − A_k)/π_k / B̂``, those certain to be sampled
 (π = 1) fixed, the others' sum ``y`` with design variance ``v`` and largest share ``w``; the mass's
 ends ``Gamma(y²/v, scale v/y)`` at 2.5% and ``Gamma((y + w)²/(v + w²), scale (v + w²)/(y + w))`` at
-97.5%. Their differences: the gains ``max(A^Exp_k − A^Base_k, 0)`` and the losses (likewise) as two
+97.5%; when the sampled entities show no loss or no spread (``y = 0`` or ``v = 0``), the upper end
+adds the sampled entities' weight share times Clopper–Pearson's bound for no event in their Kish
+number, ``1 − 0.025^(1/n)`` (a census adds nothing). Their differences: the gains ``max(A^Exp_k − A^Base_k, 0)`` and the losses (likewise) as two
 such masses, combined by Newcombe's paired MOVER with their design correlation. F1: ``expit(logit
 u ± t_{0.975, ν} · se_u / (u(1 − u)))`` with ``u`` the value, Student t's degrees of freedom
 ``ν = min(n − 1, max(1, (Σ_k c_k)² / Σ_k c_k²))`` (Satterthwaite's, for a sum of one-degree-of-freedom
@@ -152,7 +154,13 @@ def gamma_mass(parts: dict, B: dict, pi: dict, design: str, N: float) -> tuple:
     fixed = sum(x for k, x in share.items() if pi[k] == 1)
     w = max([x for k, x in share.items() if pi[k] < 1], default=0.0)
     if not (y > 0 and v > 0):
-        return value, fixed + y, fixed + y, z
+        # The sampled entities show no loss (or no spread): what the unsampled may hold is the sampled
+        # entities' weight share times Clopper–Pearson's upper bound for 0 events in their effective
+        # number (Kish), 1 − 0.025^(1/n) (issue 51).
+        ws = [B[k] / pi[k] / b_hat for k in B if pi[k] < 1]
+        sw, sw2 = sum(ws), sum(x * x for x in ws)
+        zero = sw * (1 - 0.025 ** (1 / max(sw * sw / sw2, 1.0))) if sw2 > 0 else 0.0
+        return value, fixed + (max(y - zero, 0.0) if y > 0 else 0.0), fixed + y + zero, z
     lo = gamma_dist.ppf(0.025, y * y / v, scale=v / y)
     hi = gamma_dist.ppf(0.975, (y + w) ** 2 / (v + w * w), scale=(v + w * w) / (y + w))
     return value, fixed + lo, fixed + hi, z

@@ -20,7 +20,7 @@ which 4,000 seeds show at 4 SE); ``RMS(SE)/SD`` in [0.9, 1.1]; the coverage of t
 coverage (0.0034) either way. The intervals: Precision and Recall by Fay and Feuer's gamma interval of their
 missing mass, their differences from the gains' and losses' by MOVER, F1 on the logit scale (see
 :mod:`abcde.metrics.truth_sample`). Measured over seeds 0–3,999 (2,000 fresh seeds 10,000–11,999 of
-another run agreed within 0.01): every cell 0.934–0.972, the highest ΔRecall's under FEBRL uniform
+another run agreed within 0.01; before issue 51's zero-events bounds): every cell 0.934–0.972, the highest ΔRecall's under FEBRL uniform
 and the heavy world ∝ size and ∝ weight (0.972), the lowest the heavy world's Recall and ΔRecall
 under a uniform sample (0.937, 0.934), which rests on the few giant entities the sample holds.
 
@@ -212,6 +212,11 @@ def check(world: str, design: str, stats: dict, *, bias: float = 4.0, se: tuple 
         if k == "delta_precision":
             continue  # not banded (the issue's bands are for Precision, Recall and ΔRecall); printed
         lo, hi = coverage
+        if k.startswith("delta"):
+            # A sample that sees no gains (or no losses) bounds what the unsampled entities may gain by
+            # the zero-events bound (issue 51): honest, so conservative where that happens (the heavy
+            # world ∝ size and ∝ weight: 0.989 and 0.988 over 4,000 seeds; 0.972 before).
+            hi = max(hi, 0.99 + MC)
         assert lo - loose <= s["coverage"] <= hi + loose, where
 
 

@@ -9,6 +9,7 @@ for the paired difference of two. The definitions, the designs and where the int
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -189,11 +190,26 @@ class MassInterval:
     random: float
     var: float
     largest: float
+    weight: float = 0.0  # the population's weight share estimated from sampled entities (π < 1) ...
+    entities: float = math.nan  # ... and their effective number (Kish, by design weight × entity weight)
+
+    def zero_events(self, level: float) -> float:
+        """How much mass the entities not sampled may hold when the sample shows none (or no spread):
+        the sampled part's weight times Clopper–Pearson's upper bound for 0 events in its effective
+        number of entities, ``1 − (α/2)^(1/n)`` (about 3.7/n at 95%; the rule of three's 3/n is its
+        one-sided 95% form). 0 at a census."""
+        n = self.entities
+        if not (self.weight > 0 and math.isfinite(n) and n > 0):
+            return 0.0
+        return self.weight * (1.0 - ((1.0 - level) / 2.0) ** (1.0 / max(n, 1.0)))
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         y, v, w = self.random, self.var, self.largest
         if not (y > 0 and v > 0 and math.isfinite(v)):
-            return (self.fixed + y, self.fixed + y)
+            # Nothing seen, or no spread seen: a point only at a census; else what the entities not
+            # sampled may hold, from the design (zero events), around what the sample shows.
+            z = self.zero_events(level)
+            return (self.fixed + max(y - z, 0.0) if y > 0 else self.fixed, self.fixed + y + z)
         from scipy.stats import gamma
 
         a = (1.0 - level) / 2.0
@@ -219,8 +235,11 @@ def mass_estimate(part, b, pi, *, design: str, population_entities: float) -> tu
     u = w * (part - value * b) / bh
     var = design_variance(u, pi, design=design, population_entities=population_entities)
     sampled = pi < 1.0
+    bw = b * w / bh  # each entity's estimated share of the population's weight
+    sw, sw2 = float(bw[sampled].sum()), float((bw[sampled] ** 2).sum())
     return value, MassInterval(float(share[~sampled].sum()), float(share[sampled].sum()), var,
-                               float(share[sampled].max()) if sampled.any() else 0.0), u
+                               float(share[sampled].max()) if sampled.any() else 0.0,
+                               weight=sw, entities=sw * sw / sw2 if sw2 > 0 else math.nan), u
 
 
 def side_interval(missing: MassInterval):
@@ -344,7 +363,7 @@ class PopulationEstimate:
         if self.interval_of is not None:
             if not (self.defined and math.isfinite(self.standard_error)):
                 return (math.nan, math.nan)
-            if self.standard_error == 0:  # a census, or nothing lost in the sample: a point
+            if self.standard_error == 0 and self.exact:  # a census: a point
                 return (self.value, self.value)
             lo, hi = self.interval_of(confidence_level)
             return (max(min(lo, self.value), self.bounds[0]), min(max(hi, self.value), self.bounds[1]))
@@ -376,6 +395,16 @@ class Linearised:
 
     value: float
     z: np.ndarray
+
+
+def _f1_from_sides(p: PopulationEstimate, r: PopulationEstimate, level: float) -> tuple[float, float]:
+    """F1's interval from its sides' (F1 rises with each): F1 of the lower ends to F1 of the upper."""
+    (pl, ph), (rl, rh) = p.confidence_interval(level), r.confidence_interval(level)
+
+    def f(a, b):
+        return 2 * a * b / (a + b) if a + b > 0 else 0.0
+
+    return f(pl, rl), f(ph, rh)
 
 
 def f1_linearised(p: Linearised, r: Linearised) -> Linearised:
@@ -480,7 +509,11 @@ def estimate_population(
         lins[side] = {"precision": p, "recall": r, "f1": f1_linearised(p, r)}
         out[side] = {m: est(m, lins[side][m], (0.0, 1.0), side_interval(mass(b - np.asarray(a, dtype=float))[1]))
                      for m, a in (("precision", ap), ("recall", ar))}
-        out[side]["f1"] = est("f1", lins[side]["f1"], (0.0, 1.0))
+        f1 = est("f1", lins[side]["f1"], (0.0, 1.0))
+        if f1.standard_error == 0 and not census:  # no spread seen: from its sides' zero-events intervals
+            f1 = dataclasses.replace(f1, interval_of=functools.partial(_f1_from_sides, out[side]["precision"],
+                                                                       out[side]["recall"]))
+        out[side]["f1"] = f1
     deltas = {}
     if len(lins) == 2:
         (s1, first), (s2, second) = ((x, lins[x]) for x in sums)

@@ -166,12 +166,19 @@ def _census_part(name: str, total: float, draws: pa.Table, by_pair: dict, weight
     d = draws.take(pa.array(idx, pa.int64()))
     d = d.set_column(d.column_names.index("pair_weight"), "pair_weight", pa.array(weights[keep], pa.float64()))
     want_same = good_same == want_good
-    t, v, n, known, rest = census_total(d, by_pair, lambda lab, s, a, b: s if want_same else 1.0 - s)
+    t, v, n, known, rest, sp = census_total(d, by_pair, lambda lab, s, a, b: s if want_same else 1.0 - s)
     M = float(weights[keep].sum())
     bounds = (total * known / M, total * (known + rest) / M)
     if n == 0:
         return Estimate(name, math.nan, math.nan, 0, method=method, note=f"no judged {what} pairs", bounds=bounds)
-    return Estimate(name, total * t / M, total * math.sqrt(v) / M, n, method=method, bounds=bounds)
+    return Estimate(name, total * t / M, total * math.sqrt(v) / M, n, method=method, bounds=bounds,
+                    span=_scaled_span(sp, total / M))
+
+
+def _scaled_span(sp: tuple[float, float], scale: float) -> tuple[float, float] | None:
+    """A census total's unsure span (:class:`abcde.quality.stratified.CensusTotal`) on the estimate's
+    scale; None when no pair was answered unsure."""
+    return (sp[0] * scale, sp[1] * scale) if sp[0] or sp[1] else None
 
 
 @dataclass(frozen=True)
@@ -191,6 +198,7 @@ class CellsCensus:
     missing: tuple
     drawn: tuple = ()
     whole_var: float = 0.0
+    span: tuple = (0.0, 0.0)  # how far its cells' pairs answered unsure could move the total (bounds)
 
     @property
     def exact(self) -> bool:
@@ -215,7 +223,7 @@ def census_cells_total(draws: pa.Table, by_pair: dict, weights: np.ndarray, cell
     of = np.asarray([cells.get(p, "") for p in pids], dtype=object)
     M = float(weights[keep].sum())
     t = var = lo = hi = whole = 0.0
-    n, missing, parts = 0, [], []
+    n, missing, parts, span = 0, [], [], (0.0, 0.0)
     for c in dict.fromkeys(of[keep].tolist()):
         m = keep & (of == c)
         Mc = float(weights[m].sum())
@@ -244,13 +252,14 @@ def census_cells_total(draws: pa.Table, by_pair: dict, weights: np.ndarray, cell
         d = draws.take(pa.array(idx, pa.int64()))
         d = d.set_column(d.column_names.index("pair_weight"), "pair_weight", pa.array(weights[m], pa.float64()))
         mine = {p: by_pair[p] for p in d.column("pair_id").to_pylist() if p in by_pair and cells.selected(p, 0)}
-        tc, vc, nc, known, rest = census_total(d, mine, lambda lab, s, a, b: s if want_same else 1.0 - s)
+        tc, vc, nc, known, rest, sp = census_total(d, mine, lambda lab, s, a, b: s if want_same else 1.0 - s)
         lo, hi = lo + known, hi + known + rest
         if not math.isfinite(tc):
             missing.append(c)
             continue
         t, var, n, whole = t + tc, var + vc, n + nc, whole + vc
-    return CellsCensus(t, var, n, lo, hi, M, tuple(missing), tuple(parts), whole)
+        span = (span[0] + sp[0], span[1] + sp[1])
+    return CellsCensus(t, var, n, lo, hi, M, tuple(missing), tuple(parts), whole, span)
 
 
 def cells_deviation(rng: np.random.Generator, size: int, drawn: tuple, whole_var: float) -> np.ndarray:
@@ -299,16 +308,17 @@ def _census_cells_part(name: str, total: float, draws: pa.Table, by_pair: dict, 
                              f"{', '.join(missing)}")
     value, p = total * t / M, t / M
     se = total * math.sqrt(var) / M if math.isfinite(var) else math.nan
+    span = _scaled_span(c.span, total / M)
     if c.drawn:
-        return Estimate(name, value, se, n, method=method, bounds=bounds,
+        return Estimate(name, value, se, n, method=method, bounds=bounds, span=span,
                         interval_of=cells_interval(value, total / M, c.drawn, c.whole_var, bounds))
     if math.isfinite(var) and var > 0 and 0.0 < p < 1.0:
         # Agresti–Coull's on the stratum's share, as a sampled stratum's (n* = p̂(1 − p̂)/Var(p̂))
         n_eff = p * (1.0 - p) * M * M / var
         pt, ise = agresti_coull_of(n_eff * p, n_eff)
         return Estimate(name, value, se, n, method=method, bounds=bounds, centre=total * pt,
-                        interval_se=total * ise)
-    return Estimate(name, value, se, n, method=method, bounds=bounds)
+                        interval_se=total * ise, span=span)
+    return Estimate(name, value, se, n, method=method, bounds=bounds, span=span)
 
 
 class MoverSum:
@@ -320,7 +330,7 @@ class MoverSum:
         self.a, self.b = a, b
 
     def __call__(self, z: float) -> tuple[float, float]:
-        (la, ha), (lb, hb) = self.a.interval_at(z), self.b.interval_at(z)
+        (la, ha), (lb, hb) = self.a.interval_at(z, spanned=False), self.b.interval_at(z, spanned=False)
         va, vb = self.a.value, self.b.value
         return (va + vb - math.hypot(va - la, vb - lb), va + vb + math.hypot(ha - va, hb - vb))
 
@@ -346,11 +356,14 @@ def sum_estimate(name: str, a: Estimate, b: Estimate) -> Estimate:
         return e.interval_se if e.interval_se is not None else e.standard_error
 
     se = math.sqrt(a.standard_error ** 2 + b.standard_error ** 2)
+    # The unsure pairs' spans are bounds: they add as they are, not in quadrature.
+    sa, sb = a.span or (0.0, 0.0), b.span or (0.0, 0.0)
+    span = (sa[0] + sb[0], sa[1] + sb[1]) if (a.span or b.span) else None
     if a.interval_of is not None or b.interval_of is not None:  # a part's interval of its own: added by MOVER
         return Estimate(name, a.value + b.value, se, a.n_judgements + b.n_judgements, method=method,
-                        bounds=bounds, interval_of=MoverSum(a, b))
+                        bounds=bounds, interval_of=MoverSum(a, b), span=span)
     return Estimate(name, a.value + b.value, se, a.n_judgements + b.n_judgements, method=method, bounds=bounds,
-                    centre=centre(a) + centre(b), interval_se=math.sqrt(ise(a) ** 2 + ise(b) ** 2))
+                    centre=centre(a) + centre(b), interval_se=math.sqrt(ise(a) ** 2 + ise(b) ** 2), span=span)
 
 
 # ----------------------------------------------------------------------------- judged draws

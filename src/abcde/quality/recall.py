@@ -85,8 +85,9 @@ judge more densely was 10% off). The model's judgements are not used for the lif
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -140,6 +141,7 @@ class _Part:
     n_eff: float = math.nan  # ... and its effective number of judgements n* (its posterior's)
     cells: tuple = ()  # a census stratum by the model's cells: its drawn cells' (M_c, p̂_c, Var(p̂_c), k_eff) ...
     whole_var: float = 0.0  # ... and the variance of its cells judged whole
+    span: tuple = (0.0, 0.0)  # a census stratum: how far its pairs answered unsure could move the total (bounds)
 
     def draws(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` draws of the part's total from what its judgements say of it (:func:`lift_draws`):
@@ -196,13 +198,13 @@ def _census_part(draws: pa.Table, by_pair: dict, factor, inside=None, cells=None
         if c.missing:
             return _Part(math.nan, math.nan, c.lo, c.hi, c.n, False,
                          f"no usable people's judgement yet in the cell {', '.join(c.missing)}")
-        return _Part(c.total, c.var, c.lo, c.hi, c.n, c.exact, cells=c.drawn, whole_var=c.whole_var)
+        return _Part(c.total, c.var, c.lo, c.hi, c.n, c.exact, cells=c.drawn, whole_var=c.whole_var, span=c.span)
     d = draws.filter(pa.array(keep, pa.bool_()))
     d = d.set_column(d.column_names.index("pair_weight"), "pair_weight", pa.array(w[keep], pa.float64()))
-    t, v, n, known, rest = census_total(d, by_pair, lambda lab, s, x, y: s)
+    t, v, n, known, rest, sp = census_total(d, by_pair, lambda lab, s, x, y: s)
     if not math.isfinite(t):
         return _Part(math.nan, math.nan, known, known + rest, 0, False, "no usable judgement yet")
-    return _Part(t, v, known, known + rest, n, rest == 0.0)
+    return _Part(t, v, known, known + rest, n, rest == 0.0, span=sp)
 
 
 # ----------------------------------------------------------------------------- the lift
@@ -268,8 +270,54 @@ def lift_estimate(parts: dict, *, method: str, name: str = "recall_lift") -> tup
     if exact:
         return Estimate(name, lam, 0.0, n, method=method, bounds=(lam, lam), centre=lam, interval_se=0.0,
                         exact=True), True
+    if any(p.span != (0.0, 0.0) for p in parts.values()):
+        low, high = _span_corners(parts)
+        return Estimate(name, lam, se, n, method=method, bounds=bounds, note=UNSURE_BOUNDS,
+                        interval_of=SpanInterval(DrawnInterval(functools.partial(lift_draws, low), _lift_at(low)),
+                                                 DrawnInterval(functools.partial(lift_draws, high), _lift_at(high)))), False
     return Estimate(name, lam, se, n, method=method, bounds=bounds,
                     interval_of=DrawnInterval(functools.partial(lift_draws, parts), lam)), False
+
+
+#: The lift's note when census strata hold pairs answered unsure.
+UNSURE_BOUNDS = ("pairs of census strata answered unsure: the interval holds every answer they could have "
+                 "(bounds), not an estimate of them")
+
+
+def _lift_at(parts: dict) -> float:
+    return _lift_of({k: parts[k].total for k in RECALL_STRATA})
+
+
+def _span_corners(parts: dict) -> tuple[dict, dict]:
+    """The parts with each census stratum's unsure pairs set to the answers that put the lift lowest,
+    and to those that put it highest (Λ rises with T_merge and falls with T_split; with T_both it falls
+    while T_merge > T_split, else rises)."""
+
+    def shifted(direction: int) -> dict:
+        out = dict(parts)
+        for k in ("merge", "split"):
+            p = parts[k]
+            up = (k == "merge") == (direction > 0)
+            out[k] = dataclasses.replace(p, total=p.total + p.span[1] if up else p.total - p.span[0])
+        gaining = out["merge"].total > out["split"].total
+        for k in BOTH:
+            p = parts[k]
+            up = gaining != (direction > 0)  # T_both up lowers Λ while Exp gains
+            out[k] = dataclasses.replace(p, total=p.total + p.span[1] if up else p.total - p.span[0])
+        return out
+
+    return shifted(-1), shifted(+1)
+
+
+class SpanInterval:
+    """The lift's interval when census strata hold unsure pairs: the low end of the draws with their
+    answers set lowest, the high end of those set highest (picklable)."""
+
+    def __init__(self, low: DrawnInterval, high: DrawnInterval):
+        self.low, self.high = low, high
+
+    def __call__(self, z: float) -> tuple[float, float]:
+        return self.low(z)[0], self.high(z)[1]
 
 
 def _bounds(parts: dict) -> tuple[float, float]:

@@ -200,6 +200,11 @@ class Estimate:
     exact
         Whether the estimate is the exact value (every pair it needs listed and judged); None: not said
         (``to_dict`` then carries no ``exact``).
+    span
+        ``(down, up)``: how far below and above the estimate the pairs answered "unsure" in census
+        strata could put it (each either answer), added to the interval's ends: the interval holds
+        every answer they could have (bounds, not an estimate; :func:`abcde.quality.stratified.census_total`).
+        None: no such pair.
     interval_of
         A function of the quantile giving the interval's ends, for an estimate whose interval is built
         from its parts' (read off draws, :class:`DrawnInterval`: the recall lift's, a distance's census
@@ -218,6 +223,7 @@ class Estimate:
     bounds: tuple[float, float] | None = None
     exact: bool | None = None
     interval_of: object = field(default=None, repr=False, compare=False)
+    span: tuple[float, float] | None = None
 
     @property
     def defined(self) -> bool:
@@ -242,8 +248,9 @@ class Estimate:
             )
         return self.interval_at(quantile(self.n_judgements, confidence_level))
 
-    def interval_at(self, z: float) -> tuple[float, float]:
-        """The interval at quantile ``z`` (:meth:`confidence_interval`'s, whose ``z`` is Student t's)."""
+    def interval_at(self, z: float, *, spanned: bool = True) -> tuple[float, float]:
+        """The interval at quantile ``z`` (:meth:`confidence_interval`'s, whose ``z`` is Student t's);
+        ``spanned=False``: without the unsure pairs' ``span`` (a sum adds the parts' spans itself)."""
         if not self.defined:
             return (math.nan, math.nan)
         if self.interval_of is not None:  # an interval of its own (from draws, or by MOVER), holding the value
@@ -263,6 +270,8 @@ class Estimate:
             lo, hi = self.value - z * self.standard_error, self.value + z * self.standard_error
         else:
             return (math.nan, math.nan)
+        if self.span is not None and spanned:  # the unsure pairs of census strata: every answer they could have
+            lo, hi = lo - self.span[0], hi + self.span[1]
         return clip((lo, hi), self.bounds)
 
     def to_dict(self) -> dict:

@@ -35,11 +35,12 @@ from __future__ import annotations
 
 import json
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
-from abcde.quality.result import Estimate, QualityResult, agresti_coull, weighted_mean_se
+from abcde.quality.result import Estimate, QualityResult, agresti_coull, agresti_coull_of, weighted_mean_se
 from abcde.sampling.allocation import LEGACY_STRATA, STRATA, STRATUM_LABEL, StratifiedSample
 
 
@@ -72,37 +73,99 @@ def _mean_var(v: np.ndarray) -> tuple[float, float, int]:
     return float(v.mean()), float(v.var(ddof=1)) if n > 1 else math.nan, n
 
 
-def census_total(draws: pa.Table, by_pair: dict, y) -> tuple[float, float, int, float, float]:
+class CensusTotal(NamedTuple):
+    """A census stratum's total (:func:`census_total`): ``total``, its ``var``, the judged pairs ``n``
+    it rests on, the judged pairs' exact part ``known``, the weight ``rest`` of the pairs left, and
+    ``span = (down, up)``: how far below and above ``total`` the pairs answered "unsure" could put it
+    (each of them either answer), which the interval adds to its ends."""
+
+    total: float
+    var: float
+    n: int
+    known: float
+    rest: float
+    span: tuple[float, float] = (0.0, 0.0)
+
+
+def census_total(draws: pa.Table, by_pair: dict, y) -> CensusTotal:
     """``Σ_k pair_weight_k · y_k`` over a census stratum's pairs (each listed once), its variance,
-    the judged pairs it rests on, the judged pairs' exact part ``Σ_judged pair_weight·y`` and the
-    weight ``R`` of the pairs left, ``y(label, same, item_a, item_b)``.
+    the judged pairs it rests on, the judged pairs' exact part ``Σ_judged pair_weight·y``, the
+    weight ``R`` of the pairs left and the span of the unsure ones, ``y(label, same, item_a, item_b)``
+    (:class:`CensusTotal`).
 
     Every pair judged: the exact total, variance 0. Pairs left unsure or not judged (weight ``R``)
-    are taken to be like the judged ones, as in a sampled stratum: their part is ``R·ȳ`` (``ȳ`` the
-    weighted mean of the judged), with variance ``R²·SE(ȳ)² + s²·Σ_unjudged pair_weight²``."""
+    are estimated like the judged ones, as in a sampled stratum: their part is ``R·ȳ`` (``ȳ`` the
+    weighted mean of the judged). What that cannot rule out goes into the interval:
+
+    * a pair not judged yet is one of a random subset still to come (raters see the pairs in a random
+      order): variance ``R²·SE(ȳ)² + s²·Σ_unjudged pair_weight²``, with ``SE`` and ``s²`` at least
+      Agresti–Coull's for the judged pairs' share of "same" on their effective number (so judged pairs
+      that all agree still leave the unjudged ones open);
+    * a pair answered "unsure" was seen and not told: either answer is possible, and not at random
+      (the hard pairs are the unsure ones), so its part is bounded, not estimated: ``span`` holds how
+      far both answers reach from ``ȳ``, added to the interval's ends (bounds, said in words by the
+      estimate's note)."""
     if not draws.num_rows:
-        return 0.0, 0.0, 0, 0.0, 0.0
+        return CensusTotal(0.0, 0.0, 0, 0.0, 0.0)
     pw = np.asarray(draws.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float)
-    ys, ws, rest, rest2 = [], [], 0.0, 0.0
+    ys, ws, sames, rest, rest2, unsure, reach = [], [], [], 0.0, 0.0, [], 0.0
     for k, (pid, lab, a, b) in enumerate(zip(draws.column("pair_id").to_pylist(), draws.column("label").to_pylist(),
                                              draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist())):
         j = by_pair.get(pid)
+        y0, y1 = y(lab, 0.0, a, b), y(lab, 1.0, a, b)
+        reach = max(reach, abs(y1 - y0))
         if j in ("same", "different"):
-            ys.append(y(lab, 1.0 if j == "same" else 0.0, a, b))
+            ys.append(y1 if j == "same" else y0)
             ws.append(pw[k])
+            sames.append(1.0 if j == "same" else 0.0)
         else:
             rest += pw[k]
-            rest2 += pw[k] * pw[k]
+            if j == "unsure":
+                unsure.append((pw[k], min(y0, y1), max(y0, y1)))
+            else:
+                rest2 += pw[k] * pw[k]
     y_, w_ = np.asarray(ys, dtype=float), np.asarray(ws, dtype=float)
     n = len(y_)
     known = float((w_ * y_).sum())
     if rest == 0.0:
-        return known, 0.0, n, known, 0.0
+        return CensusTotal(known, 0.0, n, known, 0.0)
     if n == 0:
-        return math.nan, math.nan, 0, known, rest
+        return CensusTotal(math.nan, math.nan, 0, known, rest)
     mean, se = weighted_mean_se(y_, w_)
     s2 = float((w_ * (y_ - mean) ** 2).sum() / w_.sum())
-    return known + rest * mean, rest * rest * se * se + s2 * rest2, n, known, rest
+    span = (max(sum(w * (mean - lo) for w, lo, _ in unsure), 0.0), max(sum(w * (hi - mean) for w, _, hi in unsure), 0.0))
+    not_judged = rest - sum(w for w, _, _ in unsure)
+    var = 0.0
+    if not_judged > 0:
+        n_eff = float(w_.sum()) ** 2 / float((w_ * w_).sum())
+        p_same = float((w_ * np.asarray(sames)).sum() / w_.sum())
+        pt, _ = agresti_coull_of(n_eff * p_same, n_eff)
+        s2_floor = reach * reach * pt * (1.0 - pt)
+        se2 = max(se * se if math.isfinite(se) else 0.0, s2_floor / (n_eff + 4.0))
+        var = not_judged * not_judged * se2 + max(s2, s2_floor) * rest2
+    return CensusTotal(known + rest * mean, var, n, known, rest, span)
+
+
+def unsure_in_census(sample: StratifiedSample, by_pair: dict) -> dict:
+    """``{census stratum: pairs answered "unsure"}`` (strata with none left out)."""
+    out = {}
+    for c in sample.census:
+        d = sample.draws.get(c)
+        if d is not None and d.num_rows:
+            k = sum(by_pair.get(p) == "unsure" for p in d.column("pair_id").to_pylist())
+            if k:
+                out[c] = k
+    return out
+
+
+def unsure_note(unsure: dict) -> str:
+    """What an interval holds for the unsure pairs of census strata, in words ('' when there are none)."""
+    k = sum(unsure.values())
+    if not k:
+        return ""
+    return (f"{k:,} {'pair' if k == 1 else 'pairs'} of the census {'stratum' if len(unsure) == 1 else 'strata'} "
+            f"{', '.join(sorted(unsure))} answered unsure: the interval holds every answer "
+            f"{'it' if k == 1 else 'they'} could have (bounds), not an estimate of {'it' if k == 1 else 'them'}")
 
 
 def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: float,
@@ -119,6 +182,8 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
     # carry it outside (issue 38). Samples drawn before the sign split keep Wald intervals.
     signed = all(c in STRATUM_LABEL for c in sample.strata)
     dp, var, n_j, missing = sample.self_term, 0.0, 0, []
+    span = (0.0, 0.0)  # the census strata's unsure pairs: how far their answers could move ΔPrecision
+    unsure_census = unsure_in_census(sample, by_pair)
     centre, ivar = sample.self_term, 0.0
     # The feasible range of ΔPrecision, known before anyone judges: the self term plus each stratum's
     # U_c·l_c·p_c with p_c in [0, 1] (a census stratum: its judged pairs' exact part plus l_c·[0, R]).
@@ -130,13 +195,14 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
             continue
         lab = STRATUM_LABEL.get(c)  # None: a legacy intersection stratum, of both signs
         if c in sample.census:
-            t, v, n, known, rest = census_total(sample.draws[c], by_pair, lambda lab, same, a, b: lab * same)
+            t, v, n, known, rest, sp = census_total(sample.draws[c], by_pair, lambda lab, same, a, b: lab * same)
             lo, hi = lo + known - (rest if lab != 1 else 0.0), hi + known + (rest if lab != -1 else 0.0)
             if not math.isfinite(t):
                 dp = math.nan
                 missing.append(c)
                 continue
             dp, var, n_j = dp + t, var + v, n_j + n
+            span = (span[0] + sp[0], span[1] + sp[1])
             centre, ivar = centre + t, ivar + v
             continue
         lo, hi = lo - (U if lab != 1 else 0.0), hi + (U if lab != -1 else 0.0)
@@ -155,10 +221,10 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
             pt, ps = agresti_coull(same)
             centre, ivar = centre + U * STRATUM_LABEL[c] * pt, ivar + U * U * ps * ps
     note = (f"no usable judgement yet in the {', '.join(missing)} " + ("strata" if len(missing) > 1 else "stratum")
-            if missing else "")
+            if missing else unsure_note(unsure_census))
     se = math.sqrt(var) if math.isfinite(var) and math.isfinite(dp) else math.nan
     delta = Estimate("delta_precision", dp, se, n_j if math.isfinite(dp) else 0, method=method, note=note,
-                     bounds=(lo, hi),
+                     bounds=(lo, hi), span=span if unsure_census else None,
                      **({"centre": centre, "interval_se": math.sqrt(ivar)} if signed and math.isfinite(dp) else {}))
 
     def rate(c, rate_value, want_same, name):
@@ -169,13 +235,15 @@ def estimate_stratified(sample: StratifiedSample, by_pair: dict, *, split_rate: 
         if c in sample.census:
             d = sample.draws[c]
             total = float(np.asarray(d.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float).sum())
-            t, v, n, known, rest = census_total(d, by_pair, lambda lab, s, a, b: s if want_same else 1.0 - s)
+            t, v, n, known, rest, sp = census_total(d, by_pair, lambda lab, s, a, b: s if want_same else 1.0 - s)
             bounds = (rate_value * known / total, rate_value * (known + rest) / total)
             if n == 0:
                 return Estimate(name, math.nan, math.nan, 0, method=method, note=f"no judged {c} pairs",
                                 bounds=bounds)
+            k = unsure_census.get(c, 0)
             return Estimate(name, rate_value * t / total, rate_value * math.sqrt(v) / total, n, method=method,
-                            bounds=bounds)
+                            bounds=bounds, note=unsure_note({c: k}),
+                            span=(rate_value * sp[0] / total, rate_value * sp[1] / total) if k else None)
         v = same if want_same else 1.0 - same
         m, var_c, n = _mean_var(v)
         if n == 0:
@@ -267,6 +335,7 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
     rows = []
     for value, w_i, pw, st, st_u, bounds in slice_ranges(sample, multipliers, self_terms):
         est, var, n_in, note = st, 0.0, 0, ""
+        span = (0.0, 0.0)  # the census strata's unsure pairs with an end in the slice
         if pw - st_u <= 1e-12 * max(pw, 1e-300):  # only self pairs (or none): exact
             pass
         else:
@@ -279,7 +348,8 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
                     # each end in I adds its half.
                     def inside(lab, same, a, b, value=value):
                         return lab * same * ((vantage_value.get(a) == value) + (vantage_value.get(b) == value)) / 2
-                    t, v, n, _, _ = census_total(sample.draws[c], by_pair, inside)
+                    t, v, n, _, _, sp = census_total(sample.draws[c], by_pair, inside)
+                    span = (span[0] + sp[0], span[1] + sp[1])
                     if not math.isfinite(t):
                         est, note = math.nan, f"no usable judgement in the {c} stratum"
                         break
@@ -305,10 +375,13 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
                 # so the estimate is never further from it and lies inside its interval (issue 38).
                 est = min(max(est, bounds[0]), bounds[1])
         se = math.sqrt(var) if math.isfinite(var) and math.isfinite(est) else math.nan
-        contrib = Estimate("delta_precision_contribution", est, se, n_in, method=method, note=note, bounds=bounds)
+        wide = span if span != (0.0, 0.0) else None
+        contrib = Estimate("delta_precision_contribution", est, se, n_in, method=method, note=note, bounds=bounds,
+                           span=wide)
         scale = float(total_weight) / w_i if w_i else math.nan
         dpi = Estimate("delta_precision", est * scale, se * scale, n_in, method=method, note=note,
-                       bounds=(bounds[0] * scale, bounds[1] * scale))
+                       bounds=(bounds[0] * scale, bounds[1] * scale),
+                       span=(wide[0] * scale, wide[1] * scale) if wide else None)
         rows.append({"value": json.loads(value), "weight": w_i, "pairweight": pw, "self_term": st,
                      "sampled_draws": drawn.get(value, 0), "delta_precision": dpi.to_dict(),
                      "delta_precision_contribution": contrib.to_dict()})

@@ -145,6 +145,10 @@ def truth_point_note(e: dict, census: bool) -> str:
     entities not sampled may differ (empty when that is not so)."""
     if census or e.get("note") or e.get("std_err") != 0 or e.get("estimate") is None:
         return ""
+    if e.get("ci_low") is not None and e.get("ci_low") != e.get("ci_high"):
+        return ("standard error 0: every sampled entity scores the same (none shows a loss, or all the same "
+                "one); the interval reaches what the entities not sampled may hold, from the design (Clopper–"
+                "Pearson's bound for no event among the sampled entities)")
     return ("standard error 0 and a point interval: every sampled entity scores the same, so the sample shows no "
             "spread; the entities not sampled may differ")
 
