@@ -315,7 +315,12 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
     facts["model_only"] = model is not None
     if not absolute and _num(q.get("split_rate")) == 0 and _num(q.get("merge_rate")) == 0:
         return _nothing_changed(facts, truth, names)
-    sentences = [_headline(q, dp, p, r, facts["overall"], model, names)]
+    # Partial until final: while pairs of the sample are not judged, the answer is what the judged say so far.
+    missing, judged = int(q.get("missing_pairs") or 0), int(q.get("judged_pairs") or 0) + int(q.get("unsure_pairs") or 0)
+    facts["final"] = missing == 0 or exact
+    so_far = (f"So far ({display.count(judged)} of {display.count(judged + missing)} pairs judged): "
+              if not facts["final"] and p["direction"] != "undefined" else "")
+    sentences = [_headline(q, dp, p, r, facts["overall"], model, names, so_far)]
 
     design = q.get("design") or {}
     where = design.get("sample_dir") or "DIR"
@@ -356,9 +361,11 @@ def _nothing_changed(facts: dict, truth, names: tuple[str, str]) -> Verdict:
     return Verdict(tuple(sentences), facts)
 
 
-def _headline(q: dict, dp: dict, p: dict, r: dict, kind: str, model: dict | None, names: tuple[str, str]) -> str:
+def _headline(q: dict, dp: dict, p: dict, r: dict, kind: str, model: dict | None, names: tuple[str, str],
+              so_far: str = "") -> str:
     """The headline: both sides when both are known, else Precision's (as before recall was estimated);
-    ``kind`` is ``facts["overall"]``, ``model`` the judgements used when they are a model's alone."""
+    ``kind`` is ``facts["overall"]``, ``model`` the judgements used when they are a model's alone,
+    ``so_far`` what leads it while pairs of the sample are not judged."""
     base, exp = names
     absolute = q.get("target") == "precision"
     est, lo, hi = _num(dp.get("estimate")), _num(dp.get("ci_low")), _num(dp.get("ci_high"))
@@ -412,6 +419,7 @@ def _headline(q: dict, dp: dict, p: dict, r: dict, kind: str, model: dict | None
             first_p = kind == "precision_for_recall" or (moved is not None and pd == moved)
             sides = (ps, rs) if first_p else (rs, ps)
             head = f"{clause}{' (every pair judged)' if both_exact else ''}: {sides[0]} and {sides[1]}."
+    head = so_far + head
     if model:
         left, src = model["left_out"], model["source"]
         why = (f" (--source {src} left out "
@@ -570,11 +578,12 @@ def _next_step(q, p, r, est, lo, hi, absolute, exact, where, recall_cmd, design)
     r_lo, r_hi = _num(r.get("ci_low")), _num(r.get("ci_high"))
     r_open = not absolute and not r["exact"] and rd == "none" and math.isfinite(r_lo) and math.isfinite(r_hi)
     r_waits = not absolute and rd == "undefined" and r.get("available") and not recall_cmd and not r.get("never")
-    if missing and (p_open or r_open or r_waits):
+    if missing and not exact:  # until every pair of the sample is judged, judging it is the next step
         command = f"abcde judge serve {where}"
-        side = "precision" if p_open else "recall"
+        side = "precision" if p_open or not (r_open or r_waits) else "recall"
         return {"kind": "judge", "side": side, "missing_pairs": missing, "command": command,
-                "sentence": f"Next: {display.count(missing)} pairs of the sample are not judged yet ({command})."}
+                "sentence": f"Next: {display.count(missing)} pairs of the sample are not judged yet ({command}); "
+                            "the answer can change until they are."}
     options = []
     if p_open:
         target = max(abs(est) if pd == "none" else 0.0, MIN_RESOLUTION)
