@@ -407,6 +407,8 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_h
                     f"{res.pairs} in the sample.")
     if res.stats:
         console().print("judge: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in res.stats.items()))
+    for w in res.warnings:
+        console().print(f"Warning: {w}", style="yellow", soft_wrap=True)
     people = d.get("people_tasks")
     if people and people["chosen"]:
         split = sum(1 for c in people["cells"] if "|" in c)

@@ -107,12 +107,61 @@ class ModelJudgeResult:
     seconds: float = 0.0
     unusable: list = field(default_factory=list)
     people: dict | None = None
+    warnings: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"rater": self.rater, "store": self.store, "pairs": self.pairs, "judged_now": self.judged_now,
                 "already_judged": self.already, "answers": self.answers, "unjudged_pairs": self.unjudged,
                 "unusable": self.unusable, "judge_stats": self.stats, "seconds": round(self.seconds, 3),
-                "people_tasks": self.people}
+                "people_tasks": self.people, "warnings": list(self.warnings)}
+
+
+#: From this many answers of a run on, one answer for every pair is warned about (a judge that cannot
+#: tell pairs apart: its fields absent, a prompt that always fails the same way).
+SAME_ANSWER_WARNING = 20
+
+
+class _Watched(dict):
+    """An item as a judge sees it, noting every field the judge asks for that it does not have
+    (``get``, ``[]``, ``in``), shared across the items of one run (``asked``)."""
+
+    def __init__(self, row: dict, asked: set):
+        super().__init__(row)
+        self._asked = asked
+
+    def get(self, key, default=None):
+        if key not in self.keys():
+            self._asked.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        if key not in self.keys():
+            self._asked.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        if not dict.__contains__(self, key):
+            self._asked.add(key)
+            return False
+        return True
+
+
+def model_warnings(name: str, answers: dict, absent: set, shown: list) -> list[str]:
+    """What a person must know before trusting a model's answers: the fields it asked for that the
+    items lack (its rule cannot read them), and one answer for every pair of a run."""
+    out = []
+    if absent:
+        out.append(f"The judge {name!r} asked for {', '.join(repr(f) for f in sorted(map(str, absent)))}, which the "
+                   f"items do not have (they have {', '.join(repr(c) for c in shown) or 'no shown columns'}): its "
+                   "answers cannot use them. Check that the judge was written for these items before trusting it.")
+    used = {k: v for k, v in answers.items() if v}
+    total = sum(answers.values())
+    if len(used) == 1 and total >= SAME_ANSWER_WARNING:
+        (only, _), = used.items()
+        out.append(f"The judge {name!r} answered {only!r} to every one of the {total:,} pairs it judged: it does not "
+                   "tell pairs apart. Have people judge some pairs (pairs --human-budget) and compare before "
+                   "trusting it.")
+    return out
 
 
 def judge_with_model(sample_dir, judge: Judge, *, name: str | None = None, concurrency: int = 4,
@@ -153,9 +202,11 @@ def judge_with_model(sample_dir, judge: Judge, *, name: str | None = None, concu
     shown = (["item_id"] if show_ids else []) + shown_columns(store.sample.items.column_names,
                                                               store.hidden_columns(hide))
 
+    asked: set = set()  # fields the judge asked for that the items do not have
+
     def view(item_id):
         row = items.get(item_id, {"item_id": item_id})
-        return {c: row.get(c) for c in shown}
+        return _Watched({c: row.get(c) for c in shown}, asked)
 
     done = {j.pair_id for j in store.live(rater=rater)}
     todo = [t for t in store.tasks if t["pair_id"] not in done]
@@ -214,4 +265,5 @@ def judge_with_model(sample_dir, judge: Judge, *, name: str | None = None, concu
     # A people's budget: the people's tasks are chosen by the model's answers, while no person has judged.
     chosen = choose_by_model_answers(sample_dir)
     return ModelJudgeResult(rater, str(store.path), len(store.tasks), judged, len(done), answers, len(unusable),
-                            stats, time.perf_counter() - t0, unusable[:5], None if chosen is None else chosen.to_dict())
+                            stats, time.perf_counter() - t0, unusable[:5], None if chosen is None else chosen.to_dict(),
+                            model_warnings(name, answers, asked, shown))

@@ -1,0 +1,61 @@
+"""A model judge that is wrong must be seen (issue 52): ``judge model`` warns when the callable asks
+for fields the items do not have, and when it gives one answer to every pair."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from abcde.cli import main
+from abcde.judging.models import _Watched, model_warnings
+
+
+def cli(*args, code=0):
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    assert r.exit_code == code, r.output
+    return r
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    d = tmp_path_factory.mktemp("wrong_model")
+    rng = np.random.default_rng(5)
+    n = 300
+    ent = rng.integers(0, 100, n)
+    ids = [f"r{k}" for k in range(n)]
+    base = np.where(rng.random(n) < 0.2, ent + 1000, ent)
+    exp = np.where(ent % 7 == 0, ent + 1, ent)
+    pq.write_table(pa.table({"item_id": ids, "cluster_id": base}), d / "base.parquet")
+    pq.write_table(pa.table({"item_id": ids, "cluster_id": exp}), d / "exp.parquet")
+    pq.write_table(pa.table({"item_id": ids, "name": [f"n{e}" for e in ent], "city": [f"c{e % 13}" for e in ent],
+                             "entity": ent}), d / "items.parquet")
+    cli("pairs", "--base", d / "base.parquet", "--exp", d / "exp.parquet", "--items", d / "items.parquet",
+        "--budget", 60, "--hide", "entity", "--seed", 1, "--out", d / "s", "-q")
+    return d / "s"
+
+
+def test_the_examples_judge_on_other_items_is_warned_about(sample):
+    """The README's offline judge knows only the example's columns: on other items it asks for fields
+    they lack and says "different" to every pair, and both are said."""
+    d = json.loads(cli("judge", "model", sample, "--callable", "abcde.examples.judges:fields_agree",
+                       "--json").output)
+    absent, same = d["warnings"]
+    assert "'given_name'" in absent and "'surname'" in absent and "do not have" in absent and "'name'" in absent
+    assert "'different' to every one of the" in same
+
+
+def test_a_judge_that_reads_the_items_fields_and_tells_pairs_apart_is_not_warned_about():
+    asked: set = set()
+    a, b = _Watched({"name": "x", "city": "y"}, asked), _Watched({"name": "x", "city": "z"}, asked)
+    assert a.get("name") == b["name"] and "city" in a
+    assert asked == set()
+    assert model_warnings("j", {"same": 30, "different": 10, "unsure": 0}, asked, ["name", "city"]) == []
+    # A handful of answers, all alike, is too few to say anything.
+    assert model_warnings("j", {"same": 0, "different": 5, "unsure": 0}, set(), ["name"]) == []
+    a.get("surname"), ("dob" in a)
+    assert asked == {"surname", "dob"}
