@@ -64,6 +64,10 @@ def altair_specs(data: dict) -> dict[str, dict]:
     if q:
         pts = [{"metric": L[k], "estimate": q[k]["estimate"], "low": q[k]["ci_low"], "high": q[k]["ci_high"]}
                for k in QUALITY_METRICS if q[k]["estimate"] is not None]
+        lift = q.get("recall_lift") or {}
+        if lift.get("estimate") is not None and lift.get("ci_low") is not None:  # the verdict's other side
+            pts.append({"metric": L["recall_lift"], "estimate": lift["estimate"], "low": lift["ci_low"],
+                        "high": lift["ci_high"]})
         if pts:
             specs["quality"] = _errorbars(pts, "metric", "Quality estimates with 95% intervals", percent=True)
         for col, rows in (q.get("slices") or {}).items():

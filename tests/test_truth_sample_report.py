@@ -271,7 +271,7 @@ def test_a_full_truth_without_a_design_is_shown_as_before(files, tmp_path):
     assert "<p>Pointwise Precision, Recall and F1 of each clustering against the given truth (exact).</p>" in sec
     assert '<table id="truth">' in sec and "truth-note" not in sec and "truth-sample" not in sec
     assert 'id="truth-recall-lift"' in sec and "against the truth (exact)" in sec
-    assert "Against the ground truth:\n\n| clustering | Precision | Recall | F1 |" in md
+    assert "Against the ground truth:\n\n| clustering | Precision | Recall (pointwise) | F1 |" in md
     assert "These numbers describe" not in md and "(restricted)" not in md
     s = truth_sentences(j)[0]
     assert s.startswith("Against the ground truth (exact): Precision ") and ", recall lift " in s

@@ -43,7 +43,7 @@ METRIC_LABELS = {
     "good_merge_rate": "GoodMergeRate",
     "bad_merge_rate": "BadMergeRate",
     "precision": "Precision",  # of one clustering (abcde precision): 1 + ΔPrecision against every item alone
-    "recall_lift": "Recall lift",  # T_Exp/T_Base − 1: how many more (fewer) true links Exp keeps
+    "recall_lift": "Recall lift (pairwise)",  # T_Exp/T_Base − 1: how many more (fewer) true links Exp keeps
 }
 #: The recall lift (abcde.quality.recall): shown beside the quality metrics when the sample has agreed pairs.
 RECALL_METRIC = "recall_lift"

@@ -113,7 +113,10 @@ class OwnerView:
         d.update({
             "raters": sorted(per),
             "rater_progress": list(per.values()),
-            "settings": {"seed": sch.seed, "replicate": sch.replicate, "target_width": self.target_width,
+            # Two seeds, each named for what it seeds: the raters' pair order (judge serve --seed) and the
+            # sample's draws (pairs --seed), which the owner may take one for the other.
+            "settings": {"seed": sch.seed, "order_seed": sch.seed, "sample_seed": self.store.meta.get("seed"),
+                         "replicate": sch.replicate, "target_width": self.target_width,
                          "allocation": "adaptive Neyman" if sch.adaptive else "as sampled"},
             "estimates": estimates,
             "needs": sch.needs(live, estimates),

@@ -65,6 +65,12 @@ MEANING = [
      f"(a good split) or the same (a bad split); Good + Bad = {_SR}."),
     (f"{_GMR} / {_BMR}", f"the parts of {_MR}(T) whose merged pairs are judged the same (good) "
      f"or different (bad); Good + Bad = {_MR}."),
+    ("Recall lift (pairwise)", "T_Exp/T_Base − 1: how many more (or, negative, fewer) true links Exp keeps than "
+     "Base, a true link being a pair of items of one entity in one cluster, weighted w_i·w_j. It is the ratio of "
+     "the two clusterings' pairwise recalls, minus 1, estimated from the judged split, merge and agreed pairs "
+     "(pairs together in both), with no ground truth. Not the same number as a truth's Recall (below, when the "
+     "report has a truth), which is pointwise: each item's share of its true entity that its cluster holds, "
+     "averaged by weight. Undefined when Base keeps no true link."),
     ("95% interval", "covers the true value in about 95% of samples; exact impact metrics have none. "
      f"For {_GSR}, {_BSR}, {_GMR} and {_BMR}: the Agresti–Coull interval of the judged share "
      "(centre (k + 2)/(n + 4), half-width q·√(p̃(1 − p̃)/(n + 4)), q the Student t quantile on n − 1 degrees of "
@@ -81,9 +87,12 @@ MEANING = [
      f"(known exactly before anyone judges: [0, {_SR}] for a split rate, for {_DP} the self term plus each "
      "stratum's weight on its own side of 0), which never lowers its coverage. Slices: the estimate "
      "± q × standard error (q on the slice's draws − 1), cut to the slice's range."),
-    ("Verdict", f"one rule everywhere: {_DP}'s 95% interval above 0 means Precision went up, below 0 that it "
-     "went down, across 0 that no change is detectable yet; slices are named as significantly better or worse "
-     "only when Holm's method across all slices shown (5% family-wise) rejects no change."),
+    ("Verdict", f"one rule everywhere, for both sides: {_DP}'s 95% interval above 0 means Precision went up, "
+     "below 0 that it went down, across 0 that no change is detectable; the recall lift's interval the same for "
+     "recall. Exp is better when one side went up and the other not down, worse when one went down and the other "
+     "not up, a trade-off when they went opposite ways. While pairs of the sample are not judged, the answer is "
+     "said “so far”. Slices are named as significantly better or worse only when their own interval leaves "
+     "0 out and Holm's method across all slices and both sides shown (5% family-wise) rejects no change."),
 ]
 
 

@@ -37,7 +37,7 @@ def render_markdown(data: dict) -> str:
     if ts is not None:
         lines += _markdown_truth_sample(ts)
     elif data.get("truth"):
-        lines += ["Against the ground truth:", "", "| clustering | Precision | Recall | F1 |", "|---|---:|---:|---:|"]
+        lines += ["Against the ground truth:", "", "| clustering | Precision | Recall (pointwise) | F1 |", "|---|---:|---:|---:|"]
         lines += [f"| {md(n.get(side, side))} | {display.pct(t['precision'])} | {display.pct(t['recall'])} | "
                   f"{display.pct(t['f1'])} |"
                   for side, t in data["truth"].items()]
@@ -87,7 +87,7 @@ def _markdown_truth_sample(ts: dict) -> list[str]:
     lines += ["", md(ts["text"]), ""]
     lines += [f"- {md(x)}" for x in ts["notes"]] + ([""] if ts["notes"] else [])
     if ts["restricted"]:
-        lines += [md(ts["restricted_text"]), "", "| clustering | Precision | Recall | F1 |", "|---|---:|---:|---:|"]
+        lines += [md(ts["restricted_text"]), "", "| clustering | Precision | Recall (pointwise) | F1 |", "|---|---:|---:|---:|"]
         lines += [f"| {md(r['side'])} | {r['precision']} | {r['recall']} | {r['f1']} |" for r in ts["restricted"]]
         lines.append("")
     return lines

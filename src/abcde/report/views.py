@@ -90,7 +90,7 @@ def truth_lift_text(data: dict) -> str:
 
 
 #: The rows of a truth sample's table, and the labels of its paired differences.
-TRUTH_ROWS = (("precision", "Precision"), ("recall", "Recall"), ("f1", "F1"))
+TRUTH_ROWS = (("precision", "Precision"), ("recall", "Recall (pointwise)"), ("f1", "F1"))
 
 
 def _signed_four(v) -> str:

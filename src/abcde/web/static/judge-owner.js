@@ -95,7 +95,9 @@
     const unit = (s.needs && s.needs.unit) || "stratum";
     $("order-note").textContent = "Pairs are served first so that every " + unit + " gets two usable judgements, then " +
       (s.settings.allocation === "adaptive Neyman" ? "by adaptive Neyman allocation" : "as the sample is split over the " +
-       (unit === "class" ? "classes" : "strata")) + "; each rater in their own random order (seed " + s.settings.seed + ").";
+       (unit === "class" ? "classes" : "strata")) + "; each rater in their own random order (order seed " +
+      s.settings.order_seed + ", judge serve --seed" + (s.settings.sample_seed === null || s.settings.sample_seed === undefined
+        ? "" : "; the sample's pairs were drawn with seed " + s.settings.sample_seed + ", pairs --seed") + ").";
     const body = $("raters-body");
     body.replaceChildren();
     for (const r of s.rater_progress) {
