@@ -26,7 +26,7 @@ from importlib.resources import files
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from abcde.core.diff import describe_restriction
 from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, PAGE_NAMES, QUALITY_COLUMNS, QUALITY_METRICS, RECALL_METRIC
@@ -174,8 +174,23 @@ def _env() -> jinja2.Environment:
         # A missing value (None) shows as nothing, never as "None".
         finalize=lambda value: "" if value is None else value,
     )
-    env.filters.update(pct=pct, num=num, four=four, count=count)
+    env.filters.update(pct=pct, num=num, four=four, count=count, options=options_whole)
     return env
+
+
+#: A command-line option and its value (``--extend pairs/``, ``--budget 600``).
+_OPTION = re.compile(r"(--[A-Za-z][\w-]*(?: [^\s,;()]+)?)")
+
+
+def options_whole(text) -> Markup:
+    """``text`` escaped, each command-line option kept whole with its value (``<span class="opt">``,
+    never broken at its hyphens or before its value: a Next command reads as it is typed).
+
+    >>> str(options_whole("run abcde pairs --extend d/ --budget 600, then <judge>"))
+    'run abcde pairs <span class="opt">--extend d/</span> <span class="opt">--budget 600</span>, then &lt;judge&gt;'
+    """
+    escaped = str(escape(text))
+    return Markup(_OPTION.sub(r'<span class="opt">\1</span>', escaped))
 
 
 # --------------------------------------------------------------------------- inlining
