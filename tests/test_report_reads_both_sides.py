@@ -93,3 +93,16 @@ def test_every_route_of_the_judging_app_is_documented():
         assert f"{method} {path}" in doc or f"`{method} {path}" in doc, (method, path)
     for field in ("pair_id", "judgement", "comment", "request_id", "rater"):
         assert f"`{field}`" in doc
+
+
+def test_the_terminals_recall_lift_row_with_se_0_says_why():
+    """A recall lift with s.e. 0 beside an interval with width has its note, as the other rows do."""
+    from abcde.cli.tables import console, print_quality
+    from test_verdict_recall import quality
+
+    q = quality("up", (0.05, 0.01, 0.09, 0.0))
+    q["recall_lift"]["note"] = ""
+    with console().capture() as cap:
+        print_quality(q)
+    row = next(line for line in cap.get().splitlines() if "Recall lift" in line)
+    assert "s.e. 0" in row or "s.e. 0" in cap.get().split("Recall lift", 1)[1][:600]

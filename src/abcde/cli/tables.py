@@ -286,18 +286,20 @@ def print_quality(d: dict, sentences=None) -> None:
     metrics = (("precision",) if "precision" in d else ()) + QUALITY_METRICS
     # why "± s.e. 0" sits beside an interval with width, when it does
     notes = ["; ".join(x for x in (d[k].get("note", ""), zero_se_note(k, d[k])) if x) for k in metrics]
-    for c in [*QUALITY_COLUMNS, *([""] if any(notes) else [])]:
+    rl = d.get(RECALL_METRIC) or {}
+    rl_note = "; ".join(x for x in (rl.get("note", ""), zero_se_note(RECALL_METRIC, rl)) if x) \
+        if rl.get("available") else ""
+    for c in [*QUALITY_COLUMNS, *([""] if any(notes) or rl_note else [])]:
         t.add_column(c, justify="left" if c in ("metric", "") else "right")
     for key, note in zip(metrics, notes):
         e = d[key]
         t.add_row(METRIC_LABELS[key], estimate(key, e["estimate"]), estimate(key, e["std_err"]),
                   estimate_interval(key, e), count(e["n_judgements"]),
-                  *([note] if any(notes) else []))
-    rl = d.get(RECALL_METRIC) or {}
+                  *([note] if any(notes) or rl_note else []))
     if rl.get("available"):  # beside Precision: how many more (fewer) true links Exp keeps
         t.add_row(METRIC_LABELS[RECALL_METRIC], estimate(RECALL_METRIC, rl["estimate"]),
                   estimate(RECALL_METRIC, rl["std_err"]), estimate_interval(RECALL_METRIC, rl),
-                  count(rl["n_judgements"]), *([rl.get("note", "")] if any(notes) else []))
+                  count(rl["n_judgements"]), *([rl_note] if any(notes) or rl_note else []))
     console().print(t)
     if rl and not rl.get("available") and "precision" not in d:
         console().print(f"{METRIC_LABELS[RECALL_METRIC]}: not estimated: {rl.get('note', '')}"

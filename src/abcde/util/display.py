@@ -130,6 +130,8 @@ def zero_se_note(metric: str, e: dict) -> str:
     if se > 1e-12:  # not 0, only shown as 0
         return f"s.e. {se:.1e}, shown as {estimate(metric, se)}"
     how = ("the interval's variance has a floor (Jeffreys')" if str(e.get("method") or "").startswith("prediction")
+           else "the interval is read off draws of each stratum's share from its Jeffreys posterior, which has "
+                "width" if metric == "recall_lift"
            else "Agresti–Coull's interval still has width")
     return f"s.e. 0: the judgements all agree (per stratum); {how}"
 
