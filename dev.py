@@ -4,8 +4,11 @@
     python3 dev.py demo   # create .venv, install abcde, run the main job on the bundled example data
     python3 dev.py test   # create .venv, install abcde with test and Spark extras (and Java and
                           # Chromium, via apt-get, if missing), run the whole test suite
+    python3 dev.py docs   # create .venv, install abcde with the docs extra, build the documentation
+                          # site strictly (mkdocs build --strict into ./site) and serve it locally
+                          # (mkdocs serve, http://127.0.0.1:8000/); --build-only stops after the build
 
-Extra arguments are passed on (to ``abcde demo`` or to ``pytest``). Uses only
+Extra arguments are passed on (to ``abcde demo``, to ``pytest``, or to ``mkdocs serve``). Uses only
 the standard library; installs into ./.venv, re-installing when pyproject.toml
 changes.
 """
@@ -92,14 +95,36 @@ def ensure_system(args: list[str]) -> None:
                      f"python3 dev.py test -m 'not {marker}'")
 
 
+def docs(args: list[str]) -> int:
+    """Build the site strictly into ./site (a warning — a broken link or anchor, a page left out of
+    the nav, a docstring the API reference cannot read — fails it), then serve it with live reload
+    unless ``--build-only``; other arguments go to ``mkdocs serve`` (e.g. ``--dev-addr 0.0.0.0:8000``)."""
+    build_only = "--build-only" in args
+    rest = [a for a in args if a != "--build-only"]
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")  # Material's banner about MkDocs 2.0, not about this site
+    config = ["--config-file", ROOT / "mkdocs.yml"]
+    run([BIN / "mkdocs", "build", "--strict", *config, "--site-dir", ROOT / "site"], cwd=ROOT, env=env)
+    print(f"dev.py docs: the site is in {ROOT / 'site'} (open site/index.html, or serve it)", flush=True)
+    if build_only:
+        return 0
+    try:
+        run([BIN / "mkdocs", "serve", *config, *rest], cwd=ROOT, env=env)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("demo", "test"):
+    if not argv or argv[0] not in ("demo", "test", "docs"):
         print(__doc__)
         return 2
     cmd, rest = argv[0], argv[1:]
     if cmd == "demo":
         setup("")
         run([BIN / "abcde", "demo", *rest])
+    elif cmd == "docs":
+        setup("docs")
+        return docs(rest)
     else:
         setup("test,spark,spark-connect")
         ensure_system(rest)
