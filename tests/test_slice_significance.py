@@ -50,3 +50,37 @@ def test_without_an_interval_the_standard_error_decides_as_before():
     assert slice_p_value({"estimate": 0.05, "std_err": 0.0, "n_judgements": 9}) == 0.0
     assert slice_p_value({"estimate": 0.0, "std_err": 0.0, "n_judgements": 9}) == 1.0
     assert slice_p_value({"estimate": 0.05, "std_err": 0.02, "n_judgements": 300}) == pytest.approx(0.0129, abs=1e-3)
+
+
+def test_a_slice_whose_draws_show_nothing_is_its_range_never_a_point(tmp_path):
+    """Many small slices (postcodes of the bundled example): a slice whose ΔPrecision draws show no
+    spread (none judged in it, or all alike) has its feasible range as its interval, says so, and is
+    never named significant; only an exact slice (self pairs only) has a point (issue 51)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from abcde.cli import main
+    from abcde.examples import example_paths
+
+    p = {k: str(v) for k, v in example_paths().items()}
+    s = tmp_path / "s"
+    for args in (["pairs", "--base", p["base"], "--exp", p["exp"], "--items", p["items"], "--budget", 300, "--seed", 3,
+                  "--hide", "entity_id", "--slice-by", "postcode", "--out", s, "-q"],
+                 ["judge", "oracle", s, "--oracle-column", "entity_id"]):
+        r = CliRunner().invoke(main, [str(a) for a in args])
+        assert r.exit_code == 0, r.output
+    d = json.loads(CliRunner().invoke(main, ["quality", str(s), "--slice-by", "postcode", "--json"]).output)
+    rows = d["slices"]["postcode"]
+    blind = [r for r in rows if "no spread" in (r["delta_precision"].get("note") or "")]
+    assert blind, "the sample has slices whose draws show nothing"
+    for r in rows:
+        e = r["delta_precision"]
+        if e["ci_low"] is not None and e["ci_low"] == e["ci_high"]:
+            assert r["pairweight"] - r["self_term"] <= 1e-12 * r["pairweight"], r  # exact: self pairs only
+    for r in blind:
+        e = r["delta_precision"]
+        assert [e["ci_low"], e["ci_high"]] == pytest.approx(e["range"])
+    named = {x["value"] for x in d["verdict_facts"]["slices"]["rows"]
+             if x["significant"] and x["metric"] == "delta_precision"}
+    assert not named & {r["value"] for r in blind}

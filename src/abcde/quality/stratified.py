@@ -33,6 +33,7 @@ with ``σ_c`` from a judged pilot sample: :func:`pilot_sigmas`), split by
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import NamedTuple
@@ -376,16 +377,28 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
                 est = min(max(est, bounds[0]), bounds[1])
         se = math.sqrt(var) if math.isfinite(var) and math.isfinite(est) else math.nan
         wide = span if span != (0.0, 0.0) else None
+        blind = se == 0 and pw - st_u > 1e-12 * max(pw, 1e-300) and bounds[1] > bounds[0]
+        if blind:
+            # Its draws show no spread (none of them, or all alike, in the slice): nothing seen rules any
+            # value of its range out, so the interval is the range (issue 51: never a point unless exact).
+            note = "; ".join(x for x in (note, "the slice's draws show no spread: the interval is its feasible range")
+                             if x)
         contrib = Estimate("delta_precision_contribution", est, se, n_in, method=method, note=note, bounds=bounds,
-                           span=wide)
+                           span=wide, interval_of=functools.partial(_whole_range, bounds) if blind else None)
         scale = float(total_weight) / w_i if w_i else math.nan
+        scaled = (bounds[0] * scale, bounds[1] * scale)
         dpi = Estimate("delta_precision", est * scale, se * scale, n_in, method=method, note=note,
-                       bounds=(bounds[0] * scale, bounds[1] * scale),
-                       span=(wide[0] * scale, wide[1] * scale) if wide else None)
+                       bounds=scaled, span=(wide[0] * scale, wide[1] * scale) if wide else None,
+                       interval_of=functools.partial(_whole_range, scaled) if blind else None)
         rows.append({"value": json.loads(value), "weight": w_i, "pairweight": pw, "self_term": st,
                      "sampled_draws": drawn.get(value, 0), "delta_precision": dpi.to_dict(),
                      "delta_precision_contribution": contrib.to_dict()})
     return rows
+
+
+def _whole_range(bounds: tuple[float, float], z: float) -> tuple[float, float]:
+    """An interval that is the whole feasible range, at every level (a slice whose draws show nothing)."""
+    return bounds
 
 
 def stratum_values(draws: pa.Table, by_pair: dict) -> dict:

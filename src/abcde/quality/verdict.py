@@ -509,8 +509,12 @@ def _slice_sentences(q: dict, absolute: bool, est: float, exp: str, facts: dict)
          "ci_low": r_[m].get("ci_low"), "ci_high": r_[m].get("ci_high"), "p_value": pv, "significant": rej}
         for (m, col, r_), pv, rej in zip(tested, p_values, rejected)]}
     n_slices = len({(col, r_["value"]) for _, col, r_ in tested})
-    across = (f"across {len(tested)} slices" if n_slices == len(tested)
-              else f"across {len(tested)} tests (Precision and recall of {n_slices} slices)")
+    # The slices shown that have no estimate are not tested: said, so the count matches the table's rows.
+    untested = len(rows) - n_slices
+    left = (f"; {display.count(untested)} of the {display.count(len(rows))} slices have no estimate to test"
+            if untested > 0 else "")
+    across = (f"across {len(tested)} slices{left}" if n_slices == len(tested)
+              else f"across {len(tested)} tests (Precision and recall of {n_slices} slices){left}")
     named = [x for x in facts["slices"]["rows"] if x["significant"]]
     for x in named:
         e = _num(x["estimate"])
