@@ -6,7 +6,7 @@ side on a synthetic diff generated inside DuckDB (issue 16, items 3 and 4).
     .venv/bin/python benchmarks/scale.py --items 100000000 --repeat 1 --memory-limit 16GB
     .venv/bin/python benchmarks/scale.py --items 1000000000 --orders aligned --repeat 1 --memory-limit 14GB \
         --sample-size 1000000 --budget 10000
-    # the whole job's stages beside the floor at 20M and 100M (issue 49; the README's figures):
+    # the whole job's stages beside the floor at 20M and 100M (issue 49; the figures in docs/scaling.md):
     .venv/bin/python benchmarks/scale.py --items 20000000,100000000 --orders shuffled --contenders floor,evaluate \
         --repeat 3 --sample-size 100000 --budget 2000 --memory-limit 4GB
 
