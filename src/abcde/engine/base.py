@@ -14,6 +14,7 @@ import abc
 import itertools
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,6 +24,10 @@ import pyarrow as pa
 from abcde.errors import EngineError, InputError
 
 _counter = itertools.count()
+
+#: The most threads an engine is given (DuckDB starts every thread it is told to: 2**62 of them
+#: never finish starting).
+MAX_THREADS = 4096
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".tsv", ".csv.gz", ".tsv.gz")
@@ -188,9 +193,16 @@ class Engine(abc.ABC):
             if not name.endswith(PARQUET_SUFFIXES + CSV_SUFFIXES):
                 is_dir = True
         else:
+            from abcde.util.files import check_input_path  # lazy: start-up time
+
             name = path.name.lower()
-            is_dir = path.is_dir()
-            if not is_dir and not any(ch in str(path) for ch in "*?[") and not path.exists():
+            # A regular file or a directory of part files, decided before anything opens it: a named pipe
+            # (whose reader waits forever for a writer), a device or a socket is refused in one line.
+            st = check_input_path(path, where=f"The {role} file '{path}'",
+                                  expected="give a Parquet or CSV file (or a directory of Parquet part files)",
+                                  directory=True)
+            is_dir = st is not None and stat.S_ISDIR(st.st_mode)
+            if st is None and not any(ch in str(path) for ch in "*?["):
                 raise InputError(f"The {role} file '{path}' does not exist.")
         table_name = f"__abcde_{role}_{next(_counter)}"
         try:

@@ -8,6 +8,7 @@ import functools
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 from pathlib import Path
@@ -20,7 +21,7 @@ import pyarrow as pa
 from ibis.backends.sql.datatypes import DuckDBType
 from ibis.formats.pyarrow import PyArrowData
 
-from abcde.engine.base import Aside, Engine, first_line, identifier, temp_name
+from abcde.engine.base import MAX_THREADS, Aside, Engine, first_line, identifier, temp_name
 from abcde.errors import EngineError, InputError
 from abcde.util import progress as _progress
 from abcde.util.files import replace_files
@@ -53,14 +54,24 @@ class DuckDBEngine(Engine):
     @classmethod
     def open(cls, *, database=None, memory_limit=None, threads=None, temp_directory=None,
              **_other_engines) -> DuckDBEngine:
-        """A DuckDB connection (``database`` file or in memory) with abcde's settings."""
+        """A DuckDB connection (``database`` file or in memory) with abcde's settings.
+
+        ``database`` is a DuckDB database file, or a path where none is (a new database): any other
+        file (a SQLite database such as a pair sample's judgement store, a Parquet file, text) is
+        refused before DuckDB sees it (:func:`check_database_file`). DuckDB never installs or loads
+        an extension on its own (:data:`NO_AUTO_EXTENSIONS`)."""
         kwargs: dict[str, Any] = {}
         if memory_limit:
             kwargs["memory_limit"] = str(memory_limit)
         if threads:
-            if int(threads) < 1:
-                raise InputError(f"threads must be a positive integer. Got {threads!r} instead.")
-            kwargs["threads"] = int(threads)
+            try:
+                n = int(threads)
+            except (TypeError, ValueError, OverflowError):
+                n = 0
+            if not 1 <= n <= MAX_THREADS:
+                raise InputError(f"threads must be a whole number from 1 to {MAX_THREADS:,}. Got "
+                                 f"{threads if n < 10**30 else f'a {len(str(n))}-digit number'!r} instead.")
+            kwargs["threads"] = n
         if temp_directory:
             kwargs["temp_directory"] = str(temp_directory)
         elif not database:
@@ -68,8 +79,11 @@ class DuckDBEngine(Engine):
             # user's repository would collect tens of GB of spill (and keep them after a kill).
             kwargs["temp_directory"] = str(Path(tempfile.gettempdir()) / SPILL_DIR)
             remove_stale_spill(Path(kwargs["temp_directory"]))
+        if database:
+            check_database_file(database)
         try:
-            con = ibis.duckdb.connect(database=str(database) if database else ":memory:", **kwargs)
+            con = ibis.duckdb.connect(database=str(database) if database else ":memory:", **kwargs,
+                                      **NO_AUTO_EXTENSIONS)
         except Exception as exc:
             raise InputError(f"Cannot open DuckDB with database={database!r}, settings {kwargs}: {exc}") from exc
         _configure(con)
@@ -387,6 +401,62 @@ def _physical_memory() -> int | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         return None
+
+
+#: Given to every DuckDB database abcde opens: DuckDB never installs (downloads, writing
+#: ``~/.duckdb``) nor loads an extension because of what a query or a file asks for (a SQLite file
+#: opened as a database would fetch ``sqlite_scanner``). Its own built-in extensions (Parquet, JSON,
+#: ICU) are linked in and loaded; a URI input (``s3://``, ``https://``) the user gives is read with
+#: the extension Ibis installs for it by name.
+NO_AUTO_EXTENSIONS = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+
+#: The bytes at offset 8 of a DuckDB database file (its main header).
+DUCKDB_MAGIC = b"DUCK"
+_OTHER_FORMATS = ((0, b"SQLite format 3\x00", "a SQLite database (such as a pair sample's judgement store)"),
+                  (0, b"PAR1", "a Parquet file"), (0, b"PK\x03\x04", "a zip archive"),
+                  (0, b"\x1f\x8b", "a gzip file"))
+
+
+def check_database_file(database: str | os.PathLike) -> None:
+    """Refuse (:class:`InputError`, one line) a ``database`` path that holds anything but a DuckDB
+    database file, before DuckDB opens it: DuckDB opens a SQLite file through an extension it would
+    download, and opens (and writes to) other files it recognises. Nothing there (or a path DuckDB
+    cannot create: its own message says so) is a new database; an empty file is refused, as DuckDB
+    cannot open it and it may be someone's (SQLite makes a new store as an empty file). Decided by
+    ``os.stat`` and the file's first 16 bytes, read without blocking: a named pipe, a device or a
+    directory is never opened."""
+    from abcde.util.files import check_input_path, file_kind  # lazy: start-up time
+
+    where = f"The DuckDB database '{os.fspath(database)}'"
+    expected = "give a DuckDB database file, or a path where no file is yet (a new database)"
+    st = check_input_path(database, where=where, expected=expected)
+    if st is None:
+        return
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(database, flags)
+    except OSError as exc:
+        raise InputError(f"Cannot read the DuckDB database '{os.fspath(database)}': "
+                         f"{exc.strerror or exc}.") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):  # replaced since the stat
+            raise InputError(f"{where} is {file_kind(mode)}, not a regular file; {expected}.")
+        head = os.pread(fd, 16, 0)
+    except OSError as exc:
+        raise InputError(f"Cannot read the DuckDB database '{os.fspath(database)}': "
+                         f"{exc.strerror or exc}.") from None
+    finally:
+        os.close(fd)
+    if head[8:12] == DUCKDB_MAGIC:
+        return
+    kind = next((k for at, magic, k in _OTHER_FORMATS if head[at:at + len(magic)] == magic), None)
+    if not head:  # not made a new database in its place: an empty file may be someone's (a new SQLite store is one)
+        raise InputError(f"{where} is an empty file, which DuckDB cannot open (and abcde does not replace); "
+                         f"{expected}.")
+    if kind is None:
+        raise InputError(f"{where} is not a DuckDB database file (it has no DuckDB header); {expected}.")
+    raise InputError(f"{where} is {kind}, not a DuckDB database file; {expected}.")
 
 
 def _configure(con, settings: dict | None = None) -> None:

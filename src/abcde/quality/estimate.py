@@ -27,6 +27,7 @@ from abcde.quality.result import Estimate, QualityResult
 from abcde.samples.sample_dir import PairSampleDir
 from abcde.sampling.allocation import draws_by_stratum
 from abcde.sampling.stratified import StratifiedSample
+from abcde.util.files import check_input_path, reading_record, refuse_special_entries
 from abcde.quality.stratified import estimate_stratified, estimate_stratified_slices
 
 
@@ -103,7 +104,12 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         the inputs the sample was drawn from, for a sample that stores no exact distances (a diff of
         other inputs is refused; an ImpactResult's totals are checked even when it is not needed).
     """
-    s = PairSampleDir.read(sample_dir)
+    # Only files and directories are opened (a named pipe in the sample's place, or given as a
+    # judgement file, would block its reader forever), and metadata JSON that cannot be decoded is
+    # named in one line.
+    refuse_special_entries(sample_dir, what=f"the pair sample '{sample_dir}'", expected="draw the pairs again")
+    with reading_record(f"the pair sample in '{sample_dir}'", expected="draw the pairs again"):
+        s = PairSampleDir.read(sample_dir)
     meta = s.metadata
     design = {"sample_dir": str(sample_dir), "budget": meta.get("budget"),
               "pair_counts": meta.get("pair_counts") or {}}
@@ -111,6 +117,10 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         judgements = judgement_files(s.path)
     elif isinstance(judgements, (str, os.PathLike, pa.Table)):
         judgements = [judgements]
+    for j in judgements:
+        if isinstance(j, (str, os.PathLike)):
+            check_input_path(j, where=f"The judgement file '{os.fspath(j)}'",
+                             expected="give a CSV, Parquet or JSONL file of judgements (or the judgement store)")
     # People's judgements count on the people's tasks only (pairs --human-budget; abcde.samples.people_tasks.outside_tasks)
     tasks = people_pairs(s.draws, meta)
     res = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=meta["id_type"],

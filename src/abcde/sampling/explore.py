@@ -36,7 +36,7 @@ from abcde.util import progress as _progress
 from abcde.engine import Engine, connect
 from abcde.errors import InputError
 from abcde.util import display
-from abcde.util.files import atomic_path
+from abcde.util.files import atomic_path, check_input_path, parse_json
 from abcde.sampling.filters import parse_filter, structured_filter
 from abcde.core.diff import Diff, affected_items, build_diff
 from abcde.core.inputs import Inputs
@@ -146,6 +146,14 @@ class SliceEstimate:
         }
 
 
+def _finite(v) -> bool:
+    """Whether ``v`` is a number a float holds (a 400-digit integer is not: it overflows)."""
+    try:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    except OverflowError:
+        return False
+
+
 def _is_sample_file(path: Path) -> bool:
     """Whether ``path`` is a Parquet file with exploration-sample metadata (read from its footer)."""
     try:
@@ -230,7 +238,9 @@ class ExplorationSample:
     def read(cls, path: str | os.PathLike) -> "ExplorationSample":
         """Read a sample written by :meth:`write`, checking its format and version."""
         path = Path(path)
-        if not path.exists():
+        # a regular file, decided before anything opens it (a named pipe's reader would wait forever)
+        if check_input_path(path, where=f"The sample file '{path}'",
+                            expected="give an exploration sample (from 'abcde explore sample')") is None:
             raise InputError(f"The sample file '{path}' does not exist.")
         try:
             table = pq.read_table(path)
@@ -243,9 +253,11 @@ class ExplorationSample:
                 f"'{path}' has no abcde sample metadata; it was not written by 'abcde explore sample'."
             )
         try:
-            meta = json.loads(raw)
-        except ValueError as exc:
+            meta = parse_json(raw)
+        except ValueError as exc:  # a syntax error, or nested too deep to decode
             raise InputError(f"The abcde metadata of '{path}' is not valid JSON.") from exc
+        if not isinstance(meta, dict):
+            raise InputError(f"The abcde metadata of '{path}' is not an exploration sample's (not a JSON object).")
         if meta.get("format") != SAMPLE_FORMAT:
             raise InputError(f"'{path}' holds a {meta.get('format')!r}, not an exploration sample.")
         if meta.get("version") != SAMPLE_VERSION:
@@ -257,6 +269,11 @@ class ExplorationSample:
         missing += [k for k in ("jaccard_distance_T", "seed", "size") if k not in meta]
         if missing:
             raise InputError(f"The sample file '{path}' lacks {', '.join(missing)}.")
+        garbled = [k for k in ("jaccard_distance_T", "total_draws")
+                   if not _finite(meta.get(k)) and not (k == "total_draws" and meta.get(k) is None)]
+        if garbled:  # an edited number: a 400-digit integer overflows the estimates' floats
+            raise InputError(f"The sample file '{path}' has {', '.join(garbled)} that is not a finite number in its "
+                             "metadata; it was not written whole by 'abcde explore sample'. Draw the sample again.")
         _check_sample_types(path, table)
         return cls(table.replace_schema_metadata(None), meta)
 

@@ -320,6 +320,89 @@ _FILE_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a charact
                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
+def file_kind(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words: "a regular file", "a directory", "a named pipe
+    (FIFO)", "a character device", ..."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+
+
+def _not_regular(mode: int, where: str, expected: str) -> InputError:
+    if stat.S_ISDIR(mode):
+        return InputError(f"{where} is a directory; {expected}.")
+    return InputError(f"{where} is {file_kind(mode)}, not a regular file; {expected}.")
+
+
+def check_input_path(path: str | os.PathLike, *, where: str, expected: str,
+                     directory: bool = False) -> os.stat_result | None:
+    """Refuse (:class:`InputError`, one line) a local input that is not a regular file, or with
+    ``directory`` a directory (of part files), before anything opens it: decided by ``os.stat``
+    alone, so a named pipe with no writer (whose reader would wait forever), a device (whose reader
+    would never end) or a socket is named at once and never opened. ``where`` names the file
+    ("The base file 'x'"), ``expected`` says what it should be. Returns its ``stat`` (links
+    followed), or None when nothing is there (or the path cannot name a file): the reader's own
+    message then says so."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):  # missing, unreachable, a NUL in the path: the reader names it
+        return None
+    if stat.S_ISREG(st.st_mode) or (directory and stat.S_ISDIR(st.st_mode)):
+        return st
+    raise _not_regular(st.st_mode, where, expected)
+
+
+def refuse_special_entries(directory: str | os.PathLike, *, what: str, expected: str) -> None:
+    """Refuse (:class:`InputError`, one line) an entry of ``directory`` (not below it) that is
+    neither a regular file nor a directory, links followed, before any of them is opened: abcde
+    writes only those, and a named pipe put in a shared directory (``judgements.sqlite``,
+    ``pairs.parquet``, ...) would block its reader forever. ``what`` names the directory ("the
+    pair sample"), ``expected`` says what to do."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:  # missing or unreadable: the reader names it
+        return
+    for e in entries:
+        try:
+            mode = os.stat(e.path).st_mode
+        except OSError:  # a dangling link or one removed meanwhile: the reader names it if it needs it
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise InputError(f"'{e.path}' in {what} is {file_kind(mode)}, not a regular file: abcde writes only "
+                             f"files and directories there, and never opens anything else; {expected}.")
+
+
+def parse_json(text: str | bytes, **kwargs):
+    """``json.loads``, with every way a hostile text can make it fail a :class:`ValueError` (as a
+    syntax error is): a text nested deeper than Python can decode (``RecursionError``; abcde never
+    writes JSON nested more than a few levels) included. Callers that read records (an
+    ``evaluate.json``, a sample's metadata) catch ``ValueError`` and name the file in one line."""
+    try:
+        return json.loads(text, **kwargs)
+    except RecursionError:
+        raise ValueError("it is nested too deeply to read (thousands of levels; abcde writes a few)") from None
+
+
+@contextlib.contextmanager
+def reading_record(where: str, *, expected: str) -> Iterator[None]:
+    """Around a reader of a record abcde wrote (a pair sample's metadata, ...) that does not guard its
+    own JSON: JSON that cannot be decoded (nested too deeply, a number with more digits than Python
+    converts, a syntax error) becomes one :class:`InputError` line naming ``where`` ("the pair
+    sample in 'x'"); the reader's own :class:`InputError` passes unchanged."""
+    try:
+        yield
+    except InputError:
+        raise
+    except RecursionError:
+        raise InputError(f"Cannot read {where}: its metadata holds JSON nested too deeply to read (thousands of "
+                         f"levels; abcde writes a few); {expected}.") from None
+    except ValueError as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"Cannot read {where}: its metadata is not readable ({first}); {expected}.") from None
+
+
 def read_small_text(path: str | os.PathLike, *, limit: int, where: str, expected: str) -> str:
     """A small UTF-8 text file given by a person (a BOM dropped), at most ``limit`` bytes, read only
     if it is a regular file, or an :class:`InputError` in one line naming it: ``where`` names the
@@ -332,10 +415,7 @@ def read_small_text(path: str | os.PathLike, *, limit: int, where: str, expected
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
     def not_regular(mode: int) -> InputError:
-        if stat.S_ISDIR(mode):
-            return InputError(f"{where} is a directory; {expected}.")
-        kind = next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
-        return InputError(f"{where} is {kind}, not a regular file; {expected}.")
+        return _not_regular(mode, where, expected)
 
     def cannot_read(exc: OSError) -> InputError:
         exc.filename = None  # ``where`` names it

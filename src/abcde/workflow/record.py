@@ -20,8 +20,9 @@ from pathlib import Path
 
 from abcde.core.inputs import Inputs
 from abcde.engine import Engine
+from abcde.engine.base import MAX_THREADS
 from abcde.errors import InputError
-from abcde.util.files import InputPrints, full_path, write_text
+from abcde.util.files import InputPrints, check_input_path, full_path, parse_json, write_text
 
 #: The record of a run in its directory: how it was run and where each output is.
 RECORD = "evaluate.json"
@@ -73,19 +74,20 @@ def read_evaluation(evaldir: str | os.PathLike) -> dict:
         raise InputError(f"'{d}' {what}; give the output directory of 'abcde evaluate' (its --out).")
     f = d / RECORD
     refuse_links_out(d, [f])
+    check_input_path(f, where=f"'{f}'", expected="'abcde evaluate' writes its record as a file; run it again")
     if not f.is_file():
         older = " (it was written by an abcde that kept no record: run 'abcde evaluate' again)" \
             if (d / OUTPUTS["impact"]).is_dir() and (d / OUTPUTS["pair_sample"]).is_dir() else ""
         raise InputError(f"'{d}' is not an 'abcde evaluate' output directory: it holds no {RECORD}{older}.")
     try:
-        record = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        record = parse_json(f.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: a syntax error, nesting too deep
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise InputError(f"Cannot read '{f}': {first}. Run 'abcde evaluate' again to write it.") from exc
     if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
         raise InputError(f"'{f}' is not the record of an 'abcde evaluate' run (no format {RECORD_FORMAT!r}).")
     if record.get("version") != RECORD_VERSION:
-        raise InputError(f"'{f}' is of version {record.get('version')!r}; this abcde reads version "
+        raise InputError(f"'{f}' is of version {_shown(record.get('version'))}; this abcde reads version "
                          f"{RECORD_VERSION}. Run 'abcde evaluate' again with this version.")
     if record.get("complete") is not True:
         raise InputError(f"The 'abcde evaluate' run that wrote '{d}' did not finish, so its outputs may be "
@@ -105,6 +107,12 @@ def read_evaluation(evaldir: str | os.PathLike) -> dict:
                              "writes only what 'abcde evaluate' put in DIR, under its own names. Run 'abcde "
                              "evaluate' again to write a new record.")
     return record
+
+
+def _shown(v, limit: int = 40) -> str:
+    """A record's value as shown in a message, cut short (a 400-digit number stays one short line)."""
+    text = repr(v) if not isinstance(v, int) or abs(v) < 10 ** 30 else f"a {len(str(abs(v)))}-digit number"
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def refuse_links_out(d: Path, paths) -> None:
@@ -149,6 +157,15 @@ def _record_checks(record: dict):
     def texts(v) -> bool:
         return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
+    def count(v, lo: int, hi: int) -> bool:  # an integer abcde can hand on (a 400-digit one overflows)
+        return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+    def positive(v) -> bool:  # a finite number > 0 (a 400-digit integer is no float)
+        try:
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+        except OverflowError:
+            return False
+
     def source(v, *, null) -> bool:
         return (null and v is None) or (isinstance(v, dict) and text(v.get("path"), null=True)
                                         and isinstance(v.get("fingerprint"), (dict, type(None))))
@@ -159,11 +176,11 @@ def _record_checks(record: dict):
         "columns.item_id": text, "columns.cluster_id": text, "columns.weight": lambda v: text(v, null=True),
         "columns.base_cluster_id": lambda v: text(v, null=True), "columns.exp_cluster_id": lambda v: text(v, null=True),
         "options.slice_by": texts, "options.explore_by": texts, "options.quality_slice_by": texts,
-        "options.top": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "options.title": text,
+        "options.top": lambda v: count(v, 0, MAX_INT64), "options.title": text,
         "engine.name": text, "engine.database": lambda v: text(v, null=True),
         "engine.memory_limit": lambda v: text(v, null=True), "engine.master": lambda v: text(v, null=True),
         "engine.remote": lambda v: text(v, null=True),
-        "engine.threads": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v > 0),
+        "engine.threads": lambda v: v is None or count(v, 1, MAX_THREADS),
         **{f"outputs.{k}": text for k in OUTPUTS},
     }
     for name, ok in checks.items():
@@ -175,11 +192,12 @@ def _record_checks(record: dict):
     yield "options.truth_sample", design is _MISSING or design is None or (
         isinstance(design, str) and bool(design.strip()) and get("inputs.truth") not in (None, _MISSING))
     yield "options.population_entities", n is _MISSING or n is None or (
-        isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n) and n > 0
-        and isinstance(design, str))
+        positive(n) and isinstance(design, str))
 
 
 _MISSING = object()
+#: The largest integer a record's count may hold (a 64-bit integer's, as engines take them).
+MAX_INT64 = 2**63 - 1
 
 
 def make_record(given: Inputs, truth, prints: InputPrints, *, slice_by, explore_by, top, sample_size, budget,

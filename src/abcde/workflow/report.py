@@ -135,7 +135,12 @@ def run_report(
 
         # The sample describes the inputs it was drawn from: refuse inputs that changed since, with
         # fingerprints taken before anything reads them and checked again before anything is written.
-        prints = PairSampleDir.read(quality).check_inputs(base=base, exp=exp, items=items)
+        from abcde.util.files import reading_record, refuse_special_entries  # lazy: start-up time
+
+        refuse_special_entries(quality, what=f"the pair sample '{quality}'", expected="draw the pairs again")
+        with reading_record(f"the pair sample in '{quality}'", expected="draw the pairs again"):
+            sample_dir = PairSampleDir.read(quality)
+        prints = sample_dir.check_inputs(base=base, exp=exp, items=items)
     res = impact(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight, slice_by=slice_by,
                  top=top, engine=engine)
     qual = None
@@ -233,14 +238,17 @@ def report_from_evaluation(
     InputError
         ``evaldir`` is not an evaluation directory, its record is missing or unreadable, names
         an output other than the directory's own or a remote engine (without ``engine``), an
-        input by URI (without ``remote_inputs``), a file it reads is a link out of ``evaldir``,
-        a recorded input is missing, or an input changed since (the pair sample's fingerprints).
+        input by URI (without ``remote_inputs``), a file it reads is a link out of ``evaldir``
+        or not a regular file (a named pipe in its place), a recorded input is missing, is not a
+        regular file (a directory is never globbed, a pipe never opened), carries no whole
+        fingerprint, or changed since (the record's and the pair sample's fingerprints).
     """
     from abcde.quality.estimate import estimate_quality  # lazy: start-up time
     from abcde.samples.judgements import judgement_files  # lazy: start-up time
     from abcde.samples.sample_dir import PairSampleDir  # lazy: start-up time
     from abcde.sampling.explore import ExplorationSample  # lazy: start-up time
     from abcde.workflow.evaluate import evaluation_report  # lazy: start-up time
+    from abcde.util.files import reading_record, refuse_special_entries  # lazy: start-up time
     from abcde.workflow.record import OUTPUTS, RECORD, read_evaluation, refuse_links_out  # lazy: start-up time
 
     d = Path(evaldir)
@@ -250,14 +258,21 @@ def report_from_evaluation(
     places = {key: d / name for key, name in OUTPUTS.items()}
     qdir, sample = places["pair_sample"], places["exploration_sample"]
     refuse_links_out(d, [sample.parent, sample, qdir, *(sorted(qdir.iterdir()) if qdir.is_dir() else ())])
+    # evaluate writes only files and directories there: a named pipe in a shared directory's place
+    # (its judgement store, its pairs) would block the reader forever, a device never end.
+    again = "run 'abcde evaluate' again to write it"
+    refuse_special_entries(qdir, what=f"the evaluation's pair sample '{qdir}'", expected=again)
+    refuse_special_entries(sample.parent, what=f"the evaluation's '{sample.parent}'", expected=again)
     own = engine is None
     if own:
         _check_recorded_engine(d / RECORD, record)  # before anything is read or opened
     given, truth = _recorded_inputs(d, record, remote_inputs=remote_inputs)
-    pairs = PairSampleDir.read(qdir)
+    with reading_record(f"the pair sample in '{qdir}'", expected="run 'abcde evaluate' again"):
+        pairs = PairSampleDir.read(qdir)
     # The samples describe the inputs they were drawn from: refuse inputs that changed since.
     prints = pairs.check_inputs(base=given.base, exp=given.exp, items=given.items)
-    _check_truth(d, record, truth)
+    # ... and so does the record: every input it names is the file it fingerprinted (the truth too).
+    truth_prints = _check_recorded_prints(d, record, prints, truth)
     exploration = ExplorationSample.read(sample)
     files = [Path(j) for j in judgements] or judgement_files(qdir)
     eng = _recorded_engine(d / RECORD, record) if own else engine
@@ -281,21 +296,41 @@ def report_from_evaluation(
     if out is None:  # else: where the caller says (the user's own choice, anywhere)
         out, markdown = places["report"], (places["markdown"] if markdown is None else markdown)
     prints.check("rebuilding the report")  # the inputs read are the ones fingerprinted
+    truth_prints.check("rebuilding the report")
     written = rep.write(out, markdown=markdown)
     pw, ts = split_truth(against)
     return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written,
                         pointwise_against_truth=pw, quality_dir=qdir, truth_sample=ts)
 
 
+#: The inputs an evaluation's record names (``inputs.*``).
+RECORDED_ROLES = ("base", "exp", "items", "truth")
+
+
 def _recorded_inputs(d: Path, record: dict, *, remote_inputs: bool = False):
-    """The recorded inputs (absolute paths) as :class:`abcde.Inputs`, and the truth's path;
-    refuses an input that was a table (nothing to read again), is missing now, or is named by a
-    URI (unless ``remote_inputs``: a shared directory's record could name any server)."""
+    """The recorded inputs (absolute paths) as :class:`abcde.Inputs`, and the truth's path.
+
+    A shared directory's record is not trusted with what it names (issue 50): each input is a
+    regular file, named by an absolute path, whose whole fingerprint the record holds (checked
+    against the file by :func:`_check_recorded_prints`); anything else is refused before anything
+    opens it: an input that was a table (nothing to read again), is missing now, has no
+    fingerprint, or is a directory (never globbed from a record), a named pipe (whose reader would
+    wait forever), a device or a socket. An input named by a URI is refused too, unless
+    ``remote_inputs`` (the user's own say: a record could name any server; a URI has no fingerprint).
+    """
     from abcde.core.inputs import Inputs  # lazy: start-up time
+    from abcde.util.files import check_input_path  # lazy: start-up time
     from abcde.workflow.record import OUTPUTS, RECORD  # lazy: start-up time
 
+    f = d / RECORD
+    yourself = (f"give the inputs yourself (abcde report --base BASE --exp EXP --quality {d / OUTPUTS['pair_sample']} "
+                "--out FILE)")
     paths = {}
     for role, r in record["inputs"].items():
+        if role not in RECORDED_ROLES:
+            raise InputError(f"'{f}': inputs.{role} is not an input 'abcde evaluate' records (it records "
+                             f"{', '.join(RECORDED_ROLES)}); 'abcde report DIR' reads nothing else a record names. "
+                             "Run 'abcde evaluate' again to write a new record.")
         if r is None:
             paths[role] = None
             continue
@@ -304,31 +339,74 @@ def _recorded_inputs(d: Path, record: dict, *, remote_inputs: bool = False):
                              "it cannot be read again. Use 'abcde report --base ... --quality "
                              f"{d / OUTPUTS['pair_sample']}' with the inputs as files.")
         p = r["path"]
-        if "://" in p and not remote_inputs:
-            raise InputError(f"'{d / RECORD}': inputs.{role} is the URI {p!r}: 'abcde report DIR' reads no remote "
-                             "location that only the record names (a shared directory's record could name any "
-                             "server)." + with_option("remote_inputs", " If it is your data, say so: {option}."))
-        if "://" not in p and not os.path.exists(p):
-            raise InputError(f"The {role} input '{p}' recorded in '{d / 'evaluate.json'}' does not exist any more"
+        if "://" in p:
+            if not remote_inputs:
+                raise InputError(f"'{f}': inputs.{role} is the URI {p!r}: 'abcde report DIR' reads no remote "
+                                 "location that only the record names (a shared directory's record could name any "
+                                 "server)." + with_option("remote_inputs", " If it is your data, say so: {option}."))
+            paths[role] = p
+            continue
+        if not os.path.isabs(p):
+            raise InputError(f"'{f}': inputs.{role} is the relative path {p!r}; 'abcde evaluate' records absolute "
+                             "paths, and 'abcde report DIR' reads nothing else a record names. Run 'abcde evaluate' "
+                             "again to write a new record.")
+        where = f"The {role} input '{p}' recorded in '{f}'"
+        st = check_input_path(p, where=where, expected="'abcde report DIR' reads only the regular files its record "
+                                                       f"fingerprinted, never opens anything else it names; {yourself}")
+        if st is None:
+            raise InputError(f"The {role} input '{p}' recorded in '{f}' does not exist any more"
                              + (f" (given as '{r['given']}')" if r.get("given") != p else "")
                              + ". Put it back, or run 'abcde evaluate' again.")
+        fp = r.get("fingerprint")
+        if not _whole_fingerprint(fp):
+            if not isinstance(fp, dict) or not fp:
+                what = "no fingerprint"
+            elif "sha256" in fp:
+                what = "a garbled fingerprint"
+            else:
+                what = ("only part of its fingerprint (size, time and the first and last MiB, as abcde did for files "
+                        "over 1 GiB before)")
+            raise InputError(f"'{f}': inputs.{role} ('{p}') carries {what}: 'abcde report DIR' reads only files whose "
+                             "whole fingerprint the record holds, so it can tell they are the ones the evaluation "
+                             f"read. Run 'abcde evaluate' again, or {yourself}.")
         paths[role] = p
     c = record["columns"]
-    given = Inputs(paths["base"], paths["exp"], items=paths["items"], item_id=c["item_id"],
+    given = Inputs(paths["base"], paths["exp"], items=paths.get("items"), item_id=c["item_id"],
                    cluster_id=c["cluster_id"], base_cluster_id=c.get("base_cluster_id"),
                    exp_cluster_id=c.get("exp_cluster_id"), weight=c["weight"])
-    return given, paths["truth"]
+    return given, paths.get("truth")
 
 
-def _check_truth(d: Path, record: dict, truth) -> None:
-    """Refuse a truth that changed since the evaluation (as the pair sample refuses changed inputs)."""
-    from abcde.util.files import input_fingerprint  # lazy: start-up time
+def _whole_fingerprint(fp) -> bool:
+    """Whether ``fp`` is a whole fingerprint as abcde records one: ``{"size": bytes, "sha256": 64 hex digits}``."""
+    return (isinstance(fp, dict) and isinstance(fp.get("sha256"), str) and len(fp["sha256"]) == 64
+            and all(ch in "0123456789abcdef" for ch in fp["sha256"])
+            and isinstance(fp.get("size"), int) and not isinstance(fp.get("size"), bool) and 0 <= fp["size"] < 2**63)
 
-    was = (record["inputs"].get("truth") or {}).get("fingerprint")
-    now = input_fingerprint(truth) if truth is not None else None
-    if was is not None and now is not None and now != was:
-        raise InputError(f"The truth '{truth}' differs from the file the evaluation in '{d}' was made with (its "
-                         "fingerprint changed); run 'abcde evaluate' again with it.")
+
+def _check_recorded_prints(d: Path, record: dict, prints, truth):
+    """Refuse a recorded input whose file is not the one the record fingerprinted (the record's own
+    fingerprints, beside the pair sample's: an edited record cannot point at another file). ``prints``
+    are base's, exp's and items' as the pair sample took them; the truth's are taken here and
+    returned (:class:`~abcde.util.files.InputPrints`: checked again after the last read)."""
+    from abcde.util.files import InputPrints, describe_fingerprint  # lazy: start-up time
+    from abcde.workflow.record import RECORD  # lazy: start-up time
+
+    truth_prints = InputPrints({"truth": truth})
+    taken = {**prints.prints, **truth_prints.prints}
+    sources = {**prints.sources, **truth_prints.sources}
+    for role in RECORDED_ROLES:
+        r = record["inputs"].get(role)
+        source = sources.get(role)
+        if r is None or source is None or "://" in os.fspath(source):  # none, or a URI the user said to read
+            continue
+        was, now = r.get("fingerprint"), taken.get(role)
+        if now != was:
+            what = "is gone" if now is None else f"is now {describe_fingerprint(now)}"
+            raise InputError(f"The {role} input '{os.fspath(source)}' differs from the file the evaluation in "
+                             f"'{d}' was made with: '{d / RECORD}' recorded {describe_fingerprint(was)}, it {what}. "
+                             "Run 'abcde evaluate' again with it.")
+    return truth_prints
 
 
 #: The Spark masters on this machine (``local``, ``local[4]``, ``local[*]``, ``local[4,2]``): a
