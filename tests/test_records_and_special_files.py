@@ -453,3 +453,27 @@ def test_duckdb_never_installs_or_loads_extensions_on_its_own(tmp_path):
     con.execute("CREATE TABLE t AS SELECT 1 AS x")
     con.close()
     connect(database=tmp_path / "theirs.duckdb").close()
+
+
+def test_a_pair_samples_metadata_nested_200000_deep_is_one_line_from_every_command(tmp_path):
+    """The pair sample's own reader (samples/sample_dir.py) names the file, so judge and pairs --extend
+    end in one line too (issue 50, class 5)."""
+    import subprocess
+    import sys as _sys
+
+    import pyarrow.parquet as _pq
+
+    from judging_helpers import make_sample
+
+    (tmp_path / "m").mkdir()
+    d = make_sample(tmp_path / "m")
+    t = _pq.read_table(d / "pairs.parquet")
+    meta = t.schema.metadata
+    key = next(k for k in meta if b"abcde" in k)
+    _pq.write_table(t.replace_schema_metadata({**meta, key: ("[" * 200000 + "]" * 200000).encode()}),
+                    d / "pairs.parquet")
+    for cmd in (["judge", "oracle", str(d), "--oracle-column", "entity_id"], ["pairs", "--extend", str(d),
+                                                                              "--budget", "40"]):
+        r = subprocess.run([_sys.executable, "-m", "abcde", *cmd], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
+        assert "nested too deeply" in r.stderr and "pairs.parquet" in r.stderr

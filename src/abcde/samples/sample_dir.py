@@ -40,7 +40,8 @@ from abcde.samples.dir_lock import LOCK_FILE, served_by
 from abcde.samples.people_tasks import people_pairs
 from abcde.util import progress as _progress
 from abcde.util.files import (InputPrints, aside_prefix, describe_fingerprint, describe_os_error, file_digest,
-                              make_temp_dir, process_running, remove_dead_leftovers, swap_dir_in, write_table_file)
+                              make_temp_dir, parse_json, process_running, remove_dead_leftovers, swap_dir_in,
+                              write_table_file)
 
 
 FORMAT = "abcde.pair_sample"
@@ -458,7 +459,12 @@ class PairSampleDir:
         raw = (t.schema.metadata or {}).get(META_KEY)
         if raw is None:
             raise InputError(f"'{f}' has no abcde metadata; it was not written by 'abcde pairs'.")
-        meta = json.loads(raw)
+        try:
+            meta = parse_json(raw)
+        except ValueError as exc:  # not JSON, or nested deeper than can be read: one line naming the file
+            raise InputError(f"'{f}' holds abcde metadata that cannot be read: {exc}. Draw the pairs again.") from None
+        if not isinstance(meta, dict):
+            raise InputError(f"'{f}' holds abcde metadata that is not an object. Draw the pairs again.")
         if meta.get("format") != FORMAT or meta.get("version") not in READABLE_VERSIONS:
             raise InputError(
                 f"'{f}' is a {meta.get('format')!r} of version {meta.get('version')!r}; this abcde reads "
@@ -566,7 +572,7 @@ def _verify(path: Path, meta: dict, draws: pa.Table) -> None:
     if not readable.exists():
         refuse("metadata.json is missing")
     try:
-        shown = json.loads(readable.read_text(encoding="utf-8"))
+        shown = parse_json(readable.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         refuse("metadata.json is not the sample's metadata (not readable JSON)")
     if not isinstance(shown, dict) or shown.get("sample_id") != meta.get("sample_id"):
