@@ -106,3 +106,22 @@ def test_the_terminals_recall_lift_row_with_se_0_says_why():
         print_quality(q)
     row = next(line for line in cap.get().splitlines() if "Recall lift" in line)
     assert "s.e. 0" in row or "s.e. 0" in cap.get().split("Recall lift", 1)[1][:600]
+
+
+def test_a_truth_samples_note_is_said_once(tmp_path):
+    """With --truth-sample, a note that holds for several estimates (standard error 0, few entities) is
+    said once, naming them all, not once per estimate (issue 52)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(P["truth"])
+    ents = sorted(set(t.column(1).to_pylist()))[:40]
+    pq.write_table(t.filter(pc.is_in(t.column(1), pa.array(ents))), tmp_path / "t.parquet")
+    cli("report", "--base", P["base"], "--exp", P["exp"], "--items", P["items"], "--truth", tmp_path / "t.parquet",
+        "--truth-sample", "uniform", "--population-entities", 2000, "--out", tmp_path / "r.html", "--markdown",
+        tmp_path / "r.md", "-q")
+    md = (tmp_path / "r.md").read_text()
+    notes = [line.split(":", 1)[1] for line in md.splitlines() if line.startswith("- ") and ":" in line]
+    assert len(notes) == len(set(notes)), [n for n in notes if notes.count(n) > 1][:1]
+    assert "have standard error 0" in md

@@ -139,6 +139,27 @@ def many(N: float) -> str:
     return f"{N:,.0f}" if abs(N - round(N)) < 1e-9 or N >= 100 else f"{N:,.1f}"
 
 
+def said_once(items: list[tuple[str, str, str]]) -> list[str]:
+    """Notes of several estimates, each said once: ``(subject, joiner, note)`` with the same ``joiner``
+    and ``note`` grouped in their first order, their subjects joined (``"A has n"``, ``"B has n"`` →
+    ``"A and B have n"``; ``"A: n"``, ``"B: n"`` → ``"A and B: n"``).
+
+    >>> said_once([("A", "has", "s.e. 0"), ("B", ":", "few"), ("C", "has", "s.e. 0")])
+    ['A and C have s.e. 0', 'B: few']
+    """
+    groups: dict = {}
+    for subject, joiner, note in items:
+        groups.setdefault((joiner, note), []).append(subject)
+    out = []
+    for (joiner, note), subjects in groups.items():
+        who = _and(subjects)
+        if joiner == ":":
+            out.append(f"{who}: {note}")
+        else:
+            out.append(f"{who} {'have' if len(subjects) > 1 and joiner == 'has' else joiner} {note}")
+    return out
+
+
 def truth_point_note(e: dict, census: bool) -> str:
     """Why a truth sample's estimate has a point interval though the truth is not a census: every
     sampled entity scored the same (all at the end of the range), so the sample shows no spread;
@@ -209,13 +230,13 @@ def truth_sentences(view: dict, base: str, exp: str) -> tuple[list[str], dict]:
             if x.get("note") and math.isfinite(eff) and eff < FEW_ENTITIES:
                 few.append(f"{label} (about {eff:.1f} entities)")
             elif x.get("note"):
-                other.append(f"{label}: {x['note']}")
+                other.append((label, ":", x["note"]))
             elif truth_point_note(x, census):
-                other.append(f"{label} has {truth_point_note(x, census)}")
+                other.append((label, "has", truth_point_note(x, census)))
         if few:
             sentences.append(f"The intervals of {_and(few)} rest on few of the sampled entities (a few decide the "
                              "estimate), so they are wider, and may still cover less than 95% if the sample misses the "
                              "entities that decide the population's value.")
         if other:
-            sentences.append(f"{'; '.join(other)}.")
+            sentences.append(f"{'; '.join(said_once(other))}.")
     return sentences, facts

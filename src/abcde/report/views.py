@@ -145,16 +145,20 @@ def truth_sample_view(ts: dict | None, names: dict) -> dict | None:
             for m, label in TRUTH_ROWS]
     from abcde.quality.verdict import truth_point_note  # lazy: only with a truth sample
 
+    from abcde.quality.verdict_truth import said_once  # lazy: only with a truth sample
+
     notes = list(ts.get("notes") or ())
     census = bool(ts["design"].get("census"))
+    said = []
     for m, r in zip((m for m, _ in TRUTH_ROWS), rows):
         for c in r["cells"]:
             who = ("Δ" if c["col"] == "delta" else f"{names.get(c['col'], c['col'])}'s ") + r["label"]
             e = (deltas.get(f"delta_{m}") if c["col"] == "delta" else est[c["col"]].get(m)) or {}
             if c["note"]:
-                notes.append(f"{who}: {c['note']}.")
+                said.append((who, ":", c["note"]))
             elif truth_point_note(e, census):
-                notes.append(f"{who} has {truth_point_note(e, census)}.")
+                said.append((who, "has", truth_point_note(e, census)))
+    notes += [f"{n}." for n in said_once(said)]  # one note, said once for every estimate it is about
     restricted = ts.get("restricted") or {}
     rest_rows = [{"key": side, "side": names.get(side, side),
                   **{m: pct(restricted[side].get(m)) for m, _ in TRUTH_ROWS},
