@@ -25,7 +25,7 @@ from abcde.quality.paper import delta_precision_bounds
 from abcde.samples.people_tasks import BY_ANSWERS, Cells
 from abcde.quality.ppi import (DISAGREEMENT_WARNING, Part, agreement, fold_lambdas, model_value, ppi_census_total,
                                ppi_mean)
-from abcde.quality.result import Estimate, QualityResult, agresti_coull_of, wilson_mover
+from abcde.quality.result import Estimate, QualityResult, agresti_coull_of, quantile, wilson_mover
 from abcde.sampling.allocation import STRATUM_LABEL
 from abcde.quality.stratified import slice_ranges
 from abcde.sampling.allocation import pair_class_of_draws, without_agreed
@@ -120,14 +120,18 @@ def _estimate(name, part: Part, scale: float, *, bounds, note: str = "", shift: 
         # further from it and lies inside its interval (cut to the same range; issue 38).
         v = min(max(v, bounds[0]), bounds[1])
     se = abs(scale) * math.sqrt(part.var) if math.isfinite(part.var) else math.nan
-    return Estimate(name, v, se, part.n, method=METHOD, note=note, centre=v,
-                    interval_se=abs(scale) * math.sqrt(part.ivar) if math.isfinite(part.ivar) else None,
-                    bounds=bounds)
+    ise = abs(scale) * math.sqrt(part.ivar) if math.isfinite(part.ivar) else None
+    if part.unseen and ise is not None:
+        unseen = tuple(u.scaled(-scale if flip else scale) for u in part.unseen)
+        other = max(part.ivar - sum(u.ivar * u.scale * u.scale for u in part.unseen), 0.0) * scale * scale
+        return _with_unseen(Estimate(name, v, se, part.n, method=METHOD, note=note, bounds=bounds),
+                            functools.partial(_mover_unseen, v, v, math.sqrt(other), unseen, False))
+    return Estimate(name, v, se, part.n, method=METHOD, note=note, centre=v, interval_se=ise, bounds=bounds)
 
 
 def _sum_parts(parts: list[tuple[float, Part]], shift: float = 0.0) -> Part:
     """``shift + Σ scale·part`` over independent parts (strata)."""
-    value, var, ivar, var0, n, lambdas = shift, 0.0, 0.0, 0.0, 0, {}
+    value, var, ivar, var0, n, lambdas, unseen = shift, 0.0, 0.0, 0.0, 0, {}, ()
     for scale, p in parts:
         if not math.isfinite(p.value):
             return Part.undefined(n + p.n)
@@ -137,7 +141,8 @@ def _sum_parts(parts: list[tuple[float, Part]], shift: float = 0.0) -> Part:
         var0 += scale * scale * p.var_people
         n += p.n
         lambdas.update(p.lambdas)
-    return Part(value, var, ivar, n, lambdas, var0)
+        unseen += tuple(u.scaled(scale) for u in p.unseen)
+    return Part(value, var, ivar, n, lambdas, var0, unseen)
 
 
 def _fallback(arrays: dict) -> dict:
@@ -167,12 +172,13 @@ def _drawn_total(j: Judged, y: np.ndarray, m: np.ndarray, times: dict) -> Part:
     return Part(W * mean, var, ivar, len(idx), {}, var)
 
 
-def _census_part(j: Judged, y, f, *, lam=None, fallback=None) -> Part:
+def _census_part(j: Judged, y, f, *, lam=None, fallback=None, coef=None) -> Part:
     """The prediction-powered total of ``y`` over a census stratum, summed over its cells (each cell's
-    people's pairs a simple random sample of its pairs; one cell: :func:`ppi_census_total`)."""
+    people's pairs a simple random sample of its pairs; one cell: :func:`ppi_census_total`, whose
+    ``coef`` is what a "same" adds to ``y``, default 1)."""
     if j.cells is None:
         return ppi_census_total(j.pair_weight, y, f, j.labeled, lam=lam, answers=j.people, pairs=j.pairs,
-                                fallback=fallback)
+                                fallback=fallback, coef=coef)
     parts = []
     for g in dict.fromkeys(j.cells.tolist()):
         m = j.cells == g
@@ -183,8 +189,8 @@ def _census_part(j: Judged, y, f, *, lam=None, fallback=None) -> Part:
                                             answers=j.people[m], pairs=j.pairs[m], fallback=fallback)))
     t = _sum_parts(parts)
     # floored only when no cell varies (see ppi_mean's floor_each; the rates' intervals are each
-    # cell's own, _CellShares)
-    return Part(t.value, t.var, t.var, t.n, t.lambdas, t.var_people) if t.var > 0 else t
+    # cell's own, _CellShares); λ = 0 by cell, so the model's errors are not in the estimate
+    return Part(t.value, t.var, t.var if t.var > 0 else t.ivar, t.n, t.lambdas, t.var_people)
 
 
 def _rate_part(j: Judged, census: bool, lam=None, fallback=None) -> Part:
@@ -192,7 +198,8 @@ def _rate_part(j: Judged, census: bool, lam=None, fallback=None) -> Part:
     if census:
         t = _census_part(j, np.nan_to_num(j.people), j.model, lam=lam, fallback=fallback)
         W = float(j.pair_weight.sum())
-        return Part(t.value / W, t.var / W ** 2, t.ivar / W ** 2, t.n, t.lambdas, t.var_people / W ** 2)
+        return Part(t.value / W, t.var / W ** 2, t.ivar / W ** 2, t.n, t.lambdas, t.var_people / W ** 2,
+                    tuple(u.scaled(1.0 / W) for u in t.unseen))
     return ppi_mean(j.groups, np.nan_to_num(j.people), j.model, j.labeled, lam=lam, pairs=j.clusters,
                     fallback=fallback, floor_each=j.cells is None)
 
@@ -299,6 +306,7 @@ def _share_estimate(name, part: Part, rate: float, *, flip: bool, note: str = ""
     the whole share missed where a cell the model called "same" hid a few "different" pairs from the
     people's draws: its share 1 had no width, and a merge rate's interval covered 88% (a model that
     says "same" too often, world 13 of the "both" family)."""
+    unseen, part = part.unseen, dataclasses.replace(part, unseen=())  # a census stratum's unseen pairs: below
     e = _estimate(name, part, rate, bounds=(0.0, rate), flip=flip, note=note)
     p = part.value
     if not (e.defined and math.isfinite(p)):
@@ -316,7 +324,42 @@ def _share_estimate(name, part: Part, rate: float, *, flip: bool, note: str = ""
     if not n_eff > 0:
         return e
     pt, ise = agresti_coull_of(n_eff * p, n_eff)
-    return dataclasses.replace(e, centre=rate * (1.0 - pt) if flip else rate * pt, interval_se=rate * ise)
+    centre = rate * (1.0 - pt) if flip else rate * pt
+    if unseen:
+        unseen = tuple(u.scaled(-rate if flip else rate) for u in unseen)
+        return _with_unseen(e, functools.partial(_mover_unseen, e.value, centre, rate * ise, unseen, True))
+    return dataclasses.replace(e, centre=centre, interval_se=rate * ise)
+
+
+def _mover_unseen(value: float, centre: float, ise: float, unseen: tuple, hull: bool, z: float) -> tuple[float, float]:
+    """The interval at quantile ``z`` of an estimate ``value`` that adds census strata's prediction-
+    powered totals (each with its :class:`abcde.quality.ppi.Unseen`) to parts whose interval is
+    ``centre ± z·ise`` (ΔPrecision: its sampled strata): the distances from ``value`` down and up,
+    added by MOVER (Zou & Donner: in quadrature), of ``z·ise`` and of each census stratum's (its
+    residual's ``z·√ivar`` with what the pairs people did not judge may hide). ``hull`` (a rate, whose
+    ``centre ± z·ise`` is Agresti–Coull's on its one census stratum's share): the wider of that
+    interval and the stratum's.
+
+    The residual's variance alone left out what people's pairs that all agree with a nearly perfect
+    model cannot rule out among the other pairs: a census merge stratum's Good Merge rate (a 99%
+    model, people's tasks half its pairs) lay wholly below the truth in 27% of samples, and
+    ΔPrecision with a 99% model covered 77% in one world."""
+    down2 = up2 = 0.0 if hull else (z * ise) ** 2
+    for u in unseen:
+        d, p = u.distances(z)
+        down2, up2 = down2 + d * d, up2 + p * p
+    lo, hi = value - math.sqrt(down2), value + math.sqrt(up2)
+    if hull:
+        return min(lo, centre - z * ise), max(hi, centre + z * ise)
+    return lo, hi
+
+
+def _with_unseen(e: Estimate, interval_of) -> Estimate:
+    """``e`` with its interval ``interval_of`` (at every level), and ``centre``, ``interval_se`` those
+    of its 95% interval (what reads them, e.g. Precision = 1 + ΔPrecision, gets that one)."""
+    z = quantile(e.n_judgements, 0.95)
+    lo, hi = interval_of(z)
+    return dataclasses.replace(e, centre=(lo + hi) / 2, interval_se=(hi - lo) / (2 * z), interval_of=interval_of)
 
 
 def _people_only(p: Part, j: Judged, y: np.ndarray, scale: float, census: bool) -> Part:
@@ -517,7 +560,7 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
         j = arrays[c]
         census = c in sample.census
         if census:
-            p = _people_only(_census_part(j, j.y, j.f, lam=lam, fallback=fb), j, j.y, 1.0, True)
+            p = _people_only(_census_part(j, j.y, j.f, lam=lam, fallback=fb, coef=j.label), j, j.y, 1.0, True)
             parts.append((1.0, _named(p, c)))
         else:
             p = _people_only(ppi_mean(j.groups, j.y, j.f, j.labeled, lam=lam, pairs=j.clusters, fallback=fb,
@@ -555,7 +598,7 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
 def _named(p: Part, unit: str) -> Part:
     """A stratum's part with its λ named by the stratum."""
     lam = next(iter(p.lambdas.values()), None) if p.lambdas else None
-    return Part(p.value, p.var, p.ivar, p.n, {unit: lam} if lam is not None else {}, p.var_people)
+    return dataclasses.replace(p, lambdas={unit: lam} if lam is not None else {})
 
 
 def combined_stratified_slices(sample, people: dict, model: dict, tasks: frozenset | None, vantage_value: dict,
@@ -580,7 +623,8 @@ def combined_stratified_slices(sample, people: dict, model: dict, tasks: frozens
             if c in sample.census:
                 in_b = np.array([vantage_value.get(b) == value for b in j.item_b], dtype=float)
                 share = (in_a + in_b) / 2
-                parts.append((1.0, _census_part(j, j.y * share, j.f * share, lam=lam, fallback=fb)))
+                parts.append((1.0, _census_part(j, j.y * share, j.f * share, lam=lam, fallback=fb,
+                                                coef=j.label * share)))
                 n_in += int((j.labeled & (share > 0)).sum())
             else:
                 parts.append((sample.totals[c], ppi_mean(j.groups, j.y * in_a, j.f * in_a,
@@ -593,7 +637,7 @@ def combined_stratified_slices(sample, people: dict, model: dict, tasks: frozens
             note = "no usable people's judgement in a stratum"
         elif parts and n_in == 0:
             p, note = Part.undefined(), "no judged pair has its vantage item in this slice"
-        p = Part(p.value, p.var, p.ivar, n_in, p.lambdas, p.var_people)
+        p = dataclasses.replace(p, n=n_in)
         contrib = _estimate("delta_precision_contribution", p, 1.0, bounds=bounds, note=note)
         scale = float(total_weight) / w_i if w_i else math.nan
         dpi = _estimate("delta_precision", p, scale, bounds=(bounds[0] * scale, bounds[1] * scale), note=note)
