@@ -77,7 +77,7 @@ def test_the_models_judgements_are_counted_from_the_store_unsure_included(drawn,
     ppi = quality(d)["design"]["ppi"]
     assert ppi["model_judgements"] == out["judged_now"] == 400
     assert ppi["model_answers"] == {"same": a["same"], "different": a["different"], "unsure": a["unsure"]}
-    assert ppi["model_used"] + ppi["model_unanswered"] == 400
+    assert ppi["model_used"] + ppi["model_unused"] + ppi["model_unanswered"] == 400
     # the estimate uses the answers the tasks were chosen by: same or different, in strata split by them
     from abcde.samples.people_tasks import design_answers
     from abcde.samples.sample_dir import PairSampleDir
@@ -126,7 +126,7 @@ def test_a_model_the_people_never_saw_unanswered_pairs_in_the_blind_design(drawn
 # ----------------------------------------------------------------------------- the disagreement
 @pytest.mark.parametrize("by_answers", (True, False))
 def test_the_weighted_disagreement_comes_first_and_the_raw_count_second(drawn, tmp_path, by_answers):
-    from abcde.samples.people_tasks import design_answers, people_cells, units_of
+    from abcde.samples.people_tasks import people_cells, units_of
     from abcde.samples.sample_dir import PairSampleDir
     from abcde.samples.store import JudgementStore
 
@@ -140,9 +140,8 @@ def test_the_weighted_disagreement_comes_first_and_the_raw_count_second(drawn, t
     s = PairSampleDir.read(d)
     groups = people_cells(s.draws, s.metadata) if by_answers else units_of(s.draws, s.metadata)
     store = JudgementStore(d)
-    # the model's answers the estimate uses: by cell, those the tasks were chosen by
-    model = (design_answers(s.metadata) if by_answers
-             else {j.pair_id: j.judgement for j in store.live(source="model")})
+    # every answer the model gave, used by the estimate or not (issue 52: the disagreement wherever both judged)
+    model = {j.pair_id: j.judgement for j in store.live(source="model")}
     people = {j.pair_id: j.judgement for j in store.live(source="oracle")}
     tasks = people_tasks(d)
     judged = [p for p in tasks if people.get(p) in ("same", "different")]

@@ -517,7 +517,7 @@ def test_model_all_pairs_people_their_tasks_quality_is_prediction_powered(drawn,
     assert q["delta_precision"]["method"] == "prediction-powered (model + people)"
     assert ppi["people_judgements"] == n and ppi["people_tasks"] == n and ppi["pairs"] == 400
     # the model's judgements as stored (unsure included); the answers the estimate used, and the rest
-    assert ppi["model_judgements"] == 400 and ppi["model_used"] + ppi["model_unanswered"] == 400
+    assert ppi["model_judgements"] == 400 and ppi["model_used"] + ppi["model_unused"] + ppi["model_unanswered"] == 400
     assert ppi["design"] == BY_ANSWERS and sum(c["people"] for c in ppi["cells"].values()) == n
     assert sum(c["pairs"] for c in ppi["cells"].values()) == 400
     assert "Prediction-powered" in q["verdict"]
@@ -583,7 +583,7 @@ def test_the_llm_judge_path_with_a_local_openai_compatible_server(drawn, tmp_pat
     # garbage: not judged, no model value (nor are unsure answers, or answers in strata they did not split)
     ppi = q["design"]["ppi"]
     assert sum(ppi["model_answers"].values()) == out["judged_now"]
-    assert ppi["model_used"] + ppi["model_unanswered"] == 400
+    assert ppi["model_used"] + ppi["model_unused"] + ppi["model_unanswered"] == 400
     assert ppi["model_used"] <= out["answers"]["same"] + out["answers"]["different"]
 
 

@@ -59,3 +59,29 @@ def test_a_judge_that_reads_the_items_fields_and_tells_pairs_apart_is_not_warned
     assert model_warnings("j", {"same": 0, "different": 5, "unsure": 0}, set(), ["name"]) == []
     a.get("surname"), ("dob" in a)
     assert asked == {"surname", "dob"}
+
+
+def test_quality_counts_the_models_answers_and_its_disagreement_with_people(tmp_path):
+    """The model's answers are answers, used by the estimate or not, and the disagreement with people is
+    given wherever both judged: a judge saying "different" to every pair, against people who say "same"
+    to most of their tasks, is warned about (more than a fifth) (issue 52)."""
+    d = tmp_path
+    rng = np.random.default_rng(5)
+    n = 600
+    ent = rng.integers(0, 200, n)
+    ids = [f"r{k}" for k in range(n)]
+    base = np.where(rng.random(n) < 0.2, ent + 1000, ent)
+    exp = np.where(ent % 7 == 0, ent + 1, ent)
+    pq.write_table(pa.table({"item_id": ids, "cluster_id": base}), d / "base.parquet")
+    pq.write_table(pa.table({"item_id": ids, "cluster_id": exp}), d / "exp.parquet")
+    pq.write_table(pa.table({"item_id": ids, "name": [f"n{e}" for e in ent], "entity": ent}), d / "items.parquet")
+    s = d / "s"
+    cli("pairs", "--base", d / "base.parquet", "--exp", d / "exp.parquet", "--items", d / "items.parquet",
+        "--budget", 200, "--human-budget", 60, "--hide", "entity", "--seed", 1, "--out", s, "-q")
+    cli("judge", "model", s, "--callable", "abcde.examples.judges:fields_agree")
+    cli("judge", "oracle", s, "--oracle-column", "entity")
+    ppi = json.loads(cli("quality", s, "--json").output)["design"]["ppi"]
+    assert ppi["model_unanswered"] == 0 and ppi["model_judgements"] == 200
+    assert ppi["model_used"] + ppi["model_unused"] + ppi["model_unanswered"] == 200
+    assert ppi["both_judged"] > 0 and ppi["disagreements"] > ppi["both_judged"] / 5
+    assert ppi["disagreement_share"] > 0.2 and "more than a fifth" in ppi["warning"]

@@ -414,8 +414,11 @@ def _model_counts(model: dict, stored: dict, pair_ids, cells: dict | None) -> di
     answers = {a: sum(1 for p in pair_ids if stored.get(p) == a) for a in (*ANSWERS, "unsure")}
     judged = sum(answers.values())
     used = sum(1 for p in pair_ids if model.get(p) in ANSWERS)
+    # An answer is an answer whether or not the estimate uses it (issue 52): "unanswered" counts the
+    # pairs the model gave no same/different answer, "unused" its answers the estimate does not use.
     out = {"model_judgements": judged, "model_answers": answers, "model_used": used,
-           "model_unanswered": len(pair_ids) - used}
+           "model_unanswered": len(pair_ids) - answers["same"] - answers["different"],
+           "model_unused": answers["same"] + answers["different"] - used}
     why = []
     if cells is None:
         if answers["unsure"]:
@@ -479,7 +482,10 @@ def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: 
     """What the model added, for ``design["ppi"]``. ``units``: each pair's stratum (class), which the
     disagreement is weighted back by when the tasks were not chosen by cell; ``stored``: the model's
     judgements as stored (default ``model``), which the counts are of."""
-    both, dis = agreement({p: people[p] for p in labeled_pairs if p in people}, model, labeled_pairs)
+    # Model against people wherever both judged: every answer the model gave, used by the estimate or not
+    # (a model answering "different" to every pair is used in no cell, and disagrees with the people still).
+    said = model if stored is None else stored
+    both, dis = agreement({p: people[p] for p in labeled_pairs if p in people}, said, labeled_pairs)
     n = len(labeled_pairs)
     worth = (n * (dp.var_people / dp.var - 1.0) if math.isfinite(dp.var) and dp.var > NO_VARIANCE
              and math.isfinite(dp.var_people) else None)
@@ -494,7 +500,7 @@ def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: 
         "disagreements": dis,
         # weighted back to the drawn pairs (the raw count above over-represents what the people's pairs
         # over-represent)
-        "disagreement_share": _weighted_disagreement(people, model, labeled_pairs, cells or units, pair_ids),
+        "disagreement_share": _weighted_disagreement(people, said, labeled_pairs, cells or units, pair_ids),
         "people_only_std_err": math.sqrt(dp.var_people) if math.isfinite(dp.var_people) else None,
         "std_err": math.sqrt(dp.var) if math.isfinite(dp.var) else None,
     }
