@@ -220,7 +220,9 @@ def test_a_pair_samples_metadata_nested_200000_deep_is_one_line(ws, where):
     before = digest_tree(ws)
     for argv in (("report", ws / "ev"), ("quality", q)):
         msg = refused_here(*argv)
-        assert f"the pair sample in '{q}'" in msg and "nested too deeply" in msg, msg
+        # the sample named (by its directory, or its pairs.parquet there), and why
+        assert (f"the pair sample in '{q}'" in msg.lower() or f"'{q / 'pairs.parquet'}'" in msg) \
+            and "nested too deeply" in msg, msg
     assert digest_tree(ws) == before
 
 

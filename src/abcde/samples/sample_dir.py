@@ -573,8 +573,9 @@ def _verify(path: Path, meta: dict, draws: pa.Table) -> None:
         refuse("metadata.json is missing")
     try:
         shown = parse_json(readable.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        refuse("metadata.json is not the sample's metadata (not readable JSON)")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        why = str(exc) if "nested" in str(exc) else "not readable JSON"
+        refuse(f"metadata.json is not the sample's metadata ({why})")
     if not isinstance(shown, dict) or shown.get("sample_id") != meta.get("sample_id"):
         refuse(f"pairs.parquet holds sample {meta.get('sample_id')!r}, but metadata.json describes "
                f"{shown.get('sample_id') if isinstance(shown, dict) else None!r} (a pairs.parquet from another sample?)")
