@@ -112,8 +112,10 @@ def test_nearly_perfect_models_with_census_strata_cover_without_bias_or_points(s
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("world", ["7:both", "15:both", "17:both", "23:both", "3:merges", "8:merges", "15:merges"])
-@pytest.mark.parametrize("salt", ["m", "s2", "s3"])
+# Three of the seven census worlds and one model realisation each: the suite's time budget (all 21 passed
+# when measured, about 7 minutes on one core; run the rest by widening these two lists).
+@pytest.mark.parametrize("world", ["7:both", "23:both", "15:merges"])
+@pytest.mark.parametrize("salt", ["m"])
 def test_nearly_perfect_models_cover_in_more_worlds_and_models(world, salt):
     """More worlds whose merge stratum (and split stratum, where there is one) is a census, three
     models per accuracy (other pairs wrong), 300 samples each."""
