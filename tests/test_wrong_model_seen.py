@@ -21,12 +21,11 @@ def cli(*args, code=0):
     return r
 
 
-@pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    d = tmp_path_factory.mktemp("wrong_model")
+def other_items(d, n: int, entities: int, pairs_args: tuple):
+    """Items that are not the example's (columns ``name``, ``city``, a hidden ``entity``), Base splitting
+    some entities and Exp merging some, and a pair sample of them drawn with ``pairs_args``."""
     rng = np.random.default_rng(5)
-    n = 300
-    ent = rng.integers(0, 100, n)
+    ent = rng.integers(0, entities, n)
     ids = [f"r{k}" for k in range(n)]
     base = np.where(rng.random(n) < 0.2, ent + 1000, ent)
     exp = np.where(ent % 7 == 0, ent + 1, ent)
@@ -35,8 +34,13 @@ def sample(tmp_path_factory):
     pq.write_table(pa.table({"item_id": ids, "name": [f"n{e}" for e in ent], "city": [f"c{e % 13}" for e in ent],
                              "entity": ent}), d / "items.parquet")
     cli("pairs", "--base", d / "base.parquet", "--exp", d / "exp.parquet", "--items", d / "items.parquet",
-        "--budget", 60, "--hide", "entity", "--seed", 1, "--out", d / "s", "-q")
+        *pairs_args, "--hide", "entity", "--seed", 1, "--out", d / "s", "-q")
     return d / "s"
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    return other_items(tmp_path_factory.mktemp("wrong_model"), 300, 100, ("--budget", 60))
 
 
 def test_the_examples_judge_on_other_items_is_warned_about(sample):
@@ -65,19 +69,7 @@ def test_quality_counts_the_models_answers_and_its_disagreement_with_people(tmp_
     """The model's answers are answers, used by the estimate or not, and the disagreement with people is
     given wherever both judged: a judge saying "different" to every pair, against people who say "same"
     to most of their tasks, is warned about (more than a fifth) (issue 52)."""
-    d = tmp_path
-    rng = np.random.default_rng(5)
-    n = 600
-    ent = rng.integers(0, 200, n)
-    ids = [f"r{k}" for k in range(n)]
-    base = np.where(rng.random(n) < 0.2, ent + 1000, ent)
-    exp = np.where(ent % 7 == 0, ent + 1, ent)
-    pq.write_table(pa.table({"item_id": ids, "cluster_id": base}), d / "base.parquet")
-    pq.write_table(pa.table({"item_id": ids, "cluster_id": exp}), d / "exp.parquet")
-    pq.write_table(pa.table({"item_id": ids, "name": [f"n{e}" for e in ent], "entity": ent}), d / "items.parquet")
-    s = d / "s"
-    cli("pairs", "--base", d / "base.parquet", "--exp", d / "exp.parquet", "--items", d / "items.parquet",
-        "--budget", 200, "--human-budget", 60, "--hide", "entity", "--seed", 1, "--out", s, "-q")
+    s = other_items(tmp_path, 600, 200, ("--budget", 200, "--human-budget", 60))
     cli("judge", "model", s, "--callable", "abcde.examples.judges:fields_agree")
     cli("judge", "oracle", s, "--oracle-column", "entity")
     ppi = json.loads(cli("quality", s, "--json").output)["design"]["ppi"]
