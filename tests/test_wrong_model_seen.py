@@ -77,3 +77,67 @@ def test_quality_counts_the_models_answers_and_its_disagreement_with_people(tmp_
     assert ppi["model_used"] + ppi["model_unused"] + ppi["model_unanswered"] == 200
     assert ppi["both_judged"] > 0 and ppi["disagreements"] > ppi["both_judged"] / 5
     assert ppi["disagreement_share"] > 0.2 and "more than a fifth" in ppi["warning"]
+
+
+def test_a_model_only_answer_says_how_the_people_disagree(tmp_path):
+    """``--source model`` leaves the people's judgements out of the estimates, not out of sight: the
+    verdict says on how many of the pairs both judged they disagree, and calls the model-only answer
+    into doubt above a fifth (issue 52)."""
+    s = other_items(tmp_path, 600, 200, ("--budget", 200, "--human-budget", 60))
+    cli("judge", "model", s, "--callable", "abcde.examples.judges:fields_agree")
+    cli("judge", "oracle", s, "--oracle-column", "entity")
+    d = json.loads(cli("quality", s, "--source", "model", "--json").output)
+    check = d["design"]["judgements_used"]["people_check"]
+    ppi = json.loads(cli("quality", s, "--json").output)["design"]["ppi"]
+    assert (check["both_judged"], check["disagreements"]) == (ppi["both_judged"], ppi["disagreements"])
+    assert check["disagreements"] > check["both_judged"] / 5
+    said = [x for x in d["verdict"].split("\n") if "Model and people disagree on" in x]
+    assert said and f"{check['disagreements']} of the {check['both_judged']} pairs both judged" in said[0]
+    assert "in doubt" in said[0] and "--source person" in said[0]
+    assert d["verdict_facts"]["model_check"] == check
+    out = cli("quality", s, "--source", "model").output
+    assert "in doubt" in out and "Pairs judged by the model: 200" in out
+
+
+def test_a_model_no_person_checked_is_said_to_be_unchecked(tmp_path):
+    s = other_items(tmp_path, 300, 100, ("--budget", 60))
+    cli("judge", "model", s, "--callable", "abcde.examples.judges:fields_agree")
+    d = json.loads(cli("quality", s, "--json").output)
+    assert d["verdict"].startswith("Judged by a model only, not people")
+    assert "No person has judged any of these pairs, so nothing checks the model's answers" in d["verdict"]
+    assert d["counts_of"] == "the model"
+
+
+def test_each_count_names_whose_judgements_it_counts(tmp_path):
+    """"Pairs judged: 60 … not judged: 140" beside "the model judged 200" read as a contradiction: each
+    count names whose judgements it is, in the terminal, the JSON and both reports (issue 52)."""
+    s = other_items(tmp_path, 600, 200, ("--budget", 200, "--human-budget", 60))
+    cli("judge", "model", s, "--callable", "abcde.examples.judges:fields_agree")
+    cli("judge", "oracle", s, "--oracle-column", "entity")
+    out = cli("quality", s).output
+    assert "Pairs judged by the oracle: 61" in out and "the model judged 200" in out
+    assert json.loads(cli("quality", s, "--source", "oracle", "--json").output)["counts_of"] == "the oracle"
+    cli("report", "--base", tmp_path / "base.parquet", "--exp", tmp_path / "exp.parquet", "--items",
+        tmp_path / "items.parquet", "--quality", s, "--markdown", tmp_path / "r.md", "--out", tmp_path / "r.html")
+    assert "pairs judged by the oracle" in (tmp_path / "r.html").read_text()
+    assert "pairs judged by the oracle" in (tmp_path / "r.md").read_text()
+
+
+def test_what_the_models_answers_were_worth_says_what_would_tell(tmp_path):
+    """People's judgements that do not vary leave the model's worth untold: the output says what would
+    tell (more people's judgements, if any answers differently) and that, where every pair truly has one
+    answer, nothing will (issue 52)."""
+    from abcde.samples.store import JudgementStore
+
+    s = other_items(tmp_path, 600, 200, ("--budget", 200, "--human-budget", 60))
+    (tmp_path / "city.py").write_text("def judge(a, b):\n    return 'same' if a['city'] == b['city'] else 'different'\n")
+    cli("judge", "model", s, "--callable", f"{tmp_path / 'city.py'}:judge")
+    store = JudgementStore(s)
+    for pid in sorted(store.people_tasks):  # every people's task answered "same": nothing varies
+        store.record(pid, "same", rater="ann")
+    d = json.loads(cli("quality", s, "--json").output)
+    ppi = d["design"]["ppi"]
+    assert ppi["model_used"] > 0 and ppi["worth_people_judgements"] is None and "do not vary" in ppi["worth_note"]
+    assert "people's judgements of more pairs (abcde pairs DIR --extend with a larger --human-budget)" in ppi["worth_next"]
+    assert "can tell only if some answer differently" in ppi["worth_next"] and "nothing will" in ppi["worth_next"]
+    assert ppi["worth_next"] in d["verdict"]

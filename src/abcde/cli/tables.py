@@ -312,7 +312,8 @@ def print_quality(d: dict, sentences=None) -> None:
     console().print(describe_quality_sample(d))
     console().print(f"{METRIC_LABELS['split_rate']} {pct(d['split_rate'])} = Good + Bad; "
                     f"{METRIC_LABELS['merge_rate']} {pct(d['merge_rate'])} = Good + Bad. "
-                    f"Pairs judged: {count(d['judged_pairs'])}, unsure: {count(d['unsure_pairs'])}, "
+                    f"Pairs judged by {d.get('counts_of') or 'anyone'}: {count(d['judged_pairs'])}, "
+                    f"unsure: {count(d['unsure_pairs'])}, "
                     f"not judged: {count(d['missing_pairs'])}; rater disagreements: {d['rater_disagreements']} "
                     f"(ties ⇒ unsure: {d['rater_ties']}).")
     if "precision" in d:

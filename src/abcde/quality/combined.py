@@ -394,17 +394,22 @@ ANSWERS = ("same", "different")
 NO_VARIANCE = 1e-24
 
 
-def _worth_note(dp: Part) -> str:
-    """Why what the model's judgements were worth cannot be told (``worth_people_judgements`` None)."""
+def _worth_note(dp: Part, remaining: int) -> tuple[str, str]:
+    """Why what the model's judgements were worth cannot be told (``worth_people_judgements`` None), and
+    what would tell: ``remaining`` of the people's pairs are not judged by them yet."""
+    more = (f"judging the {remaining:,} people's pairs not judged yet" if remaining else
+            "people's judgements of more pairs (abcde pairs DIR --extend with a larger --human-budget)")
     if not math.isfinite(dp.var):
         return ("ΔPrecision's standard error is not defined yet (a stratum has fewer than two people's judgements), "
-                "so there is nothing to compare the model with")
+                "so there is nothing to compare the model with", f"{more} can tell")
     if dp.var <= NO_VARIANCE:
         return ("the people's judgements do not vary (within each stratum, or each cell of the model's answers, "
                 "every one gave the same answer): ΔPrecision's standard error is 0 with the model's judgements and "
-                "without them, so there is nothing to compare yet; more people's judgements tell")
+                "without them, so there is nothing to compare",
+                f"{more} can tell only if some answer differently; where every pair truly has one answer (every "
+                "split good, say), nothing will, and the model's answers cannot add anything there")
     return ("the people-only standard error is not defined (too few people's judgements in a cell), so there is "
-            "nothing to compare the model with")
+            "nothing to compare the model with", f"{more} can tell")
 
 
 def _model_counts(model: dict, stored: dict, pair_ids, cells: dict | None) -> dict:
@@ -505,7 +510,10 @@ def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: 
         "std_err": math.sqrt(dp.var) if math.isfinite(dp.var) else None,
     }
     if worth is None:
-        facts["worth_note"] = _worth_note(dp)
+        mine = [p for p in pair_ids if tasks is None or p in tasks]
+        remaining = sum(1 for p in mine if people.get(p) not in (*ANSWERS, "unsure"))
+        why, tell = _worth_note(dp, remaining)
+        facts["worth_note"], facts["worth_next"] = f"{why}; {tell}", tell
     share = facts["disagreement_share"]
     if cells is not None:
         facts["design"] = BY_ANSWERS

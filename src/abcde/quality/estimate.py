@@ -21,6 +21,7 @@ from abcde.quality.exact_facts import sample_facts
 from abcde.samples.judgements import judgement_files, load_judgements
 from abcde.samples.people_tasks import META_KEY as PEOPLE_PLAN, design_answers, people_cells, people_pairs, tasks_note
 from abcde.quality.paper import estimate_from_draws
+from abcde.quality.ppi import agreement
 from abcde.quality.recall import estimate_recall_lift
 from abcde.samples.facts import stored_recall
 from abcde.quality.result import Estimate, QualityResult
@@ -130,6 +131,10 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
                                                               "source": source, "left_out": {}}
     if tasks is not None:
         design["people_tasks"] = len(tasks)
+    if res and {k for k, n in res.sources.items() if n} == {"model"}:
+        # A model's judgements alone: how the people's (left out, or none) agree with them, which the
+        # verdict says beside its model-only answer (a wrong model must be seen, issue 52).
+        design["judgements_used"]["people_check"] = _people_check(judgements, s, tasks, res)
     stored = s.slices() if slice_by else {}
     for col in slice_by:
         if col not in stored:
@@ -180,6 +185,19 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
         ), design=design), meta)
     r = _with_recall(r, s, by_pair, slice_by)
     return _with_distances(r, s, by_pair, slice_by, distances=distances, diff=diff)
+
+
+def _people_check(judgements, s: PairSampleDir, tasks, model) -> dict:
+    """The people's (and oracle's) judgements of the pairs a model judged, when the estimates use the
+    model's alone: ``{"people_judgements": pairs they judged same/different, "both_judged": of those the
+    model also judged so, "disagreements": of those they answered otherwise}``."""
+    if not any((model.left_out or {}).get(k) for k in PEOPLE):
+        return {"people_judgements": 0, "both_judged": 0, "disagreements": 0}
+    people = load_judgements(judgements, pair_ids=s.judgeable_ids(), id_type=s.metadata["id_type"], source=PEOPLE,
+                             tasks=tasks).by_pair
+    said = {p: a for p, a in people.items() if a in ("same", "different")}
+    both, dis = agreement(said, model.by_pair, said)
+    return {"people_judgements": len(said), "both_judged": both, "disagreements": dis}
 
 
 def _with_recall(r: QualityResult, s: PairSampleDir, by_pair: dict, slice_by, *, cells=None,

@@ -448,7 +448,8 @@ class QualityResult:
             design += "; every pair judged: exact"
         out = self.verdict()._repr_html_() + display.html_table(
             f"Quality of Exp relative to Base (estimator: {how})", rows, list(QUALITY_COLUMNS),
-            note=f"pairs judged: {display.count(self.judged_pairs)}, unsure: {display.count(self.unsure_pairs)}, "
+            note=f"pairs judged by {counts_of(self.design)}: {display.count(self.judged_pairs)}, "
+                 f"unsure: {display.count(self.unsure_pairs)}, "
                  f"not judged: {display.count(self.missing_pairs)}{design}" + "".join(f". {n}" for n in notes))
         if self.distances is not None:
             out += display.html_table(f"{METRIC_LABELS['jaccard_distance']} = good + bad", distance_rows(
@@ -484,6 +485,7 @@ class QualityResult:
             "judged_pairs": self.judged_pairs,
             "unsure_pairs": self.unsure_pairs,
             "missing_pairs": self.missing_pairs,
+            "counts_of": counts_of(self.design),
             "draws": self.draws,
             "rater_disagreements": self.disagreements,
             "rater_ties": self.ties,
@@ -507,6 +509,27 @@ class QualityResult:
         return d
 
 
+
+
+#: Whose judgements a source's are, in words.
+_WHOSE = {"person": "people", "oracle": "the oracle", "model": "the model"}
+
+
+def counts_of(design: dict) -> str:
+    """Whose judgements the counts ``judged_pairs``, ``unsure_pairs`` and ``missing_pairs`` are, in
+    words: the sources the estimates used ("the model", "people and the oracle", …; "no one" when none
+    is used yet), without the model's beside people's (the counts are then of the people's tasks;
+    the model's answers are counted in ``design["ppi"]``)."""
+    ppi = design.get("ppi") or {}
+    used = (design.get("judgements_used") or {})
+    sources = [k for k, n in (used.get("by_source") or {}).items() if n] or (
+        [used["source"]] if isinstance(used.get("source"), str) else [])
+    if ppi and not ppi.get("people_only"):
+        sources = [k for k in sources if k != "model"] or ["person"]
+    elif ppi.get("people_only"):
+        sources = [ppi["people_only"]] if isinstance(ppi["people_only"], str) else ["person"]
+    names = [_WHOSE.get(k, k) for k in sorted(sources, key=lambda k: (k != "person", k))]
+    return " and ".join(names) if names else "no one"
 
 
 def distance_rows(d: dict) -> list[list[str]]:

@@ -214,7 +214,36 @@ def _model_only(q: dict) -> dict | None:
     if set(by) != {"model"}:
         return None
     return {"model_judgements": by["model"], "source": used.get("source"),
-            "left_out": {k: int(v) for k, v in (used.get("left_out") or {}).items() if v}}
+            "left_out": {k: int(v) for k, v in (used.get("left_out") or {}).items() if v},
+            "people_check": used.get("people_check")}
+
+
+#: Above this share of the pairs both judged where model and people disagree, the model-only answer
+#: is called into doubt (as the prediction-powered estimate's warning does).
+MODEL_DOUBT = 0.2
+
+
+def _model_check_sentence(model: dict, where: str) -> str | None:
+    """What people's judgements say of a model whose answers alone make the estimates (``--source
+    model``, or a sample only a model judged): how often they disagree on the pairs both judged, or
+    that no person's judgement checks the model. None when it cannot be said (a result written before)."""
+    check = model.get("people_check")
+    if check is None:
+        return None
+    both, dis = int(check.get("both_judged") or 0), int(check.get("disagreements") or 0)
+    if not check.get("people_judgements"):
+        return ("No person has judged any of these pairs, so nothing checks the model's answers: have people "
+                f"judge some of them (abcde judge serve {where}) and compare.")
+    if not both:
+        return (f"People judged {display.count(int(check['people_judgements']))} pairs, none of which the model "
+                "answered same or different, so nothing checks the model's answers yet.")
+    share = dis / both
+    text = (f"Model and people disagree on {display.count(dis)} of the {display.count(both)} pairs both judged "
+            f"({share:.0%})")
+    if share > MODEL_DOUBT:
+        return (text + f", more than a fifth: this model-only answer is in doubt; use people's judgements "
+                f"(abcde quality {where} --source person) or both (abcde quality {where}).")
+    return text + "."
 
 
 
@@ -324,6 +353,10 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
 
     design = q.get("design") or {}
     where = design.get("sample_dir") or "DIR"
+    check = _model_check_sentence(model, where) if model else None
+    if check:
+        facts["model_check"] = model["people_check"]
+        sentences.append(check)
     recall_cmd = r.get("command") if not absolute and r["direction"] == "undefined" and not r["available"] else None
     step = _next_step(q, p, r, est, lo, hi, absolute, exact, where, recall_cmd, design)
     sentences += _recall_sentences(p, r, absolute, recall_cmd, step, names)
@@ -563,7 +596,8 @@ def _ppi_sentences(design: dict) -> list[str]:
                    "; what the model's were worth cannot be told yet: "
                    + ("the people's judgements do not vary, so there is no standard error to compare"
                       if (ppi.get("std_err") or 0.0) <= 1e-12 and ppi.get("std_err") is not None
-                      else "too few people's judgements for a standard error"))
+                      else "too few people's judgements for a standard error")
+                   + (f" ({ppi['worth_next']})" if ppi.get("worth_next") else ""))
                 + "."
                 + (f" Model and people disagree on an estimated {share:.0%} of the drawn pairs, more than a fifth."
                    if ppi.get("warning") and share is not None else ""))

@@ -62,7 +62,8 @@ def render_markdown(data: dict) -> str:
     if q:
         alloc = f", allocation {q['allocation']}" if q.get("allocation") else ""
         lines += [f"Quality (judged by {md(q['judged_by'])}; estimator {q.get('estimator', 'paper')}{alloc}; "
-                  f"{q['judged_pairs']:,} pairs judged, {q['unsure_pairs']:,} unsure):", "",
+                  f"{q['judged_pairs']:,} pairs judged by {md(q.get('counts_of') or 'anyone')}, "
+                  f"{q['unsure_pairs']:,} unsure):", "",
                   "| metric | estimate | 95% interval |", "|---|---:|---:|"]
         shown = QUALITY_METRICS + ((RECALL_METRIC,) if (q.get(RECALL_METRIC) or {}).get("available") else ())
         for k in shown:

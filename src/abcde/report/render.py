@@ -135,6 +135,7 @@ def _quality_view(q: dict | None) -> dict | None:
         "method": f"estimator: {q.get('estimator', 'paper')}" + (f", allocation: {alloc}" if alloc else "")
                   + (f"; judged whole (a census): {', '.join(q['census'])}" if q.get("census") else ""),
         "exact": bool(q.get("exact")),
+        "counts_of": q.get("counts_of") or "anyone",
         "judged_pairs": q["judged_pairs"], "unsure_pairs": q["unsure_pairs"], "missing_pairs": q["missing_pairs"],
         "rater_disagreements": q.get("rater_disagreements"),
         "split_rate": q["split_rate"], "merge_rate": q["merge_rate"],
