@@ -7,7 +7,7 @@ import shlex
 import click
 
 from abcde.cli.demo import abcde_command
-from abcde.cli.options import (check_truth_sample_options, clustering_options, engine_options, json_option,
+from abcde.cli.options import (clustering_options, resolve_truth, engine_options, json_option,
                                truth_sample_options)
 from abcde.cli.tables import console, emit_json, handle_errors, print_impact, styled, table
 
@@ -45,7 +45,8 @@ from abcde.cli.tables import console, emit_json, handle_errors, print_impact, st
 @engine_options
 @handle_errors
 def evaluate(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, sample_size, budget, seed, estimator,
-             hide, truth, truth_sample, population_entities, title, force, out, only_affected, as_json, engine):
+             hide, truth, truth_sample, population_entities, truth_column, title, force, out, only_affected, as_json,
+             engine):
     """The whole job from one read of the inputs: impact, an exploration sample, a pair sample to
     judge and the report (what 'impact --out', 'explore sample', 'pairs' and 'report' write).
 
@@ -55,12 +56,12 @@ def evaluate(base, exp, items, item_id, cluster_id, weight_column, slice_by, top
     """
     from abcde.cli.report import print_truth  # lazy: start-up time
 
-    check_truth_sample_options(truth, truth_sample, population_entities)
+    truth, truth_cluster_id = resolve_truth(truth, truth_column, items, truth_sample, population_entities)
     from abcde.workflow.evaluate import evaluate as run  # lazy: start-up time
 
     res = run(base, exp, out, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
               slice_by=slice_by, top=top, sample_size=sample_size, budget=budget, seed=seed, estimator=estimator,
-              hide=hide, truth=truth, title=title, force=force, only_affected=only_affected, truth_sample=truth_sample,
+              hide=hide, truth=truth, truth_cluster_id=truth_cluster_id, title=title, force=force, only_affected=only_affected, truth_sample=truth_sample,
               population_entities=population_entities, engine=engine)
     if as_json:
         emit_json(res.to_dict())

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from abcde.cli.options import (check_truth_sample_options, clustering_options, engine_options, input_options,
+from abcde.cli.options import (clustering_options, resolve_truth, engine_options, input_options,
                                json_option, truth_sample_options)
 from abcde.cli.tables import (console, emit_json, handle_errors, new_table, pct, print_impact, print_restriction,
                               safe_text, table)
@@ -64,7 +64,8 @@ def impact(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, 
 
 
 @click.command()
-@click.option("--truth", required=True, type=click.Path(), help="Ground truth clustering (Parquet/CSV).")
+@click.option("--truth", type=click.Path(), default=None,
+              help="Ground truth clustering (Parquet/CSV); or --truth-column COL of --items.")
 @click.option("--clustering", type=click.Path(), default=None, help="Clustering to evaluate (Parquet/CSV).")
 @click.option("--base", type=click.Path(), default=None,
               help="Instead of --clustering, with --exp and --truth-sample: Base of two clusterings compared on the "
@@ -83,7 +84,7 @@ def impact(base, exp, items, item_id, cluster_id, weight_column, slice_by, top, 
 @engine_options
 @handle_errors
 def pointwise(truth, clustering, base, exp, items, item_id, cluster_id, weight_column, slice_by, truth_sample,
-              population_entities, worst, out, as_json, engine):
+              population_entities, truth_column, worst, out, as_json, engine):
     """Pointwise Precision, Recall and F1 of a clustering against a ground truth.
 
     With --truth-sample (the truth lists every item of entities sampled by that design): the whole
@@ -101,7 +102,9 @@ def pointwise(truth, clustering, base, exp, items, item_id, cluster_id, weight_c
         raise click.UsageError("--base and --exp compare two clusterings on a truth sample: give --truth-sample "
                                "DESIGN (without a design, run 'abcde pointwise --clustering' on each, or 'abcde "
                                "report --truth').")
-    check_truth_sample_options(truth, truth_sample, population_entities)
+    truth, truth_cluster_id = resolve_truth(truth, truth_column, items, truth_sample, population_entities)
+    if truth is None:
+        raise click.UsageError("Missing option --truth FILE (or --truth-column COL, a column of --items).")
     if truth_sample is not None:
         if out:
             raise click.UsageError("--out writes per-item and per-cluster tables of a truth without a design; with "
@@ -110,7 +113,8 @@ def pointwise(truth, clustering, base, exp, items, item_id, cluster_id, weight_c
 
         res = estimate_pointwise(truth, clustering, base=base, exp=exp, truth_sample=truth_sample,
                                  population_entities=population_entities, items=items, item_id=item_id,
-                                 cluster_id=cluster_id, weight=weight_column, slice_by=slice_by, engine=engine)
+                                 cluster_id=cluster_id, truth_cluster_id=truth_cluster_id, weight=weight_column,
+                                 slice_by=slice_by, engine=engine)
         if as_json:
             emit_json(res.to_dict())  # "estimates" (with intervals), "truth_sample", "restricted", "notes", ...
             return
@@ -119,7 +123,7 @@ def pointwise(truth, clustering, base, exp, items, item_id, cluster_id, weight_c
     from abcde.metrics.pointwise import pointwise as run_pointwise  # lazy: start-up time
 
     res = run_pointwise(truth, clustering, items=items, item_id=item_id, cluster_id=cluster_id,
-                        weight=weight_column, slice_by=slice_by, engine=engine)
+                        truth_cluster_id=truth_cluster_id, weight=weight_column, slice_by=slice_by, engine=engine)
     written = res.write(out) if out else []
     worst_rows = res.per_cluster().slice(0, worst).to_pylist() if worst else []
     if as_json:

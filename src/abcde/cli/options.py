@@ -143,11 +143,30 @@ def truth_sample_options(then: str):
                           callback=_whole,
                           help="With --truth-sample uniform: the number of entities in the population (default: "
                                "estimated from the truth's mean entity size).")(fn)
-        return click.option("--truth-sample", "truth_sample", default=None, metavar="DESIGN",
-                            help="How the --truth's entities were sampled (it lists every item of each): 'uniform' (a "
-                                 "simple random sample of entities) or the name of its column of each entity's "
-                                 f"inclusion probability. {then}")(fn)
+        fn = click.option("--truth-sample", "truth_sample", default=None, metavar="DESIGN",
+                          help="How the --truth's entities were sampled (it lists every item of each): 'uniform' (a "
+                               "simple random sample of entities) or the name of its column of each entity's "
+                               f"inclusion probability. {then}")(fn)
+        return click.option("--truth-column", "truth_column", default=None, metavar="COL",
+                            help="The ground truth is this column of --items (each item's true entity), instead of a "
+                                 "--truth file; the pair sample hides it from judges.")(fn)
     return decorate
+
+
+def resolve_truth(truth, truth_column, items, truth_sample, population_entities) -> tuple:
+    """``(truth, truth_cluster_id)`` from ``--truth FILE`` or ``--truth-column COL`` (the truth read from
+    ``--items``), with the usage errors of a design without a truth and a population size without a design
+    (:func:`check_truth_sample_options`)."""
+    if truth_column is not None:
+        if truth:
+            raise click.UsageError("Give --truth FILE or --truth-column COL (a column of --items), not both.")
+        if not items:
+            raise click.UsageError(f"--truth-column {truth_column} is a column of --items: give --items FILE.")
+        if not str(truth_column).strip():
+            raise click.UsageError("--truth-column needs a column name of --items.")
+        truth = items
+    check_truth_sample_options(truth, truth_sample, population_entities)
+    return truth, truth_column
 
 
 def check_truth_sample_options(truth, truth_sample, population_entities) -> None:
@@ -155,7 +174,7 @@ def check_truth_sample_options(truth, truth_sample, population_entities) -> None
     --truth-sample (the commands that take a truth share it)."""
     if truth_sample is not None and not truth:
         raise click.UsageError("--truth-sample is the design of the ground truth's sample of entities: it needs "
-                               "--truth.")
+                               "--truth (or --truth-column).")
     if population_entities is not None and truth_sample is None:
         raise click.UsageError("--population-entities is the number of entities the truth's sample was drawn from: it "
                                "needs --truth-sample uniform.")

@@ -10,13 +10,13 @@ import click
 from click.core import ParameterSource
 
 from abcde.cli.demo import abcde_command
-from abcde.cli.options import (check_truth_sample_options, clustering_options, engine_options, json_option,
+from abcde.cli.options import (clustering_options, resolve_truth, engine_options, json_option,
                                truth_sample_options)
 from abcde.cli.tables import console, emit_json, handle_errors, new_table, print_impact, print_quality, styled
 
 #: Options that an evaluation directory brings itself (from its evaluate.json): not given with EVALDIR.
 RECORDED = ("base", "exp", "items", "item_id", "cluster_id", "weight_column", "slice_by", "top", "quality_dir",
-            "sample_path", "explore_by", "truth", "truth_sample", "population_entities")
+            "sample_path", "explore_by", "truth", "truth_sample", "population_entities", "truth_column")
 #: The engine options: given on the command line, they replace the evaluation's recorded engine.
 ENGINE = ("engine", "database", "memory_limit", "threads", "temp_directory", "spark_master", "spark_remote",
           "spark_conf")
@@ -55,8 +55,8 @@ ENGINE = ("engine", "database", "memory_limit", "threads", "temp_directory", "sp
 @engine_options
 @handle_errors
 def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_by, top, quality_dir, judgements,
-           judged_by, quality_slice_by, sample_path, explore_by, truth, truth_sample, population_entities, title, out,
-           markdown, remote_inputs, as_json, engine):
+           judged_by, quality_slice_by, sample_path, explore_by, truth, truth_sample, population_entities, truth_column,
+           title, out, markdown, remote_inputs, as_json, engine):
     """One self-contained HTML report: impact, most affected clusters, charts, slices, quality.
 
     'abcde report EVALDIR' rebuilds the report of an 'abcde evaluate' (or 'abcde demo') directory
@@ -100,13 +100,14 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
                                    "directory: abcde report EVALDIR).")
         if not quality_dir and (judgements or quality_slice_by):
             raise click.UsageError("--judgements and --quality-slice-by need --quality DIR.")
-        check_truth_sample_options(truth, truth_sample, population_entities)
+        truth, truth_cluster_id = resolve_truth(truth, truth_column, items, truth_sample, population_entities)
         from abcde.workflow.report import run_report  # lazy: start-up time
 
         res = run_report(base, exp, out, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight_column,
                          slice_by=slice_by, top=top, quality=quality_dir or None, judgements=judgements,
                          quality_slice_by=quality_slice_by, judged_by=judged_by, sample=sample_path,
-                         explore_by=explore_by, title=title, markdown=markdown, truth=truth, truth_sample=truth_sample,
+                         explore_by=explore_by, title=title, markdown=markdown, truth=truth,
+                         truth_cluster_id=truth_cluster_id, truth_sample=truth_sample,
                          population_entities=population_entities, engine=engine)
     if as_json:
         emit_json(res.to_dict())

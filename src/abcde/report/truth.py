@@ -32,10 +32,12 @@ def check_truth_sample(truth, truth_sample, population_entities) -> None:
 
 
 def pointwise_against(truth, given, engine: Engine, *, truth_sample: str | None = None,
-                      population_entities: float | None = None) -> dict[str, PointwiseResult] | TruthSampleResult:
+                      population_entities: float | None = None,
+                      truth_cluster_id: str | None = None) -> dict[str, PointwiseResult] | TruthSampleResult:
     """The report's ground-truth section: each side's pointwise Precision/Recall/F1 against ``truth``
-    (``given``: the :class:`abcde.Inputs`); with ``truth_sample`` (the design the truth's entities
-    were sampled by), the population's estimates for Base and Exp, paired
+    (``given``: the :class:`abcde.Inputs`; ``truth_cluster_id``: the truth's column of each item's
+    entity, default the clusterings' cluster column); with ``truth_sample`` (the design the truth's
+    entities were sampled by), the population's estimates for Base and Exp, paired
     (:func:`abcde.metrics.truth_sample.estimate_pointwise`)."""
     if truth_sample is not None:
         from abcde.metrics.truth_sample import estimate_pointwise  # lazy: start-up time
@@ -43,11 +45,12 @@ def pointwise_against(truth, given, engine: Engine, *, truth_sample: str | None 
         return estimate_pointwise(truth, base=given.base, exp=given.exp, truth_sample=truth_sample,
                                   population_entities=population_entities, items=given.items,
                                   item_id=given.item_id, cluster_id=given.cluster_id, weight=given.weight,
-                                  engine=engine)
+                                  truth_cluster_id=truth_cluster_id, engine=engine)
     from abcde.metrics.pointwise import pointwise  # lazy: start-up time
 
     return {side: pointwise(truth, getattr(given, side), items=given.items, item_id=given.item_id,
-                            cluster_id=given.cluster_id, weight=given.weight, engine=engine)
+                            cluster_id=given.cluster_id, truth_cluster_id=truth_cluster_id, weight=given.weight,
+                            engine=engine)
             for side in ("base", "exp")}
 
 

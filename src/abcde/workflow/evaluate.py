@@ -180,6 +180,7 @@ def evaluate(
     truth_sample: str | None = None,
     population_entities: float | None = None,
     engine: Engine | str | None = None,
+    truth_cluster_id: str | None = None,
 ) -> EvaluateResult:
     """Impact, exploration sample, pair sample and report of Exp relative to Base, written to
     ``out_dir`` from one read of the inputs (see the module's docstring).
@@ -188,7 +189,9 @@ def evaluate(
     and (unless ``explore_by``) the report's exploration groups. ``sample_size``: draws of the
     exploration sample; ``budget``: distinct pairs to judge (``estimator`` and ``hide`` as in
     :func:`abcde.draw_pair_sample`). ``truth``: a ground-truth clustering, for each side's
-    pointwise Precision/Recall/F1 in the report; ``truth_sample`` (and ``population_entities``): the
+    pointwise Precision/Recall/F1 in the report, its entity column ``truth_cluster_id`` (default the
+    cluster column; ``truth=items, truth_cluster_id=COL`` reads the truth from the items table, and COL
+    is hidden from the judges); ``truth_sample`` (and ``population_entities``): the
     design its entities were sampled by, for the population's estimates with intervals instead
     (as :func:`abcde.workflow.report.run_report`; recorded, so the rebuilt report uses it too).
     ``force``: replace another pair sample in ``out_dir/quality`` (moved aside with its judgements,
@@ -210,6 +213,8 @@ def evaluate(
     check_out_dir(out)
     check_truth_sample(truth, truth_sample, population_entities)
     given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
+    if truth_cluster_id is not None and truth is not None and _same_source(truth, given.items):
+        hide = (*hide, truth_cluster_id) if truth_cluster_id not in hide else tuple(hide)  # the answer, hidden
     # Names the report cannot group by are refused before the impact (hours at a billion items).
     where = f"the {describe(given.items, 'items')}"
     for col in slice_by if explore_by is None else ():  # the report groups by each slice column
@@ -239,7 +244,7 @@ def evaluate(
                              sample_size=sample_size, budget=budget, seed=seed, estimator=estimator, hide=hide,
                              title=title, only_affected=only_affected, quality_slice_by=quality_slice_by,
                              truth_sample=truth_sample, population_entities=population_entities,
-                             engine=res.diff.engine)
+                             truth_cluster_id=truth_cluster_id, engine=res.diff.engine)
         written: list[str | Path] = []
         with stage("impact tables") as st:
             written += res.write(new / OUTPUTS["impact"], only_affected=only_affected)
@@ -262,7 +267,7 @@ def evaluate(
         if truth is not None:
             with stage("pointwise against the truth") as st:
                 against = pointwise_against(truth, given, res.diff.engine, truth_sample=truth_sample,
-                                            population_entities=population_entities)
+                                            population_entities=population_entities, truth_cluster_id=truth_cluster_id)
                 st.rows = res.items
         with stage("report") as st:
             rep = evaluation_report(record, res, sample, truth=against)
@@ -290,6 +295,15 @@ def evaluate(
                           pair_dir=out / OUTPUTS["pair_sample"], report=rep, report_path=out / OUTPUTS["report"],
                           pointwise_against_truth=against if ts is None else {}, stages=stages, written=written,
                           record=record, truth_sample=ts)
+
+
+def _same_source(a, b) -> bool:
+    """Whether the truth is the items table itself (the same object, or the same file)."""
+    if a is b:
+        return True
+    if isinstance(a, (str, os.PathLike)) and isinstance(b, (str, os.PathLike)):
+        return os.path.realpath(a) == os.path.realpath(b)
+    return False
 
 
 class _PrintsAside:

@@ -50,7 +50,7 @@ def read_evaluation(evaldir: str | os.PathLike) -> dict:
          "inputs": {"base": {"given": "b.parquet", "path": "/abs/b.parquet", "fingerprint": {...}},
                     "exp": {...}, "items": {...} or null, "truth": {...} or null},
          "columns": {"item_id": ..., "cluster_id": ..., "base_cluster_id": ..., "exp_cluster_id": ...,
-                     "weight": ...},
+                     "weight": ..., "truth_cluster_id": the truth's entity column or null},
          "options": {"slice_by": [...], "explore_by": [...], "top": 10, "sample_size": 1000,
                      "budget": 300, "seed": 0, "estimator": "stratified", "allocation": "proportional",
                      "hide": [...], "only_affected": false, "title": "ABCDE report",
@@ -193,6 +193,11 @@ def _record_checks(record: dict):
         isinstance(design, str) and bool(design.strip()) and get("inputs.truth") not in (None, _MISSING))
     yield "options.population_entities", n is _MISSING or n is None or (
         positive(n) and isinstance(design, str))
+    # The truth's entity column (absent from records before --truth-column: the cluster column): a name,
+    # and only beside a truth.
+    col = get("columns.truth_cluster_id")
+    yield "columns.truth_cluster_id", col is _MISSING or col is None or (
+        text(col) and get("inputs.truth") not in (None, _MISSING))
 
 
 _MISSING = object()
@@ -202,7 +207,7 @@ MAX_INT64 = 2**63 - 1
 
 def make_record(given: Inputs, truth, prints: InputPrints, *, slice_by, explore_by, top, sample_size, budget,
                 seed, estimator, hide, title, only_affected, quality_slice_by, engine: Engine, truth_sample=None,
-                population_entities=None) -> dict:
+                population_entities=None, truth_cluster_id=None) -> dict:
     """The record of a run (:func:`read_evaluation` describes it); the inputs' fingerprints are
     ``prints``, taken before the inputs were read (the pair sample records the same)."""
     def source(v, role: str) -> dict | None:
@@ -228,7 +233,8 @@ def make_record(given: Inputs, truth, prints: InputPrints, *, slice_by, explore_
         "inputs": {"base": source(given.base, "base"), "exp": source(given.exp, "exp"),
                    "items": source(given.items, "items"), "truth": source(truth, "truth")},
         "columns": {"item_id": given.item_id, "cluster_id": given.cluster_id, "base_cluster_id": given.base_cluster_id,
-                    "exp_cluster_id": given.exp_cluster_id, "weight": given.weight},
+                    "exp_cluster_id": given.exp_cluster_id, "weight": given.weight,
+                    "truth_cluster_id": truth_cluster_id},
         "options": {"slice_by": list(slice_by), "explore_by": list(explore_by if explore_by is not None else slice_by),
                     "top": top, "sample_size": sample_size, "budget": budget, "seed": seed, "estimator": estimator,
                     "allocation": None, "hide": list(hide), "only_affected": only_affected, "title": title,

@@ -90,6 +90,7 @@ def run_report(
     truth_sample: str | None = None,
     population_entities: float | None = None,
     engine: Engine | str | None = None,
+    truth_cluster_id: str | None = None,
 ) -> ReportResult:
     """Compute the impact of Exp relative to Base, add what else is given, and write the report.
 
@@ -118,6 +119,9 @@ def run_report(
         A ground-truth clustering (same ids and cluster column): the report adds the pointwise
         Precision, Recall and F1 of Base and Exp against it. A truth covering part of the items
         gives numbers over those items, and the report says so in words.
+    truth_cluster_id
+        The truth's column of each item's entity (default: ``cluster_id``). The items table may be
+        the truth: ``truth=items, truth_cluster_id="entity_id"`` (``--truth-column entity_id``).
     truth_sample, population_entities
         The truth lists complete entities sampled by a design: ``"uniform"`` (a simple random sample
         of entities) or the name of the truth's column of inclusion probabilities. The report then
@@ -163,7 +167,7 @@ def run_report(
         given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
         # On the impact's engine (a named engine is made once, not once per side).
         against = pointwise_against(truth, given, res.diff.engine, truth_sample=truth_sample,
-                                    population_entities=population_entities)
+                                    population_entities=population_entities, truth_cluster_id=truth_cluster_id)
     rep = build_report(res, quality=qual, judged_by=judged_by, exploration=exploration, explore_by=explore_by,
                        title=title, truth=against)
     if prints is not None:
@@ -280,7 +284,8 @@ def report_from_evaluation(
         res = impact(given, slice_by=record["options"]["slice_by"], top=record["options"]["top"], engine=eng)
         o = record["options"]
         against = pointwise_against(truth, given, res.diff.engine, truth_sample=o.get("truth_sample"),
-                                    population_entities=o.get("population_entities")) if truth is not None else {}
+                                    population_entities=o.get("population_entities"),
+                                    truth_cluster_id=record["columns"].get("truth_cluster_id")) if truth is not None else {}
         qual = None
         if files:
             slices = record["options"]["quality_slice_by"] if quality_slice_by is None else quality_slice_by
