@@ -158,3 +158,33 @@ def test_the_bundled_example_precision_is_covered():
                       it.column_names else pa.array(np.ones(it.num_rows)), "entity": it.column("entity_id")})
     res, _ = _simulate(c.select(["item_id", "cluster_id"]), items, budget=2000, seeds=range(4000, 4200))
     sc.assert_bands(res, {"precision": truth_precision(c, items)})
+
+
+def test_the_precision_interval_is_delta_precisions_plus_one_at_every_level(tmp_path):
+    """Precision = 1 + ΔPrecision, its interval too, at every level, and with the unsure pairs of a census:
+    their span, the interval's own parts and the exactness go with it (issue 51; they were kept at 95%
+    only). A census with some pairs unsure, and a sample, each at 80%, 95% and 99%."""
+    from abcde.quality import estimate_quality
+    from abcde.samples.store import JudgementStore
+
+    clustering, items = noisy_clustering(60, seed=3)
+    pq.write_table(clustering, tmp_path / "c.parquet")
+    pq.write_table(items, tmp_path / "i.parquet")
+    r = CliRunner()
+    args = ["precision", "--clustering", str(tmp_path / "c.parquet"), "--items", str(tmp_path / "i.parquet"),
+            "--seed", "4", "--hide", "entity", "-q"]
+    for budget, name in ((40, "s"), (100_000, "all")):
+        assert r.invoke(main, [*args, "--budget", str(budget), "--out", str(tmp_path / name)]).exit_code == 0
+        store = JudgementStore(tmp_path / name)
+        for pid in store.pair_ids[:5]:  # a few unsure answers, then the oracle for the rest
+            store.record(pid, "unsure", rater="ann")
+        assert r.invoke(main, ["judge", "oracle", str(tmp_path / name), "--oracle-column", "entity"]).exit_code == 0
+        q = estimate_quality(tmp_path / name)
+        p, dp = q.precision, q.delta_precision
+        assert p.exact == dp.exact and p.span == dp.span
+        if name == "all":
+            assert p.span is not None and p.span != (0.0, 0.0) and not p.exact
+        for level in (0.80, 0.95, 0.99):
+            lo, hi = dp.confidence_interval(level)
+            want = (min(max(1 + lo, 0.0), 1.0), min(max(1 + hi, 0.0), 1.0))
+            assert p.confidence_interval(level) == pytest.approx(want, abs=1e-12), (name, level)

@@ -52,10 +52,14 @@ def _with_precision(r: QualityResult, meta: dict) -> QualityResult:
                 e["range"] = [None if x is None else min(max(1.0 + x, 0.0), 1.0) for x in e["range"]]
             out.append({**row, "precision": e})
         slices[col] = out
+    # ΔPrecision's interval shifted by 1, at every level: its own interval (read off draws), its unsure
+    # census pairs' span and its exactness go with it (issue 51: at 95% alone they were kept).
+    shifted = None if dp.interval_of is None else (lambda z: tuple(1.0 + x for x in dp.interval_of(z)))
     return replace(r, precision=Estimate("precision", 1.0 + dp.value, dp.standard_error, dp.n_judgements,
                                          method=dp.method, note=dp.note,
                                          centre=None if dp.centre is None else 1.0 + dp.centre,
-                                         interval_se=dp.interval_se, bounds=_precision_bounds(dp.bounds)),
+                                         interval_se=dp.interval_se, bounds=_precision_bounds(dp.bounds),
+                                         exact=dp.exact, interval_of=shifted, span=dp.span),
                    slices=slices)
 
 
