@@ -1,0 +1,227 @@
+"""Cluster ids that stay (issue 54): two id-assignment schemes as tagged clusterings
+(:func:`abcde.ids.tag_clusterings`) and the exact id table (:func:`abcde.ids.id_table`).
+
+The test world is the bundled example: the history is the Base clustering with its cluster ids, the
+current clustering is Exp. The Base scheme gives every current cluster a fresh id; the Exp scheme
+gives a current cluster the historical id of its largest overlap when that overlap holds more than
+half of the historical cluster's items (so no id goes to two clusters). Everything checked here is
+computed again in the test from plain dictionaries, sharing no code with the library."""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from abcde.cli import main
+from abcde.errors import InputError
+from abcde.examples import example_paths
+from abcde.ids import CLASSES, id_table, tag_clusterings
+
+P = {k: str(v) for k, v in example_paths().items()}
+
+
+def column_dict(t: pa.Table, key: str, value: str) -> dict:
+    return dict(zip(t.column(key).to_pylist(), t.column(value).to_pylist()))
+
+
+@pytest.fixture(scope="module")
+def world():
+    hist = column_dict(pq.read_table(P["base"]), "item_id", "cluster_id")
+    cur = column_dict(pq.read_table(P["exp"]), "item_id", "cluster_id")
+    items = pq.read_table(P["items"])
+    weight = column_dict(items, "item_id", "weight")
+    entity = column_dict(items, "item_id", "entity_id")
+    members = collections.defaultdict(list)
+    for i, c in cur.items():
+        members[c].append(i)
+    hist_size = collections.Counter(hist.values())
+    fresh = {c: f"new-{c}" for c in members}
+    inherit = {}
+    for c, its in members.items():
+        k, n = collections.Counter(hist[i] for i in its).most_common(1)[0]
+        inherit[c] = str(k) if 2 * n > hist_size[k] else f"new-{c}"
+    assert len(set(inherit.values())) == len(inherit)  # a scheme never repeats an id
+    maps = {name: pa.table({"cluster_id": list(m), "id": list(m.values())})
+            for name, m in (("fresh", fresh), ("inherit", inherit))}
+    return {"hist": hist, "cur": cur, "weight": weight, "entity": entity, "fresh": fresh, "inherit": inherit,
+            "maps": maps}
+
+
+@pytest.fixture(scope="module")
+def tagged(world):
+    return tag_clusterings(P["base"], P["exp"], world["maps"]["fresh"], world["maps"]["inherit"], items=P["items"],
+                           hist_scale=2.0)
+
+
+def expected_tagging(world, scheme: str, scale: float):
+    """The tagged clustering of ``scheme`` and the tagged weights, from the definitions."""
+    clusters = {f"h:{i}": str(k) for i, k in world["hist"].items()}
+    clusters.update({f"c:{i}": world[scheme][c] for i, c in world["cur"].items()})
+    weights = {f"h:{i}": world["weight"][i] * scale for i in world["hist"]}
+    weights.update({f"c:{i}": world["weight"][i] for i in world["cur"]})
+    return clusters, weights
+
+
+def test_the_tagged_clusterings_follow_the_construction(world, tagged):
+    a = tagged.to_arrow()
+    for side, scheme in (("base", "fresh"), ("exp", "inherit")):
+        clusters, weights = expected_tagging(world, scheme, 2.0)
+        assert column_dict(a[side], "item_id", "cluster_id") == clusters
+    _, weights = expected_tagging(world, "fresh", 2.0)
+    got = column_dict(a["items"], "item_id", "weight")
+    assert got.keys() == weights.keys() and all(got[k] == pytest.approx(weights[k], rel=1e-15) for k in got)
+    sides = column_dict(a["items"], "item_id", "id_side")
+    assert {sides[f"h:{i}"] for i in world["hist"]} == {"published earlier"}
+    assert {sides[f"c:{i}"] for i in world["cur"]} == {"current"}
+    # attributes carried to both copies
+    ent = column_dict(a["items"], "item_id", "entity_id")
+    assert all(ent[f"h:{i}"] == ent[f"c:{i}"] == world["entity"][i] for i in world["cur"])
+
+
+def co_members(clusters: dict) -> dict:
+    by = collections.defaultdict(set)
+    for i, k in clusters.items():
+        by[k].add(i)
+    return by
+
+
+def test_every_pair_the_schemes_disagree_on_is_current_with_historical(world, tagged):
+    """Historical–historical and current–current co-membership are the same on both sides: every pair
+    in one tagged cluster and not the other pairs a current copy with a historical one."""
+    a = tagged.to_arrow()
+    base, exp = (column_dict(a[s], "item_id", "cluster_id") for s in ("base", "exp"))
+    seen = 0
+    for one, other in ((base, exp), (exp, base)):
+        for members in co_members(one).values():
+            hs = [i for i in members if i.startswith("h:")]
+            cs = [i for i in members if i.startswith("c:")]
+            for group in (hs, cs):  # same-side pairs are together on both sides
+                assert len({other[i] for i in group}) <= 1, group[:3]
+            seen += sum(1 for h in hs for c in cs if other[h] != other[c])
+    assert seen > 0  # the schemes differ
+
+
+def test_the_same_scheme_on_both_sides_changes_nothing(world):
+    import abcde
+
+    t = tag_clusterings(P["base"], P["exp"], world["maps"]["inherit"], world["maps"]["inherit"], items=P["items"])
+    a = t.to_arrow()
+    r = abcde.impact(a["base"], a["exp"], items=a["items"])
+    assert r.affected_items == 0
+
+
+def expected_classes(world, scheme: str) -> dict:
+    """Each id's class under ``scheme``, from the module's definitions, with plain dictionaries."""
+    hist, cur, w = world["hist"], world["cur"], world["weight"]
+    given = world[scheme]
+    owner = {k: c for c, k in given.items()}
+    published = {str(k) for k in hist.values()}
+    kept, moved, incoming = collections.Counter(), collections.Counter(), collections.Counter()
+    for i, c in cur.items():
+        if i in hist:
+            k, now = str(hist[i]), given[c]
+            if k == now:
+                kept[k] += w[i]
+            else:
+                moved[k] += w[i]
+                incoming[now] += w[i]
+    out = {}
+    for k in published | set(given.values()):
+        if k in published and k not in owner:
+            out[k] = "retired"
+        elif k not in published:
+            out[k] = "new"
+        elif moved[k] == 0 and incoming[k] == 0:
+            out[k] = "continuing"
+        elif moved[k] >= incoming[k]:
+            out[k] = "split"
+        else:
+            out[k] = "merged"
+    return out
+
+
+def test_the_id_table_classes_and_counts_are_exact(world, tagged):
+    t = id_table(tagged)
+    got = {s: column_dict(t.table, "id", f"class_{s}") for s in ("base", "exp")}
+    for s, scheme in (("base", "fresh"), ("exp", "inherit")):
+        want = expected_classes(world, scheme)
+        assert {k: v for k, v in got[s].items() if v is not None} == want
+        assert t.counts[s] == {c: sum(1 for v in want.values() if v == c) for c in CLASSES}
+    # the fresh scheme keeps no id; the inheriting one keeps most
+    assert t.counts["base"]["continuing"] == 0 and t.counts["exp"]["continuing"] > t.counts["exp"]["retired"]
+    diff = t.differing.to_pylist()
+    assert diff and all(r["class_base"] != r["class_exp"] for r in diff)
+    weights = [r["hist_weight"] for r in diff]
+    assert weights == sorted(weights, reverse=True)
+    json.dumps(t.to_dict())  # JSON-ready
+
+
+def true_links(clusters: dict, entity: dict, weight: dict) -> float:
+    """Σ w_i·w_j over ordered pairs i ≠ j of one cluster and one entity (the tagged items' entity is
+    their item's)."""
+    cells = collections.defaultdict(lambda: [0.0, 0.0])
+    for i, k in clusters.items():
+        cell = cells[(k, entity[i.split(":", 1)[1]])]
+        cell[0] += weight[i]
+        cell[1] += weight[i] ** 2
+    return math.fsum(s * s - q for s, q in cells.values())
+
+
+def test_inheriting_ids_keeps_more_ids_for_the_same_concept_judged_by_the_oracle(world, tagged, tmp_path):
+    """The whole quality job on the tagged clusterings, the oracle judging by the true entity carried
+    to both copies: Exp (inheriting) keeps more ids for the same concept, and the recall lift's
+    interval holds its exact value, computed here from the definitions."""
+    from abcde.quality import draw_pair_sample, estimate_quality
+
+    a = tagged.to_arrow()
+    for k, v in a.items():
+        pq.write_table(v, tmp_path / f"{k}.parquet")
+    s = draw_pair_sample(tmp_path / "base.parquet", tmp_path / "exp.parquet", tmp_path / "s", items=tmp_path /
+                         "items.parquet", budget=300, seed=1, hide=["entity_id"])
+    r = CliRunner().invoke(main, ["judge", "oracle", str(s), "--oracle-column", "entity_id"])
+    assert r.exit_code == 0, r.output
+    q = estimate_quality(s).to_dict()
+    weights = column_dict(a["items"], "item_id", "weight")
+    base, exp = (column_dict(a[x], "item_id", "cluster_id") for x in ("base", "exp"))
+    exact = true_links(exp, world["entity"], weights) / true_links(base, world["entity"], weights) - 1
+    rl = q["recall_lift"]
+    assert exact > 0 and rl["ci_low"] <= exact <= rl["ci_high"], (exact, rl)
+    assert q["verdict_facts"]["recall"]["direction"] == "up", q["verdict"]
+
+
+@pytest.mark.parametrize("change,said", [
+    ("repeat", "gives id"),
+    ("unknown", "does not have"),
+    ("missing", "gives no id to some clusters"),
+    ("twice", "times"),
+])
+def test_a_bad_map_is_one_clear_line(world, change, said):
+    m = dict(world["inherit"])
+    rows = list(m.items())
+    if change == "repeat":
+        rows[1] = (rows[1][0], rows[0][1])
+    elif change == "unknown":
+        rows.append(("no-such-cluster", "x1"))
+    elif change == "missing":
+        rows = rows[1:]
+    elif change == "twice":
+        rows.append((rows[0][0], "x2"))
+    bad = pa.table({"cluster_id": [r[0] for r in rows], "id": [r[1] for r in rows]})
+    with pytest.raises(InputError, match=said) as e:
+        tag_clusterings(P["base"], P["exp"], world["maps"]["fresh"], bad, items=P["items"])
+    assert "exp-ids" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_items_the_items_table_lacks_and_a_bad_scale_are_refused(world):
+    items = pq.read_table(P["items"])
+    with pytest.raises(InputError, match="not in the items table"):
+        tag_clusterings(P["base"], P["exp"], world["maps"]["fresh"], world["maps"]["inherit"], items=items.slice(1))
+    for s in (0, -1.0, float("nan"), float("inf"), True):
+        with pytest.raises(InputError, match="hist_scale"):
+            tag_clusterings(P["base"], P["exp"], world["maps"]["fresh"], world["maps"]["inherit"], hist_scale=s)
