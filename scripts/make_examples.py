@@ -93,7 +93,31 @@ def main() -> None:
         "suburb": col("suburb"),
     }
     pq.write_table(pa.table(items), OUT / "items.parquet")
+    write_id_maps(base, exp)
     print(f"wrote {OUT}: {len(ids)} items, {len(set(base.values()))} Base clusters, {len(set(exp.values()))} Exp clusters")
+
+
+def write_id_maps(base: dict, exp: dict) -> None:
+    """The id-assignment example (``abcde ids``): the history is Base with its cluster ids, the current
+    clustering Exp. ``base_ids.parquet``: a fresh id for every current cluster; ``exp_ids.parquet``: the
+    historical id of the current cluster's largest overlap when that holds more than half of the
+    historical cluster's items (so no id goes to two clusters), else a fresh one."""
+    members: dict = {}
+    for i, c in exp.items():
+        members.setdefault(c, []).append(i)
+    hist_size: dict = {}
+    for k in base.values():
+        hist_size[k] = hist_size.get(k, 0) + 1
+    clusters = sorted(members)
+    inherit = []
+    for c in clusters:
+        counts: dict = {}
+        for i in members[c]:
+            counts[base[i]] = counts.get(base[i], 0) + 1
+        k, n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+        inherit.append(k if 2 * n > hist_size[k] else f"new-{c}")
+    pq.write_table(pa.table({"cluster_id": clusters, "id": [f"new-{c}" for c in clusters]}), OUT / "base_ids.parquet")
+    pq.write_table(pa.table({"cluster_id": clusters, "id": inherit}), OUT / "exp_ids.parquet")
 
 
 if __name__ == "__main__":

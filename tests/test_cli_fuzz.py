@@ -72,6 +72,10 @@ def build_workspace(w: Path) -> None:
         "day": [dt.date(2024, 1, 1 + k) for k in range(12)]}), w / "items.parquet")
     pq.write_table(pa.table({"cluster_id": sorted(set(BASE)), "importance": [1.0, 2.0, 3.0, 4.0, 5.0]}),
                    w / "importance.parquet")
+    clusters = sorted(set(EXP))  # abcde ids: history = Base, current = Exp, fresh ids against inherited ones
+    pq.write_table(pa.table({"cluster_id": clusters, "id": [f"new-{c}" for c in clusters]}), w / "base_ids.parquet")
+    pq.write_table(pa.table({"cluster_id": clusters, "id": [c if c in BASE else f"new-{c}" for c in clusters]}),
+                   w / "exp_ids.parquet")
     (w / "judges.py").write_text("def judge(a, b):\n    return 'same'\n\nNOT_CALLABLE = 3\n")
     inputs = ["--base", w / "base.parquet", "--exp", w / "exp.parquet", "--items", w / "items.parquet"]
     _cli("pairs", *inputs, "--budget", 6, "--seed", 1, "--slice-by", "src", "--hide", "entity", "--out", w / "pairs",
@@ -167,6 +171,14 @@ COMMANDS = {c.path: c for c in [
             {**CLUSTERINGS, "--truth": "clustering"},
             (("--budget", "count>=1"), ("--sample-size", "count>=1"), ("--top", "count>=0"), ("--seed", "seed"),
              ("--slice-by", "slice-column"), ("--hide", "column"), ("--out", "out-dir"), *COLUMNS, *ENGINE)),
+    Command(("ids",), ("ids", "--history", B, "--current", E, "--base-ids", "{w}/base_ids.parquet", "--exp-ids",
+                       "{w}/exp_ids.parquet", "--items", I, "--sample-size", "10", "--budget", "5", "--seed", "1",
+                       "--out", "{out}/ids", "-q"),
+            {"--history": "clustering", "--current": "clustering", "--base-ids": "idmap", "--exp-ids": "idmap",
+             "--items": "items"},
+            (("--budget", "count>=1"), ("--sample-size", "count>=1"), ("--seed", "seed"), ("--hist-scale", "float>0"),
+             ("--slice-by", "slice-column"), ("--hide", "column"), ("--out", "out-dir"), ("--id-column", "column"),
+             ("--item-id", "column"), ("--cluster-id", "column"), ("--weight-column", "weight-column"), *ENGINE)),
     Command(("demo",), ("demo", "--out", "{out}/demo", "-q"), {}, (("--out", "out-dir"), *ENGINE)),
 ]}
 
@@ -225,6 +237,9 @@ FILES = {
     "importance": {"source": "importance.parquet", "formats": ("parquet", "csv"),
                    "types": {"importance": ("string", "bool", "list", "struct", "binary", "date", "null")},
                    "required": ("cluster_id", "importance"), "csv_text": ("importance",)},
+    "idmap": {"source": "exp_ids.parquet", "formats": ("parquet", "csv"),
+              "types": {"id": ("float", "bool", "list", "struct", "date", "null")},
+              "required": ("cluster_id", "id"), "ids": ("id",)},
     "judgements": {"source": "judged.parquet", "formats": ("csv", "parquet", "jsonl"),
                    "types": {"pair_id": ("float", "int", "bool", "list", "struct"),
                              "item_a": ("float", "bool", "list", "struct", "date"),

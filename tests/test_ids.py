@@ -225,3 +225,48 @@ def test_items_the_items_table_lacks_and_a_bad_scale_are_refused(world):
     for s in (0, -1.0, float("nan"), float("inf"), True):
         with pytest.raises(InputError, match="hist_scale"):
             tag_clusterings(P["base"], P["exp"], world["maps"]["fresh"], world["maps"]["inherit"], hist_scale=s)
+
+
+def test_the_command_writes_an_evaluation_directory_of_the_tagged_clusterings(tmp_path):
+    """``abcde ids`` on the bundled example: DIR is an evaluation directory (judge DIR/quality, report
+    DIR) whose record names the tagged inputs kept in DIR/inputs/<digest>/; a second run with the same
+    inputs keeps the judgements; a run refused on a bad map leaves DIR as it was (issue 54)."""
+    from abcde.examples import id_example_paths
+
+    x = {k: str(v) for k, v in id_example_paths().items()}
+    args = ["ids", "--history", x["history"], "--current", x["current"], "--base-ids", x["base_ids"],
+            "--exp-ids", x["exp_ids"], "--items", x["items"], "--hide", "entity_id", "--budget", 120,
+            "--sample-size", 100, "--out", tmp_path / "d"]
+    r = CliRunner().invoke(main, [str(a) for a in [*args, "--json"]])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    counts = d["ids"]["counts"]
+    assert counts["base"]["continuing"] == 0 and counts["base"]["new"] == d["ids"]["ids"] - counts["base"]["retired"]
+    inputs = [p for p in (tmp_path / "d" / "inputs").iterdir()]
+    assert len(inputs) == 1 and sorted(p.name for p in inputs[0].iterdir()) == sorted(
+        ["base.parquet", "exp.parquet", "items.parquet", "id_table.parquet"])
+    record = json.loads((tmp_path / "d" / "evaluate.json").read_text())
+    assert record["inputs"]["base"]["path"] == str((inputs[0] / "base.parquet").resolve())
+    tasks = pq.read_table(tmp_path / "d" / "quality" / "tasks.parquet").column_names
+    assert "a_id_side" in tasks and not [c for c in tasks if "entity_id" in c or "source_item_id" in c]
+    assert cli_ok("judge", "oracle", tmp_path / "d" / "quality", "--oracle-column", "entity_id")
+    q = json.loads(CliRunner().invoke(main, ["report", str(tmp_path / "d"), "--json"]).stdout)["quality"]
+    assert q["verdict_facts"]["recall"]["direction"] == "up", q["verdict"]
+    # Again with the same inputs: the same sample, its judgements kept, one inputs directory.
+    assert cli_ok(*args, "-q")
+    assert [p.name for p in (tmp_path / "d" / "inputs").iterdir()] == [inputs[0].name]
+    assert json.loads(CliRunner().invoke(main, ["quality", str(tmp_path / "d" / "quality"), "--json"]).stdout)[
+        "judged_pairs"] == q["judged_pairs"]
+    # A refused run changes nothing.
+    before = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "d").rglob("*"))
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"cluster_id": ["nope"], "id": ["x"]}), bad)
+    r = CliRunner().invoke(main, [str(a) for a in [*args[:8], bad, *args[9:]]])  # --exp-ids bad
+    assert r.exit_code == 1 and "does not have" in r.output
+    assert sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "d").rglob("*")) == before
+
+
+def cli_ok(*args) -> bool:
+    r = CliRunner().invoke(main, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+    return True

@@ -99,6 +99,8 @@ def tag_clusterings(history, current, base_ids, exp_ids, *, current_exp=None, it
     map_e = _id_map(eng, exp_ids, "exp-ids", cur_e, cluster_id, id_column,
                     describe(current if current_exp is None else current_exp,
                          "current" if current_exp is None else "current-exp"))
+    for m, source, role in ((map_b, base_ids, "base-ids"), (map_e, exp_ids, "exp-ids")):
+        _check_id_types(hist, m, describe(history, "history"), describe(source, role))
     h = hist.select(item_id=_tag(HISTORY, hist.item_id), cluster_id=hist.cluster.cast("string"))
     base = ibis.union(h, _assigned(cur_b, map_b))
     exp = ibis.union(h, _assigned(cur_e, map_e))
@@ -136,7 +138,11 @@ def _id_map(eng: Engine, source, role: str, cur: ibis.Table, cluster_id: str, id
         raise InputError(f"The {label} has no column {', '.join(repr(c) for c in missing)}: a scheme's map needs "
                          f"'{cluster_id}' (a current cluster) and '{id_column}' (its id). Existing columns: "
                          f"{', '.join(repr(c) for c in raw.columns)}.")
-    m = raw.select(cluster_=raw[cluster_id], id_=raw[id_column].cast("string"))
+    kind = raw[id_column].type()
+    if not (kind.is_string() or kind.is_integer()):
+        raise InputError(f"The {label}'s column '{id_column}' holds {kind}, not ids: give text or integer ids, of the "
+                         "type the history's ids are.")
+    m = raw.select(cluster_=raw[cluster_id], id_=raw[id_column].cast("string"), id_type_=raw[id_column])
     nulls = eng.rows(m.filter(m.cluster_.isnull() | m.id_.isnull()).limit(3), step=f"validate {role}")
     if nulls:
         raise InputError(f"The {label} has rows with no cluster or no id (first: "
@@ -170,6 +176,15 @@ def _id_map(eng: Engine, source, role: str, cur: ibis.Table, cluster_id: str, id
                          f"{examples_text(r['cluster_'] for r in unmapped)}): a scheme gives every current cluster "
                          "an id (a fresh one, or one published earlier).")
     return m
+
+
+def _check_id_types(hist: ibis.Table, m: ibis.Table, hist_label: str, map_label: str) -> None:
+    """A map's ids and the history's are compared as text: both text, or both integers (a float or a
+    date id would never equal an id published as text, and every id would look new)."""
+    a, b = hist.cluster.type(), m.id_type_.type()
+    if not ((a.is_string() and b.is_string()) or (a.is_integer() and b.is_integer())):
+        raise InputError(f"The ids of the {map_label} are {b} and those of the {hist_label} {a}: give both the same "
+                         "type (text or integers), so an id published earlier is the same id in the map.")
 
 
 def _items(eng: Engine, items, item_id: str, weight: str | None, scale: float, hist: ibis.Table,

@@ -120,17 +120,24 @@ class EvaluateResult:
                 "written": [str(p) for p in self.written]}
 
 
-def check_out_dir(out: Path, what: str = "evaluate") -> None:
+def check_out_dir(out: Path, what: str = "evaluate", kept: frozenset = frozenset()) -> None:
     """Refuse an ``out`` that is neither new, nor empty, nor an earlier run's directory (which holds
     only what this job writes, ``impact/`` first of all, and in ``impact/`` and ``explore/`` only their
     files): the job replaces the whole directory, so a directory of someone else's files is left
-    alone. ``quality/`` may hold anything (judgements, earlier samples): it is carried over."""
+    alone. ``quality/`` may hold anything (judgements, earlier samples): it is carried over; so may the
+    directories named in ``kept`` (what ``abcde ids`` keeps there: ``inputs/``), which the caller
+    writes (an ``out`` holding only those is new)."""
     if out.exists() and not out.is_dir():
         raise InputError(f"The output directory '{out}' is a file; give --out a new or empty directory "
                          f"(or one an earlier 'abcde {what}' wrote).")
     if not out.is_dir():
         return  # new
     entries = sorted(p.name for p in out.iterdir() if not _temporary(p.name))
+    foreign = [n for n in entries if n in kept and ((out / n).is_symlink() or not (out / n).is_dir())]
+    if foreign:
+        raise InputError(f"The output directory '{out}' holds {foreign[0]!r} as a link or a file, where 'abcde {what}' "
+                         "keeps a directory of its own. Give --out a new or empty directory.")
+    entries = [n for n in entries if n not in kept]
     if not entries:
         return
     foreign = [n for n in entries if n not in ENTRIES]
@@ -181,6 +188,7 @@ def evaluate(
     population_entities: float | None = None,
     engine: Engine | str | None = None,
     truth_cluster_id: str | None = None,
+    kept: Sequence[str] = (),
 ) -> EvaluateResult:
     """Impact, exploration sample, pair sample and report of Exp relative to Base, written to
     ``out_dir`` from one read of the inputs (see the module's docstring).
@@ -199,6 +207,9 @@ def evaluate(
     impact tables hold the affected items and clusters only (the default: every metric of the others is 0,
     and their count and weight are in ``impact.json``; :meth:`ImpactResult.write`); ``False``: every item
     and cluster (at a hundred million items, writing those took longer than the impact itself).
+    ``kept``: paths inside ``out_dir`` (``inputs/<digest>``, as :func:`abcde.workflow.ids.evaluate_ids`
+    writes the tagged inputs there before this run reads them) that are hard-linked into the new
+    directory, so the swap keeps them.
     ``quality_slice_by``: the attributes of ΔPrecision's slices in the report rebuilt once the pairs
     are judged (:func:`abcde.workflow.report.report_from_evaluation`); default: ``slice_by``.
 
@@ -210,7 +221,7 @@ def evaluate(
     sample name is what was read.
     """
     out = Path(out_dir)
-    check_out_dir(out)
+    check_out_dir(out, kept=frozenset(Path(k).parts[0] for k in kept))
     check_truth_sample(truth, truth_sample, population_entities)
     given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
     if truth_cluster_id is not None and truth is not None and _same_source(truth, given.items):
@@ -277,6 +288,8 @@ def evaluate(
             printing.check("evaluating")
             written.append(write_record(new, record))
             st.rows = None
+        for k in kept:  # what the caller keeps in OUT (abcde ids: the tagged inputs this run read), linked in
+            link_tree(real / k, new / k)
         with staged.kept_linked():  # OUT/quality's judgements (and earlier samples), linked in for the swap
             swap_dir_in(new, real, last=RECORD)
         done = True
@@ -295,6 +308,24 @@ def evaluate(
                           pair_dir=out / OUTPUTS["pair_sample"], report=rep, report_path=out / OUTPUTS["report"],
                           pointwise_against_truth=against if ts is None else {}, stages=stages, written=written,
                           record=record, truth_sample=ts)
+
+
+def link_tree(src: Path, dst: Path) -> None:
+    """Hard-link the regular files of the directory ``src`` into ``dst`` (made), keeping its layout; a
+    link or anything but a directory or a regular file in it is refused."""
+    if src.is_symlink() or not src.is_dir():
+        raise InputError(f"'{src}' is not a directory of its own (a link, a file, or missing): abcde keeps only "
+                         "the directories it wrote there.")
+    dst.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(src.iterdir()):
+        if entry.is_symlink():
+            raise InputError(f"'{entry}' is a link: abcde keeps only the files it wrote there.")
+        if entry.is_dir():
+            link_tree(entry, dst / entry.name)
+        elif entry.is_file():
+            os.link(entry, dst / entry.name)
+        else:
+            raise InputError(f"'{entry}' is not a regular file: abcde keeps only the files it wrote there.")
 
 
 def _same_source(a, b) -> bool:

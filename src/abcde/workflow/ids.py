@@ -1,0 +1,102 @@
+"""``abcde ids``: two id-assignment schemes evaluated as one clustering diff (:func:`evaluate_ids`).
+
+The tagged Base and Exp clusterings (:func:`abcde.ids.tag_clusterings`) and their items table are
+written to ``DIR/inputs/<digest>/`` (with the exact id table, :func:`abcde.ids.id_table`), then the
+whole job (:func:`abcde.workflow.evaluate.evaluate`) runs on them into ``DIR``: an evaluation
+directory like any other (``DIR/quality`` to judge, ``abcde report DIR``), whose record names the
+tagged files. ``<digest>`` is the files' content hash: an earlier run's inputs, which its record
+names, are never overwritten; the run that succeeds keeps its own and no other. A run that fails
+leaves ``DIR`` as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from abcde.engine import Engine
+from abcde.engine.base import resolve
+from abcde.ids import IdTable, id_table, tag_clusterings
+from abcde.ids.tagging import SIDE_COLUMN, SOURCE_COLUMN
+from abcde.util.files import file_digest, make_temp_dir
+from abcde.workflow.evaluate import EvaluateResult, check_out_dir, evaluate
+
+#: Where ``DIR`` keeps the tagged inputs, and their files.
+INPUTS = "inputs"
+FILES = ("base.parquet", "exp.parquet", "items.parquet", "id_table.parquet")
+
+
+@dataclass(frozen=True)
+class IdsResult:
+    """What :func:`evaluate_ids` computed and wrote: the evaluation of the tagged clusterings
+    (``evaluation``), the exact id table (``ids``) and the tagged inputs' directory (``inputs``)."""
+
+    evaluation: EvaluateResult
+    ids: IdTable
+    inputs: Path
+    hist_scale: float = 1.0
+    written: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"ids": self.ids.to_dict(), "hist_scale": self.hist_scale, "inputs": str(self.inputs),
+                "evaluation": self.evaluation.to_dict(), "written": [str(p) for p in self.written]}
+
+
+def evaluate_ids(history, current, base_ids, exp_ids, out_dir: str | os.PathLike, *, current_exp=None, items=None,
+                 hist_scale: float = 1.0, item_id: str = "item_id", cluster_id: str = "cluster_id",
+                 id_column: str = "id", weight: str | None = None, hide: Sequence[str] = (),
+                 engine: Engine | str | None = None, **options) -> IdsResult:
+    """Evaluate the id-assignment scheme ``exp_ids`` against ``base_ids`` (see the module, and
+    :func:`abcde.ids.tag_clusterings` for the inputs); ``options`` are :func:`abcde.workflow.evaluate.evaluate`'s
+    (``budget``, ``seed``, ``slice_by``, ``title``, ``force``, …). The items' own ids
+    (:data:`~abcde.ids.tagging.SOURCE_COLUMN`) are hidden from judges with ``hide``; which copy an item
+    is (:data:`~abcde.ids.tagging.SIDE_COLUMN`: published earlier, or current) is shown, never which scheme."""
+    out = Path(out_dir)
+    check_out_dir(out, "ids", kept=frozenset({INPUTS}))
+    eng = resolve(engine)
+    tagged = tag_clusterings(history, current, base_ids, exp_ids, current_exp=current_exp, items=items,
+                             hist_scale=hist_scale, item_id=item_id, cluster_id=cluster_id, id_column=id_column,
+                             weight=weight, engine=eng)
+    table = id_table(tagged)
+    made = [p for p in (out, out / INPUTS) if not p.exists()]
+    for p in made:
+        p.mkdir()
+    staging = make_temp_dir(out / INPUTS, prefix=".abcde-new-")
+    final = None
+    try:
+        for name in ("base", "exp", "items"):
+            eng.write_parquet(getattr(tagged, name).order_by("item_id"), staging / f"{name}.parquet",
+                              step=f"tagged {name}")
+        table.write(staging / "id_table.parquet")
+        h = hashlib.sha256()
+        for f in FILES:
+            h.update(file_digest(staging / f).encode())
+        final = out / INPUTS / h.hexdigest()[:16]
+        fresh = not final.exists()
+        if fresh:
+            os.rename(staging, final)
+        paths = {k: final / f"{k}.parquet" for k in ("base", "exp", "items")}
+        hidden = tuple(hide) + ((SOURCE_COLUMN,) if SOURCE_COLUMN not in hide else ())
+        try:
+            res = evaluate(paths["base"], paths["exp"], out, items=paths["items"], hide=hidden, engine=eng,
+                           kept=(f"{INPUTS}/{final.name}",), **options)
+        except BaseException:
+            if fresh:  # not this run's to keep: an earlier run's inputs stay as they were
+                shutil.rmtree(final, ignore_errors=True)
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        for p in reversed(made):  # what this run made, if it stayed empty
+            try:
+                p.rmdir()
+            except OSError:
+                break
+    return IdsResult(evaluation=res, ids=table, inputs=final, hist_scale=float(hist_scale),
+                     written=[final / f for f in FILES] + list(res.written))
+
+
+__all__ = ["FILES", "INPUTS", "IdsResult", "SIDE_COLUMN", "evaluate_ids"]
