@@ -92,6 +92,6 @@ def print_id_table(t, top: int) -> None:
     diff = t.differing
     if diff.num_rows and top:
         shown = [{"id": r["id"], "weight": f"{r['hist_weight']:,.4g}", "Base": r["class_base"] or "—",
-                  "Base owner": r["owner_base"] or "—", "Exp": r["class_exp"] or "—", "Exp owner": r["owner_exp"] or "—"}
-                 for r in diff.slice(0, top).to_pylist()]
+                  "Base owner": r["owner_base"] or "—", "Exp": r["class_exp"] or "—",
+                  "Exp owner": r["owner_exp"] or "—"} for r in diff.slice(0, top).to_pylist()]
         console().print(table(shown, f"Ids whose class differs ({diff.num_rows:,}; most weight first)"))
