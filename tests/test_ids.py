@@ -252,11 +252,19 @@ def test_the_command_writes_an_evaluation_directory_of_the_tagged_clusterings(tm
     assert cli_ok("judge", "oracle", tmp_path / "d" / "quality", "--oracle-column", "entity_id")
     q = json.loads(CliRunner().invoke(main, ["report", str(tmp_path / "d"), "--json"]).stdout)["quality"]
     assert q["verdict_facts"]["recall"]["direction"] == "up", q["verdict"]
+    # the answer read as ids (the pairs ask whether an id was kept for its concept)
+    assert "Read as ids: Exp keeps more ids for the same concept (recall lift +" in q["verdict"]
+    assert "hands no detectably more or fewer ids to another concept." in q["verdict"]
     # Again with the same inputs: the same sample, its judgements kept, one inputs directory.
     assert cli_ok(*args, "-q")
     assert [p.name for p in (tmp_path / "d" / "inputs").iterdir()] == [inputs[0].name]
     assert json.loads(CliRunner().invoke(main, ["quality", str(tmp_path / "d" / "quality"), "--json"]).stdout)[
         "judged_pairs"] == q["judged_pairs"]
+    # The sample grows like any other (its inputs are the kept tagged files), and still speaks of ids.
+    assert cli_ok("pairs", "--extend", tmp_path / "d" / "quality", "--budget", 160, "-q")
+    assert cli_ok("judge", "oracle", tmp_path / "d" / "quality", "--oracle-column", "entity_id")
+    out = CliRunner().invoke(main, ["quality", str(tmp_path / "d" / "quality")]).output
+    assert "Read as ids: Exp keeps more ids for the same concept" in out
     # A refused run changes nothing.
     before = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "d").rglob("*"))
     bad = tmp_path / "bad.parquet"

@@ -164,16 +164,20 @@ def _roles(target: str) -> tuple[str, str]:
 
 def stage_pair_sample(given: Inputs, out_dir: str | os.PathLike, files: str | os.PathLike, *, diff, prints: InputPrints,
                       budget: int, seed: int, slice_by: Sequence[str] = (), estimator: str = "stratified",
-                      force: bool = False, hide: Sequence[str] = ()) -> StagedSample:
+                      force: bool = False, hide: Sequence[str] = (), question: str | None = None) -> StagedSample:
     """The pair sample :func:`draw_pair_sample` would write into ``out_dir``, drawn from ``diff``
     (built from ``given``, whose fingerprints ``prints`` were taken before it was read) and written
     into the new folder ``files`` instead, for a caller that swaps a whole directory in at once
-    (``abcde evaluate``); the caller checks ``prints`` after its last read of the inputs."""
+    (``abcde evaluate``); the caller checks ``prints`` after its last read of the inputs. ``question``:
+    what the pairs ask when it is not whether two items are one entity (``"ids"``: whether an id was
+    kept for its concept, ``abcde ids``), recorded in the metadata for the verdict's words."""
     if estimator not in ("paper", "stratified"):
         raise InputError(f"estimator must be 'paper' or 'stratified'. Got {estimator!r} instead.")
     draws, items_t, meta, slices, hide = _draw(diff, given, prints, budget=budget, seed=seed, slice_by=slice_by,
                                                estimator=estimator, allocation="proportional", sigmas=None, hide=hide)
     meta["target"] = "delta_precision"
+    if question is not None:
+        meta["question"] = question
     return stage_sample_dir(out_dir, files, draws, items_t, meta, slices=slices, force=force, hidden=hide)
 
 
@@ -254,6 +258,8 @@ def extend_pair_sample(sample_dir: str | os.PathLike, *, budget: int | None = No
     prints.check("extending the pair sample")  # before comparing the draws: a file changed meanwhile is named
     _check_continues(s, draws, prints)
     meta["target"] = m.get("target", "delta_precision")
+    if m.get("question") is not None:
+        meta["question"] = m["question"]
     _with_people(draws, meta, human_budget, old=old_people)
     meta["extends"] = [*m.get("extends", []), {"sample_id": m["sample_id"], "budget": m["budget"],
                                                "judgeable_pairs": m["judgeable_pairs"],

@@ -118,6 +118,8 @@ def estimate_quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (
     meta = s.metadata
     design = {"sample_dir": str(sample_dir), "budget": meta.get("budget"),
               "pair_counts": meta.get("pair_counts") or {}}
+    if isinstance(meta.get("question"), str):  # what the pairs ask (abcde ids: an id kept for its concept)
+        design["question"] = meta["question"]
     if judgements is None:
         judgements = judgement_files(s.path)
     elif isinstance(judgements, (str, os.PathLike, pa.Table)):

@@ -223,6 +223,23 @@ def _model_only(q: dict) -> dict | None:
 MODEL_DOUBT = 0.2
 
 
+def _ids_sentence(p: dict, r: dict, exp: str) -> str | None:
+    """The answer read as ids (``abcde ids``: each pair asks whether a current item and one published
+    earlier are the same concept): the recall lift is ids kept for the same concept, ΔPrecision ids not
+    handed to another concept. None while neither side is known."""
+    keep = {"up": "keeps more ids for the same concept", "down": "keeps fewer ids for the same concept",
+            "none": "keeps no detectably different share of ids for the same concept"}.get(r["direction"])
+    hand = {"up": "hands fewer ids to another concept", "down": "hands more ids to another concept",
+            "none": "hands no detectably more or fewer ids to another concept"}.get(p["direction"])
+    parts = [x for x in (keep, hand) if x]
+    if not parts:
+        return None
+    lift = (f" (recall lift {_signed_pct(_num(r['estimate']))})"
+            if keep and r["direction"] != "none" and r.get("estimate") is not None else "")
+    text = f"Read as ids: {exp} {parts[0]}{lift if keep else ''}"
+    return text + (f" and {parts[1]}." if len(parts) > 1 else ".")
+
+
 def _model_check_sentence(model: dict, where: str) -> str | None:
     """What people's judgements say of a model whose answers alone make the estimates (``--source
     model``, or a sample only a model judged): how often they disagree on the pairs both judged, or
@@ -357,6 +374,10 @@ def verdict(quality, *, truth: dict | None = None, names: tuple[str, str] = ("Ba
     if check:
         facts["model_check"] = model["people_check"]
         sentences.append(check)
+    if design.get("question") == "ids" and not absolute:
+        said = _ids_sentence(p, r, exp)
+        if said:
+            sentences.append(said)
     recall_cmd = r.get("command") if not absolute and r["direction"] == "undefined" and not r["available"] else None
     step = _next_step(q, p, r, est, lo, hi, absolute, exact, where, recall_cmd, design)
     sentences += _recall_sentences(p, r, absolute, recall_cmd, step, names)

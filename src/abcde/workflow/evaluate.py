@@ -189,6 +189,7 @@ def evaluate(
     engine: Engine | str | None = None,
     truth_cluster_id: str | None = None,
     kept: Sequence[str] = (),
+    question: str | None = None,
 ) -> EvaluateResult:
     """Impact, exploration sample, pair sample and report of Exp relative to Base, written to
     ``out_dir`` from one read of the inputs (see the module's docstring).
@@ -209,7 +210,8 @@ def evaluate(
     and cluster (at a hundred million items, writing those took longer than the impact itself).
     ``kept``: paths inside ``out_dir`` (``inputs/<digest>``, as :func:`abcde.workflow.ids.evaluate_ids`
     writes the tagged inputs there before this run reads them) that are hard-linked into the new
-    directory, so the swap keeps them.
+    directory, so the swap keeps them. ``question``: what the pairs ask, when not whether two items are one
+    entity (``"ids"``, :func:`abcde.workflow.ids.evaluate_ids`), recorded in the pair sample.
     ``quality_slice_by``: the attributes of ΔPrecision's slices in the report rebuilt once the pairs
     are judged (:func:`abcde.workflow.report.report_from_evaluation`); default: ``slice_by``.
 
@@ -271,7 +273,8 @@ def evaluate(
         with stage("pair sample") as st:
             staged = stage_pair_sample(given, out / OUTPUTS["pair_sample"], new / OUTPUTS["pair_sample"],
                                        diff=res.diff, prints=prints, budget=budget, seed=seed,
-                                       slice_by=list(slice_by), estimator=estimator, force=force, hide=hide)
+                                       slice_by=list(slice_by), estimator=estimator, force=force, hide=hide,
+                                       question=question)
             written.append(new / OUTPUTS["pair_sample"] / "tasks.csv")
             st.rows = int(staged.metadata["judgeable_pairs"])
         against: dict[str, PointwiseResult] | TruthSampleResult = {}

@@ -83,7 +83,7 @@ def evaluate_ids(history, current, base_ids, exp_ids, out_dir: str | os.PathLike
         hidden = tuple(hide) + ((SOURCE_COLUMN,) if SOURCE_COLUMN not in hide else ())
         try:
             res = evaluate(paths["base"], paths["exp"], out, items=paths["items"], hide=hidden, engine=eng,
-                           kept=(f"{INPUTS}/{final.name}",), **options)
+                           kept=(f"{INPUTS}/{final.name}",), question="ids", **options)
         except BaseException:
             if fresh:  # not this run's to keep: an earlier run's inputs stay as they were
                 shutil.rmtree(final, ignore_errors=True)
