@@ -20,6 +20,7 @@ from typing import Sequence
 
 from abcde.engine import Engine
 from abcde.engine.base import resolve
+from abcde.errors import InputError
 from abcde.ids import IdTable, id_table, tag_clusterings
 from abcde.ids.tagging import SIDE_COLUMN, SOURCE_COLUMN
 from abcde.util.files import file_digest, make_temp_dir
@@ -58,6 +59,10 @@ def evaluate_ids(history, current, base_ids, exp_ids, out_dir: str | os.PathLike
     out = Path(out_dir)
     check_out_dir(out, "ids", kept=frozenset({INPUTS}))
     eng = resolve(engine)
+    if eng.writes_part_directories:
+        raise InputError("abcde ids keeps its tagged inputs as single Parquet files (the record of DIR names and "
+                         f"fingerprints them), which the {eng.name} engine does not write yet: run it on DuckDB (the "
+                         "default engine).")
     tagged = tag_clusterings(history, current, base_ids, exp_ids, current_exp=current_exp, items=items,
                              hist_scale=hist_scale, item_id=item_id, cluster_id=cluster_id, id_column=id_column,
                              weight=weight, engine=eng)
