@@ -398,3 +398,35 @@ def test_a_slice_whose_draws_show_no_spread_is_its_feasible_range(answer):
         assert "no spread" in c["note"] and "no spread" in dp["note"]
     g = got["green"]["delta_precision_contribution"]
     assert g["estimate"] == g["ci_low"] == g["ci_high"] == pytest.approx(0.1, rel=1e-12)
+
+
+@pytest.mark.parametrize("unsure", [False, True])
+def test_a_slice_of_census_strata_judged_whole_is_its_estimate_with_the_unsure_span(unsure):
+    """Every stratum a census, every pair answered: the slice's contribution is known, so its interval is
+    the point (its strata judged whole), or the estimate with its unsure pairs' span; never its whole
+    feasible range, which the "no spread" rule gave it (found by the issue-51 mutation review)."""
+    import json
+
+    from abcde.quality.stratified import estimate_stratified_slices
+
+    sample, vantage = _slice_sample()
+    answers = {p: "same" for p, _, _, _ in SLICE_PAIRS}
+    answers["p1"] = "different"
+    if unsure:
+        answers["p5"] = "unsure"
+    h = {p: ((SLICE_COLOUR[a] == "red") + (SLICE_COLOUR[b] == "red")) / 2 for p, a, b, _ in SLICE_PAIRS}
+    w = {p: x for p, _, _, x in SLICE_PAIRS}
+    (row,) = estimate_stratified_slices(sample, answers, vantage, {json.dumps("red"): (4.0, 1.0)},
+                                        {json.dumps("red"): (0.0, 0.0)}, total_weight=10.0)
+    got = row["delta_precision_contribution"]
+    assert "no spread" not in (got.get("note") or "")
+    if not unsure:
+        want = math.fsum(w[p] * h[p] * (answers[p] == "same") for p in w)
+        assert got["estimate"] == pytest.approx(want, rel=1e-12)
+        assert got["ci_low"] == got["ci_high"] == pytest.approx(want, rel=1e-12)
+    else:
+        assert got["ci_low"] <= got["estimate"] <= got["ci_high"] and got["ci_high"] - got["ci_low"] < 0.2
+        # the unsure pair (weight 0.012, one end red) could be either answer: the interval reaches both
+        judged = [p for p in w if answers[p] in ("same", "different")]
+        base = math.fsum(w[p] * h[p] * (answers[p] == "same") for p in judged)
+        assert got["ci_low"] <= base + 1e-12 and got["ci_high"] >= base + w["p5"] * h["p5"] - 1e-12

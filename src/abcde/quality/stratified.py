@@ -377,7 +377,10 @@ def estimate_stratified_slices(sample: StratifiedSample, by_pair: dict, vantage_
                 est = min(max(est, bounds[0]), bounds[1])
         se = math.sqrt(var) if math.isfinite(var) and math.isfinite(est) else math.nan
         wide = span if span != (0.0, 0.0) else None
-        blind = se == 0 and pw - st_u > 1e-12 * max(pw, 1e-300) and bounds[1] > bounds[0]
+        # Every stratum it rests on listed whole (a census): its standard error 0 is no blindness, it is
+        # known (exactly, or to its unsure pairs' span), so its interval is the estimate with that span.
+        listed = all(c in sample.census for c in sample.strata if sample.totals[c] > 0)
+        blind = se == 0 and not listed and pw - st_u > 1e-12 * max(pw, 1e-300) and bounds[1] > bounds[0]
         if blind:
             # Its draws show no spread (none of them, or all alike, in the slice): nothing seen rules any
             # value of its range out, so the interval is the range (issue 51: never a point unless exact).
