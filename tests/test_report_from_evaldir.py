@@ -88,7 +88,7 @@ def test_evaluate_records_how_it_was_run(judged):
     meta = json.loads((d / "quality" / "metadata.json").read_text())
     assert {k: rec["inputs"][k]["fingerprint"] for k in ("base", "exp", "items")} == meta["input_fingerprints"]
     assert rec["columns"] == {"item_id": "item_id", "cluster_id": "cluster_id", "base_cluster_id": None,
-                              "exp_cluster_id": None, "weight": None}
+                              "exp_cluster_id": None, "weight": None, "truth_cluster_id": None}
     o = rec["options"]
     assert (o["slice_by"], o["explore_by"], o["quality_slice_by"]) == (["source"], ["source"], ["source"])
     assert (o["sample_size"], o["budget"], o["seed"], o["top"]) == (2000, 60, 3, 10)
