@@ -119,30 +119,42 @@ def _pick(cum: np.ndarray, u: float) -> int:
 def agreed_pairs(diff: Diff, u: np.ndarray, id_type) -> tuple[list, list]:
     """The vantage items and partners of the agreed draws whose uniforms are the rows of ``u``
     (:func:`agreed_uniforms`): each draw's three stages (module docstring)."""
+    return agreed_pairs_many(diff, [u], id_type)[0]
+
+
+def agreed_pairs_many(diff: Diff, us: list, id_type) -> list[tuple[list, list]]:
+    """:func:`agreed_pairs` of each uniforms array in ``us``, in order, with the groups and cells that
+    all of them draw fetched together (one query for the groups and one for the cells, not two per
+    sample: a simulation's thousand samples spent most of their time fetching)."""
     cs = agreed_groups(diff)
     cum = np.cumsum(cs.mass)
-    gi = np.minimum(np.searchsorted(cum, u[:, 0] * cum[-1], side="right"), len(cum) - 1)
-    drawn = cs.groups[gi]
-    groups = _groups(diff, drawn)
+    drawn = [cs.groups[np.minimum(np.searchsorted(cum, u[:, 0] * cum[-1], side="right"), len(cum) - 1)] for u in us]
+    groups = _groups(diff, np.concatenate(drawn) if drawn else [])
     keys = []
-    for g, u1 in zip(drawn, u[:, 1]):
-        gkeys, gcum = groups[int(g)]
-        keys.append(gkeys[_pick(gcum, u1)])
-    cells = _cells(diff, keys, id_type)
-    a, b = [], []
-    for key, (u2, u3) in zip(keys, u[:, 2:]):
-        ids, cum_w, cum_a = cells[key]
-        i = _pick(cum_a, u2)
-        w_i = cum_w[i] - (cum_w[i - 1] if i else 0.0)
-        lo = cum_w[i] - w_i
-        pos = u3 * (cum_w[-1] - w_i)
-        pos = pos + w_i if pos >= lo else pos  # the others' weights, i's own range left out
-        j = min(int(np.searchsorted(cum_w, pos, side="right")), len(ids) - 1)
-        if j == i:  # only by rounding at the edge of i's range
-            j = i + 1 if i + 1 < len(ids) else i - 1
-        a.append(ids[i])
-        b.append(ids[j])
-    return a, b
+    for d, u in zip(drawn, us):
+        ks = []
+        for g, u1 in zip(d, u[:, 1]):
+            gkeys, gcum = groups[int(g)]
+            ks.append(gkeys[_pick(gcum, u1)])
+        keys.append(ks)
+    cells = _cells(diff, [k for ks in keys for k in ks], id_type)
+    out = []
+    for ks, u in zip(keys, us):
+        a, b = [], []
+        for key, (u2, u3) in zip(ks, u[:, 2:]):
+            ids, cum_w, cum_a = cells[key]
+            i = _pick(cum_a, u2)
+            w_i = cum_w[i] - (cum_w[i - 1] if i else 0.0)
+            lo = cum_w[i] - w_i
+            pos = u3 * (cum_w[-1] - w_i)
+            pos = pos + w_i if pos >= lo else pos  # the others' weights, i's own range left out
+            j = min(int(np.searchsorted(cum_w, pos, side="right")), len(ids) - 1)
+            if j == i:  # only by rounding at the edge of i's range
+                j = i + 1 if i + 1 < len(ids) else i - 1
+            a.append(ids[i])
+            b.append(ids[j])
+        out.append((a, b))
+    return out
 
 
 def draw_agreed(diff: Diff, *, budget: int, seeds, id_type) -> dict:
@@ -161,8 +173,8 @@ def draw_agreed(diff: Diff, *, budget: int, seeds, id_type) -> dict:
     while pending:
         still = []
         with _progress.step(f"Drawing agreed pairs by cells ({k:,} draws)"):
-            for s in pending:
-                a, b = agreed_pairs(diff, agreed_uniforms(s, k), id_type)
+            drawn = agreed_pairs_many(diff, [agreed_uniforms(s, k) for s in pending], id_type)
+            for s, (a, b) in zip(pending, drawn):
                 draws = pa.table({"vantage": pa.array(a, id_type), "class": pa.array(["agreed"] * k, pa.string()),
                                   "label": pa.array([0] * k, pa.int8())})
                 got = select_draws(draws, b, budget=want, drop_self=False, exhausted=False)
@@ -182,4 +194,4 @@ def draw_agreed(diff: Diff, *, budget: int, seeds, id_type) -> dict:
     return {s: done[s] for s in seeds}
 
 
-__all__ = ["BY_CELLS", "STREAM", "agreed_pairs", "agreed_uniforms", "draw_agreed"]
+__all__ = ["BY_CELLS", "STREAM", "agreed_pairs", "agreed_pairs_many", "agreed_uniforms", "draw_agreed"]
