@@ -43,7 +43,8 @@ def world(n: int, memory_limit: str) -> tuple[Path, Path]:
         con = duckdb.connect()
         con.execute(f"SET memory_limit='{memory_limit}'")
         half = f"hash(item_id) % 2 = 0"
-        con.execute(f"COPY (SELECT item_id, cluster_id FROM '{src}/base.parquet' WHERE {half}) TO "
+        con.execute(f"COPY (SELECT item_id, CAST(cluster_id AS VARCHAR) AS cluster_id FROM '{src}/base.parquet' "
+                    f"WHERE {half}) TO "
                     f"'{out}/history.parquet' (FORMAT parquet)")
         con.execute(f"COPY (SELECT item_id, cluster_id FROM '{src}/exp.parquet' WHERE {half}) TO "
                     f"'{out}/current.parquet' (FORMAT parquet)")
