@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import ibis
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from abcde.ids.tagging import CURRENT, HISTORY, SIDE_COLUMN, SIDES, SOURCE_COLUMN, TaggedClusterings
@@ -57,7 +58,7 @@ class IdTable:
 
     @property
     def differing(self) -> pa.Table:
-        return self.table.filter(pa.compute.equal(self.table.column("differs"), True))
+        return self.table.filter(pc.equal(self.table.column("differs"), True))
 
     def to_dict(self, top: int = 20) -> dict:
         return {"ids": self.table.num_rows, "counts": self.counts, "differing": self.differing.num_rows,
@@ -114,6 +115,6 @@ def id_table(t: TaggedClusterings) -> IdTable:
     table = eng.to_arrow(out, step="id table")
     counts = {}
     for s in SCHEMES:
-        col = table.column(f"class_{s}").to_pylist()
-        counts[s] = {c: sum(1 for x in col if x == c) for c in CLASSES}
+        seen = {r["values"]: r["counts"] for r in pc.value_counts(table.column(f"class_{s}")).to_pylist()}
+        counts[s] = {c: int(seen.get(c, 0)) for c in CLASSES}
     return IdTable(table, counts)
