@@ -129,10 +129,10 @@ def main(argv: list[str]) -> int:
         setup("test,spark,spark-connect")
         ensure_system(rest)
         env = dict(os.environ)
-        # Test files in parallel, one worker per core (files stay whole, so the Spark tests
-        # share one session): 8 min instead of 12.5 on 2 cores.
+        # Test files in parallel, one worker per core (files stay whole, so a file's shared runs are
+        # made once), handed out costliest first (tests/file_costs.json, read by tests/conftest.py).
         parallel = [] if any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in rest) else [
-            "-n", "auto", "--dist", "loadfile"]
+            "-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder"]
         print(f"dev.py test: the whole suite ({'in parallel, one worker per core' if parallel else 'as asked'}): "
               "exact metrics against the paper's reference, the estimators' statistics, both engines (a local "
               "Spark session), the three pages in headless Chromium. About 7 min on 2 cores; the summary "

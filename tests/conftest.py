@@ -1,6 +1,7 @@
 import pyarrow as pa
 import pyarrow.parquet as pq
 import os
+from pathlib import Path
 import shutil
 
 import pytest
@@ -136,9 +137,33 @@ def pytest_addoption(parser):
                           "(the same on every xdist worker): a test that depends on another's order fails.")
 
 
+#: Each test file's seconds in a whole run (``tests/file_costs.json``, written by
+#: ``python tests/file_costs.py`` from a run with ``--durations=0``). ``dev.py test`` hands whole files
+#: to the workers (``--dist loadfile``) in collection order: the costliest first, so no worker is left
+#: with a long file while the other has finished (longest processing time first). A file not listed
+#: counts half a second a test.
+_COSTS_FILE = Path(__file__).with_name("file_costs.json")
+
+
+def _file_costs() -> dict:
+    import json
+
+    try:
+        return json.loads(_COSTS_FILE.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def pytest_collection_modifyitems(config, items):
     seed = config.getoption("--shuffle")
-    if seed is not None:
+    if seed is None:
+        costs, n = _file_costs(), {}
+        for item in items:
+            f = item.nodeid.split("::")[0]
+            n[f] = n.get(f, 0) + 1
+        rank = {f: -float(costs.get(f, 0.5 * k)) for f, k in n.items()}
+        items.sort(key=lambda it: rank[it.nodeid.split("::")[0]])  # stable: each file's own order kept
+    else:
         import random
 
         rng = random.Random(seed)

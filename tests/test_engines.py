@@ -427,7 +427,9 @@ def test_spark_connect_gives_duckdbs_numbers_and_pairs(connect_url, tmp_path):
 @pytest.mark.parametrize("estimator", ["stratified", "paper"])
 def test_extend_equals_a_fresh_draw_on_spark(spark, tmp_path, estimator):
     """'pairs --extend' on Spark: the grown sample is the fresh draw at the larger budget, and the
-    same as DuckDB's (issue 13: both estimators, both engines)."""
+    same as DuckDB's (issue 13: both estimators, both engines). The fresh draw is DuckDB's: Spark's own
+    fresh draws are DuckDB's (test_same_pair_samples_on_both_engines), so one on Spark too would only
+    repeat that test."""
     from abcde.quality import extend_pair_sample
 
     def draw(out, budget, eng):
@@ -436,11 +438,10 @@ def test_extend_equals_a_fresh_draw_on_spark(spark, tmp_path, estimator):
 
     draw(tmp_path / "grown", 40, spark)
     extend_pair_sample(tmp_path / "grown", budget=70, engine=spark)
-    draw(tmp_path / "fresh", 70, spark)
-    draw(tmp_path / "duck", 70, abcde.connect())
+    draw(tmp_path / "fresh", 70, abcde.connect())
     tables = {k: pq.read_table(tmp_path / k / "pairs.parquet").replace_schema_metadata(None)
-              for k in ("grown", "fresh", "duck")}
-    assert tables["grown"].equals(tables["fresh"]) and tables["grown"].equals(tables["duck"])
+              for k in ("grown", "fresh")}
+    assert tables["grown"].equals(tables["fresh"])
     assert tables["grown"].num_rows >= 70
 
 

@@ -14,6 +14,7 @@ larger ``--human-budget``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import numpy as np
@@ -29,6 +30,7 @@ META_KEY = "people"
 
 
 # ---------------------------------------------------------------------------------- the design
+@functools.lru_cache(maxsize=1 << 16)  # a plan reads each pair's priority several times
 def priority(seed: int, pair_id: str) -> float:
     """A pair's priority for the people's tasks: uniform in [0, 1), from the seed and the pair id
     (53 bits of sha256, so exact as a float).

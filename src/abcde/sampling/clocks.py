@@ -92,6 +92,24 @@ def hash_uniform_py(key, seed: int, salt: str = "") -> float:
     return (int(h[:HASH_DIGITS], 16) + 0.5) / float(16**HASH_DIGITS)
 
 
+def hash_uniforms_py(keys, seed: int, salt: str = "") -> list:
+    """:func:`hash_uniform_py` of each of ``keys``, the same numbers bit for bit: the md5 of the
+    common prefix is computed once and copied, and the first 52 bits are read from the digest's
+    bytes rather than its hex text (the draws of a simulation's thousand samples spent a fifth of
+    their time here)."""
+    import hashlib
+
+    prefix = hashlib.md5(f"{seed}:{salt}".encode())
+    shift, scale = 8 * ((HASH_DIGITS + 1) // 2) - 4 * HASH_DIGITS, float(16**HASH_DIGITS)
+    nbytes = (HASH_DIGITS + 1) // 2
+    out = []
+    for key in keys:
+        h = prefix.copy()
+        h.update(str(key).encode())
+        out.append(((int.from_bytes(h.digest()[:nbytes], "big") >> shift) + 0.5) / scale)
+    return out
+
+
 def with_draw_times(t: ibis.Table, *, key: str, weight: str, seed: int, salt: str = "",
                     engine: Engine | None = None) -> ibis.Table:
     """Add ``dt0 = -ln(u) / weight`` (exponential clocks) to ``t`` (``engine``: the one that will run it,
@@ -206,13 +224,21 @@ def replay(top: pa.Table, *, weight: str, seed: int, stream: int) -> Iterator[tu
     dt0, w = _times_and_weights(top, weight)
     horizon = float(dt0.max())
     rng = np.random.default_rng([seed, stream])
-    heap = [(float(dt0[i]), i) for i in range(n)]
+    # rng.exponential(s) is s times the generator's next standard exponential, and a block of them is
+    # the same numbers as as many single calls: drawn in blocks, the same draws at a fraction of the cost.
+    scale = (1.0 / w).tolist()
+    heap = list(zip(dt0.tolist(), range(n)))
     heapq.heapify(heap)
+    block, size = [], 256
+    pop, push = heapq.heappop, heapq.heappush
     while heap:
-        t_next, i = heapq.heappop(heap)
+        t_next, i = pop(heap)
         if t_next > horizon:
             return
-        heapq.heappush(heap, (t_next + rng.exponential(1.0 / w[i]), i))
+        if not block:
+            block = rng.standard_exponential(size).tolist()[::-1]
+            size = min(size * 2, 1 << 16)
+        push(heap, (t_next + block.pop() * scale[i], i))
         yield t_next, i
 
 
@@ -298,7 +324,7 @@ def weighted_subsample(table: pa.Table, *, weight: str, n: int, seed: int, key: 
         return table
     w = np.asarray(table.column(weight).to_numpy(zero_copy_only=False), dtype=float)
     ids = table.column(key).to_pylist()
-    u = np.array([hash_uniform_py(i, seed, "examples:") for i in ids])
+    u = np.array(hash_uniforms_py(ids, seed, "examples:"))
     with np.errstate(divide="ignore"):
         dt = np.where(w > 0, -np.log(u) / np.where(w > 0, w, 1.0), math.inf)
     order = np.argsort(dt, kind="stable")[:n]

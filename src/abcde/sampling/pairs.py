@@ -41,7 +41,7 @@ from abcde.errors import InputError
 from abcde.sampling.allocation import STRATUM_LABEL
 from abcde.sampling.cells import agreed_cells, cell_sums
 from abcde.sampling.ids import pair_id
-from abcde.sampling.clocks import (check_seed, check_size, draw_limit, hash_uniform_py, replay,
+from abcde.sampling.clocks import (check_seed, check_size, draw_limit, hash_uniforms_py, replay,
                                    smallest_draw_times_many)
 
 CLASSES = ("split", "merge", "stable")
@@ -396,7 +396,7 @@ def fill_budgets(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seeds,
                 "label": rows.column("label"),
                 "base_cluster": rows.column("base_cluster"),
                 "exp_cluster": rows.column("exp_cluster"),
-                "u": pa.array([hash_uniform_py(k, s, salt + "partner:") for k in range(len(seq))], pa.float64()),
+                "u": pa.array(hash_uniforms_py(range(len(seq)), s, salt + "partner:"), pa.float64()),
             }))
             offset += len(seq)
         draws = pa.concat_tables(parts)
