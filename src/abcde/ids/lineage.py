@@ -28,11 +28,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from abcde.errors import InputError
 from abcde.ids.tagging import CURRENT, HISTORY, SIDE_COLUMN, SIDES, SOURCE_COLUMN, TaggedClusterings
 
 #: The lineage classes, in the order the counts are listed.
 CLASSES = ("continuing", "split", "merged", "new", "retired")
 SCHEMES = ("base", "exp")
+#: The id table's columns (:class:`IdTable`), in order.
+COLUMNS = ("id", "published", "hist_items", "hist_weight",
+           *(f"{k}_{s}" for s in SCHEMES for k in ("owner", "owner_weight", "kept", "moved", "incoming", "class")),
+           "differs")
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,17 @@ class IdTable:
 
     table: pa.Table
     counts: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, table: pa.Table) -> IdTable:
+        """The id table of its rows ``table`` (as :func:`id_table` makes it, or ``id_table.parquet``
+        read back), its class counts counted again; a table without the columns of one is refused
+        (:class:`~abcde.errors.InputError`)."""
+        missing = [c for c in COLUMNS if c not in table.column_names]
+        if missing:
+            raise InputError(f"The id table has no column {', '.join(repr(c) for c in missing[:5])}: it was not "
+                             "written by 'abcde ids'. Run it again.")
+        return cls(table, class_counts(table))
 
     @property
     def differing(self) -> pa.Table:
@@ -112,9 +128,13 @@ def id_table(t: TaggedClusterings) -> IdTable:
     differs = out.class_base.fill_null("") != out.class_exp.fill_null("")
     out = out.mutate(differs=differs).order_by([ibis.desc("hist_weight"), ibis.desc("owner_weight_base"),
                                                 ibis.desc("owner_weight_exp"), "id"])
-    table = eng.to_arrow(out, step="id table")
+    return IdTable.of(eng.to_arrow(out, step="id table"))
+
+
+def class_counts(table: pa.Table) -> dict:
+    """``{"base": {class: ids}, "exp": {…}}`` over :data:`CLASSES`, of the id table's rows ``table``."""
     counts = {}
     for s in SCHEMES:
         seen = {r["values"]: r["counts"] for r in pc.value_counts(table.column(f"class_{s}")).to_pylist()}
         counts[s] = {c: int(seen.get(c, 0)) for c in CLASSES}
-    return IdTable(table, counts)
+    return counts
