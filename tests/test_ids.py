@@ -10,13 +10,16 @@ computed again in the test from plain dictionaries, sharing no code with the lib
 from __future__ import annotations
 
 import collections
+import html
 import json
 import math
+import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from content import assert_shows
 
 from abcde.cli import main
 from abcde.errors import InputError
@@ -116,16 +119,20 @@ def test_the_same_scheme_on_both_sides_changes_nothing(world):
     assert r.affected_items == 0
 
 
-def expected_classes(world, scheme: str) -> dict:
-    """Each id's class under ``scheme``, from the module's definitions, with plain dictionaries."""
+def expected_lineage(world, scheme: str) -> dict:
+    """Each id's lineage under ``scheme``, from the module's definitions, with plain dictionaries:
+    ``{id: {"class", "owner", "kept", "moved", "incoming", "published"}}`` (``published``: the weight of
+    its historical items still current; ``owner``: the current cluster given it, or None)."""
     hist, cur, w = world["hist"], world["cur"], world["weight"]
     given = world[scheme]
     owner = {k: c for c, k in given.items()}
     published = {str(k) for k in hist.values()}
     kept, moved, incoming = collections.Counter(), collections.Counter(), collections.Counter()
+    still = collections.Counter()
     for i, c in cur.items():
         if i in hist:
             k, now = str(hist[i]), given[c]
+            still[k] += w[i]
             if k == now:
                 kept[k] += w[i]
             else:
@@ -134,16 +141,23 @@ def expected_classes(world, scheme: str) -> dict:
     out = {}
     for k in published | set(given.values()):
         if k in published and k not in owner:
-            out[k] = "retired"
+            cls = "retired"
         elif k not in published:
-            out[k] = "new"
+            cls = "new"
         elif moved[k] == 0 and incoming[k] == 0:
-            out[k] = "continuing"
+            cls = "continuing"
         elif moved[k] >= incoming[k]:
-            out[k] = "split"
+            cls = "split"
         else:
-            out[k] = "merged"
+            cls = "merged"
+        out[k] = {"class": cls, "owner": None if k not in owner else str(owner[k]), "kept": kept[k],
+                  "moved": moved[k], "incoming": incoming[k], "published": still[k]}
     return out
+
+
+def expected_classes(world, scheme: str) -> dict:
+    """Each id's class under ``scheme``, from the module's definitions, with plain dictionaries."""
+    return {k: v["class"] for k, v in expected_lineage(world, scheme).items()}
 
 
 def test_the_id_table_classes_and_counts_are_exact(world, tagged):
@@ -278,3 +292,154 @@ def cli_ok(*args) -> bool:
     r = CliRunner().invoke(main, [str(a) for a in args])
     assert r.exit_code == 0, r.output
     return True
+
+
+# --------------------------------------------------------------------------- the report
+def run_ids(world, root, *extra) -> tuple:
+    """``abcde ids`` on the test world (its two maps written as files) into ``root/d``: (DIR, its --json)."""
+    maps = {}
+    for name, t in world["maps"].items():
+        maps[name] = root / f"{name}.parquet"
+        pq.write_table(t, maps[name])
+    d = root / "d"
+    r = CliRunner().invoke(main, [str(a) for a in [
+        "ids", "--history", P["base"], "--current", P["exp"], "--base-ids", maps["fresh"], "--exp-ids", maps["inherit"],
+        "--items", P["items"], "--hide", "entity_id", "--budget", 80, "--sample-size", 100, "--out", d, "--json",
+        *extra]])
+    assert r.exit_code == 0, r.output
+    return d, json.loads(r.stdout)
+
+
+@pytest.fixture(scope="module")
+def evaluated(world, tmp_path_factory):
+    return run_ids(world, tmp_path_factory.mktemp("ids-evaluated"))
+
+
+def expected_ids(world) -> dict:
+    """Each id's lineage under both schemes (``{id: {"base": …, "exp": …}}``, None where a scheme has
+    none), from the definitions."""
+    b, e = expected_lineage(world, "fresh"), expected_lineage(world, "inherit")
+    return {k: {"base": b.get(k), "exp": e.get(k)} for k in b.keys() | e.keys()}
+
+
+def class_of(x) -> str | None:
+    return None if x is None else x["class"]
+
+
+def id_section(html_text: str) -> str:
+    m = re.search(r'<section id="ids">(.*?)</section>', html_text, re.S)
+    assert m, "the report has no section for the id table"
+    return m.group(1)
+
+
+def shown_counts(section: str) -> dict:
+    """The class counts the section shows, per scheme (each number as a person reads it, and its value)."""
+    rows = re.findall(r'<tr data-class="(\w+)"><td>\1</td><td data-col="base" data-value="(\d+)">([\d,]+)</td>'
+                      r'<td data-col="exp" data-value="(\d+)">([\d,]+)</td></tr>', section)
+    for _, vb, tb, ve, te in rows:
+        assert tb == f"{int(vb):,}" and te == f"{int(ve):,}"
+    return {"base": {c: int(vb) for c, vb, _, _, _ in rows}, "exp": {c: int(ve) for c, _, _, ve, _ in rows}}
+
+
+def shown_differing(section: str) -> list[dict]:
+    """The rows of the section's table of ids whose class differs: {column: text shown}."""
+    table = re.search(r'<table class="ids">.*?<tbody>(.*?)</tbody>', section, re.S).group(1)
+    return [{k: html.unescape(v) for k, v in re.findall(r'<td data-col="(\w+)">(.*?)</td>', row)}
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)]
+
+
+def assert_the_id_section(world, html_text: str) -> dict:
+    """The report's id section shows the class counts of both schemes, the ids whose class differs
+    (the 20 with the most weight, their owners and overlap weights) and the construction, as computed
+    here from the definitions; returns the counts shown."""
+    want = expected_ids(world)
+    section = id_section(html_text)
+    counts = shown_counts(section)
+    for s in ("base", "exp"):
+        assert counts[s] == {c: sum(1 for v in want.values() if class_of(v[s]) == c) for c in CLASSES}
+    differing = {k: v for k, v in want.items() if class_of(v["base"]) != class_of(v["exp"])}
+    assert f"{len(want):,} ids" in section and f"the class of {len(differing):,} of them differs" in section
+    rows = shown_differing(section)
+    assert len(rows) == min(20, len(differing)) and len({r["id"] for r in rows}) == len(rows)
+    for r in rows:
+        v = differing[r["id"]]  # every id listed differs
+        published = (v["base"] or v["exp"])["published"]
+        assert_shows(r["hist_weight"], published, "published weight")
+        for s, name in (("base", "Base"), ("exp", "Exp")):
+            x = v[s]
+            assert r[f"class_{s}"] == (x["class"] if x else "—")
+            assert r[f"owner_{s}"] == ((x or {}).get("owner") or "—")
+            for k in ("kept", "moved", "incoming"):
+                assert_shows(r[f"{k}_{s}"], x[k] if x else 0.0, f"{name} {k}")
+    # most weight first: the first listed holds the most published weight of all the ids that differ
+    shown = [float(r["hist_weight"].replace(",", "")) for r in rows]
+    assert shown == sorted(shown, reverse=True)
+    assert shown[0] == pytest.approx(max((v["base"] or v["exp"])["published"] for v in differing.values()), abs=1e-6)
+    # the construction, in a short paragraph
+    text = html.unescape(re.sub(r"<[^>]+>", " ", section))
+    for words in ("⟨h, x⟩", "⟨c, y⟩",
+                  "Base puts ⟨h, x⟩ with every current item whose cluster got x's published id",
+                  "is y the same real-world thing as x?", "ids kept for the same concept",
+                  "ids not handed to another concept"):
+        assert words in text, words
+    return counts
+
+
+def report_data(html_text: str) -> dict:
+    return json.loads(re.search(r'id="report-data">(.*?)</script>', html_text, re.S).group(1)
+                      .replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u0026", "&"))
+
+
+def test_the_report_of_abcde_ids_has_the_id_table_section(world, evaluated):
+    """The report ``abcde ids`` writes (HTML and Markdown) has the id table's section: the class
+    counts per scheme, equal to the id table's and to the counts computed here, the ids whose class
+    differs with their owners and weights, and the construction in a paragraph (issue 54)."""
+    d, out = evaluated
+    page = (d / "report.html").read_text(encoding="utf-8")
+    counts = assert_the_id_section(world, page)
+    assert counts == out["ids"]["counts"]  # the IdTable's own
+    data = report_data(page)["ids"]
+    assert data["counts"] == counts and data["differing"] == out["ids"]["differing"]
+    assert [r["id"] for r in data["top_differing"]] == [r["id"] for r in out["ids"]["top_differing"]]
+    md = (d / "report.md").read_text(encoding="utf-8")
+    assert f"Ids by lineage (exact): {out['ids']['ids']:,} ids" in md
+    for c in CLASSES:
+        assert f"| {c} | {counts['base'][c]:,} | {counts['exp'][c]:,} |" in md
+    first = out["ids"]["top_differing"][0]
+    assert re.search(rf"^\| {re.escape(first['id'])} \| ", md, re.M)
+    assert "Base puts ⟨h, x⟩ with every current item" in md
+
+
+def test_abcde_report_dir_rebuilds_the_section_from_the_checked_id_table(world, tmp_path):
+    """``abcde report DIR`` rebuilds the id table's section (with the verdict read as ids once judged)
+    from the id table kept beside the tagged inputs, which it checks against the record's
+    fingerprints of them: a changed or missing id table is refused in one line, the report untouched."""
+    d, out = run_ids(world, tmp_path)
+    assert cli_ok("judge", "oracle", d / "quality", "--oracle-column", "entity_id")
+    for f in ("report.html", "report.md"):
+        (d / f).unlink()  # rebuilt from the record and the kept files alone
+    r = CliRunner().invoke(main, ["report", str(d), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["ids"]["counts"] == out["ids"]["counts"]
+    page = (d / "report.html").read_text(encoding="utf-8")
+    assert assert_the_id_section(world, page) == out["ids"]["counts"]
+    assert "Read as ids: Exp keeps more ids for the same concept" in page
+    assert "Ids by lineage (exact)" in (d / "report.md").read_text(encoding="utf-8")
+    # The id table is the one written with the fingerprinted tagged inputs, or nothing is rebuilt.
+    table_file = next((d / "inputs").iterdir()) / "id_table.parquet"
+    good, before = table_file.read_bytes(), (d / "report.html").read_bytes()
+    try:
+        t = pq.read_table(table_file)
+        k = t.column_names.index("class_exp")
+        classes = t.column("class_exp").to_pylist()
+        classes[0] = "split" if classes[0] != "split" else "merged"
+        pq.write_table(t.set_column(k, "class_exp", pa.array(classes, pa.string())), table_file)
+        r = CliRunner().invoke(main, ["report", str(d)])
+        assert r.exit_code == 1 and "is not the one 'abcde ids' wrote" in r.output and "changed since" in r.output
+        table_file.unlink()
+        r = CliRunner().invoke(main, ["report", str(d)])
+        assert r.exit_code == 1 and "does not exist any more" in r.output, r.output
+        assert (d / "report.html").read_bytes() == before
+    finally:
+        table_file.write_bytes(good)
+    assert cli_ok("report", d, "-q")

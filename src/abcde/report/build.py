@@ -148,6 +148,24 @@ class Report:
         return write_texts(targets)  # all or nothing: a failed Markdown leaves no HTML behind either
 
 
+#: The ids whose class differs between the schemes that the report lists (most weight first).
+IDS_TOP = 20
+
+
+def with_id_table(report: Report, ids, *, top: int = IDS_TOP) -> Report:
+    """``report`` with the section of an id table (``abcde ids``): ``ids`` is an
+    :class:`abcde.ids.IdTable` (or its ``to_dict(top=...)``). The data's ``ids`` holds the number of
+    ids, the class counts per scheme (``counts``: ``{"base": {class: ids}, "exp": {…}}``), how many
+    ids' class differs between the schemes (``differing``) and the first ``top`` of them, most
+    weight first (``top_differing``: each id's row of the table, with its owners and overlap
+    weights); the page and the Markdown add the construction in a paragraph."""
+    d = ids if isinstance(ids, dict) else ids.to_dict(top=top)
+    rows = [{k: _jsonable(v) for k, v in r.items()} for r in d["top_differing"][:top]]
+    counts = {s: {c: int(n) for c, n in cs.items()} for s, cs in d["counts"].items()}
+    section = {"ids": int(d["ids"]), "counts": counts, "differing": int(d["differing"]), "top_differing": rows}
+    return Report({**report.data, "ids": section})
+
+
 # --------------------------------------------------------------------------- gathering
 def _jsonable(v):
     if v is None or isinstance(v, (bool, int, str)):

@@ -11,7 +11,7 @@ import re
 
 from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS, RECALL_METRIC
 from abcde.report.charts import most_affected
-from abcde.report.views import distances_view, recall_note, sentence, truth_lift_text, truth_sample_view
+from abcde.report.views import distances_view, ids_view, num, recall_note, sentence, truth_lift_text, truth_sample_view
 from abcde.util import display
 
 
@@ -46,6 +46,7 @@ def render_markdown(data: dict) -> str:
             lines += [md(data["truth_note"]), ""]
         if truth_lift_text(data):
             lines += [md(truth_lift_text(data)), ""]
+    lines += _markdown_ids(ids_view(data.get("ids"), n))
     r = data["restriction"]
     if r["base_only_items"] or r["exp_only_items"]:
         lines += [f"Restricted to {r['common_items']:,} common items: {r['base_only_items']:,} only in "
@@ -73,6 +74,31 @@ def render_markdown(data: dict) -> str:
             lines += [md(recall_note(q)), ""]
         lines += _markdown_distances(distances_view(q.get("distances")))
     return "\n".join(lines) + "\n"
+
+
+#: The ids whose class differs that the Markdown lists (the page: up to ``IDS_TOP``).
+MARKDOWN_IDS = 10
+
+
+def _markdown_ids(v: dict | None) -> list[str]:
+    """The id table's section as Markdown: the class counts per scheme, the ids whose class differs
+    (the first :data:`MARKDOWN_IDS`, most weight first) and the construction in a paragraph."""
+    if v is None:
+        return []
+    lines = [f"Ids by lineage (exact): {md(v['summary'])}", "",
+             "| class | " + " | ".join(md(s["label"]) for s in v["sides"]) + " |", "|---|---:|---:|"]
+    lines += [f"| {r['class']} | {r['base_shown']} | {r['exp_shown']} |" for r in v["counts"]]
+    lines.append("")
+    rows = v["differing"][:MARKDOWN_IDS]
+    if rows:
+        cols = v["columns"]
+        lines += [f"{md(v['differing_title'])}:", "", "| " + " | ".join(md(c.label) for c in cols) + " |",
+                  "|" + "|".join("---:" if c.fmt is num else "---" for c in cols) + "|"]
+        lines += ["| " + " | ".join(md(c.show(r.get(c.key))) for c in cols) + " |" for r in rows]
+        if len(v["differing"]) > MARKDOWN_IDS:
+            lines.append(f"| … {len(v['differing']) - MARKDOWN_IDS:,} more in the page |" + " |" * (len(cols) - 1))
+        lines.append("")
+    return lines + [md(v["text"]), ""]
 
 
 def _markdown_truth_sample(ts: dict) -> list[str]:

@@ -225,3 +225,59 @@ def distances_view(d: dict | None) -> dict | None:
                            Column("note", "")]}
               for col, rs in (d.get("slices") or {}).items()]
     return {"available": True, "rows": rows, "slices": slices, "method": d.get("method", "")}
+
+
+def ids_construction(names: dict) -> str:
+    """How an id table's evaluation is built (``abcde ids``), in a short paragraph with the sides' names."""
+    b, e = names.get("base", "Base"), names.get("exp", "Exp")
+    return (f"How ids are compared here: every item is a tagged copy, ⟨h, x⟩ for an item x as published earlier "
+            f"and ⟨c, y⟩ for a current item y. {b} puts ⟨h, x⟩ with every current item whose cluster got x's published "
+            f"id under the {b} scheme; {e} does the same under the {e} scheme. So every pair the two disagree on pairs "
+            f"a current item with a historical one (with {e}'s own current clustering, two current items too) and asks "
+            f"one question: is y the same real-world thing as x? Recall is then ids kept for the same concept "
+            f"({METRIC_LABELS[RECALL_METRIC]}), and precision ids not handed to another concept "
+            f"({METRIC_LABELS['delta_precision']}).")
+
+
+#: What an id's lineage class and its overlap weights are (the id table's section).
+IDS_CLASSES_TEXT = (
+    "An id's class under a scheme: continuing (none of its items moved out, none came in), split (some of its items "
+    "moved to other ids, at least as much as came in), merged (items of other ids came in, more than moved out), new "
+    "(never published) or retired (published, given to no current cluster). Its owner is the current cluster the "
+    "scheme gives it; published is the weight of its items published earlier that are still current, kept the part "
+    "of those in its owner, moved the part now under other ids, incoming the weight of other ids' items published "
+    "earlier that are now in its owner.")
+
+
+def _or_dash(v) -> str:
+    """A class or an owner as the id table shows it: ``—`` for none (an id a scheme does not give)."""
+    return "—" if v is None else str(v)
+
+
+def ids_view(ids: dict | None, names: dict) -> dict | None:
+    """The id table's section (``abcde ids``): the construction in words, the class counts per
+    scheme, and the ids whose class differs between the schemes (the first listed, most weight
+    first), with their owners and overlap weights."""
+    if not ids:
+        return None
+    b, e = names.get("base", "Base"), names.get("exp", "Exp")
+    counts = ids["counts"]
+    classes = list(counts.get("base") or counts.get("exp") or {})
+    per_side = [Column(f"{k}_{s}", f"{n} {label}", fmt) for s, n in (("base", b), ("exp", e))
+                for k, label, fmt in (("class", "class", _or_dash), ("owner", "owner", _or_dash), ("kept", "kept", num),
+                                      ("moved", "moved", num), ("incoming", "incoming", num))]
+    shown, total = len(ids["top_differing"]), ids["differing"]
+    return {
+        "text": ids_construction(names),
+        "classes_text": IDS_CLASSES_TEXT,
+        "summary": (f"{count(ids['ids'])} ids, published earlier or given now; the class of {count(total)} of them "
+                    f"differs between {b} and {e}."),
+        "sides": [{"key": s, "label": n} for s, n in (("base", b), ("exp", e))],
+        "counts": [{"class": c, "base": counts["base"].get(c, 0), "exp": counts["exp"].get(c, 0),
+                    "base_shown": count(counts["base"].get(c, 0)), "exp_shown": count(counts["exp"].get(c, 0))}
+                   for c in classes],
+        "differing": ids["top_differing"],
+        "differing_title": ("Ids whose class differs" + (f": the {count(shown)} with the most weight, of {count(total)}"
+                                                         if shown < total else ", most weight first")),
+        "columns": [Column("id", "id"), Column("hist_weight", "published", num), *per_side],
+    }

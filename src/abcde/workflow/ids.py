@@ -7,24 +7,34 @@ directory like any other (``DIR/quality`` to judge, ``abcde report DIR``), whose
 tagged files. ``<digest>`` is the files' content hash: an earlier run's inputs, which its record
 names, are never overwritten; the run that succeeds keeps its own and no other. A run that fails
 leaves ``DIR`` as it was.
+
+The report has a section for the id table (:func:`abcde.report.build.with_id_table`): ``DIR/report.html``
+and ``report.md`` are written again with it once the evaluation is in place, and ``abcde report DIR``
+reads the kept id table for it (:func:`recorded_id_table`), as the pair sample asks about ids.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from abcde.engine import Engine
 from abcde.engine.base import resolve
 from abcde.errors import InputError
 from abcde.ids import IdTable, id_table, tag_clusterings
 from abcde.ids.tagging import SIDE_COLUMN, SOURCE_COLUMN
-from abcde.util.files import file_digest, make_temp_dir
+from abcde.report.build import with_id_table
+from abcde.util.files import check_input_path, file_digest, make_temp_dir
 from abcde.workflow.evaluate import EvaluateResult, check_out_dir, evaluate
+from abcde.workflow.record import OUTPUTS, RECORD
 
 #: Where ``DIR`` keeps the tagged inputs, and their files.
 INPUTS = "inputs"
@@ -102,8 +112,64 @@ def evaluate_ids(history, current, base_ids, exp_ids, out_dir: str | os.PathLike
                 p.rmdir()
             except OSError:
                 break
+    # The report with the id table's section, both files replaced at once: evaluate wrote them without
+    # it (it knows nothing of ids); 'abcde report DIR' writes the same section from the kept id table.
+    rep = with_id_table(res.report, table)
+    rep.write(out / OUTPUTS["report"], markdown=out / OUTPUTS["markdown"])
+    res = replace(res, report=rep)
     return IdsResult(evaluation=res, ids=table, inputs=final, hist_scale=float(hist_scale),
                      written=[final / f for f in FILES] + list(res.written))
 
 
-__all__ = ["FILES", "INPUTS", "IdsResult", "SIDE_COLUMN", "evaluate_ids"]
+def recorded_id_table(evaldir: str | os.PathLike, record: dict) -> IdTable:
+    """The id table of an evaluation :func:`evaluate_ids` wrote, for ``abcde report DIR``
+    (:func:`abcde.workflow.report.report_from_evaluation`, once the recorded inputs are checked against
+    their fingerprints): ``id_table.parquet`` beside the tagged inputs the record ``evaldir/evaluate.json``
+    names (``inputs/<digest>/``).
+
+    The record fingerprints the three tagged files, not the id table; but ``<digest>`` is the hash of
+    all four files' digests (in :data:`FILES`' order), so the id table is the one written with them
+    only if its own digest, after the record's three, gives the directory's name. The file is read
+    once, hashed and parsed from the same bytes: nothing read is other than what was checked.
+
+    Raises
+    ------
+    InputError
+        In one line: the record names the tagged inputs other than as ``abcde ids`` keeps them (one
+        directory ``inputs/<digest>/`` holding ``base.parquet``, ``exp.parquet`` and ``items.parquet``),
+        the id table is missing or not a regular file, it is not the one written with them, or it is
+        not an id table.
+    """
+    f = Path(evaldir) / RECORD
+    recorded = record["inputs"]
+    paths = {role: (recorded.get(role) or {}).get("path") for role in ("base", "exp", "items")}
+    where = Path(paths["base"] or "").parent
+    if (not all(paths.values()) or any(Path(p) != where / f"{role}.parquet" for role, p in paths.items())
+            or where.parent.name != INPUTS or not re.fullmatch(r"[0-9a-f]{16}", where.name)):
+        raise InputError(f"'{f}' is the record of an 'abcde ids' evaluation (its pair sample asks about ids), but it "
+                         f"does not name the tagged inputs as 'abcde ids' keeps them ({INPUTS}/<digest>/base.parquet, "
+                         "exp.parquet and items.parquet), so their id table cannot be found. Run 'abcde ids' again.")
+    p = where / FILES[-1]
+    again = "Run 'abcde ids' again to write it."
+    st = check_input_path(p, where=f"The id table '{p}'", expected="'abcde ids' writes it as a file; run it again")
+    if st is None:
+        raise InputError(f"The id table '{p}' of the evaluation in '{evaldir}' does not exist any more (it is kept "
+                         "beside the tagged inputs its record names). Put it back, or run 'abcde ids' again.")
+    data = p.read_bytes()
+    h = hashlib.sha256()
+    for role in ("base", "exp", "items"):
+        h.update(str((recorded[role].get("fingerprint") or {}).get("sha256")).encode())
+    h.update(hashlib.sha256(data).hexdigest().encode())
+    if h.hexdigest()[:16] != where.name:
+        raise InputError(f"The id table '{p}' is not the one 'abcde ids' wrote with the tagged inputs '{f}' records "
+                         f"(their directory's name, {where.name}, is the hash of all four files): it changed since. "
+                         f"{again}")
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"Cannot read the id table '{p}': {first}. {again}") from exc
+    return IdTable.of(table)
+
+
+__all__ = ["FILES", "INPUTS", "IdsResult", "SIDE_COLUMN", "evaluate_ids", "recorded_id_table"]

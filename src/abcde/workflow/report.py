@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from abcde.engine import Engine, connect
 from abcde.errors import InputError, with_option
 from abcde.metrics.impact import ImpactResult, impact
-from abcde.report.build import Report, build_report
+from abcde.report.build import Report, build_report, with_id_table
 from abcde.report.truth import check_truth_sample, pointwise_against, split_truth
 
 if TYPE_CHECKING:
@@ -200,7 +200,9 @@ def report_from_evaluation(
     against the recorded truth (with the recorded design of a truth sample, its estimates), and
     estimates the quality from the judgements in
     ``evaldir/quality`` (only read, never written). Without any judgement yet, the report has no
-    quality estimates and says so.
+    quality estimates and says so. The evaluation of ``abcde ids`` (its pair sample asks about ids)
+    adds the section of its id table, kept beside the tagged inputs and checked against the record's
+    fingerprints of them (:func:`abcde.workflow.ids.recorded_id_table`).
 
     An evaluation directory is shared (attached to a review, copied from a colleague), so its
     record is not trusted with anything but the inputs and options (issue 39): the outputs are
@@ -277,6 +279,11 @@ def report_from_evaluation(
     prints = pairs.check_inputs(base=given.base, exp=given.exp, items=given.items)
     # ... and so does the record: every input it names is the file it fingerprinted (the truth too).
     truth_prints = _check_recorded_prints(d, record, prints, truth)
+    ids = None
+    if pairs.metadata.get("question") == "ids":  # 'abcde ids': its id table beside the recorded tagged inputs
+        from abcde.workflow.ids import recorded_id_table  # lazy: start-up time
+
+        ids = recorded_id_table(d, record)
     exploration = ExplorationSample.read(sample)
     files = [Path(j) for j in judgements] or judgement_files(qdir)
     eng = _recorded_engine(d / RECORD, record) if own else engine
@@ -295,6 +302,8 @@ def report_from_evaluation(
                 judged_by = judged_by or _judged_by(qdir, files, pairs)
         rep = evaluation_report(record, res, exploration, truth=against, quality=qual, judged_by=judged_by,
                                 title=title)
+        if ids is not None:
+            rep = with_id_table(rep, ids)
     finally:
         if own:
             eng.close()
