@@ -294,7 +294,7 @@ def cli_ok(*args) -> bool:
     return True
 
 
-# --------------------------------------------------------------------------- the report
+# --------------------------------------------------------------------------- the report and the judging page
 def run_ids(world, root, *extra) -> tuple:
     """``abcde ids`` on the test world (its two maps written as files) into ``root/d``: (DIR, its --json)."""
     maps = {}
@@ -443,3 +443,72 @@ def test_abcde_report_dir_rebuilds_the_section_from_the_checked_id_table(world, 
     finally:
         table_file.write_bytes(good)
     assert cli_ok("report", d, "-q")
+
+
+def test_the_judging_page_asks_for_the_same_real_world_thing_and_shows_each_items_side(evaluated, tmp_path, page):
+    """The pair page of an ids sample (the real judging server, in a real browser) asks "the same
+    real-world thing?" and shows each item's side of time, "published earlier" or "current", in its
+    own row (as the tagged items carry it), never which scheme; a judgement opened again asks the same."""
+    from judging_helpers import fresh_copy, request
+
+    from abcde.web.judging_server import serve
+
+    d, _ = evaluated
+    q = fresh_copy(d / "quality", tmp_path)
+    tasks = {t["pair_id"]: t for t in pq.read_table(q / "tasks.parquet").to_pylist()}
+    srv = serve(q).start()
+    try:
+        page.goto(srv.url + "?rater=ann")
+        page.wait_for_selector("#pair-body tr")
+        assert page.inner_text("#judge-title") == "Do these two items refer to the same real-world thing?"
+        assert "side of time" in page.inner_text(".help")
+        seen = []
+        for k in range(3):
+            pid = page.get_attribute("#pair", "data-pair-id")
+            t = tasks[pid]
+            assert page.is_visible("#sides") and page.inner_text("#sides th") == "side of time"
+            assert [page.inner_text("#side-a"), page.inner_text("#side-b")] == [t["a_id_side"], t["b_id_side"]]
+            assert {t["a_id_side"], t["b_id_side"]} <= {"published earlier", "current"}
+            names = page.locator("#pair-body th").all_inner_texts()
+            assert "id_side" not in names and "given_name" in names  # the side is not an attribute to compare
+            assert not re.search(r"\b(base|exp|scheme|cluster|split|merged?)\b", page.inner_text("#judge"), re.I)
+            seen.append(pid)
+            page.keyboard.press("s")
+            page.wait_for_selector(f"body[data-acks='{k + 1}']")
+        assert "published earlier" in {tasks[p][f"{x}_id_side"] for p in seen for x in "ab"}
+        page.wait_for_selector("body[data-mine='3']")
+        page.click(f"#mine-body tr[data-pair-id='{seen[0]}'] button.open-pair")
+        page.wait_for_selector(f"body[data-reviewing='{seen[0]}']")
+        assert page.inner_text("#judge-title") == ("Your judgement #1: do these two items refer to the same "
+                                                   "real-world thing?")
+        t = tasks[seen[0]]
+        assert [page.inner_text("#side-a"), page.inner_text("#side-b")] == [t["a_id_side"], t["b_id_side"]]
+        # the owner's settle page shows the pair the same way (one pair table)
+        code, body = request(srv.url, "GET", "/settle")
+        assert code == 200 and 'data-side-column="id_side"' in body and "<th>side of time</th>" in body
+        assert page.errors == [] and page.blocked == []
+    finally:
+        srv.shutdown()
+
+
+def test_other_samples_judging_pages_ask_as_before(tmp_path, page):
+    """A sample that is not about ids: the same question as ever, and no side of time."""
+    from judging_helpers import request
+
+    from abcde.quality import draw_pair_sample
+    from abcde.web.judging_server import serve
+
+    d = tmp_path / "pairs"
+    draw_pair_sample(P["base"], P["exp"], d, items=P["items"], budget=20, seed=1, hide=["entity_id"])
+    srv = serve(d).start()
+    try:
+        page.goto(srv.url + "?rater=ann")
+        page.wait_for_selector("#pair-body tr")
+        assert page.inner_text("#judge-title") == "Do these two items refer to the same thing?"
+        assert page.locator("#sides").count() == 0 and "side of time" not in page.inner_text("body")
+        for path in ("/", "/settle"):
+            code, body = request(srv.url, "GET", path)
+            assert code == 200 and "data-question" not in body and "real-world" not in body
+        assert page.errors == [] and page.blocked == []
+    finally:
+        srv.shutdown()

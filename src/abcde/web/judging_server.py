@@ -54,6 +54,7 @@ import time
 import urllib.parse
 
 from abcde.errors import AbcdeError, InputError
+from abcde.ids.tagging import SIDE_COLUMN
 from abcde.judging.session import JudgingSession, NothingToSettleError
 from abcde.samples.dir_lock import lock_directory
 from abcde.samples.raters import OWNER, check_invite_name
@@ -89,16 +90,30 @@ def create_judging_app(session: JudgingSession, *, invites_required: bool = Fals
     markdown = session.store.instructions() if instructions is None else instructions
     instructions = instructions_html(markdown) if markdown and markdown.strip() else None
     next_command = f"abcde quality {session.given_dir}"
+    pair = pair_question(session)
     refuse = refusals(assets)
-    routes = [*routes_rater.routes(session, assets, instructions=instructions, next_command=next_command),
+    routes = [*routes_rater.routes(session, assets, instructions=instructions, next_command=next_command, **pair),
               *routes_owner.routes(session, assets, guard=owner_only),
               *routes_settle.routes(session, assets, instructions=instructions, next_command=next_command,
-                                    guard=owner_only),
+                                    guard=owner_only, **pair),
               *assets.routes(), *auth.routes(session.store, assets, secure_cookie=secure_cookie)]
     app = create_app(routes, errors=ERRORS)
     app.add_exception_handler(Refused, lambda request, exc: refuse(request.url.path, request.method, exc.status,
                                                                    str(exc), exc.headers))
     return InviteGate(app, session, required=invites_required, refuse=refuse)
+
+
+def pair_question(session: JudgingSession) -> dict:
+    """What the judging pages ask of a pair, from the sample's metadata (``question``):
+    ``{"question": None, "side_column": None}`` for whether two items are one entity; for a sample
+    that asks about ids (``abcde ids``), ``question`` ``"ids"`` (the pages ask whether the two items
+    are the same real-world thing) and ``side_column`` the items' column saying which copy each item
+    is (:data:`abcde.ids.tagging.SIDE_COLUMN`: "published earlier" or "current"; None if the judges
+    are not shown it), shown in its own row, the side of time. Never which scheme: the tagged
+    clusterings are not shown."""
+    if session.store.sample.metadata.get("question") != "ids":
+        return {"question": None, "side_column": None}
+    return {"question": "ids", "side_column": SIDE_COLUMN if SIDE_COLUMN in session.columns else None}
 
 
 # ----------------------------------------------------------------------------- invites at start-up

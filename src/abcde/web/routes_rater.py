@@ -27,11 +27,15 @@ from abcde.web.auth import Refused, identity, rater_of
 from abcde.web.server import Assets, HTTPError, json_response, page_response, read_json
 
 
-def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | None, next_command: str) -> list[Route]:
+def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | None, next_command: str,
+           question: str | None = None, side_column: str | None = None) -> list[Route]:
     """The raters' routes over ``session``; ``instructions``: the raters' instructions as HTML
     (:func:`abcde.web.instructions.instructions_html`; ``None``: none), ``next_command``: the
-    command the page says comes next."""
-    pages = {mode: assets.render("judge.html", mode=mode, instructions=instructions, next_command=next_command)
+    command the page says comes next; ``question`` and ``side_column``: what a pair asks, and the
+    attribute saying which copy an item is (:func:`abcde.web.judging_server.pair_question`; ``None``:
+    whether two items are one entity)."""
+    pages = {mode: assets.render("judge.html", mode=mode, instructions=instructions, next_command=next_command,
+                                 question=question, side_column=side_column)
              for mode in ("open", "rater", "owner")}
 
     async def index(request: Request):

@@ -22,11 +22,12 @@ from abcde.web.server import Assets, HTTPError, json_response, page_response, re
 
 
 def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | None, next_command: str,
-           guard) -> list[Route]:
+           guard, question: str | None = None, side_column: str | None = None) -> list[Route]:
     """The settle routes over ``session``, each endpoint wrapped in ``guard`` (the owner's:
-    :func:`abcde.web.auth.owner_only`); ``instructions`` and ``next_command`` as the raters' page
-    shows them (:func:`abcde.web.routes_rater.routes`)."""
-    settle_page = assets.render("judge-settle.html", instructions=instructions, next_command=next_command)
+    :func:`abcde.web.auth.owner_only`); ``instructions``, ``next_command``, ``question`` and
+    ``side_column`` as the raters' page has them (:func:`abcde.web.routes_rater.routes`)."""
+    settle_page = assets.render("judge-settle.html", instructions=instructions, next_command=next_command,
+                                question=question, side_column=side_column)
 
     @guard
     async def settle(request: Request):

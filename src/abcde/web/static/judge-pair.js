@@ -9,7 +9,8 @@
  *                                 start and end are set aside) or share too little to be one value
  *                                 retyped (their common characters under half the longer one: then
  *                                 the whole cell differs, as "ella" against "cannell")
- *   judgePair.render(tbody, view) the rows of view.attributes ({name, a, b, differs}) into tbody
+ *   judgePair.render(tbody, view) the rows of view.attributes ({name, a, b, differs}) into tbody (a sample
+ *                                 about ids: its side column into the row #sides, the side of time)
  *   judgePair.ANSWERS             the answers as people read them: same, different, can't tell
  */
 (function (root) {
@@ -67,14 +68,27 @@
     return td;
   }
 
+  // In a sample about ids (abcde ids; the table's data-side-column), the attribute saying which copy each
+  // item is ("published earlier" or "current") shows in its own row, the side of time, not as an
+  // attribute to compare.
   function render(tbody, view) {
     tbody.replaceChildren();
+    const table = tbody.closest("table");
+    const sideColumn = table ? table.dataset.sideColumn : undefined;
+    const sides = table ? table.querySelector("#sides") : null;
+    let side = null;
     for (const a of view.attributes) {
+      if (sideColumn && a.name === sideColumn) { side = a; continue; }
       const both = a.differs && a.a !== null && a.b !== null;
       const d = both ? charDiff(a.a, a.b) : null;
       const tr = el("tr", {class: a.differs ? "differs" + (both && !d ? " whole" : "") : null}, el("th", null, a.name));
       tr.append(cell(a.a, d && d[0]), cell(a.b, d && d[1]));
       tbody.append(tr);
+    }
+    if (sides) {
+      sides.hidden = !side;
+      sides.cells[1].textContent = side && side.a !== null ? side.a : "";
+      sides.cells[2].textContent = side && side.b !== null ? side.b : "";
     }
   }
 

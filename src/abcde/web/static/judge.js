@@ -16,6 +16,8 @@
   // (an invite link's: the server takes the name from it and says it in /api/state) or "owner"
   // (the owner's link: progress only, it judges nothing).
   const mode = $("judge-mode").dataset.mode;
+  // What a pair asks: whether the items are one thing; in a sample about ids (abcde ids), one real-world thing.
+  const THING = $("pair").dataset.question === "ids" ? "the same real-world thing" : "the same thing";
 
   async function api(method, path, body) {
     try { return await abcde.api(method, path, body); }
@@ -65,8 +67,8 @@
   function setReview(r) {
     review = r;
     $("review").hidden = !r;
-    $("judge-title").textContent = r ? "Your judgement #" + r.number + ": do these two items refer to the same thing?"
-                                     : "Do these two items refer to the same thing?";
+    $("judge-title").textContent = r ? "Your judgement #" + r.number + ": do these two items refer to " + THING + "?"
+                                     : "Do these two items refer to " + THING + "?";
     for (const b of answerButtons()) {
       const current = !!r && b.dataset.answer === r.judgement;
       b.classList.toggle("current", current);
