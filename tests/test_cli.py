@@ -129,7 +129,7 @@ def test_demo_runs_on_bundled_data(demo_run):
 
 COMMANDS = [["impact"], ["pointwise"], ["weights"], ["demo"], ["explore", "sample"], ["explore", "query"],
             ["explore", "serve"], ["pairs"], ["precision"], ["quality"], ["judge", "oracle"], ["judge", "serve"], ["judge", "model"],
-            ["judge", "export"], ["judge", "raters"], ["report"], ["evaluate"], ["ids"]]
+            ["judge", "export"], ["judge", "raters"], ["report"], ["evaluate"], ["ids"], ["entities"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)

@@ -42,6 +42,8 @@ _EXPORTS = {
     "QualityResult": "abcde.quality.result",
     "PairSampleDir": "abcde.samples.sample_dir",
     "draw_pair_sample": "abcde.quality.draw",
+    "entities": "abcde.completion.sample",
+    "estimate_entities": "abcde.completion.estimate",
     "draw_precision_sample": "abcde.quality.draw",
     "extend_pair_sample": "abcde.quality.draw",
     "estimate_quality": "abcde.quality.estimate",
@@ -65,6 +67,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from abcde.metrics.impact import ImpactResult, impact
     from abcde.metrics.pointwise import PointwiseResult, pointwise
     from abcde.metrics.weights import WeightsResult, derive_weights
+    from abcde.completion.estimate import estimate_entities
+    from abcde.completion.sample import entities
     from abcde.quality.draw import draw_pair_sample, draw_precision_sample, extend_pair_sample
     from abcde.quality.estimate import estimate_quality
     from abcde.quality.oracle import oracle_judge

@@ -15,6 +15,7 @@ import click
 from abcde.cli.demo import demo
 from abcde.cli.evaluate import evaluate
 from abcde.cli.explore import explore
+from abcde.cli.entities import entities
 from abcde.cli.ids import ids
 from abcde.cli.judge import judge
 from abcde.cli.metrics import impact, pointwise, weights
@@ -119,7 +120,7 @@ def _quiet_everywhere(cmd: click.Command) -> None:
         cmd.callback = _quiet(cmd.callback)
 
 
-for _command in (impact, pointwise, weights, explore, pairs, precision, judge, quality, report, evaluate, ids, demo):
+for _command in (impact, pointwise, weights, explore, pairs, precision, judge, quality, report, evaluate, ids, entities, demo):
     main.add_command(_command)
 del _command
 _bound_integers(main)

@@ -146,7 +146,13 @@ def judge():
 @json_option
 @handle_errors
 def judge_oracle(sample_dir, oracle_column, out, as_json):
-    """Fill a pair sample's judgements from a ground-truth column (oracle judge)."""
+    """Fill a pair sample's judgements from a ground-truth column (oracle judge); on an entity sample
+    ('abcde entities'), complete every anchor's entity from it, the search outside both clusters
+    included."""
+    from abcde.completion import is_entity_sample  # lazy: start-up time
+
+    if is_entity_sample(sample_dir):
+        return _oracle_entities(sample_dir, oracle_column, out, as_json)
     from abcde.samples.judgements import read_table_file  # lazy: start-up time
     from abcde.quality.oracle import oracle_judge  # lazy: start-up time
 
@@ -164,6 +170,26 @@ def judge_oracle(sample_dir, oracle_column, out, as_json):
         return
     console().print(f"wrote {path} (judgements by oracle column '{oracle_column}': {len(answers)} pairs; "
                     f"same {counts['same']}, different {counts['different']}, unsure {counts['unsure']})")
+
+
+def _oracle_entities(sample_dir, oracle_column: str, out, as_json: bool) -> None:
+    import pyarrow.parquet as pq  # lazy: start-up time
+
+    from abcde.completion import oracle_entities  # lazy: start-up time
+
+    if out:
+        raise InputError("--out is for pair samples: an entity sample's answers go to its own file, "
+                         "SAMPLE_DIR/entity_judgements.parquet.")
+    path = oracle_entities(sample_dir, oracle_column)
+    answers = pq.read_table(path).column("answer").to_pylist()
+    counts = {k: answers.count(k) for k in ("same", "different", "unsure", "searched", "not searched")}
+    if as_json:
+        emit_json({"written": str(path), "source": "oracle", "rater": f"oracle:{oracle_column}",
+                   "answers": counts})
+        return
+    console().print(f"wrote {path} (entities completed by oracle column '{oracle_column}': same {counts['same']}, "
+                    f"different {counts['different']}, unsure {counts['unsure']}; searched {counts['searched']}, "
+                    f"not searched {counts['not searched']})")
 
 
 @judge.command("serve")

@@ -10,6 +10,7 @@ import click
 
 from abcde.cli.options import clustering_options, engine_options, input_options, json_option
 from abcde.cli.tables import console, emit_json, handle_errors, print_ppi, print_quality, table
+from abcde.errors import InputError
 
 
 def draw_options(fn):
@@ -225,6 +226,10 @@ def quality(sample_dir, judgements, slice_by, source, distances, as_json):
     source (person, model, oracle); the last line (and 'judgements_used' in the JSON output) says how many
     judgements of each source went into the estimates.
     """
+    from abcde.completion import is_entity_sample  # lazy: start-up time
+
+    if is_entity_sample(sample_dir):
+        return _entity_quality(sample_dir, judgements, slice_by, source, as_json)
     from abcde.quality.estimate import estimate_quality  # lazy: start-up time
 
     res = estimate_quality(sample_dir, list(judgements) or None, slice_by=slice_by, source=source,
@@ -239,6 +244,21 @@ def quality(sample_dir, judgements, slice_by, source, distances, as_json):
         print_ppi(d["design"]["ppi"])
     text = judgements_used_text(used)
     console().print(text, style="yellow" if len(used["by_source"]) > 1 else "", soft_wrap=True)
+
+
+def _entity_quality(sample_dir, judgements, slice_by, source, as_json: bool) -> None:
+    """``abcde quality DIR`` on an entity sample: ΔRecall, IQ and the ΔPrecision cross-check."""
+    from abcde.cli.entities import print_entity_quality  # lazy: start-up time
+    from abcde.completion import estimate_entities  # lazy: start-up time
+
+    if judgements or source:
+        raise InputError("--judgements and --source are for pair samples: an entity sample's answers are read from "
+                         "SAMPLE_DIR/entity_judgements.parquet.")
+    d = estimate_entities(sample_dir, slice_by=slice_by).to_dict()
+    if as_json:
+        emit_json(d)
+        return
+    print_entity_quality(d)
 
 
 def judgements_used_text(used: dict) -> str:
