@@ -390,3 +390,22 @@ def test_an_empty_answer_set_reads_not_judged_yet(tmp_path):
     q = estimate_entities(s.path)
     assert q.judged == 0 and "No anchor" in q.to_dict()["verdict"]
     assert isinstance(AnchorAnswers().same, set)
+
+
+def test_a_census_judged_in_part_gives_a_range_that_holds_the_truth(tmp_path):
+    """A census whose anchors are judged in part: the anchors not judged yet may be anything they can
+    be, so the census's numbers are ranges (not a sum over the judged ones, which would read as exact),
+    holding the exact values, and the verdict says how many are judged so far."""
+    b, e, t, w = world(23, "both", weighted=True)
+    want = reference(b, e, t, w)
+    s = _census(tmp_path, b, e, t, w)
+    rows = pq.read_table(s.path / ANSWERS_FILE).to_pylist()
+    half = set(s.anchors.column("item_id").to_pylist()[::2])
+    q = estimate_entities(s, [r for r in rows if r["anchor"] in half])
+    assert q.judged == len(half) < q.anchors
+    for m in ("delta_recall", "iq", "delta_precision"):
+        est = q.metrics[m]
+        assert est.estimate is None and est.low <= want[m] <= est.high, m
+    text = q.to_dict()["verdict"]
+    assert f"{len(half):,} of {q.anchors:,} anchors judged so far" in text and "not judged yet" in text
+    assert "search outside both clusters was skipped" not in text

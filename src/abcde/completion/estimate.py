@@ -300,9 +300,12 @@ def estimate_entities(sample_dir, answers_rows=None, *, slice_by: Sequence[str] 
     if weights_outside is None:
         weights_outside = outside_weights(s, answers)
     values = anchor_values(s, answers, weights_outside)
+    judged = len(values)
     m = s.metadata
     W, jd = float(m["total_weight"]), float(m["jaccard_distance"])
     census = bool(m["census"])
+    if census:  # a census not judged whole: each anchor not judged yet may be anything it can be (so far)
+        values = {**_unjudged_bounds(s, set(values)), **values}
     metrics = {}
     for name in METRICS:
         lo, hi = _per_draw(s, values, name, lambda i: 1.0 / W)
@@ -331,8 +334,23 @@ def estimate_entities(sample_dir, answers_rows=None, *, slice_by: Sequence[str] 
         slices[col] = rows
     unsure = sum(len(v.unsure) for v in answers.values())
     skipped = sum(1 for v in answers.values() if v.searched is not True)
-    return EntityQuality(s.path, m["design"], census, metrics, slices, s.anchors.num_rows, len(values), skipped,
+    return EntityQuality(s.path, m["design"], census, metrics, slices, s.anchors.num_rows, judged, skipped,
                          unsure, counts, jd)
+
+
+def _unjudged_bounds(s: EntitySample, judged: set) -> dict:
+    """The bounds of an anchor no one judged: ΔRecall(i) in [−1, 1]; ``JD_B(i) − JD_E(i)`` within
+    ±JD(i) (the triangle inequality); ΔPrecision(i) in ``[w_i/w(E(i)) − 1, 1 − w_i/w(B(i))]`` (the
+    anchor is its own entity's, in both of its clusters)."""
+    out = {}
+    for r in s.anchors.to_pylist():
+        i = r["item_id"]
+        if i in judged:
+            continue
+        w, jd = float(r["weight"]), float(r["jd"])
+        out[i] = {"delta_recall": (-1.0, 1.0), "iq": (-jd, jd),
+                  "delta_precision": (w / float(r["exp_weight"]) - 1.0, 1.0 - w / float(r["base_weight"]))}
+    return out
 
 
 # ----------------------------------------------------------------------------- words
@@ -354,9 +372,15 @@ def verdict(q: EntityQuality) -> str:
         return f"No anchor of the {q.anchors:,} is judged yet: nothing is estimated."
     so_far = f" ({q.judged:,} of {q.anchors:,} anchors judged so far)" if q.judged < q.anchors else ""
     if dr.estimate is None:
+        why = []
+        if q.skipped_search:
+            why.append(f"the search outside both clusters was skipped for {q.skipped_search:,} of {q.judged:,} anchors")
+        if q.unsure_members:
+            why.append(f"{q.unsure_members:,} members are unsure")
+        if q.census and q.judged < q.anchors:
+            why.append(f"{q.anchors - q.judged:,} of the {q.anchors:,} affected items are not judged yet")
         head = (f"ΔRecall lies between {_pct(dr.low)} and {_pct(dr.high)} [{_pct(dr.ci_low)}, {_pct(dr.ci_high)}]: "
-                f"the search outside both clusters was skipped for {q.skipped_search:,} of {q.judged:,} anchors"
-                + (f", and {q.unsure_members:,} members are unsure" if q.unsure_members else ""))
+                + ", and ".join(why))
     else:
         head = f"ΔRecall {_pct(dr.estimate)} [{_pct(dr.ci_low)}, {_pct(dr.ci_high)}]"
     if dr.ci_low > 0:
