@@ -5,7 +5,9 @@ The answers are kept in ``DIR/entity_judgements.parquet``: one row per answer, `
 ``item_id``, ``answer`` (``same``, ``different``, ``unsure``; a row without ``item_id`` says
 ``searched`` or ``not searched``: whether the entity's items outside both clusters were looked
 for), ``rater`` and ``source``. The file is written once and never replaced: the oracle writes it
-when it is absent and, run again, checks that it would write the same answers.
+when it is absent and, run again, checks that it would write the same answers. People's answers,
+from the judging app, are kept in ``DIR/entity_judgements.sqlite`` (:mod:`abcde.completion.store`);
+:func:`load_answers` reads both.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pyarrow.parquet as pq
 from abcde.core.diff import Diff, build_diff
 from abcde.core.inputs import Inputs
 from abcde.completion.sample import EntitySample
+from abcde.completion.store import STORE_FILE, EntityStore, live_answers
 from abcde.errors import InputError
 from abcde.util.files import InputPrints, describe_fingerprint
 
@@ -27,19 +30,26 @@ ANSWERS_FILE = "entity_judgements.parquet"
 
 
 def load_answers(s: EntitySample) -> tuple[list, str]:
-    """The rows of the sample's judgement file (none when it has none yet) and how to name it."""
+    """The answers of the sample: the rows of its judgement file (the oracle's) and the live rows of
+    its answer store (people's, :mod:`abcde.completion.store`), none when it has neither yet, and
+    how to name where they were read."""
     p = s.path / ANSWERS_FILE
-    if not p.is_file():
-        return [], str(p)
-    try:
-        t = pq.read_table(p)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file: one line naming it
-        raise InputError(f"The entity judgement file '{p}' cannot be read as Parquet ({exc}).") from None
-    need = {"anchor", "item_id", "answer"}
-    if not need <= set(t.column_names):
-        raise InputError(f"The entity judgement file '{p}' lacks column(s) {', '.join(sorted(need - set(t.column_names)))}"
-                         f" (it has {', '.join(t.column_names)}).")
-    return t.select(["anchor", "item_id", "answer"]).to_pylist(), f"'{p}'"
+    rows, where = [], []
+    if p.is_file():
+        try:
+            t = pq.read_table(p)
+        except Exception as exc:  # noqa: BLE001 - any unreadable file: one line naming it
+            raise InputError(f"The entity judgement file '{p}' cannot be read as Parquet ({exc}).") from None
+        need = {"anchor", "item_id", "answer"}
+        if not need <= set(t.column_names):
+            raise InputError(f"The entity judgement file '{p}' lacks column(s) "
+                             f"{', '.join(sorted(need - set(t.column_names)))} (it has {', '.join(t.column_names)}).")
+        rows += t.select(["anchor", "item_id", "answer"]).to_pylist()
+        where.append(f"'{p}'")
+    if EntityStore.exists(s):
+        rows += [{"anchor": r["anchor"], "item_id": r["item_id"], "answer": r["answer"]} for r in live_answers(s)]
+        where.append(f"'{s.path / STORE_FILE}'")
+    return rows, " and ".join(where) or str(p)
 
 
 def recorded_diff(s: EntitySample) -> Diff:
