@@ -229,7 +229,8 @@ def _oracle_entities(sample_dir, oracle_column: str, out, as_json: bool) -> None
 @handle_errors
 def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, show_ids, show_raters, adaptive,
                 raters_spec, public_url, instructions, verbose, as_json):
-    """A web app where people judge the sample's pairs (blind, one at a time).
+    """A web app where people judge the sample's pairs (blind, one at a time); on an entity sample
+    ('abcde entities'), where they complete each drawn item's entity.
 
     Raters open the first URL printed and see their progress and one pair at a time, never the
     estimates; the owner's view (URL/owner) shows the live estimates, agreement and the verdict.
@@ -241,10 +242,20 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
     machines: --raters alice,bob prints an invite link per rater (their name comes from it) and
     the owner's; see 'abcde judge raters' to list, revoke or replace them.
     """
+    from abcde.completion import is_entity_sample  # lazy: start-up time
     from abcde.samples.invites import InviteBook  # lazy: start-up time
     from abcde.web.judging_server import serve  # lazy: start-up time
 
     raters = read_raters(raters_spec) if raters_spec is not None else []
+    if is_entity_sample(sample_dir):
+        pairs_only = {"--replicate": replicate is not None, "--seed": seed is not None,
+                      "--target-width": target_width is not None, "--adaptive": adaptive, "--show-raters": show_raters}
+        given = [k for k, v in pairs_only.items() if v]
+        if given:
+            raise InputError(f"{given[0]} is for pair samples; '{sample_dir}' is an entity sample (abcde entities), "
+                             "served in draw order.")
+        return _serve_entities(sample_dir, host=host, port=port, hide=hide, show_ids=show_ids, verbose=verbose,
+                               raters=raters, public_url=public_url, instructions=instructions, as_json=as_json)
     srv = serve(sample_dir, host=host, port=port, seed=seed, replicate=replicate, target_width=target_width,
                 hide=hide, show_ids=show_ids, verbose=verbose, adaptive=adaptive, show_raters=show_raters,
                 raters=raters, public_url=public_url, instructions=instructions)
@@ -278,6 +289,41 @@ def judge_serve(sample_dir, host, port, replicate, seed, target_width, hide, sho
             pass
         if not as_json:
             click.echo(f"stopped; {len(s.store.live(source='person'))} person judgements in {safe_text(s.store.path)}")
+
+
+def _serve_entities(sample_dir, *, host, port, hide, show_ids, verbose, raters, public_url, instructions,
+                    as_json: bool) -> None:
+    """``abcde judge serve DIR`` on an entity sample: "complete this item's entity"
+    (:mod:`abcde.web.routes_entities`); answers go to DIR/entity_judgements.sqlite."""
+    from abcde.web.routes_entities import serve_entities  # lazy: start-up time
+
+    srv = serve_entities(sample_dir, host=host, port=port, hide=hide, show_ids=show_ids, verbose=verbose,
+                         raters=raters, public_url=public_url, instructions=instructions)
+    with srv.server.stop_on_sigterm():
+        s = srv.session
+        base = srv.link_base if srv.invites_on else srv.url
+        info = {"url": srv.url, "pid": os.getpid(), "sample_dir": str(s.sample_dir), "kind": "entities",
+                "store": str(s.store.path), "anchors": len(s.order), "invites": srv.invites_on, "links": srv.links,
+                "instructions": s.store.setting("instructions") is not None}
+        if as_json:
+            click.echo(json.dumps(info))
+        else:
+            who = "to invited raters only" if srv.invites_on else "to this machine only; a rater types their name"
+            click.echo(f"abcde judge: serving {len(s.order)} items of the entity sample {safe_text(sample_dir)} {who} "
+                       f"(Ctrl+C to stop); answers go to {safe_text(s.store.path)}\n"
+                       f"  raters complete entities at {base}\n"
+                       f"  then 'abcde quality {safe_text(sample_dir)}' estimates ΔRecall and IQ from the answers")
+            for name, link in srv.links.items():
+                click.echo(f"  {safe_text(name)}: {link}")
+        sys.stdout.flush()
+        try:
+            srv.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        if not as_json:
+            live = s.store.live(source="person")
+            click.echo(f"stopped; {len(live)} answers of {len({r['anchor'] for r in live})} items in "
+                       f"{safe_text(s.store.path)}")
 
 
 @judge.command("raters")

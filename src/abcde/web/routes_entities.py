@@ -1,0 +1,246 @@
+"""The judging app of an entity sample (``abcde judge serve DIR`` on a directory written by
+``abcde entities``): "complete this item's entity", over an
+:class:`~abcde.web.entity_session.EntitySession`, served by uvicorn
+(:class:`abcde.web.transport.Server`) as the pair app is.
+
+Routes (nothing else is served; no path from a request reaches the file system)::
+
+    GET  /                     the rater's page (web/templates/judge-entity.html): one anchor at a time
+    GET  /join/TOKEN           an invite link (``--raters``): sets the sign-in cookie, then opens /
+    GET  /static/NAME          its scripts and styles (a fixed set, read at start-up)
+    GET  /api/me               who this request is
+    GET  /api/state?rater=R    progress and R's next anchor (no estimates)
+    GET  /api/search?anchor=A&q=TEXT&rater=R   the sample's items matching TEXT (shown attributes only)
+    POST /api/answers          {"rater", "anchor", "members": [{"ref", "answer"}], "added": [{"ref"} or
+                               {"item_id"}], "search": "searched"|"not searched", "request_id"?}: every
+                               answer of one anchor, one row each, on disk before the answer
+    POST /api/undo             {"rater"}: withdraw R's last anchor (it comes back, answers filled in)
+
+Who a request is: :mod:`abcde.web.auth`, as for pairs (open at a loopback address: a rater types a
+name; with invite links, the name comes from the link). The invite links are kept in the entity
+answer store. There is no owner's view here yet: ``abcde quality DIR`` reads the answers.
+
+Errors are the one JSON shape of :mod:`abcde.web.server`: 400 for a malformed body or an answer the
+store refuses (one line: an item that is not an item, the anchor itself, a member left unanswered),
+409 for an anchor already answered by this rater, a replayed request or nothing to undo.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.routing import Route
+
+from abcde.completion.store import EntityStore
+from abcde.errors import AbcdeError, InputError
+from abcde.samples.dir_lock import lock_directory
+from abcde.samples.invites import Invite, InviteBook
+from abcde.samples.ledger_rules import DuplicateJudgementError
+from abcde.samples.raters import OWNER, check_invite_name
+from abcde.util.net import is_loopback
+from abcde.web import auth
+from abcde.web.auth import InviteGate, Refused, cookie_name, identity, rater_of, refusals
+from abcde.web.entity_session import EntitySession
+from abcde.web.instructions import check_instructions, instructions_html, read_instructions
+from abcde.web.judging_server import check_public_url, needs_invites_text, public_hosts
+from abcde.web.server import Assets, HTTPError, create_app, json_response, page_response, read_json
+from abcde.web.transport import Limits, Server
+
+ERRORS = {DuplicateJudgementError: 409, InputError: 400, AbcdeError: 500}
+
+
+def routes(session: EntitySession, assets: Assets, *, instructions: Markup | None, next_command: str) -> list[Route]:
+    """The raters' routes over ``session`` (see the module)."""
+    pages = {mode: assets.render("judge-entity.html", mode=mode, instructions=instructions,
+                                 next_command=next_command)
+             for mode in ("open", "rater", "owner")}
+
+    async def index(request: Request):
+        return page_response(pages[identity(request).role])
+
+    def judging_rater(request: Request, given, doing: str) -> str:
+        rater = rater_of(request, given)
+        if rater is None:
+            if identity(request).role == "owner":
+                raise Refused(403, f"The owner's invite link does not judge, so it has nothing to {doing}.")
+            raise HTTPError(400, "Missing field 'rater'.")
+        return rater
+
+    async def state(request: Request):
+        rater = rater_of(request, request.query_params.get("rater") or None)
+        return json_response(await run_in_threadpool(session.state, rater))
+
+    async def search(request: Request):
+        judging_rater(request, request.query_params.get("rater") or None, "search")
+        anchor = request.query_params.get("anchor")
+        if not anchor:
+            raise HTTPError(400, "Missing 'anchor': the item whose entity is searched for.")
+        q = request.query_params.get("q") or ""
+        return json_response(await run_in_threadpool(session.search, anchor, q))
+
+    async def answers(request: Request):
+        b = await read_json(request)
+        rater = judging_rater(request, b.get("rater"), "answer")
+        missing = [k for k in ("anchor", "members", "search") if k not in b]
+        if missing:
+            raise HTTPError(400, f"Missing field(s) {', '.join(map(repr, missing))}; an anchor's answers need "
+                                 "'anchor', 'members' and 'search' ('added' may be left out).")
+        d = await run_in_threadpool(lambda: session.submit(rater, b["anchor"], members=b["members"],
+                                                           added=b.get("added", []), search=b["search"],
+                                                           request_id=b.get("request_id")))
+        return json_response(d, 201)
+
+    async def undo(request: Request):
+        b = await read_json(request)
+        rater = judging_rater(request, b.get("rater"), "undo")
+        d = await run_in_threadpool(session.undo, rater)
+        if d is None:
+            raise HTTPError(409, f"Rater {rater!r} has no answered item to undo.")
+        return json_response(d)
+
+    return [Route("/", index, methods=["GET"]),
+            Route("/api/state", state, methods=["GET"]),
+            Route("/api/search", search, methods=["GET"]),
+            Route("/api/answers", answers, methods=["POST"]),
+            Route("/api/undo", undo, methods=["POST"])]
+
+
+def create_entity_app(session: EntitySession, *, invites_required: bool = False, secure_cookie: bool = False,
+                      instructions: str | None = None):
+    """The entity judging app (ASGI) over ``session``; invites as :func:`abcde.web.judging_server.create_judging_app`
+    has them. ``instructions``: the raters' instructions (Markdown; ``""``: none), by default those
+    kept in the store."""
+    assets = Assets({"judge.css": "web/static/judge.css", "judge-entity.css": "web/static/judge-entity.css",
+                     "judge-pair.js": "web/static/judge-pair.js", "judge-entity.js": "web/static/judge-entity.js",
+                     "judge-join.js": "web/static/judge-join.js"})
+    markdown = session.store.setting("instructions") if instructions is None else instructions
+    html = instructions_html(markdown) if markdown and markdown.strip() else None
+    refuse = refusals(assets)
+    app = create_app([*routes(session, assets, instructions=html, next_command=f"abcde quality {session.given_dir}"),
+                      *assets.routes(), *auth.routes(session.store, assets, secure_cookie=secure_cookie)],
+                     errors=ERRORS)
+    app.add_exception_handler(Refused, lambda request, exc: refuse(request.url.path, request.method, exc.status,
+                                                                   str(exc), exc.headers))
+    return InviteGate(app, session, required=invites_required, refuse=refuse)
+
+
+def entity_sample_has_invites(sample_dir) -> bool:
+    """Whether the entity sample's answer store has ever made an invite link (False without a store;
+    never creates one)."""
+    return EntityStore.exists(sample_dir) and InviteBook(EntityStore(sample_dir)).has_invites()
+
+
+class EntityJudgingServer:
+    """A running judging server over one entity sample directory: binds ``host:port``, takes the
+    directory's serving lock (one server per directory: :func:`~abcde.samples.dir_lock.lock_directory`)
+    and keeps the answer store in use (:meth:`~abcde.completion.store.EntityStore.hold`) until
+    :meth:`close`. ``raters``: an invite link per name without one (no owner's link: there is no
+    owner's view here yet); ``public_url``, ``instructions``: as for pairs
+    (:class:`abcde.web.judging_server.JudgingServer`)."""
+
+    def __init__(self, session: EntitySession, *, host: str = "127.0.0.1", port: int = 0, verbose: bool = False,
+                 limits: Limits = Limits(), raters=None, public_url: str | None = None,
+                 instructions: str | None = None):
+        self.session = session
+        if instructions is not None:
+            check_instructions(instructions)
+        raters = list(raters or [])
+        for name in raters:
+            check_invite_name(name)
+        if OWNER in raters:
+            raise InputError(f"{OWNER!r} is the owner's link; give the rater another name.")
+        self.public_url = check_public_url(public_url)
+        loopback = is_loopback(host)
+        book = InviteBook(session.store)
+        had_invites = book.has_invites()
+        if not loopback and not raters and not had_invites:
+            raise InputError(needs_invites_text(host))
+        app = create_entity_app(session, invites_required=bool(raters) or not loopback,
+                                secure_cookie=(self.public_url or "").startswith("https:"), instructions=instructions)
+        self.server = Server(app, host=host, port=port, limits=limits, verbose=verbose,
+                             also_hosts=public_hosts(self.public_url))
+        self.port = self.server.port
+        self.url = self.server.url
+        self.server_address = self.server.server_address
+        self.cookie = cookie_name({"server": self.server.server_address})
+        self._holds = []
+        try:
+            self._holds.append(lock_directory(session.sample_dir, self.url))
+            self._holds.append(session.store.hold(f"abcde judge serve at {self.url}"))
+        except BaseException:
+            self.close()
+            raise
+        self.invites: list[Invite] = []
+        try:
+            if instructions is not None:
+                session.store.setting("instructions", instructions)
+            if raters:
+                self.invites = book.invite(raters)
+            self.invites_on = bool(raters) or not loopback or had_invites
+            if self.invites_on:
+                book.link_base(self.link_base)
+        except BaseException:
+            self.close()
+            raise
+        self.links = {i.name: self.link(i.token) for i in self.invites if i.token}
+        self.startup_seconds = 0.0
+
+    @property
+    def link_base(self) -> str:
+        if self.public_url:
+            return self.public_url
+        if self.server.host in ("", "0.0.0.0", "::"):
+            return f"http://{socket.gethostname()}:{self.port}/"
+        return self.url
+
+    def link(self, token: str) -> str:
+        return f"{self.link_base}join/{token}"
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until SIGTERM, Ctrl+C or :meth:`shutdown`; then let the store go."""
+        try:
+            self.server.serve_forever()
+        finally:
+            self.close()
+
+    def start(self) -> "EntityJudgingServer":
+        """Serve in a background thread (tests and notebooks)."""
+        self.server.start()
+        return self
+
+    def shutdown(self) -> None:
+        self.server.shutdown()
+        self.close()
+
+    def close(self) -> None:
+        """Close the socket and release the store and the directory's lock."""
+        self.server.server_close()
+        while self._holds:
+            self._holds.pop().close()
+
+
+def serve_entities(sample_dir, *, host: str = "127.0.0.1", port: int = 0, hide=(), show_ids: bool = False,
+                   verbose: bool = False, raters=None, public_url: str | None = None,
+                   instructions=None) -> EntityJudgingServer:
+    """Open the entity sample and its answer store and bind the server (not yet serving); see
+    :class:`EntityJudgingServer`. ``instructions``: a Markdown file for the raters, kept in the store."""
+    t0 = time.perf_counter()
+    raters = list(raters or [])
+    for name in raters:
+        check_invite_name(name)
+    check_public_url(public_url)
+    markdown = read_instructions(instructions) if instructions is not None else None
+    if not is_loopback(host) and not raters and not entity_sample_has_invites(sample_dir):
+        raise InputError(needs_invites_text(host))
+    session = EntitySession(sample_dir, hide=hide, show_ids=show_ids)
+    srv = EntityJudgingServer(session, host=host, port=port, verbose=verbose, raters=raters, public_url=public_url,
+                              instructions=markdown)
+    srv.startup_seconds = time.perf_counter() - t0
+    return srv
+
+
+__all__ = ["EntityJudgingServer", "create_entity_app", "entity_sample_has_invites", "routes", "serve_entities"]
