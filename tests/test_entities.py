@@ -409,3 +409,37 @@ def test_a_census_judged_in_part_gives_a_range_that_holds_the_truth(tmp_path):
     text = q.to_dict()["verdict"]
     assert f"{len(half):,} of {q.anchors:,} anchors judged so far" in text and "not judged yet" in text
     assert "search outside both clusters was skipped" not in text
+
+
+def test_a_model_completes_the_entities_apart_from_people(tmp_path):
+    """The pair judge asked about every member and candidate: its answers in their own file, read with
+    --source model (or by default when no one else answered); an answer that is not one of the three is
+    left unanswered and counted; run again with the same answers, the file stays; the model never sees
+    a hidden column."""
+    from abcde.completion.model import MODEL_FILE, model_entities
+
+    P = ex.example_paths()
+    s = write_entity_sample(P["base"], P["exp"], tmp_path / "s", items=P["items"], budget=40, seed=3,
+                            hide=["entity_id"], candidates="surname")
+    seen = set()
+
+    def judge(a, b):
+        seen.update(a)
+        if a.get("surname") is None:
+            return "maybe"
+        return "same" if (a.get("surname"), a.get("date_of_birth")) == (b.get("surname"), b.get("date_of_birth")) \
+            else "different"
+
+    r = model_entities(s, judge, name="surname-dob")
+    assert "entity_id" not in seen and "weight" not in seen
+    t = pq.read_table(tmp_path / "s" / MODEL_FILE)
+    assert set(t.column("source").to_pylist()) == {"model"} and r.rater == "model:surname-dob"
+    assert r.answers["searched"] == s.anchors.num_rows  # the candidates are the model's search
+    q = estimate_entities(s)  # no people's or oracle's answers: the model's
+    assert q.answers["source"] == "model" and q.judged > 0
+    assert estimate_entities(s, source="model").metrics["delta_recall"].low == q.metrics["delta_recall"].low
+    model_entities(s, judge, name="surname-dob")  # the same answers: kept
+    with pytest.raises(InputError, match="already holds other model answers"):
+        model_entities(s, lambda a, b: "same", name="always")
+    oracle_entities(s, "entity_id")  # people's (here the oracle's) answers come first by default
+    assert estimate_entities(s).answers["source"] == "people and oracle"

@@ -45,8 +45,10 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from abcde.completion.judgements import load_answers, outside_weights
+from abcde.completion.model import MODEL_FILE
 from abcde.completion.sample import EntitySample
 from abcde.errors import InputError
 
@@ -289,13 +291,25 @@ def _per_draw(sample: EntitySample, values: dict, metric: str, scale_of) -> tupl
 
 
 def estimate_entities(sample_dir, answers_rows=None, *, slice_by: Sequence[str] = (), where: str = "the answers",
-                      weights_outside: dict | None = None) -> EntityQuality:
+                      weights_outside: dict | None = None, source: str | None = None) -> EntityQuality:
     """ΔRecall, IQ and ΔPrecision (and per slice of ``slice_by``) from an entity sample and its answers
-    (rows ``{anchor, item_id, answer}``; default: the sample's judgement file)."""
+    (rows ``{anchor, item_id, answer}``). Default: people's and the oracle's answers
+    (:func:`~abcde.completion.judgements.load_answers`), or a model's when there are no others;
+    ``source="model"``: the model's (``DIR/entity_model_judgements.parquet``) only."""
     s = sample_dir if isinstance(sample_dir, EntitySample) else EntitySample.read(sample_dir)
+    used = "given"
     if answers_rows is None:
-        answers_rows, where = load_answers(s)
+        if source not in (None, "model", "person", "oracle"):
+            raise InputError(f"Unknown answer source {source!r}: expected person, model or oracle.")
+        answers_rows, where = ([], "") if source == "model" else load_answers(s)
+        if source in ("person", "oracle"):
+            answers_rows = [r for r in answers_rows if (r.get("source") or "person") == source]
+        used = source or "people and oracle"
+        if not answers_rows and source in (None, "model") and (s.path / MODEL_FILE).is_file():
+            answers_rows, where = pq.read_table(s.path / MODEL_FILE).to_pylist(), f"'{s.path / MODEL_FILE}'"
+            used = "model"
     answers, counts = read_answers(answers_rows, s, where)
+    counts = {**counts, "source": used}
     answers = {a: v for a, v in answers.items() if v.same or v.different or v.unsure or v.searched is not None}
     if weights_outside is None:
         weights_outside = outside_weights(s, answers)
