@@ -56,41 +56,17 @@ def reference(b: dict, e: dict, t: dict, w: dict) -> dict:
 
 
 def world(seed: int, kind: str, *, n_entities: int = 120, weighted: bool = False, heavy: bool = False):
-    """A truth of entities (1–6 items, or heavy-tailed sizes up to 60); Base splits a quarter of the
-    entities and makes a few wrong merges; Exp changes Base by ``kind``: splits, merges, both, or a
-    trade-off (entities reunited and many wrong merges)."""
-    rng = np.random.default_rng(seed)
-    sizes = np.minimum(rng.zipf(1.8, n_entities), 60) if heavy else rng.integers(1, 7, n_entities)
-    truth = np.repeat(np.arange(n_entities), sizes)
-    n = len(truth)
-    base = truth.copy()
-    cut = (rng.random(n_entities) < 0.25)[truth] & (rng.random(n) < 0.5)
-    base[cut] += n_entities
-    m = np.arange(2 * n_entities)
-    pick = rng.random(2 * n_entities) < 0.06
-    m[pick] = rng.integers(0, 2 * n_entities, int(pick.sum()))
-    base = m[base]
-    exp = base.copy()
-    if kind in ("splits", "both"):
-        chosen = rng.random(base.max() + 1) < 1 / 4
-        exp = np.where(chosen[exp] & (rng.random(n) < 0.5), exp + 10 * n_entities, exp)
-    if kind in ("merges", "both", "tradeoff"):
-        reunite, wrong = (0.8, 0.25) if kind == "tradeoff" else (0.5, 0.04)
-        top = int(exp.max()) + 1
-        mm = np.arange(top)
-        for k in range(n_entities):
-            if k + n_entities < top and rng.random() < reunite:
-                mm[k + n_entities] = k
-        bad = rng.random(top) < wrong
-        mm[bad] = rng.integers(0, top, int(bad.sum()))
-        exp = mm[exp]
-    w = rng.lognormal(0, 0.8, n) if weighted else np.ones(n)
-    ids = [f"r{k}" for k in range(n)]
-    b = dict(zip(ids, base.tolist()))
-    e = dict(zip(ids, exp.tolist()))
-    t = {i: f"e{x}" for i, x in zip(ids, truth.tolist())}
-    wd = dict(zip(ids, w.tolist()))
-    return b, e, t, wd
+    """test_recall_lift's worlds (a truth; Base splits a quarter of the entities and makes a few wrong
+    merges; Exp by ``kind``: splits, merges, both, a trade-off), a quarter of Base's clusters split
+    for ``splits``, as dicts."""
+    from test_recall_lift import sim_world
+
+    base, exp, items = sim_world(seed, kind, n_entities=n_entities, weighted=weighted, heavy=heavy, split_share=1 / 4)
+    ids = base.column("item_id").to_pylist()
+    b = dict(zip(ids, base.column("cluster_id").to_pylist()))
+    e = dict(zip(ids, exp.column("cluster_id").to_pylist()))
+    t = dict(zip(ids, items.column("entity").to_pylist()))
+    return b, e, t, dict(zip(ids, items.column("weight").to_pylist()))
 
 
 def tables(b, e, t, w):

@@ -270,13 +270,16 @@ def test_quality_reports_the_lift_and_an_old_sample_says_how_to_add_it(tmp_path)
 
 
 # ----------------------------------------------------------------------------- simulations
-def sim_world(seed: int, kind: str, *, n_entities: int = 260, weighted: bool = False):
-    """A truth of entities of 1–6 items; Base splits a quarter of them in two and merges a few
-    pieces; Exp changes Base by ``kind``: ``splits`` (a sixth of Base's clusters lose half their
-    items), ``merges`` (half the split entities reunited, a few wrong merges), ``both``, or
-    ``tradeoff`` (most split entities reunited and many wrong merges: recall up, precision down)."""
+def sim_world(seed: int, kind: str, *, n_entities: int = 260, weighted: bool = False, heavy: bool = False,
+              split_share: float = 1 / 6):
+    """A truth of entities of 1–6 items (``heavy``: Zipf sizes up to 60); Base splits a quarter of them
+    in two and merges a few pieces; Exp changes Base by ``kind``: ``splits`` (``split_share`` of Base's
+    clusters lose half their items), ``merges`` (half the split entities reunited, a few wrong merges),
+    ``both``, or ``tradeoff`` (most split entities reunited and many wrong merges: recall up, precision
+    down)."""
     rng = np.random.default_rng(seed)
-    truth = np.repeat(np.arange(n_entities), rng.integers(1, 7, n_entities))
+    sizes = np.minimum(rng.zipf(1.8, n_entities), 60) if heavy else rng.integers(1, 7, n_entities)
+    truth = np.repeat(np.arange(n_entities), sizes)
     n = len(truth)
     base = truth.copy()
     cut = (rng.random(n_entities) < 0.25)[truth] & (rng.random(n) < 0.5)
@@ -287,7 +290,7 @@ def sim_world(seed: int, kind: str, *, n_entities: int = 260, weighted: bool = F
     base = m[base]
     exp = base.copy()
     if kind in ("splits", "both"):
-        chosen = rng.random(base.max() + 1) < 1 / 6
+        chosen = rng.random(base.max() + 1) < split_share
         exp = np.where(chosen[exp] & (rng.random(n) < 0.5), exp + 10 * n_entities, exp)
     if kind in ("merges", "both", "tradeoff"):
         reunite, wrong = (0.8, 0.25) if kind == "tradeoff" else (0.5, 0.04)
