@@ -419,3 +419,16 @@ def test_a_model_completes_the_entities_apart_from_people(tmp_path):
         model_entities(s, lambda a, b: "same", name="always")
     oracle_entities(s, "entity_id")  # people's (here the oracle's) answers come first by default
     assert estimate_entities(s).answers["source"] == "people and oracle"
+
+
+def test_judge_model_and_quality_source_on_the_command_line(tmp_path):
+    P = ex.example_paths()
+    out = tmp_path / "ent"
+    _cli("entities", "--base", P["base"], "--exp", P["exp"], "--items", P["items"], "--budget", 30, "--hide",
+         "entity_id", "--candidates", "surname", "--out", out)
+    r = _cli("judge", "model", out, "--callable", "abcde.examples.judges:fields_agree", "--json")
+    assert json.loads(r.stdout)["rater"] == "model:fields_agree"
+    text = _cli("quality", out, "--source", "model").stdout
+    assert "Answers used:" in text and "of model" in text
+    r = _cli("quality", out, "--judgements", out / "x.csv", ok=False)
+    assert "--judgements is for pair samples" in r.stderr

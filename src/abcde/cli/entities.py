@@ -99,6 +99,13 @@ def print_entity_quality(d: dict) -> None:
                                            for k, x in _num(v[m]).items() if k != "std err"}} for v in vals]
         console().print(table(srows, f"By {col}", plain=(col,)))
     console().print(d["verdict"], soft_wrap=True)
+    a = d.get("answers") or {}
+    if a:
+        conflicts = (f"; {a['conflicts']:,} answered differently by two raters or sources, read as unsure"
+                     if a.get("conflicts") else "")
+        console().print(f"Answers used: {a.get('answers', 0):,} of {a.get('source', 'the given rows')}{conflicts} "
+                        "(--source person, model or oracle chooses).", style="yellow" if a.get("source") == "model"
+                        else "", soft_wrap=True)
 
 
 __all__ = ["entities", "print_entity_quality"]

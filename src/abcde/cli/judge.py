@@ -192,6 +192,23 @@ def _oracle_entities(sample_dir, oracle_column: str, out, as_json: bool) -> None
                     f"not searched {counts['not searched']})")
 
 
+def _model_entities(sample_dir, judge_fn, name, hide, as_json: bool) -> None:
+    """``judge model`` on an entity sample: the pair judge asked about each member and candidate."""
+    from abcde.completion.model import model_entities  # lazy: start-up time
+
+    res = model_entities(sample_dir, judge_fn, name=name, hide=hide)
+    if as_json:
+        emit_json(res.to_dict())
+        return
+    a = res.answers
+    console().print(f"wrote {res.path} (entities completed by {res.rater}: same {a['same']}, different "
+                    f"{a['different']}, unsure {a['unsure']}; searched {a['searched']}, not searched "
+                    f"{a['not searched']}" + (f"; {res.unanswered} questions got no usable answer" if res.unanswered
+                                              else "") + ")")
+    if res.unanswered:
+        raise SystemExit(1)
+
+
 @judge.command("serve")
 @click.argument("sample_dir", type=click.Path(file_okay=False))
 @click.option("--host", default="127.0.0.1", show_default=True,
@@ -434,11 +451,17 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_h
     answer (an error page, a refusal, an essay) is asked again, then the pair is left unjudged
     (never cached), counted, and the command exits 1; run it again to ask those pairs again.
     """
+    from abcde.completion import is_entity_sample  # lazy: start-up time
     from abcde.judging import LLMJudge, judge_with_model  # lazy: start-up time
     from abcde.judging.models import load_callable  # lazy: start-up time
     from abcde.samples.sample_dir import PairSampleDir  # lazy: start-up time
 
-    PairSampleDir.read(sample_dir)  # the sample first: a bad directory is named before the judge's options
+    entity = is_entity_sample(sample_dir)
+    if not entity:
+        PairSampleDir.read(sample_dir)  # the sample first: a bad directory is named before the judge's options
+    elif spec and (show_ids or limit is not None):
+        raise InputError("--show-ids and --limit are for pair samples: on an entity sample the model is asked about "
+                         "every member and candidate of every item, by their attributes.")
     llm_opts = {"--model": model, "--llm-base-url": llm_base_url, "--api-key": api_key,
                 "--allow-insecure-http": allow_insecure_http, "--prompt-template": prompt_template, "--cache": cache}
     if spec:
@@ -459,6 +482,8 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_h
                             backoff=retry_backoff, timeout=timeout, temperature=temperature,
                             template_label=f"The prompt template '{prompt_template}'" if prompt_template
                             else "The prompt template", allow_insecure_http=allow_insecure_http)
+    if entity:
+        return _model_entities(sample_dir, judge_fn, name, hide, as_json)
     res = judge_with_model(sample_dir, judge_fn, name=name, concurrency=concurrency, hide=hide, show_ids=show_ids,
                            limit=limit)
     d = res.to_dict()

@@ -251,10 +251,11 @@ def _entity_quality(sample_dir, judgements, slice_by, source, as_json: bool) -> 
     from abcde.cli.entities import print_entity_quality  # lazy: start-up time
     from abcde.completion import estimate_entities  # lazy: start-up time
 
-    if judgements or source:
-        raise InputError("--judgements and --source are for pair samples: an entity sample's answers are read from "
-                         "SAMPLE_DIR/entity_judgements.parquet.")
-    d = estimate_entities(sample_dir, slice_by=slice_by).to_dict()
+    if judgements:
+        raise InputError("--judgements is for pair samples: an entity sample's answers are read from its own files "
+                         "(SAMPLE_DIR/entity_judgements.parquet, .sqlite and entity_model_judgements.parquet); "
+                         "--source chooses among them.")
+    d = estimate_entities(sample_dir, slice_by=slice_by, source=source).to_dict()
     if as_json:
         emit_json(d)
         return

@@ -44,10 +44,13 @@ def load_answers(s: EntitySample) -> tuple[list, str]:
         if not need <= set(t.column_names):
             raise InputError(f"The entity judgement file '{p}' lacks column(s) "
                              f"{', '.join(sorted(need - set(t.column_names)))} (it has {', '.join(t.column_names)}).")
-        rows += t.select(["anchor", "item_id", "answer"]).to_pylist()
+        src = t.column("source").to_pylist() if "source" in t.column_names else ["oracle"] * t.num_rows
+        rows += [{**r, "source": x or "oracle"} for r, x in zip(t.select(["anchor", "item_id", "answer"]).to_pylist(),
+                                                                 src)]
         where.append(f"'{p}'")
     if EntityStore.exists(s):
-        rows += [{"anchor": r["anchor"], "item_id": r["item_id"], "answer": r["answer"]} for r in live_answers(s)]
+        rows += [{"anchor": r["anchor"], "item_id": r["item_id"], "answer": r["answer"],
+                  "source": r.get("source") or "person"} for r in live_answers(s)]
         where.append(f"'{s.path / STORE_FILE}'")
     return rows, " and ".join(where) or str(p)
 
