@@ -227,7 +227,9 @@ def exact_scaling(weights: dict, scaled: dict) -> bool:
     return all(math.isfinite(x) and x >= TINY for x in scaled.values())
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 50 worlds a run (each builds two diffs; 100 took 74 s of the suite's 25 minutes): every CI run draws
+# other worlds and scales, so the property is searched wider run by run.
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scaled_worlds())
 def test_exact_numbers_do_not_depend_on_the_scale_of_the_weights(world):
     base, exp, weights, scaled = world
@@ -246,7 +248,7 @@ def test_exact_numbers_do_not_depend_on_the_scale_of_the_weights(world):
     assert_all_close(got, want, "exact numbers at scale vs scale 1")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scaled_worlds(), st.data())
 def test_quality_estimates_do_not_depend_on_the_scale_of_the_weights(world, data):
     base, exp, weights, scaled = world
