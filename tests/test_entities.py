@@ -163,11 +163,11 @@ def test_identities(tmp_path):
 
 
 def test_the_draws_follow_their_probabilities(tmp_path):
-    """300 seeds × 20 draws from abcde's sampler, each design: the items' draw counts against
-    ``300·20·p_i`` (chi-square, p > 0.001), and the same seed gives the same draws."""
+    """150 seeds × 40 draws from abcde's sampler, each design: the items' draw counts against
+    ``150·40·p_i`` (chi-square, p > 0.001), and the same seed gives the same draws."""
     from scipy.stats import chisquare
 
-    b, e, t, w = world(13, "both", n_entities=30, weighted=True)
+    b, e, t, w = world(13, "both", n_entities=60, weighted=True)
     want = reference(b, e, t, w)
     diff = build_diff(Inputs(*tables(b, e, t, w)))
     W = sum(w.values())
@@ -175,9 +175,9 @@ def test_the_draws_follow_their_probabilities(tmp_path):
         p = {i: w[i] * (1.0 if design == "recall" else v["jd"]) for i, v in want["per"].items()}
         tot = sum(p.values())
         counts = dict.fromkeys(p, 0)
-        for seed in range(300):
-            draws, facts = draw_entities(diff, budget=20, seed=seed, design=design)
-            assert not facts["census"] and draws.num_rows == 20
+        for seed in range(150):
+            draws, facts = draw_entities(diff, budget=40, seed=seed, design=design)
+            assert not facts["census"] and draws.num_rows == 40
             for i, pk in zip(draws.column("item_id").to_pylist(), draws.column("p").to_pylist()):
                 counts[i] += 1
                 assert pk == pytest.approx(p[i] / tot, rel=1e-12)
