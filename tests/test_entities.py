@@ -432,3 +432,12 @@ def test_judge_model_and_quality_source_on_the_command_line(tmp_path):
     assert "Answers used:" in text and "of model" in text
     r = _cli("quality", out, "--judgements", out / "x.csv", ok=False)
     assert "--judgements is for pair samples" in r.stderr
+
+
+def test_the_notebook_shows_the_verdict_and_the_numbers(tmp_path):
+    b, e, t, w = world(29, "both")
+    s = _census(tmp_path, b, e, t, w)
+    q = estimate_entities(s.path)
+    h = q._repr_html_()
+    assert "ΔRecall (pointwise)" in h and "IQ" in h and "<table" in h
+    assert q.to_dict()["verdict"].split(":")[0].replace("−", "-") in h.replace("−", "-")

@@ -264,6 +264,27 @@ class EntityQuality:
     answers: dict
     jaccard_distance: float
 
+    def _repr_html_(self) -> str:
+        """The estimates in a notebook: the verdict, then each number with its interval."""
+        import html
+
+        from abcde.util import display  # lazy: the notebook only
+
+        names = {"delta_recall": "ΔRecall (pointwise)", "iq": "IQ", "delta_precision": "ΔPrecision (cross-check)"}
+
+        def pct(x) -> str:
+            return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else _pct(x)
+
+        rows = []
+        for m, label in names.items():
+            e = self.metrics[m]
+            point = pct(e.estimate) if e.estimate is not None else f"{pct(e.low)} to {pct(e.high)}"
+            rows.append([label, point, pct(e.ci_low), pct(e.ci_high)])
+        how = (f"{self.design} design, {'a census of the affected items' if self.census else 'sampled'}; "
+               f"{self.judged:,} of {self.anchors:,} anchors judged")
+        return (f"<p>{html.escape(verdict(self))}</p>" +
+                display.html_table(f"Entity completion ({how})", rows, ["", "estimate", "95% low", "95% high"]))
+
     def to_dict(self) -> dict:
         return {"kind": "entities", "sample_dir": str(self.path), "design": self.design, "census": self.census,
                 **{m: self.metrics[m].to_dict() for m in METRICS},
