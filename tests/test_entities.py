@@ -441,3 +441,42 @@ def test_the_notebook_shows_the_verdict_and_the_numbers(tmp_path):
     h = q._repr_html_()
     assert "ΔRecall (pointwise)" in h and "IQ" in h and "<table" in h
     assert q.to_dict()["verdict"].split(":")[0].replace("−", "-") in h.replace("−", "-")
+
+
+def test_the_completed_entities_export_as_a_truth_sample_pointwise_reads(tmp_path):
+    """'judge export DIR --entities': every completed entity whole, with its inclusion probability
+    1 − (1 − Σ p)^n; 'pointwise --truth-sample inclusion' reads it, and its ΔRecall interval holds
+    the exact ΔRecall over the entities the diff touches (the population the file samples)."""
+    P = ex.example_paths()
+    out = tmp_path / "ent"
+    _cli("entities", "--base", P["base"], "--exp", P["exp"], "--items", P["items"], "--budget", 150, "--hide",
+         "entity_id", "--out", out)
+    _cli("judge", "oracle", out, "--oracle-column", "entity_id")
+    r = _cli("judge", "export", out, "--out", tmp_path / "x.parquet", ok=False)
+    assert "pass --entities" in r.stderr
+    d = json.loads(_cli("judge", "export", out, "--entities", "--out", tmp_path / "ts.parquet", "--json").stdout)
+    assert d["incomplete"] == 0 and d["unjudged"] == 0 and "touches" in d["population"]
+    ts = pq.read_table(tmp_path / "ts.parquet")
+    it = pq.read_table(P["items"])
+    truth = dict(zip(it.column("item_id").to_pylist(), it.column("entity_id").to_pylist()))
+    w = dict(zip(it.column("item_id").to_pylist(), it.column("weight").to_pylist()))
+    groups: dict = {}
+    for i, c, pi in zip(*(ts.column(k).to_pylist() for k in ("item_id", "cluster_id", "inclusion"))):
+        groups.setdefault(c, []).append((i, pi))
+        assert 0 < pi <= 1
+    by_truth: dict = {}
+    for i, e in truth.items():
+        by_truth.setdefault(e, set()).add(i)
+    for c, rows in groups.items():  # each exported entity is a true entity, whole
+        ent = {i for i, _ in rows}
+        assert ent == by_truth[truth[next(iter(ent))]] and len({pi for _, pi in rows}) == 1
+    res = json.loads(_cli("pointwise", "--base", P["base"], "--exp", P["exp"], "--items", P["items"], "--truth",
+                          tmp_path / "ts.parquet", "--truth-sample", "inclusion", "--json").stdout)
+    b = dict(zip(*(pq.read_table(P["base"]).column(c).to_pylist() for c in ("item_id", "cluster_id"))))
+    e = dict(zip(*(pq.read_table(P["exp"]).column(c).to_pylist() for c in ("item_id", "cluster_id"))))
+    want = reference(b, e, truth, w)
+    touched = {i for ent in by_truth.values() if any(j in want["per"] for j in ent) for i in ent}
+    W_t = sum(w[i] for i in touched)
+    exact = sum(w[i] * want["per"][i]["delta_recall"] for i in touched if i in want["per"]) / W_t
+    dr = res["estimates"]["delta_recall"]
+    assert dr["ci_low"] <= exact <= dr["ci_high"], (dr, exact)

@@ -209,6 +209,25 @@ def _model_entities(sample_dir, judge_fn, name, hide, as_json: bool) -> None:
         raise SystemExit(1)
 
 
+def _export_entities(sample_dir, out, source, force: bool, entities: bool, as_json: bool) -> None:
+    from abcde.completion import is_entity_sample  # lazy: start-up time
+    from abcde.completion.export import export_entities  # lazy: start-up time
+
+    if not is_entity_sample(sample_dir):
+        raise InputError(f"--entities is for an entity sample ('abcde entities'); '{sample_dir}' is not one.")
+    if not entities:
+        raise InputError("On an entity sample, 'judge export' writes its completed entities as a truth file: pass "
+                         "--entities.")
+    d = export_entities(sample_dir, out, source=source, force=force)
+    if as_json:
+        emit_json(d)
+        return
+    console().print(f"wrote {d['written']}: {d['entities']:,} complete entities ({d['items']:,} items), each with its "
+                    f"inclusion probability; left out: {d['incomplete']:,} incomplete, {d['unjudged']:,} not judged. "
+                    f"A sample of {d['population']}: 'abcde pointwise --truth {d['written']} --truth-sample inclusion' "
+                    "estimates that population's numbers.", soft_wrap=True)
+
+
 @judge.command("serve")
 @click.argument("sample_dir", type=click.Path(file_okay=False))
 @click.option("--host", default="127.0.0.1", show_default=True,
@@ -531,12 +550,20 @@ def judge_model(sample_dir, spec, model, llm_base_url, api_key, allow_insecure_h
 @click.option("--source", type=click.Choice(["person", "model", "oracle"]), default=None,
               help="Export only this source's judgements.")
 @click.option("--force", is_flag=True, help="Replace an existing file at --out (never done otherwise).")
+@click.option("--entities", is_flag=True,
+              help="On an entity sample ('abcde entities'): write the completed entities as a truth file (item_id, "
+                   "cluster_id, inclusion) that 'abcde pointwise --truth FILE --truth-sample inclusion' reads.")
 @json_option
 @handle_errors
-def judge_export(sample_dir, out, source, force, as_json):
-    """Write the store's judgements (SAMPLE_DIR/judgements.sqlite) as a judgement file, with agreement."""
+def judge_export(sample_dir, out, source, force, entities, as_json):
+    """Write the store's judgements (SAMPLE_DIR/judgements.sqlite) as a judgement file, with agreement;
+    with --entities, an entity sample's completed entities as a truth sample."""
+    from abcde.completion import is_entity_sample  # lazy: start-up time
     from abcde.judging import JudgementStore, agreement  # lazy: start-up time
     from abcde.samples.raters import OWNER  # lazy: start-up time
+
+    if entities or is_entity_sample(sample_dir):
+        return _export_entities(sample_dir, out, source, force, entities, as_json)
 
     if not (Path(sample_dir) / "judgements.sqlite").exists():
         raise AbcdeError(f"There is no judgement store (judgements.sqlite) in '{sample_dir}'; "
