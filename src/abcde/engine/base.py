@@ -204,7 +204,8 @@ class Engine(abc.ABC):
             is_dir = st is not None and stat.S_ISDIR(st.st_mode)
             if st is None and not any(ch in str(path) for ch in "*?["):
                 raise InputError(f"The {role} file '{path}' does not exist.")
-        table_name = f"__abcde_{role}_{next(_counter)}"
+        # A role may hold characters a view name may not (Spark refuses "base-ids"): those become "_".
+        table_name = f"__abcde_{re.sub(r'[^0-9A-Za-z_]', '_', role)}_{next(_counter)}"
         try:
             if is_dir or name.endswith(PARQUET_SUFFIXES):
                 t = self.con.read_parquet(self._parquet_target(path, is_dir=is_dir), table_name=table_name)
