@@ -8,6 +8,11 @@ tagged files. ``<digest>`` is the files' content hash: an earlier run's inputs, 
 names, are never overwritten; the run that succeeds keeps its own and no other. A run that fails
 leaves ``DIR`` as it was.
 
+Every engine runs it, and DuckDB and Spark give the same id table, impact and pair sample. Each
+tagged input is kept as one Parquet file, whatever the engine (the record fingerprints files, not
+directories of part files): Spark writes its part files, which are copied into one file batch by
+batch (:func:`write_parquet_file`), so the driver never holds a whole table.
+
 The report has a section for the id table (:func:`abcde.report.build.with_id_table`): ``DIR/report.html``
 and ``report.md`` are written again with it once the evaluation is in place, and ``abcde report DIR``
 reads the kept id table for it (:func:`recorded_id_table`), as the pair sample asks about ids.
@@ -69,10 +74,6 @@ def evaluate_ids(history, current, base_ids, exp_ids, out_dir: str | os.PathLike
     out = Path(out_dir)
     check_out_dir(out, "ids", kept=frozenset({INPUTS}))
     eng = resolve(engine)
-    if eng.writes_part_directories:
-        raise InputError("abcde ids keeps its tagged inputs as single Parquet files (the record of DIR names and "
-                         f"fingerprints them), which the {eng.name} engine does not write yet: run it on DuckDB (the "
-                         "default engine).")
     tagged = tag_clusterings(history, current, base_ids, exp_ids, current_exp=current_exp, items=items,
                              hist_scale=hist_scale, item_id=item_id, cluster_id=cluster_id, id_column=id_column,
                              weight=weight, engine=eng)
@@ -86,8 +87,8 @@ def evaluate_ids(history, current, base_ids, exp_ids, out_dir: str | os.PathLike
     final = None
     try:
         for name in ("base", "exp", "items"):
-            eng.write_parquet(getattr(tagged, name).order_by("item_id"), staging / f"{name}.parquet",
-                              step=f"tagged {name}")
+            write_parquet_file(eng, getattr(tagged, name).order_by("item_id"), staging / f"{name}.parquet",
+                               step=f"tagged {name}")
         table.write(staging / "id_table.parquet")
         h = hashlib.sha256()
         for f in FILES:
@@ -119,6 +120,38 @@ def evaluate_ids(history, current, base_ids, exp_ids, out_dir: str | os.PathLike
     res = replace(res, report=rep)
     return IdsResult(evaluation=res, ids=table, inputs=final, hist_scale=float(hist_scale),
                      written=[final / f for f in FILES] + list(res.written))
+
+
+def write_parquet_file(eng: Engine, expr, path: Path, *, step: str) -> None:
+    """Write ``expr`` as one Parquet file at ``path``, on any engine, in the row order of ``expr``.
+
+    The record of ``DIR`` names and fingerprints each tagged input as one file (a directory of part
+    files has no fingerprint, so ``abcde report DIR`` could not check it, nor the id table written with
+    it). An engine that writes a directory of part files (Spark) writes them beside ``path`` first; they
+    are then copied into one file here, one batch at a time (the driver holds one batch, whatever the
+    size of the table), in the order of their names, which is the order of the rows (a sorted table's
+    parts hold consecutive ranges), each batch cast to the expression's schema: the file holds the
+    same rows, in the same order and of the same types, as DuckDB writes (Spark's INT96 timestamps read
+    as microseconds)."""
+    if not eng.writes_part_directories:
+        eng.write_parquet(expr, path, step=step)
+        return
+    parts = path.with_name(f".{path.name}.parts")
+    try:
+        eng.write_parquet(expr, parts, step=step)
+        if not parts.is_dir():
+            raise InputError(f"The {eng.name} engine wrote the tagged inputs of 'abcde ids' where this machine cannot "
+                             f"read them ('{parts}' is not here): give --out a directory on a file system that the "
+                             "engine and this machine share.")
+        schema = expr.schema().to_pyarrow()
+        files = sorted(p for p in parts.iterdir() if p.is_file() and not p.name.startswith(("_", "."))
+                       and p.name.endswith(".parquet"))
+        with pq.ParquetWriter(path, schema) as out:
+            for f in files:
+                for batch in pq.ParquetFile(f, coerce_int96_timestamp_unit="us").iter_batches(batch_size=1 << 17):
+                    out.write_table(pa.Table.from_batches([batch]).select(schema.names).cast(schema))
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
 
 
 def recorded_id_table(evaldir: str | os.PathLike, record: dict) -> IdTable:
@@ -172,4 +205,4 @@ def recorded_id_table(evaldir: str | os.PathLike, record: dict) -> IdTable:
     return IdTable.of(table)
 
 
-__all__ = ["FILES", "INPUTS", "IdsResult", "SIDE_COLUMN", "evaluate_ids", "recorded_id_table"]
+__all__ = ["FILES", "INPUTS", "IdsResult", "SIDE_COLUMN", "evaluate_ids", "recorded_id_table", "write_parquet_file"]
