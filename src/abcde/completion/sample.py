@@ -60,7 +60,7 @@ from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import check_slice_columns, overall, per_item_expr
 from abcde.sampling.clocks import check_seed, check_size, hash_uniforms_py, replay, smallest_draw_times
-from abcde.util.files import InputPrints, file_digest, make_temp_dir
+from abcde.util.files import InputPrints, file_digest, make_temp_dir, parse_json
 
 FORMAT = "abcde.entity_sample"
 VERSION = 1
@@ -78,8 +78,8 @@ NEVER_SHOWN = ("weight",)
 def is_entity_sample(path) -> bool:
     """Whether ``path`` is a directory holding an entity sample (its ``metadata.json`` says so)."""
     try:
-        return json.loads((Path(path) / "metadata.json").read_text()).get("format") == FORMAT
-    except (OSError, ValueError, AttributeError):
+        return parse_json((Path(path) / "metadata.json").read_bytes()).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):  # not one (a pair sample's reader names what is wrong)
         return False
 
 
@@ -242,7 +242,10 @@ class EntitySample:
         if not is_entity_sample(path):
             raise InputError(f"'{path}' is not an entity sample directory (no metadata.json of an entity sample; "
                              "draw one with 'abcde entities').")
-        meta = json.loads((path / "metadata.json").read_text())
+        try:
+            meta = parse_json((path / "metadata.json").read_bytes())
+        except ValueError as exc:
+            raise InputError(f"The entity sample's metadata '{path / 'metadata.json'}' cannot be read: {exc}.") from None
         if meta.get("version") != VERSION:
             raise InputError(f"The entity sample in '{path}' has format version {meta.get('version')!r}; this abcde "
                              f"reads version {VERSION}.")
