@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -77,8 +78,14 @@ NEVER_SHOWN = ("weight",)
 
 def is_entity_sample(path) -> bool:
     """Whether ``path`` is a directory holding an entity sample (its ``metadata.json`` says so)."""
+    p = Path(path) / "metadata.json"
     try:
-        return parse_json((Path(path) / "metadata.json").read_bytes()).get("format") == FORMAT
+        st = p.stat()
+        # only a regular file of a sane size is read (a named pipe would block; a pair sample's reader
+        # then names what is wrong with it)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 1 << 20:
+            return False
+        return parse_json(p.read_bytes()).get("format") == FORMAT
     except (OSError, ValueError, AttributeError):  # not one (a pair sample's reader names what is wrong)
         return False
 
