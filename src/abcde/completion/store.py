@@ -50,10 +50,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 import sqlite3
-import stat
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -63,13 +60,13 @@ import pyarrow as pa
 from abcde.completion.sample import EntitySample
 from abcde.core.names import SOURCES
 from abcde.errors import InputError
-from abcde.samples.dir_lock import InUseLock, StoreClaim, StoreHold, claim_store
-from abcde.samples.ledger_file import check_store_size, fsync_dir, remove_stale_builds
+from abcde.samples.dir_lock import StoreClaim
+from abcde.samples.ledger_file import build_store, check_store_file, stat_store
 from abcde.samples.ledger_rows import utc_now
 from abcde.samples.ledger_rules import DuplicateJudgementError, check_request_id
 from abcde.samples.raters import OWNER, check_rater
-from abcde.samples.sqlite_guard import (StoreError, StoreFileError, check_side_files, connect_existing, os_text,
-                                        sqlite_error, stamp)
+from abcde.samples.sqlite_guard import StoreError, StoreFileError, check_side_files
+from abcde.samples.store_access import StoreAccess, same_file
 
 STORE_FILE = "entity_judgements.sqlite"
 KIND = "abcde.entity_judgements"
@@ -129,7 +126,7 @@ def _id_kind(typ: pa.DataType) -> type:
                      "ids only.")
 
 
-class EntityStore:
+class EntityStore(StoreAccess):
     """The answers of one entity sample, in ``DIR/entity_judgements.sqlite`` (see the module).
 
     ``create``: make the store when there is none (the judging app); otherwise a missing store is
@@ -166,50 +163,10 @@ class EntityStore:
         return os.path.lexists(path / STORE_FILE)
 
     # ------------------------------------------------------------------ opening
-    @contextmanager
-    def _use(self, *, opening: bool = False, create: bool = False):
-        """Hold the directory's in-use lock around one operation, the file claimed for this folder;
-        when no other process has the store open, first refuse side files that are not its own.
-        ``opening``: check the file (``create``: make it when missing), else check that it is still
-        the file that was opened."""
-        lock = InUseLock(self.path.parent)
-        alone = lock.acquire()
-        claim = None
-        try:
-            try:
-                claim = claim_store(self.path)
-                if alone:
-                    lock.describe("", replace=True)  # no one else holds it: whatever it says is stale
-                    check_side_files(self.path)
-                    remove_stale_builds(self.path)
-                if opening:
-                    self._open(alone, create)
-                    if claim is None:
-                        claim = claim_store(self.path)
-                self._check_same_file(claim)
-            except BaseException:
-                if claim is not None:
-                    claim.release()
-                    claim = None
-                if alone:
-                    lock.forget()
-                raise
-            if alone:
-                lock.share()
-            yield
-        finally:
-            if claim is not None:
-                claim.release()
-            lock.release()
-
-    def _open(self, alone: bool, create: bool) -> None:
+    # The lock, the claim, connect(), transaction() and hold(): StoreAccess's (abcde.samples.store_access).
+    def _open(self, alone: bool, create: bool = False) -> None:
         path = self.path
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            st = None
-        except OSError as exc:
-            raise StoreError(os_text(exc, f"Cannot open the entity answer store '{path}'")) from None
+        st = stat_store(path, what="entity answer store")
         if st is None:
             if not create:
                 raise StoreFileError(f"There is no entity answer store '{path}' (answers are stored there by "
@@ -218,21 +175,8 @@ class EntityStore:
                 check_side_files(path)
             self._create()
             st = os.stat(path)
-        if stat.S_ISDIR(st.st_mode):
-            raise StoreFileError(f"'{path}' is a directory; expected the entity answer store there (an SQLite file "
-                                 "that 'abcde judge serve' writes). Move the directory away.")
-        if not stat.S_ISREG(st.st_mode):
-            raise StoreFileError(f"'{path}' is not a regular file; expected the entity answer store there.")
-        check_store_size(path, st.st_size)
-        try:
-            con = connect_existing(path)
-            try:
-                self._check_content(con)
-            finally:
-                con.close()
-        except sqlite3.Error as exc:
-            raise sqlite_error(exc, path) from None
-        self._file = (st.st_dev, st.st_ino)
+        self._file = check_store_file(path, st, self._check_content, what="entity answer store",
+                                      writer="abcde judge serve")
 
     def _check_content(self, con: sqlite3.Connection) -> None:
         path = self.path
@@ -254,119 +198,16 @@ class EntityStore:
     def _create(self) -> None:
         """Build the store aside (tables, the sample's id, the first stamp), then link it into place
         whole; when another process linked one first, that one is the store."""
-        path = self.path
-        tmp = path.with_name(f".{path.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
-        try:
-            con = sqlite3.connect(tmp, isolation_level=None)
-            try:
-                con.execute("PRAGMA synchronous=FULL")
-                con.execute("BEGIN IMMEDIATE")
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        con.execute(statement)
-                con.executemany("INSERT INTO meta VALUES (?, ?)", [("kind", KIND), ("sample_id", self.key),
-                                                                   ("created_at", utc_now())])
-                stamp(con)
-                con.execute("COMMIT")
-                if con.execute("PRAGMA journal_mode=WAL").fetchone()[0] != "wal":
-                    raise StoreError(f"Cannot create the entity answer store '{path}': the file system does not "
-                                     "allow SQLite's WAL mode.")
-            finally:
-                con.close()
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                pass  # another process made the store first: that one is the store
-            fsync_dir(path.parent)
-        except sqlite3.Error as exc:
-            raise sqlite_error(exc, path) from None
-        except OSError as exc:
-            raise StoreError(os_text(exc, f"Cannot create the entity answer store '{path}'")) from None
-        finally:
-            for f in (tmp, *(tmp.with_name(tmp.name + x) for x in ("-wal", "-shm", "-journal"))):
-                try:
-                    f.unlink()
-                except OSError:
-                    pass
+        def fill(con: sqlite3.Connection) -> None:
+            con.executemany("INSERT INTO meta VALUES (?, ?)", [("kind", KIND), ("sample_id", self.key),
+                                                               ("created_at", utc_now())])
+
+        build_store(self.path, SCHEMA, fill, what="entity answer store")
 
     def _check_same_file(self, claim: StoreClaim | None = None) -> None:
-        try:
-            st = os.stat(self.path)
-            now = (st.st_dev, st.st_ino)
-        except OSError:
-            now = None
-        if now != self._file or (claim is not None and claim.key != self._file):
+        if not same_file(self.path, self._file, claim):
             raise StoreError(f"The entity answer store '{self.path}' was moved or replaced while in use; nothing more "
                              "was stored. The answers recorded so far are in the store where it went.")
-
-    # ------------------------------------------------------------------ connection
-    @contextmanager
-    def connect(self):
-        """A connection for one operation, under the in-use lock (the one read path; also
-        :class:`~abcde.samples.invites.InviteBook`'s). SQLite failures become one-line
-        :class:`StoreError` (but a unique index's IntegrityError, which callers word themselves)."""
-        with self._use():
-            try:
-                con = connect_existing(self.path)
-            except sqlite3.Error as exc:
-                raise sqlite_error(exc, self.path) from None
-            try:
-                yield con
-            except sqlite3.IntegrityError:
-                raise
-            except sqlite3.Error as exc:
-                raise sqlite_error(exc, self.path) from None
-            finally:
-                con.close()
-
-    @contextmanager
-    def transaction(self):
-        """One write transaction (``BEGIN IMMEDIATE``), stamped; on return it is on disk. A failure
-        rolls it back and raises: nothing of it is stored. The one write path."""
-        with self.connect() as con:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-                stamp(con)
-                con.execute("COMMIT")
-            except BaseException:
-                try:
-                    con.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
-                raise
-
-    def hold(self, what: str = "abcde") -> StoreHold:
-        """Keep the store in use until the returned hold is closed: the in-use lock held shared, the
-        file claimed for this folder and one connection open (the judging server, for its run)."""
-        lock = InUseLock(self.path.parent)
-        alone = lock.acquire()
-        keeper = claim = None
-        try:
-            claim = claim_store(self.path)
-            if alone:
-                check_side_files(self.path)
-            self._check_same_file(claim)
-            keeper = connect_existing(self.path, check_same_thread=False)
-            keeper.execute("SELECT count(*) FROM meta").fetchone()
-            lock.describe(f"pid {os.getpid()}: {what}", replace=alone)
-            if alone:
-                lock.share()
-        except BaseException as exc:
-            if keeper is not None:
-                keeper.close()
-            if claim is not None:
-                claim.release()
-            lock.release()
-            if isinstance(exc, sqlite3.Error):
-                raise sqlite_error(exc, self.path) from None
-            raise
-        return StoreHold(lock, keeper, claim=claim)
 
     # ------------------------------------------------------------------ settings
     def setting(self, key: str, value: str | None = None) -> str | None:

@@ -6,7 +6,9 @@ under the directory's in-use lock: a store that is not there is built whole besi
 killed processes left behind are removed (:func:`remove_stale_builds`); one that is there must be
 abcde's store of this sample, whole: its size against its SQLite header
 (:func:`check_store_size`), abcde's tables, the sample it belongs to (this sample or one it
-extends) and ``PRAGMA quick_check`` (:func:`check_store_content`). Every failure is one
+extends) and ``PRAGMA quick_check`` (:func:`check_store_content`). The steps that do not depend on
+the tables (:func:`build_store`, :func:`stat_store`, :func:`check_store_file`) serve the entity
+sample's answer store too (:mod:`abcde.completion.store`). Every failure is one
 :class:`~abcde.samples.sqlite_guard.StoreError` line (a store of another sample: an
 :class:`~abcde.errors.InputError`). What SQLite would replay beside the file is
 :mod:`abcde.samples.sqlite_guard`'s; the lock is :mod:`abcde.samples.dir_lock`'s.
@@ -18,12 +20,15 @@ import glob
 import os
 import secrets
 import sqlite3
+import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from abcde.errors import InputError
 from abcde.samples.ledger_rows import SCHEMA, utc_now
 from abcde.samples.sample_dir import sample_lineage
-from abcde.samples.sqlite_guard import StoreError, StoreFileError, db_header, os_text, sqlite_error, stamp
+from abcde.samples.sqlite_guard import (StoreError, StoreFileError, connect_existing, db_header, os_text, sqlite_error,
+                                        stamp)
 
 
 def fsync_dir(directory: Path) -> None:
@@ -107,24 +112,34 @@ def check_store_content(con: sqlite3.Connection, path: Path, meta: dict, sample_
 
 
 def create_store(path: Path, sample_id: str) -> None:
-    """Build a new store aside (tables, the sample's id, the first stamp), then link it into place
-    at ``path`` whole; when another process linked one first, that one is the store."""
+    """Build a new judgement store aside (tables, the sample's id, the first stamp), then link it
+    into place at ``path`` whole; when another process linked one first, that one is the store."""
+    def fill(con: sqlite3.Connection) -> None:
+        con.execute("INSERT INTO meta VALUES ('sample_id', ?)", (sample_id,))
+        con.execute("INSERT INTO meta VALUES ('created_at', ?)", (utc_now(),))
+
+    build_store(path, SCHEMA, fill, what="judgement store")
+
+
+def build_store(path: Path, schema: str, fill: Callable[[sqlite3.Connection], None], *, what: str) -> None:
+    """Build a new store aside (the tables of ``schema``, the rows ``fill`` writes, the first stamp)
+    in WAL mode, then link it into place at ``path`` whole; when another process linked one first,
+    that one is the store. ``what``: the store's name in the error lines (``judgement store``)."""
     tmp = path.with_name(f".{path.name}.new-{os.getpid()}-{secrets.token_hex(4)}")
     try:
         con = sqlite3.connect(tmp, isolation_level=None)
         try:
             con.execute("PRAGMA synchronous=FULL")
             con.execute("BEGIN IMMEDIATE")
-            for statement in SCHEMA.split(";"):
+            for statement in schema.split(";"):
                 if statement.strip():
                     con.execute(statement)
-            con.execute("INSERT INTO meta VALUES ('sample_id', ?)", (sample_id,))
-            con.execute("INSERT INTO meta VALUES ('created_at', ?)", (utc_now(),))
+            fill(con)
             stamp(con)
             con.execute("COMMIT")
             mode = con.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if mode != "wal":
-                raise StoreError(f"Cannot create the judgement store '{path}': the file system does not allow "
+                raise StoreError(f"Cannot create the {what} '{path}': the file system does not allow "
                                  "SQLite's WAL mode (the store needs it for safe concurrent writers).")
         finally:
             con.close()
@@ -141,10 +156,44 @@ def create_store(path: Path, sample_id: str) -> None:
     except sqlite3.Error as exc:
         raise sqlite_error(exc, path) from None
     except OSError as exc:
-        raise StoreError(os_text(exc, f"Cannot create the judgement store '{path}'")) from None
+        raise StoreError(os_text(exc, f"Cannot create the {what} '{path}'")) from None
     finally:
         for f in (tmp, *(tmp.with_name(tmp.name + x) for x in ("-wal", "-shm", "-journal"))):
             try:
                 f.unlink()
             except OSError:
                 pass
+
+
+def stat_store(path: Path, *, what: str) -> os.stat_result | None:
+    """The store file's ``os.stat`` (``None``: there is none), or one line why it cannot be read.
+    ``what``: the store's name in the error line (``judgement store``)."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(os_text(exc, f"Cannot open the {what} '{path}'")) from None
+
+
+def check_store_file(path: Path, st: os.stat_result, check_content: Callable[[sqlite3.Connection], None], *,
+                     what: str, writer: str) -> tuple[int, int]:
+    """Refuse what is at ``path`` (``st``: its ``os.stat``) unless it is a regular file whose size
+    passes :func:`check_store_size` and whose content passes ``check_content`` (on a connection
+    opened for it); returns the file's device and inode. ``what``: the store's name in the error
+    lines (``judgement store``); ``writer``: the command that writes it (``abcde judge``)."""
+    if stat.S_ISDIR(st.st_mode):
+        raise StoreFileError(f"'{path}' is a directory; expected the {what} there (an SQLite file that "
+                             f"'{writer}' writes). Move the directory away.")
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreFileError(f"'{path}' is not a regular file; expected the {what} there (an SQLite file).")
+    check_store_size(path, st.st_size)
+    try:
+        con = connect_existing(path)
+        try:
+            check_content(con)
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        raise sqlite_error(exc, path) from None
+    return st.st_dev, st.st_ino

@@ -96,23 +96,21 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import stat
-from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
 
 from abcde.errors import InputError
 from abcde.samples.people_tasks import people_pairs
-from abcde.samples.dir_lock import InUseLock, StoreClaim, StoreHold, claim_store
-from abcde.samples.ledger_file import check_store_content, check_store_size, create_store, remove_stale_builds
+from abcde.samples.dir_lock import StoreClaim
+from abcde.samples.ledger_file import check_store_content, check_store_file, create_store, stat_store
 from abcde.samples.ledger_reads import LedgerReads
 from abcde.samples.ledger_rows import Recorded, has_supersedes, utc_now
 from abcde.samples.ledger_rules import (KEEP, DuplicateJudgementError, LedgerRules, NotJudgedError, check_request_id,
                                         clean_comment)
 from abcde.samples.sample_dir import PairSampleDir, task_table
-from abcde.samples.sqlite_guard import (STORE_NAME, StoreError, StoreFileError, check_side_files, connect_existing,
-                                       os_text, sqlite_error, stamp)
+from abcde.samples.sqlite_guard import STORE_NAME, StoreError, check_side_files, stamp
+from abcde.samples.store_access import StoreAccess, same_file
 
 # The names importable from here before the ledger's parts moved to their own modules (issue 40):
 # still importable here.
@@ -131,16 +129,11 @@ from abcde.samples.sqlite_guard import db_header  # noqa: F401
 from abcde.util.files import write_table_file  # noqa: F401
 
 
-def _file_id(path: Path) -> tuple[int, int]:
-    st = os.stat(path)
-    return st.st_dev, st.st_ino
-
-
 class _Unchanged(Exception):
     """Raised inside :meth:`JudgementStore.change`'s transaction to roll it back: nothing changes."""
 
 
-class JudgementStore(LedgerRules, LedgerReads):
+class JudgementStore(LedgerRules, LedgerReads, StoreAccess):
     """Judgements of one pair sample, in ``SAMPLE_DIR/judgements.sqlite``.
 
     Parameters
@@ -163,7 +156,9 @@ class JudgementStore(LedgerRules, LedgerReads):
     read-side queries and exports (:meth:`live`, :meth:`history`, :meth:`judged_by`,
     :meth:`to_table`, ..., :class:`~abcde.samples.ledger_reads.LedgerReads`: they read only through
     :meth:`connect`). The one read path (:meth:`connect`), the one write path (:meth:`transaction`),
-    the lock, opening (with :mod:`abcde.samples.ledger_file`'s checks) and every write stay here.
+    the lock and :meth:`hold` are :class:`~abcde.samples.store_access.StoreAccess`'s, shared with the
+    entity sample's answer store; opening (with :mod:`abcde.samples.ledger_file`'s checks) and every
+    write stay here.
 
     Raises
     ------
@@ -195,154 +190,28 @@ class JudgementStore(LedgerRules, LedgerReads):
         return cls(sample_dir, path=path)
 
     # ------------------------------------------------------------------ opening
-    @contextmanager
-    def _use(self, *, opening: bool = False):
-        """Hold the directory's in-use lock around one operation; when no other process has the
-        store open, first refuse side files that are not the store's own. ``opening``: check the
-        file (create it when missing), else check it is still the file that was opened."""
-        lock = InUseLock(self.path.parent)
-        alone = lock.acquire()
-        claim = None
-        try:
-            try:
-                # the store file claimed for this folder first (none there yet: once it is made)
-                claim = claim_store(self.path)
-                if alone:
-                    lock.describe("", replace=True)  # no one else holds it: whatever it says is stale
-                    check_side_files(self.path)
-                    remove_stale_builds(self.path)
-                if opening:
-                    self._open(alone)
-                    if claim is None:
-                        claim = claim_store(self.path)
-                self._check_same_file(claim)
-            except BaseException:
-                if claim is not None:
-                    claim.release()
-                    claim = None
-                if alone:
-                    lock.forget()
-                raise
-            if alone:
-                lock.share()
-            yield
-        finally:
-            if claim is not None:  # after the operation's connection closed
-                claim.release()
-            lock.release()
-
+    # The lock, the claim, connect(), transaction() and hold(): StoreAccess's (abcde.samples.store_access).
     def _open(self, alone: bool) -> None:
         path = self.path
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            st = None
-        except OSError as exc:
-            raise StoreError(os_text(exc, f"Cannot open the judgement store '{path}'")) from None
+        st = stat_store(path, what="judgement store")
         if st is None:
             if not alone:
                 check_side_files(path)  # no process has a store open that does not exist
             create_store(path, self.meta["sample_id"])
             st = os.stat(path)
-        if stat.S_ISDIR(st.st_mode):
-            raise StoreFileError(f"'{path}' is a directory; expected the judgement store there (an SQLite file that "
-                             "'abcde judge' writes). Move the directory away.")
-        if not stat.S_ISREG(st.st_mode):
-            raise StoreFileError(f"'{path}' is not a regular file; expected the judgement store there (an SQLite file).")
-        check_store_size(path, st.st_size)
-        try:
-            con = connect_existing(path)
-            try:
-                check_store_content(con, path, self.meta, self.sample.path)
-            finally:
-                con.close()
-        except sqlite3.Error as exc:
-            raise sqlite_error(exc, path) from None
-        self._file = (st.st_dev, st.st_ino)
+        self._file = check_store_file(path, st, lambda con: check_store_content(con, path, self.meta, self.sample.path),
+                                      what="judgement store", writer="abcde judge")
 
+    def _stamp(self, con) -> None:
+        stamp(con)  # called by this module's name, which a test replaces to fail a transaction at its last write
 
     def _check_same_file(self, claim: StoreClaim | None = None) -> None:
         """The path still leads to the file that was opened (and ``claim``, when given, is on it)."""
-        try:
-            now = _file_id(self.path)
-        except OSError:
-            now = None
-        if now != self._file or (claim is not None and claim.key != self._file):
+        if not same_file(self.path, self._file, claim):
             raise StoreError(
                 f"The judgement store '{self.path}' was moved or replaced while in use (the pairs drawn again, or the "
                 "file moved); nothing more was stored. The judgements recorded so far are in the store where it went "
                 f"(after 'abcde pairs --force': under '{self.path.parent / 'replaced'}').")
-
-    # ------------------------------------------------------------------ connection
-    @contextmanager
-    def connect(self):
-        """A connection to the store for one operation, under the in-use lock: the one read path
-        (the store's own methods and :class:`~abcde.samples.invites.InviteBook`). SQLite failures
-        become one-line :class:`StoreError` (but a unique index's IntegrityError, which the
-        callers turn into their own message)."""
-        with self._use():
-            try:
-                con = connect_existing(self.path)
-            except sqlite3.Error as exc:
-                raise sqlite_error(exc, self.path) from None
-            try:
-                yield con
-            except sqlite3.IntegrityError:
-                raise
-            except sqlite3.Error as exc:
-                raise sqlite_error(exc, self.path) from None
-            finally:
-                con.close()
-
-    @contextmanager
-    def transaction(self):
-        """One write transaction (``BEGIN IMMEDIATE``), stamped (:func:`~abcde.samples.sqlite_guard.stamp`);
-        on return it is on disk. A failure rolls it back and raises: nothing of it is stored. The one
-        write path: every write to the file goes through it (the invite links' too,
-        :class:`~abcde.samples.invites.InviteBook`)."""
-        with self.connect() as con:
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-                stamp(con)
-                con.execute("COMMIT")
-            except BaseException:
-                try:
-                    con.execute("ROLLBACK")
-                except sqlite3.Error:  # already rolled back by the failed COMMIT (or closing will)
-                    pass
-                raise
-
-    def hold(self, what: str = "abcde") -> StoreHold:
-        """Keep the store in use until the returned :class:`StoreHold` is closed: the directory's
-        in-use lock held shared and one connection open, for a run that writes for a while (a model
-        run; the judging server holds it through :func:`~abcde.samples.dir_lock.lock_directory`).
-        While held, ``abcde pairs``
-        refuses to draw into the directory (naming ``what``), and no process's last connection closes,
-        so the store's write-ahead log stays the one checked when it was opened."""
-        lock = InUseLock(self.path.parent)
-        alone = lock.acquire()
-        keeper = claim = None
-        try:
-            claim = claim_store(self.path)  # for the whole run: one folder per store file
-            if alone:
-                check_side_files(self.path)
-            self._check_same_file(claim)
-            keeper = connect_existing(self.path, check_same_thread=False)
-            keeper.execute("SELECT count(*) FROM meta").fetchone()
-            lock.describe(f"pid {os.getpid()}: {what}", replace=alone)
-            if alone:
-                lock.share()
-        except BaseException as exc:
-            if keeper is not None:
-                keeper.close()
-            if claim is not None:
-                claim.release()
-            lock.release()
-            if isinstance(exc, sqlite3.Error):
-                raise sqlite_error(exc, self.path) from None
-            raise
-        return StoreHold(lock, keeper, claim=claim)
 
     # ------------------------------------------------------------------ settings
     def settings(self, **given) -> dict:
