@@ -49,23 +49,24 @@ the store before its response is sent.
 
 from __future__ import annotations
 
-import socket
 import time
-import urllib.parse
 
 from abcde.errors import AbcdeError, InputError
 from abcde.ids.tagging import SIDE_COLUMN
 from abcde.judging.session import JudgingSession, NothingToSettleError
 from abcde.samples.dir_lock import lock_directory
-from abcde.samples.raters import OWNER, check_invite_name
-from abcde.samples.invites import Invite, InviteBook, sample_has_invites
+from abcde.samples.raters import OWNER
+from abcde.samples.invites import sample_has_invites
 from abcde.samples.store import DuplicateJudgementError, NotJudgedError, UnknownPairError
-from abcde.util.net import is_loopback
 from abcde.web import auth, routes_owner, routes_rater, routes_settle
-from abcde.web.auth import InviteGate, Refused, cookie_name, owner_only, refusals
-from abcde.web.instructions import check_instructions, instructions_html, read_instructions
-from abcde.web.server import Assets, create_app
-from abcde.web.transport import Limits, Server
+from abcde.web.auth import owner_only
+from abcde.web.instructions import instructions_html
+from abcde.web.sample_server import SampleServer, check_serving, gated_app
+from abcde.web.server import Assets
+from abcde.web.transport import Limits
+
+# Importable from here before they moved to abcde.web.sample_server (shared with the entity sample's server).
+from abcde.web.sample_server import check_public_url, needs_invites_text, public_hosts  # noqa: F401
 
 ERRORS = {UnknownPairError: 404, NotJudgedError: 404, DuplicateJudgementError: 409, NothingToSettleError: 409,
           InputError: 400, AbcdeError: 500}
@@ -91,16 +92,12 @@ def create_judging_app(session: JudgingSession, *, invites_required: bool = Fals
     instructions = instructions_html(markdown) if markdown and markdown.strip() else None
     next_command = f"abcde quality {session.given_dir}"
     pair = pair_question(session)
-    refuse = refusals(assets)
     routes = [*routes_rater.routes(session, assets, instructions=instructions, next_command=next_command, **pair),
               *routes_owner.routes(session, assets, guard=owner_only),
               *routes_settle.routes(session, assets, instructions=instructions, next_command=next_command,
                                     guard=owner_only, **pair),
               *assets.routes(), *auth.routes(session.store, assets, secure_cookie=secure_cookie)]
-    app = create_app(routes, errors=ERRORS)
-    app.add_exception_handler(Refused, lambda request, exc: refuse(request.url.path, request.method, exc.status,
-                                                                   str(exc), exc.headers))
-    return InviteGate(app, session, required=invites_required, refuse=refuse)
+    return gated_app(session, assets, routes, errors=ERRORS, invites_required=invites_required)
 
 
 def pair_question(session: JudgingSession) -> dict:
@@ -116,41 +113,7 @@ def pair_question(session: JudgingSession) -> dict:
     return {"question": "ids", "side_column": SIDE_COLUMN if SIDE_COLUMN in session.columns else None}
 
 
-# ----------------------------------------------------------------------------- invites at start-up
-def check_public_url(url: str | None) -> str | None:
-    """``--public-url``: the address raters open (a reverse proxy's, say ``https://judge.example.org/``),
-    normalised to end in ``/``; ``http(s)://host[:port]`` with no path, query or fragment (the app
-    is served at the root)."""
-    if url is None:
-        return None
-    parts = urllib.parse.urlsplit(url)
-    try:
-        parts.port
-        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and not parts.username and not parts.password
-    except ValueError:
-        ok = False
-    if not ok or parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise InputError(f"--public-url must be http(s)://HOST[:PORT]/ (the address raters open, served at its root; "
-                         f"no path, query or user). Got {url!r} instead.")
-    return f"{parts.scheme}://{parts.netloc}/"
-
-
-def public_hosts(url: str | None) -> tuple[str, ...]:
-    """The ``Host`` values a request through ``url`` (a reverse proxy that passes the name on) carries."""
-    if url is None:
-        return ()
-    parts = urllib.parse.urlsplit(url)
-    default = 443 if parts.scheme == "https" else 80
-    netloc = parts.netloc.lower()
-    return (netloc,) if parts.port else (netloc, f"{netloc}:{default}")
-
-
-def needs_invites_text(host: str) -> str:
-    return (f"Serving on {host!r} lets other machines in, so raters need invite links: pass --raters NAME,NAME "
-            "(or --raters FILE, one name a line); or serve on 127.0.0.1 to judge alone at this machine.")
-
-
-class JudgingServer:
+class JudgingServer(SampleServer):
     """A running judging server over one sample directory.
 
     Binds ``host:port`` (port 0: a free port), takes the directory's serving lock
@@ -164,88 +127,31 @@ class JudgingServer:
     before anything is bound. ``public_url``: the address raters open when a reverse proxy is in
     front (links start with it; its name passes the Host check; ``https``: the cookie is
     ``Secure``). ``instructions``: the raters' instructions (Markdown), kept in the store once the
-    directory is locked (``None``: those kept already, if any).
+    directory is locked (``None``: those kept already, if any). What it shares with the entity
+    sample's server: :class:`abcde.web.sample_server.SampleServer`.
     """
+
+    owner_refusal = f"{OWNER!r} is the owner's link, made with every --raters; give the rater another name."
 
     def __init__(self, session: JudgingSession, *, host: str = "127.0.0.1", port: int = 0, verbose: bool = False,
                  limits: Limits = Limits(), raters=None, public_url: str | None = None,
                  instructions: str | None = None):
-        self.session = session
-        if instructions is not None:
-            check_instructions(instructions)
-        raters = list(raters or [])
-        for name in raters:
-            check_invite_name(name)
-        if OWNER in raters:
-            raise InputError(f"{OWNER!r} is the owner's link, made with every --raters; give the rater another name.")
-        self.public_url = check_public_url(public_url)
-        loopback = is_loopback(host)
-        book = InviteBook(session.store)
-        had_invites = book.has_invites()
-        if not loopback and not raters and not had_invites:
-            raise InputError(needs_invites_text(host))
-        app = create_judging_app(session, invites_required=bool(raters) or not loopback,
-                                 secure_cookie=(self.public_url or "").startswith("https:"), instructions=instructions)
-        self.server = Server(app, host=host, port=port, limits=limits, verbose=verbose,
-                             also_hosts=public_hosts(self.public_url))
-        self.port = self.server.port
-        self.cookie = cookie_name({"server": self.server.server_address})  # the sign-in cookie's name
-        self.url = self.server.url  # the raters' page
+        super().__init__(session, create_judging_app, host=host, port=port, verbose=verbose, limits=limits,
+                         raters=raters, public_url=public_url, instructions=instructions)
         self.owner_url = self.url + "owner"  # the owner's page
-        self.server_address = self.server.server_address
+
+    def _take_directory(self) -> None:
         try:
-            self._lock = lock_directory(session.sample_dir, self.url)
+            self._lock = lock_directory(self.session.sample_dir, self.url)
         except BaseException:
             self.server.server_close()
             raise
-        self.invites: list[Invite] = []
-        self.links: dict[str, str] = {}
-        try:
-            if instructions is not None:  # kept for a restarted server (once this one has the directory)
-                session.store.instructions(instructions)
-            if raters:
-                self.invites = book.invite([*raters, OWNER])
-            self.invites_on = bool(raters) or not loopback or had_invites
-            if self.invites_on:
-                book.link_base(self.link_base)
-        except BaseException:
-            self.close()
-            raise
-        self.links = {i.name: self.link(i.token) for i in self.invites if i.token}
-        self.startup_seconds = 0.0
 
-    @property
-    def link_base(self) -> str:
-        """Where invite links start: ``public_url``, else this server's URL (on every interface,
-        this machine's name instead of 0.0.0.0)."""
-        if self.public_url:
-            return self.public_url
-        host = self.server.host
-        if host in ("", "0.0.0.0", "::"):
-            return f"http://{socket.gethostname()}:{self.port}/"
-        return self.url
+    def _keep_instructions(self, markdown: str) -> None:
+        self.session.store.instructions(markdown)
 
-    def link(self, token: str) -> str:
-        return f"{self.link_base}join/{token}"
-
-    def serve_forever(self) -> None:
-        """Serve in this thread until SIGTERM (returns), Ctrl+C (a KeyboardInterrupt) or
-        :meth:`shutdown`: requests in flight are answered first, then the store is let go (its last
-        connection closed, SQLite checkpoints the write-ahead log: ``judgements.sqlite`` alone holds
-        every judgement)."""
-        try:
-            self.server.serve_forever()
-        finally:
-            self.close()
-
-    def start(self) -> JudgingServer:
-        """Serve in a background thread (for tests and notebooks)."""
-        self.server.start()
-        return self
-
-    def shutdown(self) -> None:
-        self.server.shutdown()
-        self.close()
+    def _invite_names(self, raters: list[str]) -> list[str]:
+        return [*raters, OWNER]  # and the owner's
 
     def close(self) -> None:
         """Close the socket and release the directory's lock."""
@@ -264,13 +170,8 @@ def serve(sample_dir, *, host: str = "127.0.0.1", port: int = 0, seed: int | Non
     file for the raters, kept in the store (replacing what was kept; an empty file removes them), so
     that a restarted server shows them without it (:func:`instructions_html`)."""
     t0 = time.perf_counter()
-    raters = list(raters or [])
-    for name in raters:  # a bad name is refused before anything is opened
-        check_invite_name(name)
-    check_public_url(public_url)
-    markdown = read_instructions(instructions) if instructions is not None else None
-    if not is_loopback(host) and not raters and not sample_has_invites(sample_dir):
-        raise InputError(needs_invites_text(host))  # before the session writes its settings (or makes a store)
+    raters, markdown = check_serving(sample_dir, host=host, raters=raters, public_url=public_url,
+                                     instructions=instructions, has_invites=sample_has_invites)
     session = JudgingSession(sample_dir, seed=seed, replicate=replicate, target_width=target_width, hide=hide,
                              show_ids=show_ids, adaptive=adaptive, show_raters=show_raters)
     session.estimates()  # warm: the owner's first page load is then as fast as the others

@@ -27,7 +27,6 @@ store refuses (one line: an item that is not an item, the anchor itself, a membe
 
 from __future__ import annotations
 
-import socket
 import time
 
 from markupsafe import Markup
@@ -38,17 +37,15 @@ from starlette.routing import Route
 from abcde.completion.store import EntityStore
 from abcde.errors import AbcdeError, InputError
 from abcde.samples.dir_lock import lock_directory
-from abcde.samples.invites import Invite, InviteBook
+from abcde.samples.invites import InviteBook
 from abcde.samples.ledger_rules import DuplicateJudgementError
-from abcde.samples.raters import OWNER, check_invite_name
-from abcde.util.net import is_loopback
 from abcde.web import auth
-from abcde.web.auth import InviteGate, Refused, cookie_name, identity, rater_of, refusals
+from abcde.web.auth import Refused, identity, rater_of
 from abcde.web.entity_session import EntitySession
-from abcde.web.instructions import check_instructions, instructions_html, read_instructions
-from abcde.web.judging_server import check_public_url, needs_invites_text, public_hosts
-from abcde.web.server import Assets, HTTPError, create_app, json_response, page_response, read_json
-from abcde.web.transport import Limits, Server
+from abcde.web.instructions import instructions_html
+from abcde.web.sample_server import SampleServer, check_serving, gated_app
+from abcde.web.server import Assets, HTTPError, json_response, page_response, read_json
+from abcde.web.transport import Limits
 
 ERRORS = {DuplicateJudgementError: 409, InputError: 400, AbcdeError: 500}
 
@@ -119,13 +116,10 @@ def create_entity_app(session: EntitySession, *, invites_required: bool = False,
                      "judge-join.js": "web/static/judge-join.js"})
     markdown = session.store.setting("instructions") if instructions is None else instructions
     html = instructions_html(markdown) if markdown and markdown.strip() else None
-    refuse = refusals(assets)
-    app = create_app([*routes(session, assets, instructions=html, next_command=f"abcde quality {session.given_dir}"),
+    return gated_app(session, assets,
+                     [*routes(session, assets, instructions=html, next_command=f"abcde quality {session.given_dir}"),
                       *assets.routes(), *auth.routes(session.store, assets, secure_cookie=secure_cookie)],
-                     errors=ERRORS)
-    app.add_exception_handler(Refused, lambda request, exc: refuse(request.url.path, request.method, exc.status,
-                                                                   str(exc), exc.headers))
-    return InviteGate(app, session, required=invites_required, refuse=refuse)
+                     errors=ERRORS, invites_required=invites_required)
 
 
 def entity_sample_has_invites(sample_dir) -> bool:
@@ -134,87 +128,32 @@ def entity_sample_has_invites(sample_dir) -> bool:
     return EntityStore.exists(sample_dir) and InviteBook(EntityStore(sample_dir)).has_invites()
 
 
-class EntityJudgingServer:
+class EntityJudgingServer(SampleServer):
     """A running judging server over one entity sample directory: binds ``host:port``, takes the
     directory's serving lock (one server per directory: :func:`~abcde.samples.dir_lock.lock_directory`)
     and keeps the answer store in use (:meth:`~abcde.completion.store.EntityStore.hold`) until
     :meth:`close`. ``raters``: an invite link per name without one (no owner's link: there is no
     owner's view here yet); ``public_url``, ``instructions``: as for pairs
-    (:class:`abcde.web.judging_server.JudgingServer`)."""
+    (:class:`abcde.web.judging_server.JudgingServer`; what they share:
+    :class:`abcde.web.sample_server.SampleServer`)."""
 
     def __init__(self, session: EntitySession, *, host: str = "127.0.0.1", port: int = 0, verbose: bool = False,
                  limits: Limits = Limits(), raters=None, public_url: str | None = None,
                  instructions: str | None = None):
-        self.session = session
-        if instructions is not None:
-            check_instructions(instructions)
-        raters = list(raters or [])
-        for name in raters:
-            check_invite_name(name)
-        if OWNER in raters:
-            raise InputError(f"{OWNER!r} is the owner's link; give the rater another name.")
-        self.public_url = check_public_url(public_url)
-        loopback = is_loopback(host)
-        book = InviteBook(session.store)
-        had_invites = book.has_invites()
-        if not loopback and not raters and not had_invites:
-            raise InputError(needs_invites_text(host))
-        app = create_entity_app(session, invites_required=bool(raters) or not loopback,
-                                secure_cookie=(self.public_url or "").startswith("https:"), instructions=instructions)
-        self.server = Server(app, host=host, port=port, limits=limits, verbose=verbose,
-                             also_hosts=public_hosts(self.public_url))
-        self.port = self.server.port
-        self.url = self.server.url
-        self.server_address = self.server.server_address
-        self.cookie = cookie_name({"server": self.server.server_address})
+        super().__init__(session, create_entity_app, host=host, port=port, verbose=verbose, limits=limits,
+                         raters=raters, public_url=public_url, instructions=instructions)
+
+    def _take_directory(self) -> None:
         self._holds = []
         try:
-            self._holds.append(lock_directory(session.sample_dir, self.url))
-            self._holds.append(session.store.hold(f"abcde judge serve at {self.url}"))
+            self._holds.append(lock_directory(self.session.sample_dir, self.url))
+            self._holds.append(self.session.store.hold(f"abcde judge serve at {self.url}"))
         except BaseException:
             self.close()
             raise
-        self.invites: list[Invite] = []
-        try:
-            if instructions is not None:
-                session.store.setting("instructions", instructions)
-            if raters:
-                self.invites = book.invite(raters)
-            self.invites_on = bool(raters) or not loopback or had_invites
-            if self.invites_on:
-                book.link_base(self.link_base)
-        except BaseException:
-            self.close()
-            raise
-        self.links = {i.name: self.link(i.token) for i in self.invites if i.token}
-        self.startup_seconds = 0.0
 
-    @property
-    def link_base(self) -> str:
-        if self.public_url:
-            return self.public_url
-        if self.server.host in ("", "0.0.0.0", "::"):
-            return f"http://{socket.gethostname()}:{self.port}/"
-        return self.url
-
-    def link(self, token: str) -> str:
-        return f"{self.link_base}join/{token}"
-
-    def serve_forever(self) -> None:
-        """Serve in this thread until SIGTERM, Ctrl+C or :meth:`shutdown`; then let the store go."""
-        try:
-            self.server.serve_forever()
-        finally:
-            self.close()
-
-    def start(self) -> "EntityJudgingServer":
-        """Serve in a background thread (tests and notebooks)."""
-        self.server.start()
-        return self
-
-    def shutdown(self) -> None:
-        self.server.shutdown()
-        self.close()
+    def _keep_instructions(self, markdown: str) -> None:
+        self.session.store.setting("instructions", markdown)
 
     def close(self) -> None:
         """Close the socket and release the store and the directory's lock."""
@@ -229,13 +168,8 @@ def serve_entities(sample_dir, *, host: str = "127.0.0.1", port: int = 0, hide=(
     """Open the entity sample and its answer store and bind the server (not yet serving); see
     :class:`EntityJudgingServer`. ``instructions``: a Markdown file for the raters, kept in the store."""
     t0 = time.perf_counter()
-    raters = list(raters or [])
-    for name in raters:
-        check_invite_name(name)
-    check_public_url(public_url)
-    markdown = read_instructions(instructions) if instructions is not None else None
-    if not is_loopback(host) and not raters and not entity_sample_has_invites(sample_dir):
-        raise InputError(needs_invites_text(host))
+    raters, markdown = check_serving(sample_dir, host=host, raters=raters, public_url=public_url,
+                                     instructions=instructions, has_invites=entity_sample_has_invites)
     session = EntitySession(sample_dir, hide=hide, show_ids=show_ids)
     srv = EntityJudgingServer(session, host=host, port=port, verbose=verbose, raters=raters, public_url=public_url,
                               instructions=markdown)
