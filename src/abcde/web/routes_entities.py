@@ -40,9 +40,10 @@ from abcde.samples.dir_lock import lock_directory
 from abcde.samples.invites import InviteBook
 from abcde.samples.ledger_rules import DuplicateJudgementError
 from abcde.web import auth
-from abcde.web.auth import Refused, identity, rater_of
+from abcde.web.auth import identity, rater_of
 from abcde.web.entity_session import EntitySession
 from abcde.web.instructions import instructions_html
+from abcde.web.routes_rater import judging_rater, undo_endpoint
 from abcde.web.sample_server import SampleServer, check_serving, gated_app
 from abcde.web.server import Assets, HTTPError, json_response, page_response, read_json
 from abcde.web.transport import Limits
@@ -59,20 +60,12 @@ def routes(session: EntitySession, assets: Assets, *, instructions: Markup | Non
     async def index(request: Request):
         return page_response(pages[identity(request).role])
 
-    def judging_rater(request: Request, given, doing: str) -> str:
-        rater = rater_of(request, given)
-        if rater is None:
-            if identity(request).role == "owner":
-                raise Refused(403, f"The owner's invite link does not judge, so it has nothing to {doing}.")
-            raise HTTPError(400, "Missing field 'rater'.")
-        return rater
-
     async def state(request: Request):
         rater = rater_of(request, request.query_params.get("rater") or None)
         return json_response(await run_in_threadpool(session.state, rater))
 
     async def search(request: Request):
-        judging_rater(request, request.query_params.get("rater") or None, "search")
+        judging_rater(request, request.query_params.get("rater") or None, "nothing to search")
         anchor = request.query_params.get("anchor")
         if not anchor:
             raise HTTPError(400, "Missing 'anchor': the item whose entity is searched for.")
@@ -81,7 +74,7 @@ def routes(session: EntitySession, assets: Assets, *, instructions: Markup | Non
 
     async def answers(request: Request):
         b = await read_json(request)
-        rater = judging_rater(request, b.get("rater"), "answer")
+        rater = judging_rater(request, b.get("rater"), "nothing to answer")
         missing = [k for k in ("anchor", "members", "search") if k not in b]
         if missing:
             raise HTTPError(400, f"Missing field(s) {', '.join(map(repr, missing))}; an anchor's answers need "
@@ -91,19 +84,11 @@ def routes(session: EntitySession, assets: Assets, *, instructions: Markup | Non
                                                            request_id=b.get("request_id")))
         return json_response(d, 201)
 
-    async def undo(request: Request):
-        b = await read_json(request)
-        rater = judging_rater(request, b.get("rater"), "undo")
-        d = await run_in_threadpool(session.undo, rater)
-        if d is None:
-            raise HTTPError(409, f"Rater {rater!r} has no answered item to undo.")
-        return json_response(d)
-
     return [Route("/", index, methods=["GET"]),
             Route("/api/state", state, methods=["GET"]),
             Route("/api/search", search, methods=["GET"]),
             Route("/api/answers", answers, methods=["POST"]),
-            Route("/api/undo", undo, methods=["POST"])]
+            Route("/api/undo", undo_endpoint(session, "answered item"), methods=["POST"])]
 
 
 def create_entity_app(session: EntitySession, *, invites_required: bool = False, secure_cookie: bool = False,

@@ -27,6 +27,33 @@ from abcde.web.auth import Refused, identity, rater_of
 from abcde.web.server import Assets, HTTPError, json_response, page_response, read_json
 
 
+def judging_rater(request: Request, given, has_none: str) -> str:
+    """The rater a request about one's own judgements (or entity answers) is for (:func:`rater_of`);
+    the owner's link judges nothing, so it has none: refused, saying it has ``has_none`` (``nothing
+    to undo``). No name at all: 400."""
+    rater = rater_of(request, given)
+    if rater is None:
+        if identity(request).role == "owner":
+            raise Refused(403, f"The owner's invite link does not judge, so it has {has_none}.")
+        raise HTTPError(400, "Missing field 'rater'.")
+    return rater
+
+
+def undo_endpoint(session, what: str):
+    """``POST /api/undo`` ``{"rater"}``: withdraw the rater's last ``what`` (``session.undo(rater)``:
+    what was withdrawn, or ``None``: 409, nothing to undo)."""
+
+    async def undo(request: Request):
+        b = await read_json(request)
+        rater = judging_rater(request, b.get("rater"), "nothing to undo")
+        d = await run_in_threadpool(session.undo, rater)
+        if d is None:
+            raise HTTPError(409, f"Rater {rater!r} has no {what} to undo.")
+        return json_response(d)
+
+    return undo
+
+
 def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | None, next_command: str,
            question: str | None = None, side_column: str | None = None) -> list[Route]:
     """The raters' routes over ``session``; ``instructions``: the raters' instructions as HTML
@@ -45,25 +72,15 @@ def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | No
         rater = rater_of(request, request.query_params.get("rater") or None)
         return json_response(await run_in_threadpool(session.state, rater))
 
-    def judging_rater(request: Request, given, doing: str) -> str:
-        """The rater a request about one's own judgements is for (:func:`rater_of`); the owner's
-        link judges nothing, so it has none."""
-        rater = rater_of(request, given)
-        if rater is None:
-            if identity(request).role == "owner":
-                raise Refused(403, f"The owner's invite link does not judge, so it has no judgements to {doing}.")
-            raise HTTPError(400, "Missing field 'rater'.")
-        return rater
-
     async def mine(request: Request):
-        rater = judging_rater(request, request.query_params.get("rater") or None, "list")
+        rater = judging_rater(request, request.query_params.get("rater") or None, "no judgements to list")
         raw = request.query_params.get("offset") or "0"
         if not raw.isdigit() or len(raw) > 9:
             raise HTTPError(400, f"offset must be a whole number, 0 or more. Got {raw!r} instead.")
         return json_response(await run_in_threadpool(lambda: session.mine(rater, offset=int(raw))))
 
     async def mine_pair(request: Request):
-        rater = judging_rater(request, request.query_params.get("rater") or None, "open")
+        rater = judging_rater(request, request.query_params.get("rater") or None, "no judgements to open")
         pid = request.query_params.get("pair_id")
         if not pid:
             raise HTTPError(400, "Missing 'pair_id': which of your judgements to open.")
@@ -71,7 +88,7 @@ def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | No
 
     async def change(request: Request):
         b = await read_json(request)
-        rater = judging_rater(request, b.get("rater"), "change")
+        rater = judging_rater(request, b.get("rater"), "no judgements to change")
         missing = [k for k in ("pair_id", "judgement") if k not in b]
         if missing:
             raise HTTPError(400, f"Missing field(s) {', '.join(map(repr, missing))}; a change needs 'pair_id' and "
@@ -95,22 +112,10 @@ def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | No
                                                            comment=b.get("comment"), request_id=b.get("request_id")))
         return json_response(d, 201)
 
-    async def undo(request: Request):
-        b = await read_json(request)
-        rater = rater_of(request, b.get("rater"))
-        if rater is None:
-            if identity(request).role == "owner":
-                raise Refused(403, "The owner's invite link does not judge, so it has nothing to undo.")
-            raise HTTPError(400, "Missing field 'rater'.")
-        d = await run_in_threadpool(session.undo, rater)
-        if d is None:
-            raise HTTPError(409, f"Rater {rater!r} has no judgement to undo.")
-        return json_response(d)
-
     return [Route("/", index, methods=["GET"]),
             Route("/api/state", state, methods=["GET"]),
             Route("/api/mine", mine, methods=["GET"]),
             Route("/api/mine/pair", mine_pair, methods=["GET"]),
             Route("/api/judgements", judgements, methods=["POST"]),
             Route("/api/change", change, methods=["POST"]),
-            Route("/api/undo", undo, methods=["POST"])]
+            Route("/api/undo", undo_endpoint(session, "judgement"), methods=["POST"])]
