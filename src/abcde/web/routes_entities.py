@@ -40,12 +40,11 @@ from abcde.samples.dir_lock import lock_directory
 from abcde.samples.invites import InviteBook
 from abcde.samples.ledger_rules import DuplicateJudgementError
 from abcde.web import auth
-from abcde.web.auth import identity, rater_of
 from abcde.web.entity_session import EntitySession
 from abcde.web.instructions import instructions_html
-from abcde.web.routes_rater import judging_rater, undo_endpoint
+from abcde.web.routes_rater import judging_rater, page_and_state, undo_endpoint
 from abcde.web.sample_server import SampleServer, check_serving, gated_app
-from abcde.web.server import Assets, HTTPError, json_response, page_response, read_json
+from abcde.web.server import Assets, HTTPError, json_response, read_json
 from abcde.web.transport import Limits
 
 ERRORS = {DuplicateJudgementError: 409, InputError: 400, AbcdeError: 500}
@@ -53,16 +52,6 @@ ERRORS = {DuplicateJudgementError: 409, InputError: 400, AbcdeError: 500}
 
 def routes(session: EntitySession, assets: Assets, *, instructions: Markup | None, next_command: str) -> list[Route]:
     """The raters' routes over ``session`` (see the module)."""
-    pages = {mode: assets.render("judge-entity.html", mode=mode, instructions=instructions,
-                                 next_command=next_command)
-             for mode in ("open", "rater", "owner")}
-
-    async def index(request: Request):
-        return page_response(pages[identity(request).role])
-
-    async def state(request: Request):
-        rater = rater_of(request, request.query_params.get("rater") or None)
-        return json_response(await run_in_threadpool(session.state, rater))
 
     async def search(request: Request):
         judging_rater(request, request.query_params.get("rater") or None, "nothing to search")
@@ -84,8 +73,7 @@ def routes(session: EntitySession, assets: Assets, *, instructions: Markup | Non
                                                            request_id=b.get("request_id")))
         return json_response(d, 201)
 
-    return [Route("/", index, methods=["GET"]),
-            Route("/api/state", state, methods=["GET"]),
+    return [*page_and_state(session, assets, "judge-entity.html", instructions=instructions, next_command=next_command),
             Route("/api/search", search, methods=["GET"]),
             Route("/api/answers", answers, methods=["POST"]),
             Route("/api/undo", undo_endpoint(session, "answered item"), methods=["POST"])]

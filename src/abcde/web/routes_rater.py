@@ -27,6 +27,23 @@ from abcde.web.auth import Refused, identity, rater_of
 from abcde.web.server import Assets, HTTPError, json_response, page_response, read_json
 
 
+def page_and_state(session, assets: Assets, template: str, **context) -> list[Route]:
+    """``GET /``: the raters' page (``template`` rendered once per mode with ``context``: "open",
+    "rater", "owner", as the request's identity says) and ``GET /api/state?rater=R``: progress and
+    R's next task (``session.state(rater)``)."""
+    pages = {mode: assets.render(template, mode=mode, **context) for mode in ("open", "rater", "owner")}
+
+    async def index(request: Request):
+        return page_response(pages[identity(request).role])
+
+    async def state(request: Request):
+        rater = rater_of(request, request.query_params.get("rater") or None)
+        return json_response(await run_in_threadpool(session.state, rater))
+
+    return [Route("/", index, methods=["GET"]),
+            Route("/api/state", state, methods=["GET"])]
+
+
 def judging_rater(request: Request, given, has_none: str) -> str:
     """The rater a request about one's own judgements (or entity answers) is for (:func:`rater_of`);
     the owner's link judges nothing, so it has none: refused, saying it has ``has_none`` (``nothing
@@ -61,17 +78,6 @@ def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | No
     command the page says comes next; ``question`` and ``side_column``: what a pair asks, and the
     attribute saying which copy an item is (:func:`abcde.web.judging_server.pair_question`; ``None``:
     whether two items are one entity)."""
-    pages = {mode: assets.render("judge.html", mode=mode, instructions=instructions, next_command=next_command,
-                                 question=question, side_column=side_column)
-             for mode in ("open", "rater", "owner")}
-
-    async def index(request: Request):
-        return page_response(pages[identity(request).role])
-
-    async def state(request: Request):
-        rater = rater_of(request, request.query_params.get("rater") or None)
-        return json_response(await run_in_threadpool(session.state, rater))
-
     async def mine(request: Request):
         rater = judging_rater(request, request.query_params.get("rater") or None, "no judgements to list")
         raw = request.query_params.get("offset") or "0"
@@ -112,8 +118,8 @@ def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | No
                                                            comment=b.get("comment"), request_id=b.get("request_id")))
         return json_response(d, 201)
 
-    return [Route("/", index, methods=["GET"]),
-            Route("/api/state", state, methods=["GET"]),
+    return [*page_and_state(session, assets, "judge.html", instructions=instructions, next_command=next_command,
+                            question=question, side_column=side_column),
             Route("/api/mine", mine, methods=["GET"]),
             Route("/api/mine/pair", mine_pair, methods=["GET"]),
             Route("/api/judgements", judgements, methods=["POST"]),
