@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
             "-n", "auto", "--dist", "loadfile", "--no-loadscope-reorder"]
         print(f"dev.py test: the whole suite ({'in parallel, one worker per core' if parallel else 'as asked'}): "
               "exact metrics against the paper's reference, the estimators' statistics, both engines (a local "
-              "Spark session), the three pages in headless Chromium. About 7 min on 2 cores; the summary "
+              "Spark session), the three pages in headless Chromium. About 30 min on 2 cores; the summary "
               "counts the tests by kind.", flush=True)
         result = subprocess.run([str(PY), "-m", "pytest", *parallel, "-p", "no:cacheprovider", *rest], cwd=ROOT,
                                 env=env)

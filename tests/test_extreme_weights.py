@@ -121,7 +121,8 @@ def test_each_refusal_names_the_file_the_column_and_the_items(engine):
 
 def test_spark_gives_duckdbs_numbers_and_samples_at_every_scale(spark):
     """One Ibis computation for both engines: at scales 1e-250 and 1e250 (weights divided by a power
-    of two as they are read) both give the scale-1 numbers, and the same pairs."""
+    of two as they are read) both give DuckDB's scale-1 numbers, and the same pairs. (Spark at scale 1
+    is every other Spark parity test's case: not run again here.)"""
     import numpy as np
 
     rng = np.random.default_rng(7)
@@ -135,6 +136,8 @@ def test_spark_gives_duckdbs_numbers_and_samples_at_every_scale(spark):
     for scale in (1.0, 1e-250, 1e250):
         b, e, it = tables(base, exp, {i: x * scale for i, x in w.items()})
         for name, eng in (("duckdb", abcde.connect()), ("spark", spark)):
+            if scale == 1.0 and name == "spark":
+                continue
             d = build_diff(Inputs(b, e, items=it), engine=eng)
             o = overall(d)
             W = o["total_weight"]
