@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -416,7 +417,8 @@ def _model_counts(model: dict, stored: dict, pair_ids, cells: dict | None) -> di
     """The model's judgements of the sample's pairs as stored (every answer, ``unsure`` included), and
     how many of them the estimate uses: a "same" or "different" answer (``cells``: the answers the
     people's tasks were chosen by), with why the others are not used."""
-    answers = {a: sum(1 for p in pair_ids if stored.get(p) == a) for a in (*ANSWERS, "unsure")}
+    given = Counter(stored.get(p) for p in pair_ids)  # one pass, not one per answer
+    answers = {a: given.get(a, 0) for a in (*ANSWERS, "unsure")}
     judged = sum(answers.values())
     used = sum(1 for p in pair_ids if model.get(p) in ANSWERS)
     # An answer is an answer whether or not the estimate uses it (issue 52): "unanswered" counts the
@@ -518,8 +520,8 @@ def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: 
     if cells is not None:
         facts["design"] = BY_ANSWERS
         facts["lambdas"] = {}
-        facts["cells"] = {c: {"pairs": sum(1 for p in pair_ids if cells.get(p) == c),
-                              "people": sum(1 for p in labeled_pairs if cells.get(p) == c)}
+        n_pairs, n_people = Counter(cells.get(p) for p in pair_ids), Counter(cells.get(p) for p in labeled_pairs)
+        facts["cells"] = {c: {"pairs": n_pairs.get(c, 0), "people": n_people.get(c, 0)}
                           for c in sorted(set(cells.values()))}
     if share is not None and share > DISAGREEMENT_WARNING:
         facts["warning"] = (f"The model and people disagree on an estimated {share:.0%} of the drawn pairs, more than "

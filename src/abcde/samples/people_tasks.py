@@ -388,9 +388,12 @@ def plan_by_answers(units: dict, answers: dict, seed: int, budget: int, *, weigh
         else:
             cells = {c: [x for v in cells.values() for x in v]}
             want = {c: unit_budget[c]}
+        grouped: dict = {}  # each cell's pairs, in the unit's order (one pass over the unit, not one per cell)
+        for p in by_unit[c]:
+            grouped.setdefault(cell_name(c, answers.get(p), c in split), []).append(p)
         for k, pr in cells.items():
             cell_pairs[k] = len(pr)
-            members = [p for p in by_unit[c] if cell_name(c, answers.get(p), c in split) == k]
+            members = grouped.get(k, [])
             if members and all(p in pw for p in members) and (want[k] < len(pr) or k in old_k):
                 n_draws, times = census_draws({p: pw[p] for p in members}, seed, k, want=want[k],
                                               at_least=int(old_k.get(k, 0)))
