@@ -480,3 +480,28 @@ def test_the_completed_entities_export_as_a_truth_sample_pointwise_reads(tmp_pat
     exact = sum(w[i] * want["per"][i]["delta_recall"] for i in touched if i in want["per"]) / W_t
     dr = res["estimates"]["delta_recall"]
     assert dr["ci_low"] <= exact <= dr["ci_high"], (dr, exact)
+
+
+def test_slices_on_a_census_give_each_slices_exact_values(tmp_path):
+    """Per slice S (here the first letters of the truth's entity label): ΔRecall and ΔPrecision over
+    w(S), and IQ = Σ_{S∩A} w_i·(JD_B(i) − JD_E(i)) / Σ_S w_i·JD(i), exact on a census."""
+    b, e, t, w = world(31, "both", weighted=True)
+    want = reference(b, e, t, w)
+    base, exp, items = _files(tmp_path, b, e, t, w)
+    s = write_entity_sample(base, exp, tmp_path / "s", items=items, budget=10**6, seed=1, hide=["entity"],
+                            slice_by=["block"])
+    oracle_entities(s, "entity")
+    q = estimate_entities(s.path, slice_by=["block"])
+    block = {i: t[i][:2] for i in w}
+    for v, ms in q.slices["block"]:
+        S = [i for i in w if block[i] == v]
+        wS = sum(w[i] for i in S)
+        per = want["per"]
+        exact = {m: sum(w[i] * per[i][m] for i in S if i in per) / wS for m in ("delta_recall", "delta_precision")}
+        wjd = sum(w[i] * per[i]["jd"] for i in S if i in per)
+        for m, x in exact.items():
+            assert ms[m].estimate == pytest.approx(x, abs=1e-12), (v, m)
+        if wjd > 0:
+            assert ms["iq"].estimate == pytest.approx(sum(w[i] * per[i]["iq"] for i in S if i in per) / wjd, abs=1e-12)
+        else:
+            assert "iq" not in ms

@@ -95,8 +95,8 @@ def print_entity_quality(d: dict) -> None:
              f"; {d['anchors_judged']:,} of {d['anchors']:,} anchors judged)")
     console().print(table(rows, title))
     for col, vals in (d.get("slices") or {}).items():
-        srows = [{col: str(v["value"]), **{f"{names[m]} {k}": x for m in ("delta_recall", "delta_precision")
-                                           for k, x in _num(v[m]).items() if k != "std err"}} for v in vals]
+        srows = [{col: str(v["value"]), **{f"{names[m]} {k}": x for m in ("delta_recall", "iq", "delta_precision")
+                                           if m in v for k, x in _num(v[m]).items() if k != "std err"}} for v in vals]
         console().print(table(srows, f"By {col}", plain=(col,)))
     console().print(d["verdict"], soft_wrap=True)
     a = d.get("answers") or {}

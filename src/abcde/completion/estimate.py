@@ -348,18 +348,20 @@ def estimate_entities(sample_dir, answers_rows=None, *, slice_by: Sequence[str] 
         metrics[name] = hansen_hurwitz(lo, hi, census=census, scale=scale if jd > 0 else math.nan, clip=clip)
     slices = {}
     for col in slice_by:
-        known = {str(k): v for k, v in (m.get("slices") or {}).get(col, [])} if col in (m.get("slices") or {}) else None
-        if known is None:
+        if col not in (m.get("slices") or {}):
             raise InputError(f"No slice weights for column {col!r} in this entity sample: draw it with --slice-by {col} "
                              f"(stored: {', '.join(map(repr, m.get('slices') or {})) or 'none'}).")
         key = lambda v: json.dumps(v, default=str, sort_keys=True)  # noqa: E731 - as metadata.json holds it
         value_of = {i: key(v) for i, v in zip(s.items.column("item_id").to_pylist(), s.items.column(col).to_pylist())}
         rows = []
-        for v, wv in (m["slices"][col]):
+        for entry in m["slices"][col]:
+            v, wv = entry[0], float(entry[1])
+            wjd = float(entry[2]) if len(entry) > 2 else 0.0  # the slice's Σ w·JD: its IQ's denominator
             here = {i: x for i, x in values.items() if value_of.get(i) == key(v)}
             ms = {}
-            for name in ("delta_recall", "delta_precision"):
-                lo, hi = _per_draw(s, here, name, lambda i: 1.0 / float(wv))
+            for name in ("delta_recall", "delta_precision", *(("iq",) if wjd > 0 else ())):
+                c = 1.0 / (wjd if name == "iq" else wv)
+                lo, hi = _per_draw(s, here, name, lambda i, c=c: c)
                 # draws outside the slice count 0 (the slice's sum over every draw)
                 n_all = sum(1 for i in s.draws.column("item_id").to_pylist() if i in values)
                 lo = np.concatenate([lo, np.zeros(n_all - len(lo))])

@@ -219,15 +219,19 @@ def _tasks(anchors: pa.Table, members: pa.Table, cand: pa.Table, items: pa.Table
 
 
 def _slice_weights(diff: Diff, slice_by: Sequence[str]) -> dict:
-    """``{column: [[value, weight], ...]}``: each slice's exact weight (the estimates' denominators)."""
+    """``{column: [[value, weight, weighted JD], ...]}``: each slice's exact weight and ``Σ w_i·JD(i)``
+    over its items (the denominators of its ΔRecall and ΔPrecision, and of its IQ)."""
     out = {}
     if not slice_by:
         return out
     check_slice_columns(diff, [(c,) for c in slice_by], fields=())
+    per = per_item_expr(diff).select("item_id", "weight", "jaccard_distance")
     for col in slice_by:
-        j = diff.joined.join(diff.items.select("item_id", col), "item_id")
-        g = diff.engine.to_arrow(j.group_by(col).aggregate(weight=j.weight.sum()).order_by(col), step="slices")
-        out[col] = [[r[col], float(r["weight"])] for r in g.to_pylist()]
+        j = per.join(diff.items.select("item_id", col), "item_id")
+        g = diff.engine.to_arrow(j.group_by(col).aggregate(weight=j.weight.sum(),
+                                                           wjd=(j.weight * j.jaccard_distance).sum()).order_by(col),
+                                 step="slices")
+        out[col] = [[r[col], float(r["weight"]), float(r["wjd"] or 0.0)] for r in g.to_pylist()]
     return out
 
 
