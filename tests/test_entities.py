@@ -505,3 +505,49 @@ def test_slices_on_a_census_give_each_slices_exact_values(tmp_path):
             assert ms["iq"].estimate == pytest.approx(sum(w[i] * per[i]["iq"] for i in S if i in per) / wjd, abs=1e-12)
         else:
             assert "iq" not in ms
+
+
+def test_draws_that_all_agree_still_leave_what_the_items_not_drawn_can_hold(tmp_path):
+    """A sampled truth that saw no change: every drawn anchor keeps its recall (Exp's merges of two
+    entities change no ΔRecall(i)), while one light item, Exp mending its split, holds all of ΔRecall.
+    Samples that never draw it show 0 on every draw, a standard error of 0, yet the items not drawn
+    may still hold a change: the interval is the zero-events bound (Clopper–Pearson's for 0 events in
+    n draws, times the largest value a draw can take), wide, and holds the truth."""
+    b, e, t, w = {}, {}, {}, {}
+    for k in range(40):  # 40 entities of 2 items; Exp merges entity 2m with 2m+1 (wrong merges)
+        for j in range(2):
+            i = f"m{k}-{j}"
+            b[i], e[i], t[i], w[i] = f"B{k}", f"E{k // 2}", f"T{k}", 1.0
+    for j in range(2):  # the light entity Base splits and Exp mends
+        i = f"r-{j}"
+        b[i], e[i], t[i], w[i] = f"Br{j}", "Er", "Tr", 0.2
+    want = reference(b, e, t, w)
+    assert want["delta_recall"] > 0
+    base, exp, items = _files(tmp_path, b, e, t, w)
+    seen = 0
+    for seed in range(12):
+        s = write_entity_sample(base, exp, tmp_path / f"s{seed}", items=items, budget=20, seed=seed,
+                                hide=["entity"], candidates="block")
+        assert not s.metadata["census"] and s.metadata["min_jd"] > 0
+        oracle_entities(s, "entity")
+        if any(str(i).startswith("r-") for i in s.draws.column("item_id").to_pylist()):
+            continue
+        seen += 1
+        q = estimate_entities(s.path)
+        for m in ("delta_recall", "iq", "delta_precision"):
+            est = q.metrics[m]
+            assert est.ci_low <= want[m] <= est.ci_high, (seed, m, est, want[m])
+        dr = q.metrics["delta_recall"]
+        assert dr.estimate == 0.0 and dr.std_err == 0.0 and dr.ci_high > 0 > dr.ci_low, dr
+        # 0 events in 20 draws: at most 1 − 0.025^(1/20) of the draw probability, each draw within the
+        # affected weight's share (±1 × w(A)/W = 1)
+        assert dr.ci_high == pytest.approx(1 - 0.025 ** (1 / 20))
+    assert seen >= 5
+
+
+def test_one_draw_or_no_spread_never_gives_a_point_interval():
+    for y in (np.array([0.3]), np.full(10, 0.3), np.zeros(50)):
+        h = hansen_hurwitz(y, y, census=False, clip=(-1.0, 1.0), largest=1.0)
+        assert h.ci_low < h.estimate < h.ci_high or h.ci_low < h.estimate == 0.0 < h.ci_high, h
+    h = hansen_hurwitz(np.zeros(50), np.zeros(50), census=True)
+    assert h.ci_low == h.ci_high == 0.0  # a census is exact

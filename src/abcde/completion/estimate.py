@@ -227,9 +227,36 @@ def _hall(y: np.ndarray, t: float, *, low: bool) -> float:
     return float(inv(t)) if low else float(-inv(-t))
 
 
+def zero_events(n: int, level: float = LEVEL) -> float:
+    """The most draw probability that items never drawn can hold, at ``level``, when ``n`` draws with
+    replacement all show the same value: Clopper–Pearson's upper bound for 0 events in ``n`` trials,
+    ``1 − (α/2)^(1/n)`` (about 3.7/n at 95%; the rule of three's 3/n is its one-sided 95% form)."""
+    return 1.0 - ((1.0 - level) / 2.0) ** (1.0 / n) if n > 0 else 1.0
+
+
+def largest_draw(meta: dict, metric: str, c: float) -> float:
+    """The largest ``|y|`` a draw of ``metric`` can take, ``c·max_i (w_i/p_i)·|x(i)|`` over the affected
+    items (``c`` the draw's scale: ``1/W``, a slice's ``1/w(S)``, IQ's ``1/(W·JD)``), from the sample's
+    exact totals. recall design: ``w_i/p_i`` is the affected weight and ``|x(i)| ≤ 1`` (IQ's
+    ``|JD_B(i) − JD_E(i)| ≤ JD(i) ≤ 1``); iq design: ``w_i/p_i = mass/JD(i)``, so IQ's draws are at most
+    ``c·mass`` and the others' ``c·mass/min JD(i)`` (unbounded when the sample does not store it)."""
+    if meta["design"] == "recall":
+        return c * float(meta["affected_weight"])
+    if metric == "iq":
+        return c * float(meta["mass"])
+    least = float(meta.get("min_jd") or 0.0)
+    return c * float(meta["mass"]) / least if least > 0 else math.inf
+
+
 def hansen_hurwitz(y_low: np.ndarray, y_high: np.ndarray, *, census: bool, scale: float = 1.0,
-                   clip: tuple[float, float] | None = None) -> EntityEstimate:
-    """The estimate of a sum from per-draw values (mean; a census: sum) and its interval."""
+                   clip: tuple[float, float] | None = None, largest: float = math.inf) -> EntityEstimate:
+    """The estimate of a sum from per-draw values (mean; a census: sum) and its interval.
+
+    Draws that all show one value ``c`` (no spread: every anchor unchanged, or one draw) leave the
+    standard error 0, yet the items never drawn may differ: with ``q`` their draw probability and
+    every draw within ``±largest`` (before ``scale``), the sum is ``c + Σ_{not drawn} p_i(y_i − c)``,
+    within ``[c − q(c + largest), c + q(largest − c)]``; ``q`` is at most :func:`zero_events` at the
+    level. That side's interval end is then this bound (then ``clip``), never ``c`` itself."""
     n = len(y_low)
     if n == 0:
         return EntityEstimate(math.nan, math.nan, None, math.nan, math.nan, 0)
@@ -243,6 +270,11 @@ def hansen_hurwitz(y_low: np.ndarray, y_high: np.ndarray, *, census: bool, scale
         t = _t(n)
         se = se_lo if lo == hi else max(se_lo, se_hi)
         cl, ch = lo - _hall(y_low, t, low=True) * se_lo, hi + _hall(y_high, t, low=False) * se_hi
+        q, big = zero_events(n), largest / scale
+        if not np.ptp(y_low) > 0:  # no spread seen below: what the draws not seen can hold
+            cl = lo - q * (lo + big)
+        if not np.ptp(y_high) > 0:
+            ch = hi + q * (big - hi)
     if clip is not None:
         cl, ch = max(cl, clip[0]), min(ch, clip[1])
     return EntityEstimate(lo, hi, se, cl, ch, n)
@@ -345,7 +377,8 @@ def estimate_entities(sample_dir, answers_rows=None, *, slice_by: Sequence[str] 
     for name in METRICS:
         lo, hi = _per_draw(s, values, name, lambda i: 1.0 / W)
         scale, clip = (jd, (-1.0, 1.0)) if name == "iq" else (1.0, (-1.0, 1.0))
-        metrics[name] = hansen_hurwitz(lo, hi, census=census, scale=scale if jd > 0 else math.nan, clip=clip)
+        metrics[name] = hansen_hurwitz(lo, hi, census=census, scale=scale if jd > 0 else math.nan, clip=clip,
+                                       largest=largest_draw(m, name, 1.0 / W))
     slices = {}
     for col in slice_by:
         if col not in (m.get("slices") or {}):
@@ -366,7 +399,7 @@ def estimate_entities(sample_dir, answers_rows=None, *, slice_by: Sequence[str] 
                 n_all = sum(1 for i in s.draws.column("item_id").to_pylist() if i in values)
                 lo = np.concatenate([lo, np.zeros(n_all - len(lo))])
                 hi = np.concatenate([hi, np.zeros(n_all - len(hi))])
-                ms[name] = hansen_hurwitz(lo, hi, census=census, clip=(-1.0, 1.0))
+                ms[name] = hansen_hurwitz(lo, hi, census=census, clip=(-1.0, 1.0), largest=largest_draw(m, name, c))
             rows.append((v, ms))
         slices[col] = rows
     unsure = sum(len(v.unsure) for v in answers.values())

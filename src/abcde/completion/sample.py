@@ -36,8 +36,8 @@ The directory ``DIR``:
     Base or Exp), then the candidates; attributes only (no weights, no ``hide`` columns);
 ``metadata.json``
     the design, the seed, the exact totals the estimates need (``total_weight``, ``affected_weight``,
-    ``jaccard_distance``, the draws' normaliser), the slices' exact weights, the inputs' paths and
-    fingerprints, the files' sha256.
+    ``jaccard_distance``, the draws' normaliser, the least JD(i) of an affected item), the slices'
+    exact weights, the inputs' paths and fingerprints, the files' sha256.
 """
 
 from __future__ import annotations
@@ -118,10 +118,12 @@ def draw_entities(diff: Diff, *, budget: int, seed: int, design: str = "recall")
     budget, seed = check_size(budget, "budget"), check_seed(seed)
     eng = diff.engine
     pop = entity_population(diff, design)
-    tot = eng.to_arrow(pop.aggregate(n=pop.count(), w=pop.weight.sum(), mass=pop.p.sum()), step="entity totals")
+    tot = eng.to_arrow(pop.aggregate(n=pop.count(), w=pop.weight.sum(), mass=pop.p.sum(), min_jd=pop.jd.min()),
+                       step="entity totals")
     row = tot.to_pylist()[0]
     n, w_a, mass = int(row["n"] or 0), float(row["w"] or 0.0), float(row["mass"] or 0.0)
-    facts = {"n_affected": n, "affected_weight": w_a, "mass": mass, "census": n <= budget}
+    facts = {"n_affected": n, "affected_weight": w_a, "mass": mass, "min_jd": float(row["min_jd"] or 0.0),
+             "census": n <= budget}
     if n == 0:
         return pa.table({"draw": pa.array([], pa.int64()), "item_id": pa.array([], eng.to_arrow(
             pop.select("item_id").limit(0)).schema.field("item_id").type), "p": pa.array([], pa.float64())}), facts
@@ -314,6 +316,7 @@ def write_entity_sample(base, exp=None, out_dir=None, *, items=None, budget: int
         "format": FORMAT, "version": VERSION, "design": design, "seed": int(seed), "budget": int(budget),
         "draws": draws.num_rows, "anchors": anchors.num_rows, "census": facts["census"],
         "n_affected": facts["n_affected"], "affected_weight": facts["affected_weight"], "mass": facts["mass"],
+        "min_jd": facts["min_jd"],
         "total_weight": float(o["total_weight"]), "jaccard_distance": float(o["jaccard_distance"]),
         "items": int(o.get("items", 0) or 0), "hidden": list(hide), "shown": shown, "candidates": candidates,
         "max_candidates": MAX_CANDIDATES, "slices": slices,
