@@ -42,6 +42,9 @@ ENGINE = ("engine", "database", "memory_limit", "threads", "temp_directory", "sp
 @truth_sample_options(then="The report then shows the population's Precision, Recall and F1 of Base and Exp with 95% "
                             "intervals and the paired differences. Without it, a truth covering part of the items "
                             "gives numbers over those items.")
+@click.option("--entities", "entities", type=click.Path(file_okay=False), default=None,
+              help="An entity sample directory (from 'abcde entities', drawn from the same inputs): adds its "
+                   "pointwise ΔRecall, IQ and ΔPrecision, and the pointwise ΔRecall beside the recall lift.")
 @click.option("--title", default="ABCDE report", show_default=True, help="Title of the report (HTML and Markdown).")
 @click.option("--out", type=click.Path(dir_okay=False), default=None,
               help="The HTML report to write (required with --base; with EVALDIR default EVALDIR/report.html).")
@@ -56,7 +59,7 @@ ENGINE = ("engine", "database", "memory_limit", "threads", "temp_directory", "sp
 @handle_errors
 def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_by, top, quality_dir, judgements,
            judged_by, quality_slice_by, sample_path, explore_by, truth, truth_sample, population_entities, truth_column,
-           title, out, markdown, remote_inputs, as_json, engine):
+           entities, title, out, markdown, remote_inputs, as_json, engine):
     """One self-contained HTML report: impact, most affected clusters, charts, slices, quality.
 
     'abcde report EVALDIR' rebuilds the report of an 'abcde evaluate' (or 'abcde demo') directory
@@ -89,7 +92,7 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
         res = report_from_evaluation(evaldir, out=out, markdown=markdown, judged_by=judged_by, judgements=judgements,
                                      quality_slice_by=quality_slice_by or None, title=title if given("title") else None,
                                      engine=engine if any(given(n) for n in ENGINE) else None,
-                                     remote_inputs=remote_inputs)
+                                     remote_inputs=remote_inputs, entities=entities)
     else:
         if remote_inputs:
             raise click.UsageError("--remote-inputs goes with EVALDIR (the inputs its evaluate.json names); with "
@@ -108,7 +111,7 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
                          quality_slice_by=quality_slice_by, judged_by=judged_by, sample=sample_path,
                          explore_by=explore_by, title=title, markdown=markdown, truth=truth,
                          truth_cluster_id=truth_cluster_id, truth_sample=truth_sample,
-                         population_entities=population_entities, engine=engine)
+                         population_entities=population_entities, engine=engine, entities=entities)
     if as_json:
         emit_json(res.to_dict())
         return
@@ -116,6 +119,11 @@ def report(evaldir, base, exp, items, item_id, cluster_id, weight_column, slice_
     print_truth(res.report.to_dict())
     if res.quality is not None:
         print_quality(res.report.to_dict()["quality"])
+    if res.entities is not None:
+        from abcde.cli.entities import print_entity_quality  # lazy: only with an entity sample
+
+        print_entity_quality(res.entities.to_dict())
+        console().print(res.report.to_dict()["entities"]["beside"], soft_wrap=True)
     for p in res.written:
         console().print(f"wrote {p}")
     if evaldir is not None and res.quality is None and res.impact.affected_items > 0:

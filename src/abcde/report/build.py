@@ -166,6 +166,25 @@ def with_id_table(report: Report, ids, *, top: int = IDS_TOP) -> Report:
     return Report({**report.data, "ids": section})
 
 
+def with_entities(report: Report, entities) -> Report:
+    """``report`` with the section of a judged entity sample (``abcde entities``;
+    ``--entities DIR``): ``entities`` is an :class:`abcde.completion.EntityQuality` (or its
+    ``to_dict()``). The data's ``entities`` holds its numbers (pointwise ΔRecall, IQ, the ΔPrecision
+    cross-check: estimate or bounds, standard error, interval), the design, how many anchors are
+    judged, its verdict, and ``beside``: the pointwise ΔRecall beside the report's recall lift in one
+    sentence (:func:`abcde.completion.beside.beside_recall_lift`)."""
+    from abcde.completion.beside import beside_recall_lift  # lazy: a report without entities
+
+    d = entities if isinstance(entities, dict) else entities.to_dict()
+    lift = (report.data.get("quality") or {}).get("recall_lift")
+    keep = ("design", "census", "delta_recall", "iq", "delta_precision", "anchors", "anchors_judged",
+            "search_skipped", "unsure_members", "answers", "verdict", "slices")
+    section = {k: d[k] for k in keep if k in d}
+    section["sample"] = Path(str(d.get("sample_dir", ""))).name
+    section["beside"] = beside_recall_lift(d, lift)
+    return Report({**report.data, "entities": section})
+
+
 # --------------------------------------------------------------------------- gathering
 def _jsonable(v):
     if v is None or isinstance(v, (bool, int, str)):

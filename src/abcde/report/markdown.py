@@ -11,7 +11,7 @@ import re
 
 from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, QUALITY_METRICS, RECALL_METRIC
 from abcde.report.charts import most_affected
-from abcde.report.views import distances_view, ids_view, num, recall_note, sentence, truth_lift_text, truth_sample_view
+from abcde.report.views import distances_view, entities_view, ids_view, num, recall_note, sentence, truth_lift_text, truth_sample_view
 from abcde.util import display
 
 
@@ -73,6 +73,11 @@ def render_markdown(data: dict) -> str:
         if recall_note(q):
             lines += [md(recall_note(q)), ""]
         lines += _markdown_distances(distances_view(q.get("distances")))
+    ent = entities_view(data.get("entities"))
+    if ent:
+        lines += [f"Entity completion: {md(ent['beside'])}", "", "| number | estimate | 95% interval |", "|---|---:|---:|"]
+        lines += [f"| {r['label']} | {r['shown']} | {r['interval']} |" for r in ent["rows"]]
+        lines += ["", md(ent["verdict"]), "", md(ent["design"]), ""]
     return "\n".join(lines) + "\n"
 
 

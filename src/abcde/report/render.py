@@ -31,7 +31,7 @@ from markupsafe import Markup, escape
 from abcde.core.diff import describe_restriction
 from abcde.core.names import IMPACT_METRICS, METRIC_LABELS, PAGE_NAMES, QUALITY_COLUMNS, QUALITY_METRICS, RECALL_METRIC
 from abcde.report.charts import VEGA_LITE_VERSION, chart_specs, most_affected
-from abcde.report.views import (Column, count, distances_view, four, ids_view, num, pct, recall_note, sentence,
+from abcde.report.views import (Column, count, distances_view, entities_view, four, ids_view, num, pct, recall_note, sentence,
                                 truth_lift_text, truth_sample_view)
 from abcde.util import display
 from abcde.util.display import interval
@@ -102,6 +102,7 @@ def _view(data: dict) -> dict:
         "truth_note": data.get("truth_note") or "",
         "truth_sample": truth_sample_view(data.get("truth_sample"), names),
         "ids": ids_view(data.get("ids"), names),
+        "entities": entities_view(data.get("entities")),
         "exploration": None,
     }
     x = data.get("exploration")

@@ -281,3 +281,39 @@ def ids_view(ids: dict | None, names: dict) -> dict | None:
                                                          if shown < total else ", most weight first")),
         "columns": [Column("id", "id"), Column("hist_weight", "published", num), *per_side],
     }
+
+
+#: What each number of an entity sample is (the section's rows, in this order).
+ENTITY_ROWS = (("delta_recall", "ΔRecall (pointwise)", "the weighted mean over items of how much more of its true "
+                "entity Exp's cluster holds than Base's"),
+               ("iq", "IQ", "the share of the change (its JaccardDistance) that moves toward the true entities, "
+                "−100% to 100%"),
+               ("delta_precision", "ΔPrecision (cross-check)", "pointwise Precision(Exp) − Precision(Base) from the "
+                "same completed entities, beside the pair sample's"))
+
+
+def entities_view(e: dict | None) -> dict | None:
+    """An entity sample's section (``--entities``): the three numbers (an estimate, or the range the
+    answers leave, with its 95% interval), the design and how much is judged, the verdict, and the
+    pointwise ΔRecall beside the recall lift."""
+    if not e:
+        return None
+    rows = []
+    for key, label, meaning in ENTITY_ROWS:
+        x = e.get(key) or {}
+        point = (pct(x.get("estimate")) if x.get("estimate") is not None else
+                 f"{pct((x.get('bounds') or [None])[0])} to {pct((x.get('bounds') or [None, None])[1])}")
+        rows.append({"key": key, "label": label, "meaning": meaning, "shown": point,
+                     "interval": f"[{pct(x.get('ci_low'))}, {pct(x.get('ci_high'))}]",
+                     "se": pct(x.get("std_err")),
+                     "value": x.get("estimate")})
+    how = ("a census of the affected items" if e.get("census") else
+           f"affected items drawn ∝ {'weight' if e.get('design') == 'recall' else 'weight × JaccardDistance'}")
+    return {
+        "rows": rows,
+        "design": (f"{e.get('design')} design, {how}; {count(e.get('anchors_judged'))} of {count(e.get('anchors'))} "
+                   f"anchors judged (entity sample '{e.get('sample')}')."),
+        "verdict": e.get("verdict") or "",
+        "beside": e.get("beside") or "",
+    }
+

@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING
 from abcde.engine import Engine, connect
 from abcde.errors import InputError, with_option
 from abcde.metrics.impact import ImpactResult, impact
-from abcde.report.build import Report, build_report, with_id_table
+from abcde.report.build import Report, build_report, with_entities, with_id_table
 from abcde.report.truth import check_truth_sample, pointwise_against, split_truth
 
 if TYPE_CHECKING:
+    from abcde.completion.estimate import EntityQuality
     from abcde.quality.result import QualityResult
     from abcde.sampling.explore import ExplorationSample
     from abcde.metrics.pointwise import PointwiseResult
@@ -51,6 +52,9 @@ class ReportResult:
     truth_sample
         With a truth and its design (``truth_sample``): the population's estimates for Base and Exp
         and their paired differences (:class:`~abcde.metrics.truth_sample.TruthSampleResult`); else None.
+    entities
+        With an entity sample (``entities``): its pointwise ΔRecall, IQ and ΔPrecision
+        (:class:`~abcde.completion.EntityQuality`); else None.
     """
 
     impact: ImpactResult
@@ -61,6 +65,7 @@ class ReportResult:
     pointwise_against_truth: dict[str, PointwiseResult] = field(default_factory=dict)
     quality_dir: Path | None = None
     truth_sample: TruthSampleResult | None = None
+    entities: EntityQuality | None = None
 
     def to_dict(self) -> dict:
         """The report's content and the files written (``abcde report --json``)."""
@@ -91,6 +96,7 @@ def run_report(
     population_entities: float | None = None,
     engine: Engine | str | None = None,
     truth_cluster_id: str | None = None,
+    entities: str | os.PathLike | None = None,
 ) -> ReportResult:
     """Compute the impact of Exp relative to Base, add what else is given, and write the report.
 
@@ -129,6 +135,9 @@ def run_report(
         intervals, the paired differences, the design, and the numbers over the truth's items
         only, labelled as such (:func:`abcde.metrics.truth_sample.estimate_pointwise`;
         ``population_entities`` is its ``N``, uniform design only).
+    entities
+        An entity sample directory (from :func:`abcde.entities`, drawn from these inputs): adds its
+        pointwise ΔRecall, IQ and ΔPrecision, and the pointwise ΔRecall beside the recall lift.
     """
     if quality is None and (judgements or quality_slice_by):
         raise InputError("judgements and quality_slice_by need a judged pair sample directory (quality=...).")
@@ -170,12 +179,18 @@ def run_report(
                                     population_entities=population_entities, truth_cluster_id=truth_cluster_id)
     rep = build_report(res, quality=qual, judged_by=judged_by, exploration=exploration, explore_by=explore_by,
                        title=title, truth=against)
+    ent = None
+    if entities is not None:
+        from abcde.util.files import InputPrints  # lazy: start-up time
+
+        given_prints = prints if prints is not None else InputPrints({"base": base, "exp": exp, "items": items})
+        rep, ent = _with_entities(rep, entities, given_prints.prints, "these inputs")
     if prints is not None:
         prints.check("building the report")
     written = rep.write(out, markdown=markdown)
     pw, ts = split_truth(against)
     return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written,
-                        pointwise_against_truth=pw, truth_sample=ts)
+                        pointwise_against_truth=pw, truth_sample=ts, entities=ent)
 
 
 def report_from_evaluation(
@@ -189,6 +204,7 @@ def report_from_evaluation(
     title: str | None = None,
     engine: Engine | str | None = None,
     remote_inputs: bool = False,
+    entities: str | os.PathLike | None = None,
 ) -> ReportResult:
     """The report of an ``abcde evaluate`` directory again, with every section it had and the
     quality estimates from the judgements made since (``abcde report EVALDIR``).
@@ -238,6 +254,9 @@ def report_from_evaluation(
         queryable).
     remote_inputs
         Read inputs the record names by URI (default: refused; only local files are read).
+    entities
+        An entity sample directory (from ``abcde entities``, drawn from the evaluation's inputs):
+        adds its section, the pointwise ΔRecall beside the recall lift.
 
     Raises
     ------
@@ -304,6 +323,9 @@ def report_from_evaluation(
                                 title=title)
         if ids is not None:
             rep = with_id_table(rep, ids)
+        ent = None
+        if entities is not None:
+            rep, ent = _with_entities(rep, entities, prints.prints, f"the evaluation in '{d}'")
     finally:
         if own:
             eng.close()
@@ -314,7 +336,21 @@ def report_from_evaluation(
     written = rep.write(out, markdown=markdown)
     pw, ts = split_truth(against)
     return ReportResult(impact=res, quality=qual, exploration=exploration, report=rep, written=written,
-                        pointwise_against_truth=pw, quality_dir=qdir, truth_sample=ts)
+                        pointwise_against_truth=pw, quality_dir=qdir, truth_sample=ts, entities=ent)
+
+
+def _with_entities(rep: Report, entities, prints: dict, where: str):
+    """``rep`` with the section of the entity sample in ``entities`` (a directory written by
+    ``abcde entities``, drawn from the inputs fingerprinted in ``prints``, else refused), and its
+    estimates (:func:`abcde.completion.estimate_entities`, from the answers now in it)."""
+    from abcde.completion.beside import check_drawn_from  # lazy: only with an entity sample
+    from abcde.completion.estimate import estimate_entities  # lazy: only with an entity sample
+    from abcde.completion.sample import EntitySample  # lazy: only with an entity sample
+
+    s = EntitySample.read(entities)
+    check_drawn_from(s, prints, where)
+    q = estimate_entities(s)
+    return with_entities(rep, q), q
 
 
 #: The inputs an evaluation's record names (``inputs.*``).
