@@ -47,7 +47,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from abcde.completion.judgements import load_answers, outside_weights
+from abcde.completion.judgements import OWNER_SOURCE, group_answers, load_answers, outside_weights
 from abcde.completion.model import MODEL_FILE
 from abcde.completion.sample import EntitySample
 from abcde.errors import InputError
@@ -72,37 +72,26 @@ class AnchorAnswers:
 
 def read_answers(rows, sample: EntitySample, where: str = "the answers") -> tuple[dict, dict]:
     """``{anchor: AnchorAnswers}`` from rows ``{anchor, item_id, answer}`` (``item_id`` null with an
-    answer of :data:`SEARCH` for the search), and counts ``{answers, conflicts}``. Two answers of one
-    item that differ make it unsure (what neither can rule out); each bad row is one clear line."""
+    answer of :data:`SEARCH` for the search), and counts ``{answers, conflicts, settled}``. Two answers
+    of one item that differ make it unsure (what neither can rule out), unless a row of source
+    ``owner`` (the owner's settlement) settles it: its answer then counts instead, while the others
+    still differ, and nowhere else (:class:`abcde.completion.judgements.Answered`, the one rule);
+    each bad row is one clear line."""
     anchors = set(sample.anchors.column("item_id").to_pylist())
     got: dict = {}
-    seen: dict = {}
-    conflicts = 0
-    for k, r in enumerate(rows):
-        a, i, ans = r.get("anchor"), r.get("item_id"), r.get("answer")
-        if a not in anchors:
-            raise InputError(f"{where}, row {k + 1}: anchor {a!r} is not an item of this entity sample.")
-        aa = got.setdefault(a, AnchorAnswers())
-        if i is None:
-            if ans not in SEARCH:
-                raise InputError(f"{where}, row {k + 1}: a row without item_id must say 'searched' or 'not searched' "
-                                 f"(the search outside both clusters); got {ans!r}.")
-            aa.searched = (ans == "searched") if aa.searched in (None, ans == "searched") else False
+    conflicts = settled = told = 0
+    for (a, i), g in group_answers(rows, anchors, where).items():
+        if not g.rows:  # the owner's answer alone: it settles nothing, and counts nowhere
             continue
-        if ans not in ANSWERS:
-            raise InputError(f"{where}, row {k + 1}: answer {ans!r} for item {i!r}; expected one of "
-                             f"{', '.join(ANSWERS)}.")
-        if i == a:
-            raise InputError(f"{where}, row {k + 1}: item {i!r} is the anchor itself, which is always its own "
-                             "entity; only other items are answered.")
-        was = seen.get((a, i))
-        if was is not None and was != ans:
-            conflicts += 1
-            ans = "unsure"
-        seen[(a, i)] = ans
-    for (a, i), ans in seen.items():
-        getattr(got[a], ans).add(i)
-    return got, {"answers": len(seen), "conflicts": conflicts}
+        aa = got.setdefault(a, AnchorAnswers())
+        settled += g.settled
+        if i is None:
+            aa.searched = g.answer == "searched"
+            continue
+        told += 1
+        conflicts += g.conflicts
+        getattr(aa, g.answer).add(i)
+    return got, {"answers": told, "conflicts": conflicts, "settled": settled}
 
 
 # ----------------------------------------------------------------------------- per anchor
@@ -355,10 +344,11 @@ def estimate_entities(sample_dir, answers_rows=None, *, slice_by: Sequence[str] 
         if source not in (None, "model", "person", "oracle"):
             raise InputError(f"Unknown answer source {source!r}: expected person, model or oracle.")
         answers_rows, where = ([], "") if source == "model" else load_answers(s)
-        if source in ("person", "oracle"):
-            answers_rows = [r for r in answers_rows if (r.get("source") or "person") == source]
+        if source in ("person", "oracle"):  # the owner's settlements too: they count only where these differ
+            answers_rows = [r for r in answers_rows if (r.get("source") or "person") in (source, OWNER_SOURCE)]
         used = source or "people and oracle"
-        if not answers_rows and source in (None, "model") and (s.path / MODEL_FILE).is_file():
+        if not any(r.get("source") != OWNER_SOURCE for r in answers_rows) and source in (None, "model") and \
+                (s.path / MODEL_FILE).is_file():
             answers_rows, where = pq.read_table(s.path / MODEL_FILE).to_pylist(), f"'{s.path / MODEL_FILE}'"
             used = "model"
     answers, counts = read_answers(answers_rows, s, where)

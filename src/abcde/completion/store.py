@@ -40,6 +40,18 @@ quick_check``. The judging server holds the directory's serving lock
 (:func:`~abcde.samples.dir_lock.lock_directory`: one server per directory) and the store in use
 for its whole run (:meth:`EntityStore.hold`).
 
+The owner's settlements
+-----------------------
+A second table ``settlements``, append-only too: the owner's answer of one (anchor, item) (``item_id``
+``NULL``: the anchor's search outside both clusters) whose raters' live answers differ: ``same``,
+``different`` or ``unsure`` (``searched`` or ``not searched`` for the search), with ``rater`` and
+``source`` ``owner``, ``request_id``, ``created_at`` and ``withdrawn_at``; one live settlement per
+(anchor, item) (:meth:`EntityStore.settle`: a new answer withdraws the one before, kept). It counts
+while the raters' live answers of that (anchor, item) still differ, and then replaces the
+conflict's ``unsure``; it counts nowhere else (the one rule:
+:class:`abcde.completion.judgements.Answered`). A store made before settlements existed gets the
+table with its first settlement.
+
 Invite links (``judge serve --raters``) are kept in this file too, in the table ``invites`` that
 :class:`abcde.samples.invites.InviteBook` writes through :meth:`EntityStore.connect` and
 :meth:`EntityStore.transaction`, as for a pair sample.
@@ -47,8 +59,6 @@ Invite links (``judge serve --raters``) are kept in this file too, in the table 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -57,7 +67,7 @@ from typing import Callable, Iterable
 
 import pyarrow as pa
 
-from abcde.completion.sample import EntitySample
+from abcde.completion.sample import EntitySample, files_key
 from abcde.core.names import SOURCES
 from abcde.errors import InputError
 from abcde.samples.dir_lock import StoreClaim
@@ -72,6 +82,24 @@ STORE_FILE = "entity_judgements.sqlite"
 KIND = "abcde.entity_judgements"
 ITEM_ANSWERS = ("same", "different", "unsure")
 SEARCH_ANSWERS = ("searched", "not searched")
+
+#: The owner's settlements (see the module): made with the store, or with the first settlement in a store
+#: made before them (each statement on its own, inside that settlement's transaction).
+SETTLEMENTS_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS settlements (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    anchor NOT NULL,
+    item_id,
+    answer TEXT NOT NULL CHECK (answer IN ('same', 'different', 'unsure', 'searched', 'not searched')),
+    rater TEXT NOT NULL CHECK (rater = 'owner'),
+    source TEXT NOT NULL CHECK (source = 'owner'),
+    request_id TEXT UNIQUE,
+    created_at TEXT NOT NULL,
+    withdrawn_at TEXT,
+    CHECK ((item_id IS NULL) = (answer IN ('searched', 'not searched')))
+)""",
+    """CREATE UNIQUE INDEX IF NOT EXISTS settlements_live ON settlements (anchor, ifnull(item_id, x'00'))
+    WHERE withdrawn_at IS NULL""")
 
 #: The store's tables. The id columns have no declared type (no affinity: an id is kept as given,
 #: a whole number or text). The live index counts the search row (item_id NULL) as one item.
@@ -92,13 +120,13 @@ CREATE TABLE IF NOT EXISTS answers (
 CREATE UNIQUE INDEX IF NOT EXISTS answers_live ON answers (rater, anchor, ifnull(item_id, x'00'))
     WHERE withdrawn_at IS NULL;
 CREATE INDEX IF NOT EXISTS answers_anchor ON answers (anchor);
-"""
+""" + "".join(f"{statement};\n" for statement in SETTLEMENTS_SCHEMA)
 
 
 def sample_key(sample: EntitySample) -> str:
-    """The sample's identity in its store: a digest of its drawn files' digests (``metadata.json``)."""
-    files = json.dumps(sample.metadata.get("files") or {}, sort_keys=True)
-    return hashlib.sha256(files.encode()).hexdigest()[:32]
+    """The sample's identity in its store: its ``sample_id``, kept by ``--extend``
+    (:func:`abcde.completion.sample.files_key` of the files it was first drawn with)."""
+    return sample.metadata.get("sample_id") or files_key(sample.metadata.get("files") or {})
 
 
 @dataclass(frozen=True)
@@ -339,6 +367,86 @@ class EntityStore(StoreAccess):
                         "AND withdrawn_at IS NULL", (utc_now(), rater, source, anchor))
         return Submitted(anchor, rater, source, tuple((i, a) for _, i, a, _ in got), got[0][3])
 
+    # ------------------------------------------------------------------ the owner's settlements
+    def check_settlement(self, anchor, item_id, answer) -> tuple:
+        """``(anchor, item_id)`` of a settlement, checked: the anchor one of the sample's, the item
+        (``None``: the anchor's search) a member or candidate of it, the answer one of the item's
+        (``same``, ``different``, ``unsure``) or the search's (``searched``, ``not searched``); each
+        refusal one line. Whether the raters' answers differ is the caller's to check
+        (:func:`abcde.completion.judgements.settle_answer`)."""
+        anchor = self.check_id(anchor, "Anchor")
+        if anchor not in self._anchor_set:
+            raise InputError(f"Anchor {anchor!r} is not an anchor of this entity sample (its {len(self.anchors):,} "
+                             "drawn items).")
+        if item_id is None:
+            if answer not in SEARCH_ANSWERS:
+                raise InputError(f"The owner settles the search of anchor {anchor!r} with 'searched' or 'not searched'; "
+                                 f"got {answer!r}.")
+            return anchor, None
+        item_id = self.check_id(item_id, "Item")
+        if answer not in ITEM_ANSWERS:
+            raise InputError(f"The owner settles item {item_id!r} with one of {', '.join(ITEM_ANSWERS)}; got "
+                             f"{answer!r}.")
+        if item_id not in self.listed.get(anchor, set()):
+            raise InputError(f"Item {item_id!r} is neither a member nor a candidate of anchor {anchor!r}: only their "
+                             "answers can differ, and be settled.")
+        return anchor, item_id
+
+    def settle(self, anchor, item_id, answer, *, request_id: str | None = None) -> tuple[dict, bool]:
+        """Store the owner's settlement of ``(anchor, item_id)`` (:meth:`check_settlement`), on disk on
+        return: a new live row, the owner's earlier one of it withdrawn (kept). The same answer as the
+        live one writes nothing. Returns the live row and whether it was written.
+
+        Raises
+        ------
+        DuplicateJudgementError
+            ``request_id`` was recorded before (a replayed request).
+        """
+        anchor, item_id = self.check_settlement(anchor, item_id, answer)
+        check_request_id(request_id)
+        now = utc_now()
+        try:
+            with self.transaction() as con:
+                for statement in SETTLEMENTS_SCHEMA:  # a store made before settlements: the table now
+                    con.execute(statement)
+                if request_id is not None and con.execute(
+                        "SELECT 1 FROM settlements WHERE request_id = ?", (request_id,)).fetchone():
+                    raise sqlite3.IntegrityError("UNIQUE constraint failed: settlements.request_id")
+                was = con.execute("SELECT id, answer, created_at FROM settlements WHERE anchor = ? AND item_id IS ? "
+                                  "AND withdrawn_at IS NULL", (anchor, item_id)).fetchone()
+                if was is not None and was[1] == answer:
+                    return self._settlement(anchor, item_id, answer, was[2]), False
+                if was is not None:
+                    con.execute("UPDATE settlements SET withdrawn_at = ? WHERE id = ?", (now, was[0]))
+                con.execute("INSERT INTO settlements (anchor, item_id, answer, rater, source, request_id, created_at) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?)", (anchor, item_id, answer, OWNER, OWNER, request_id, now))
+        except sqlite3.IntegrityError as exc:
+            raise DuplicateJudgementError(f"Request {request_id!r} was already recorded (a replayed or "
+                                          "double-submitted request); nothing was changed.") from exc
+        return self._settlement(anchor, item_id, answer, now), True
+
+    @staticmethod
+    def _settlement(anchor, item_id, answer, created_at) -> dict:
+        return {"anchor": anchor, "item_id": item_id, "answer": answer, "rater": OWNER, "source": OWNER,
+                "created_at": created_at}
+
+    def settlements(self, *, withdrawn: bool = False) -> list[dict]:
+        """The owner's live settlements, oldest first: ``{anchor, item_id, answer, rater, source,
+        created_at}`` (``rater`` and ``source`` ``owner``); ``withdrawn``: every one ever stored, with
+        ``id``, ``request_id`` and ``withdrawn_at``. None in a store made before settlements."""
+        with self.connect() as con:
+            if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'settlements'").fetchone():
+                return []
+            if withdrawn:
+                keys = ("id", "anchor", "item_id", "answer", "rater", "source", "request_id", "created_at",
+                        "withdrawn_at")
+                rows = con.execute(f"SELECT {', '.join(keys)} FROM settlements ORDER BY id").fetchall()
+            else:
+                keys = ("anchor", "item_id", "answer", "rater", "source", "created_at")
+                rows = con.execute(f"SELECT {', '.join(keys)} FROM settlements WHERE withdrawn_at IS NULL "
+                                   "ORDER BY id").fetchall()
+        return [dict(zip(keys, r)) for r in rows]
+
     # ------------------------------------------------------------------ reading
     def live(self, *, rater: str | None = None, source: str | None = None) -> list[dict]:
         """The live answers, oldest first: ``{anchor, item_id, answer, rater, source, created_at}``."""
@@ -363,6 +471,24 @@ class EntityStore(StoreAccess):
         keys = ("id", "anchor", "item_id", "answer", "rater", "source", "request_id", "created_at", "withdrawn_at")
         return [dict(zip(keys, r)) for r in rows]
 
+    def version(self) -> tuple:
+        """Changes whenever an answer or a settlement is recorded or withdrawn (for caching)."""
+        with self.connect() as con:
+            out = con.execute("SELECT count(*), coalesce(max(id), 0), count(withdrawn_at) FROM answers").fetchone()
+            if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'settlements'").fetchone():
+                out += con.execute("SELECT count(*), coalesce(max(id), 0), count(withdrawn_at) FROM settlements"
+                                   ).fetchone()
+        return tuple(out)
+
+    def to_table(self) -> pa.Table:
+        """The live answers, then the owner's live settlements (``rater`` and ``source`` ``owner``), as
+        a table: ``anchor, item_id, answer, rater, source, created_at`` (the ids of the sample's type)."""
+        rows = self.live() + self.settlements()
+        return pa.table({"anchor": pa.array([r["anchor"] for r in rows], self.id_type),
+                         "item_id": pa.array([r["item_id"] for r in rows], self.id_type),
+                         **{k: pa.array([r[k] for r in rows], pa.string())
+                            for k in ("answer", "rater", "source", "created_at")}})
+
 
 def live_answers(sample: EntitySample) -> list[dict]:
     """The live rows of the sample's answer store (none when it has no store; never creates one)."""
@@ -371,5 +497,5 @@ def live_answers(sample: EntitySample) -> list[dict]:
     return EntityStore(sample).live()
 
 
-__all__ = ["EntityStore", "ITEM_ANSWERS", "KIND", "SCHEMA", "SEARCH_ANSWERS", "STORE_FILE", "Submitted",
-           "live_answers", "sample_key"]
+__all__ = ["EntityStore", "ITEM_ANSWERS", "KIND", "SCHEMA", "SEARCH_ANSWERS", "SETTLEMENTS_SCHEMA", "STORE_FILE",
+           "Submitted", "live_answers", "sample_key"]
