@@ -7,6 +7,7 @@ import math
 import shlex
 
 import click
+from click.core import ParameterSource
 
 from abcde.cli.demo import abcde_command
 from abcde.cli.options import engine_options, json_option
@@ -14,8 +15,8 @@ from abcde.cli.tables import console, emit_json, handle_errors, styled, table
 
 
 @click.command()
-@click.option("--base", required=True, type=click.Path(), help="Baseline clustering (Parquet/CSV).")
-@click.option("--exp", required=True, type=click.Path(), help="Experiment clustering (Parquet/CSV).")
+@click.option("--base", type=click.Path(), help="Baseline clustering (Parquet/CSV).")
+@click.option("--exp", type=click.Path(), help="Experiment clustering (Parquet/CSV).")
 @click.option("--items", "items", type=click.Path(), default=None,
               help="Items table (Parquet/CSV): weights and the attributes a judge sees.")
 @click.option("--budget", type=int, default=150, show_default=True,
@@ -32,13 +33,16 @@ from abcde.cli.tables import console, emit_json, handle_errors, styled, table
 @click.option("--item-id", default="item_id", show_default=True, help="Item id column in all inputs.")
 @click.option("--cluster-id", default="cluster_id", show_default=True, help="Cluster id column of the clusterings.")
 @click.option("--weight-column", default=None, help="Weight column of --items (default: 'weight' if present).")
-@click.option("--out", required=True, type=click.Path(file_okay=False),
+@click.option("--out", type=click.Path(file_okay=False),
               help="Directory to write (new, or empty): the entity sample.")
+@click.option("--extend", "extend_dir", type=click.Path(file_okay=False), default=None,
+              help="An entity sample to extend to --budget draws in all (its first draws and every answer kept; "
+                   "its inputs and options are the recorded ones).")
 @json_option
 @engine_options
 @handle_errors
 def entities(base, exp, items, budget, design, hide, candidates, slice_by, seed, item_id, cluster_id, weight_column,
-             out, as_json, engine):
+             out, extend_dir, as_json, engine):
     """Draw affected items whose true entities a judge completes: the follow-up paper's pointwise
     ΔRecall (how much of each item's true entity its cluster holds, Exp minus Base) and IQ (how much
     of the change moves toward the true entities).
@@ -48,11 +52,25 @@ def entities(base, exp, items, budget, design, hide, candidates, slice_by, seed,
     Judge them ('abcde judge oracle OUT --oracle-column COL' from a truth column), then
     'abcde quality OUT'.
     """
-    from abcde.completion import write_entity_sample  # lazy: start-up time
+    ctx = click.get_current_context()
+    if extend_dir is not None:
+        given = [p.opts[0] for p in ctx.command.params if p.name not in ("extend_dir", "budget", "as_json")
+                 and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT)]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} cannot be given with --extend: the sample's inputs and options "
+                                   "are the recorded ones (give --budget, the new total).")
+        from abcde.completion.extend import extend_entity_sample  # lazy: start-up time
 
-    s = write_entity_sample(base, exp, out, items=items, budget=budget, seed=seed, design=design, hide=hide,
-                            candidates=candidates, slice_by=slice_by, item_id=item_id, cluster_id=cluster_id,
-                            weight=weight_column, engine=engine)
+        s = extend_entity_sample(extend_dir, budget=budget)
+    else:
+        missing = [o for o, v in (("--base", base), ("--exp", exp), ("--out", out)) if not v]
+        if missing:
+            raise click.UsageError(f"Missing option(s) {', '.join(missing)} (or --extend DIR to extend a sample).")
+        from abcde.completion import write_entity_sample  # lazy: start-up time
+
+        s = write_entity_sample(base, exp, out, items=items, budget=budget, seed=seed, design=design, hide=hide,
+                                candidates=candidates, slice_by=slice_by, item_id=item_id, cluster_id=cluster_id,
+                                weight=weight_column, engine=engine)
     m = s.metadata
     d = {"sample_dir": str(s.path), "design": m["design"], "seed": m["seed"], "draws": m["draws"],
          "anchors": m["anchors"], "census": m["census"], "affected_items": m["n_affected"],

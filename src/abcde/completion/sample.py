@@ -42,6 +42,7 @@ The directory ``DIR``:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -73,6 +74,9 @@ FILES = ("draws.parquet", "anchors.parquet", "members.parquet", "candidates.parq
 #: by thousands of items is a search, not a list.
 MAX_CANDIDATES = 50
 SALT = "entities:"
+#: Where ``--extend`` writes an entity sample's new files before they replace the old ones, and the
+#: file that says they are all there (:mod:`abcde.completion.extend`).
+EXTENDING, DONE = ".abcde-extend", "COMPLETE"
 NEVER_SHOWN = ("weight",)
 
 
@@ -262,6 +266,10 @@ class EntitySample:
         if meta.get("version") != VERSION:
             raise InputError(f"The entity sample in '{path}' has format version {meta.get('version')!r}; this abcde "
                              f"reads version {VERSION}.")
+        if (path / EXTENDING / DONE).exists():
+            raise InputError(f"An extension of the entity sample in '{path}' was interrupted while its files were "
+                             f"being replaced: run 'abcde entities --extend {path} --budget N' again to finish it "
+                             "(every answer is kept).")
         for f, digest in (meta.get("files") or {}).items():
             p = path / f
             if not p.is_file() or file_digest(p) != digest:
@@ -274,26 +282,11 @@ class EntitySample:
         return [json.loads(line) for line in (self.path / "tasks.jsonl").read_text().splitlines() if line.strip()]
 
 
-def write_entity_sample(base, exp=None, out_dir=None, *, items=None, budget: int = 150, seed: int = 0,
-                        design: str = "recall", hide: Sequence[str] = (), candidates: str | None = None,
-                        slice_by: Sequence[str] = (), item_id: str = "item_id", cluster_id: str = "cluster_id",
-                        weight: str | None = None, engine: Engine | str | None = None) -> EntitySample:
-    """Draw an entity sample and write it into ``out_dir`` (which must not exist yet, or be empty):
-    see the module. ``hide``: item attributes never shown in the tasks (e.g. a truth column);
-    ``candidates``: a blocking column whose shared values give each anchor's candidates outside
-    both clusters; ``slice_by``: columns whose slices' exact weights are stored for
-    ``abcde quality --slice-by``."""
-    if out_dir is None:
-        raise InputError("An entity sample needs a directory to write (--out).")
-    out = Path(out_dir)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise InputError(f"'{out}' exists and is not an empty directory: an entity sample is written into a new "
-                         "directory (nothing in an existing one is replaced; its judgements would be at stake).")
-    if design not in DESIGNS:
-        raise InputError(f"Unknown entity design {design!r}: expected one of {', '.join(DESIGNS)}.")
-    given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
-    prints = InputPrints.of(given)
-    diff = build_diff(given, engine=engine, prints=prints)
+def sample_files(diff: Diff, prints: InputPrints, *, budget: int, seed: int, design: str, hide: Sequence[str],
+                 candidates: str | None, slice_by: Sequence[str], columns: dict) -> tuple[dict, list, dict]:
+    """An entity sample's content from ``diff`` (of the inputs fingerprinted in ``prints``): its tables
+    ``{draws, anchors, members, candidates, items}``, its blind tasks and its metadata (without the
+    files' digests, :func:`write_sample_files`). The same arguments give the same content."""
     attrs = list(diff.attributes)
     for col, what in [*((h, "--hide") for h in hide), *(((candidates, "--candidates"),) if candidates else ())]:
         if col not in attrs:
@@ -322,21 +315,60 @@ def write_entity_sample(base, exp=None, out_dir=None, *, items=None, budget: int
         "max_candidates": MAX_CANDIDATES, "slices": slices,
         "inputs": prints.prints, "input_paths": {r: os.path.abspath(s) for r, s in prints.sources.items()
                                                  if isinstance(s, (str, os.PathLike))},
-        "columns": {"item_id": item_id, "cluster_id": cluster_id, "weight": weight},
+        "columns": dict(columns),
         "item_id_type": str(anchors.schema.field("item_id").type),
     }
+    tables = {"draws": draws, "anchors": anchors, "members": members, "candidates": cand, "items": it}
+    return tables, _tasks(anchors, members, cand, it, shown, seed), meta
+
+
+def files_key(files: dict) -> str:
+    """A sample's identity from its files' digests (its ``sample_id``: the answer store's key and the
+    pages' item references; an extension keeps the one its sample was first drawn with)."""
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def write_sample_files(where: Path, tables: dict, tasks: list, meta: dict) -> None:
+    """Write an entity sample's files into the directory ``where``: the tables, the tasks, then the
+    metadata with every file's sha256."""
+    for name, table in tables.items():
+        pq.write_table(table, where / f"{name}.parquet")
+    with open(where / "tasks.jsonl", "w") as fh:
+        for t in tasks:
+            fh.write(json.dumps(t, default=str) + "\n")
+    meta["files"] = {f: file_digest(where / f) for f in FILES}
+    meta.setdefault("sample_id", files_key(meta["files"]))
+    (where / "metadata.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+
+
+def write_entity_sample(base, exp=None, out_dir=None, *, items=None, budget: int = 150, seed: int = 0,
+                        design: str = "recall", hide: Sequence[str] = (), candidates: str | None = None,
+                        slice_by: Sequence[str] = (), item_id: str = "item_id", cluster_id: str = "cluster_id",
+                        weight: str | None = None, engine: Engine | str | None = None) -> EntitySample:
+    """Draw an entity sample and write it into ``out_dir`` (which must not exist yet, or be empty):
+    see the module. ``hide``: item attributes never shown in the tasks (e.g. a truth column);
+    ``candidates``: a blocking column whose shared values give each anchor's candidates outside
+    both clusters; ``slice_by``: columns whose slices' exact weights are stored for
+    ``abcde quality --slice-by``."""
+    if out_dir is None:
+        raise InputError("An entity sample needs a directory to write (--out).")
+    out = Path(out_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InputError(f"'{out}' exists and is not an empty directory: an entity sample is written into a new "
+                         "directory (nothing in an existing one is replaced; its judgements would be at stake).")
+    if design not in DESIGNS:
+        raise InputError(f"Unknown entity design {design!r}: expected one of {', '.join(DESIGNS)}.")
+    given = Inputs.of(base, exp, items=items, item_id=item_id, cluster_id=cluster_id, weight=weight)
+    prints = InputPrints.of(given)
+    diff = build_diff(given, engine=engine, prints=prints)
+    tables, tasks, meta = sample_files(diff, prints, budget=budget, seed=seed, design=design, hide=hide,
+                                       candidates=candidates, slice_by=slice_by,
+                                       columns={"item_id": item_id, "cluster_id": cluster_id, "weight": weight})
     parent = out.parent if str(out.parent) else Path(".")
     parent.mkdir(parents=True, exist_ok=True)
     tmp = make_temp_dir(parent, prefix=f".{out.name}.abcde-new-")
     try:
-        for name, table in (("draws", draws), ("anchors", anchors), ("members", members), ("candidates", cand),
-                            ("items", it)):
-            pq.write_table(table, tmp / f"{name}.parquet")
-        with open(tmp / "tasks.jsonl", "w") as fh:
-            for t in _tasks(anchors, members, cand, it, shown, seed):
-                fh.write(json.dumps(t, default=str) + "\n")
-        meta["files"] = {f: file_digest(tmp / f) for f in FILES}
-        (tmp / "metadata.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+        write_sample_files(tmp, tables, tasks, meta)
         if out.exists():
             out.rmdir()  # empty (checked above); a race that filled it fails here, and nothing is replaced
         os.rename(tmp, out)
