@@ -6,11 +6,20 @@ The store's rules (validation, undo, one live answer, durability across a killed
 reopen), the real server over HTTP (``abcde judge serve`` as a subprocess, invite links), and the
 page in a real headless Chromium at 800 px and 1,400 px: members ticked by keyboard and by mouse, a
 candidate and a searched item added, searched / none searched, submit, undo, a second rater; then
-``abcde quality DIR --json`` against :func:`estimate_entities` on the same rows."""
+``abcde quality DIR --json`` against :func:`estimate_entities` on the same rows.
+
+The owner's view and the settle queue: the settle rule at the store and estimate level (a settlement
+counts while the raters' answers differ, replacing the conflict's unsure, and nowhere else), the
+owner's routes closed to raters, the export's cells neutralised, and in the browser two raters who
+differ, the owner's page at 800 px and 1,400 px, the owner settling, and ``abcde quality --json``
+counting it settled."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
 import re
 import shutil
 import sqlite3
@@ -20,17 +29,22 @@ import textwrap
 from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
 from abcde.completion import EntitySample, EntityStore, estimate_entities, oracle_entities, write_entity_sample
+from abcde.completion.estimate import read_answers
+from abcde.completion.judgements import NothingToSettleError, group_answers, settle_answer
 from abcde.completion.store import STORE_FILE, sample_key
 from abcde.errors import InputError
 from abcde.examples import example_paths
 from abcde.samples.ledger_rules import DuplicateJudgementError
 from abcde.samples.sqlite_guard import StoreFileError
+from abcde.util.files import FORMULA_STARTS, restore_formulas
 from abcde.web.entity_session import inputs_finder, item_ref
-from judging_helpers import HOSTILE, assert_error, page_under_csp, request, start_server, stop
+from abcde.web.routes_entities import serve_entities
+from judging_helpers import HOSTILE, assert_error, page_under_csp, request, start_server, stop, wait_text
 
 
 @pytest.fixture(scope="module")
@@ -207,6 +221,166 @@ def test_quality_reads_the_store_beside_the_oracle_file(sample):
     assert both.metrics["delta_recall"].estimate is None  # a range now: the member is unsure
 
 
+# ----------------------------------------------------------------------------- the owner's settlements
+def one_sided_member(d, a):
+    """A member of anchor ``a`` in one of its two clusters only: its answer moves ΔRecall."""
+    return next(r["item_id"] for r in pq.read_table(d / "members.parquet").to_pylist()
+                if r["anchor"] == a and r["item_id"] != a and r["in_base"] != r["in_exp"])
+
+
+def agreed(a, members, m, answer, search="searched") -> list:
+    """Rows of one rater who answers every member same but ``m`` (``answer``)."""
+    return [{"anchor": a, "item_id": x, "answer": answer if x == m else "same"} for x in members] + \
+        [{"anchor": a, "item_id": None, "answer": search}]
+
+
+def metrics(q) -> dict:
+    return {k: v for k, v in q.to_dict().items() if k in ("delta_recall", "iq", "delta_precision")}
+
+
+def test_the_owner_settles_a_real_dispute_only(sample):
+    """The settle rule, at the store and the estimate: the owner's answer of an (anchor, item) counts
+    while the raters' live answers of it differ, instead of the conflict's unsure, and nowhere else;
+    a settlement of answers that do not differ is refused in one line; settlements are append-only,
+    on disk, replay-safe; a store made before settlements gets their table with the first."""
+    st = EntityStore(sample, create=True)
+    with st.transaction() as con:  # a store made before settlements existed
+        con.execute("DROP TABLE settlements")
+    assert st.settlements() == []
+    tasks = tasks_by_anchor(sample)
+    a, b, c = draw_order(sample)[:3]
+    ms, mb = members_of(tasks[a]), members_of(tasks[b])
+    m = one_sided_member(sample, a)
+    other = next(x for x in ms if x != m)
+    st.record_anchor(a, [(x, "same") for x in ms] + [(None, "searched")], rater="ann")
+    st.record_anchor(a, [(x, "different" if x == m else "same") for x in ms] + [(None, "searched")], rater="bob")
+    st.record_anchor(b, [(x, "same") for x in mb] + [(None, "searched")], rater="ann")
+    st.record_anchor(b, [(x, "same") for x in mb] + [(None, "not searched")], rater="bob")
+    q = estimate_entities(sample)
+    assert q.answers["conflicts"] == 1 and q.answers["settled"] == 0 and q.unsure_members == 1
+    assert q.skipped_search == 1 and q.metrics["delta_recall"].estimate is None  # a range: m is unsure
+    # nothing to settle: answers that agree, one rater's, none; an item that is not a member or candidate
+    refusals = [((a, other, "same"), NothingToSettleError, "its raters' answers agree (same)"),
+                ((a, None, "not searched"), NothingToSettleError, "The search of anchor"),
+                ((c, members_of(tasks[c])[0], "same"), NothingToSettleError, "no rater answered it"),
+                ((a, m, "searched"), InputError, "with one of same, different, unsure"),
+                ((b, None, "same"), InputError, "with 'searched' or 'not searched'"),
+                ((a, unlisted_item(sample, tasks[a])["item_id"], "same"), InputError, "neither a member nor a candidate"),
+                ((a, a, "same"), InputError, "neither a member nor a candidate")]
+    for (anchor, item, answer), error, match in refusals:
+        with pytest.raises(error, match=re.escape(match)) as e:
+            settle_answer(st, anchor, item, answer)
+        assert "\n" not in str(e.value)
+    assert st.settlements() == []
+    # the owner settles m: it counts instead of the conflict, as if both raters had said so
+    row, written = settle_answer(st, a, m, "same", request_id="s1")
+    assert written and row["answer"] == "same" and row["source"] == "owner" and row["rater"] == "owner"
+    q = estimate_entities(sample)
+    assert q.answers["conflicts"] == 0 and q.answers["settled"] == 1 and q.unsure_members == 0
+    b_rows = agreed(b, mb, None, "same", "not searched")
+    assert metrics(q) == metrics(estimate_entities(sample, agreed(a, ms, m, "same") + b_rows))
+    assert metrics(estimate_entities(sample, source="person")) == metrics(q)  # settlements settle people's answers
+    with pytest.raises(DuplicateJudgementError, match="already recorded"):
+        settle_answer(st, a, m, "different", request_id="s1")
+    assert settle_answer(st, a, m, "same")[1] is False  # the live answer already: nothing written
+    # a new answer replaces the live one (the old one kept, withdrawn)
+    settle_answer(st, a, m, "different")
+    assert [(r["answer"], r["withdrawn_at"] is None) for r in st.settlements(withdrawn=True)] == [
+        ("same", False), ("different", True)]
+    assert metrics(estimate_entities(sample)) == metrics(estimate_entities(sample, agreed(a, ms, m, "different") +
+                                                                           b_rows))
+    # the search of b: the owner's 'searched' counts too
+    settle_answer(st, b, None, "searched")
+    q = estimate_entities(sample)
+    assert q.skipped_search == 0 and q.answers["settled"] == 2
+    # bob undoes b, then a: no dispute left, the settlements are kept and count nowhere
+    assert st.undo("bob").anchor == b and st.undo("bob").anchor == a
+    q = estimate_entities(sample)
+    assert q.answers["settled"] == 0 and metrics(q) == metrics(estimate_entities(
+        sample, agreed(a, ms, m, "same") + agreed(b, mb, None, "same")))
+    groups = group_answers(st.live() + [{**r, "source": "owner"} for r in st.settlements()], set(draw_order(sample)))
+    assert groups[(a, m)].state == "inert" and groups[(b, None)].state == "inert"
+    with pytest.raises(NothingToSettleError, match=re.escape("(your earlier settlement of it is kept, and counts "
+                                                             "nowhere)")):
+        settle_answer(st, a, m, "same")
+    # bob answers a again, differing on m: the owner's answer counts again
+    st.record_anchor(a, [(x, "different" if x == m else "same") for x in ms] + [(None, "searched")], rater="bob")
+    q = estimate_entities(sample)
+    assert q.answers["settled"] == 1 and q.answers["conflicts"] == 0
+    assert metrics(q) == metrics(estimate_entities(sample, agreed(a, ms, m, "different") +
+                                                   agreed(b, mb, None, "same")))
+    # read_answers: an owner's row alone makes no anchor; rows without one read as before
+    got, counts = read_answers([{"anchor": c, "item_id": None, "answer": "searched", "source": "owner"}],
+                               EntitySample.read(sample))
+    assert got == {} and counts == {"answers": 0, "conflicts": 0, "settled": 0}
+    three = [{"anchor": a, "item_id": m, "answer": x} for x in ("same", "different", "same")]
+    got, counts = read_answers(three, EntitySample.read(sample))
+    assert counts["conflicts"] == 2 and got[a].unsure == {m}
+    got, counts = read_answers(three + [{"anchor": a, "item_id": m, "answer": "different", "source": "owner"}],
+                               EntitySample.read(sample))
+    assert counts == {"answers": 1, "conflicts": 0, "settled": 1} and got[a].different == {m} and not got[a].unsure
+    # every settlement is in the store file: a new reader sees them
+    assert [(r["anchor"], r["item_id"], r["answer"]) for r in EntityStore(sample).settlements()] == [
+        (a, m, "different"), (b, None, "searched")]
+
+
+#: Item ids a spreadsheet would run (each id of the test's items starts so).
+FORMULA_IDS = ['=HYPERLINK("http://evil.example","x")', "+1+", "-2+", "@SUM(A", "\uff1dcmd", "'=already"]
+
+
+def test_the_owners_export_neutralises_formulas(tmp_path):
+    """The owner's CSV download of an entity sample whose item ids are formulas: every live answer and
+    the owner's settlement, no cell a spreadsheet would run, and every value read back exactly; a
+    settlement over HTTP, and one of answers that agree refused in one line."""
+    n = 12
+    ids = [f"{FORMULA_IDS[k % len(FORMULA_IDS)]}{k}" for k in range(n)]
+    pq.write_table(pa.table({"item_id": ids, "cluster_id": [k // 4 for k in range(n)]}), tmp_path / "base.parquet")
+    pq.write_table(pa.table({"item_id": ids, "cluster_id": [k // 2 for k in range(n)]}), tmp_path / "exp.parquet")
+    pq.write_table(pa.table({"item_id": ids, "name": [f"=N{k // 3}" for k in range(n)]}), tmp_path / "items.parquet")
+    d = tmp_path / "ent"
+    write_entity_sample(tmp_path / "base.parquet", tmp_path / "exp.parquet", d, items=tmp_path / "items.parquet",
+                        budget=40)
+    srv = serve_entities(d).start()
+    try:
+        code, s = request(srv.url, "GET", "/api/state?rater=ann")
+        t = s["next"]
+        assert code == 200 and len(t["members"]) >= 2
+        code, _ = request(srv.url, "POST", "/api/answers", body_for(t))
+        assert code == 201
+        bob = body_for(t, rater="bob")
+        bob["members"][0]["answer"] = "different"
+        code, _ = request(srv.url, "POST", "/api/answers", bob)
+        assert code == 201
+        first, second = (m["ref"] for m in t["members"][:2])
+        assert_error(request(srv.url, "POST", "/api/owner/settle", {"anchor": t["anchor"], "item": second,
+                                                                    "answer": "different"}), 409,
+                     "its raters' answers agree (same); the owner settles only answers that differ")
+        assert_error(request(srv.url, "POST", "/api/owner/settle", {"anchor": t["anchor"], "answer": "same"}), 400,
+                     "Missing field(s) 'item'")
+        code, q = request(srv.url, "GET", "/api/owner/settle")
+        assert q["waiting_total"] == 1 and q["waiting"][0]["item"]["ref"] == first
+        assert [x["answer"] for x in q["waiting"][0]["answers"]] == ["same", "different"]
+        code, q = request(srv.url, "POST", "/api/owner/settle", {"anchor": t["anchor"], "item": first,
+                                                                 "answer": "different", "request_id": "x1"})
+        assert code == 201 and q["waiting_total"] == 0 and q["settled_total"] == 1
+        assert q["settled"][0]["owner"] == q["settled"][0]["result"] == "different"
+        assert q["settlement"] == {"anchor": t["anchor"], "item": first, "answer": "different", "rater": "owner",
+                                   "created_at": q["settlement"]["created_at"], "written": True}
+        code, text = request(srv.url, "GET", "/api/owner/export")
+    finally:
+        srv.shutdown()
+    assert code == 200
+    cells = [c for row in csv.reader(io.StringIO(text)) for c in row]
+    assert [c for c in cells if c.startswith(FORMULA_STARTS)] == []
+    assert sum(c in ids or c.startswith("'") and c[1:] in ids for c in cells) >= 4  # ids from data, as text
+    assert not set(cells) & {i for i in ids if i.startswith(FORMULA_STARTS)}
+    back = restore_formulas(pacsv.read_csv(io.BytesIO(text.encode()), convert_options=pacsv.ConvertOptions(
+        column_types={k: pa.string() for k in ("anchor", "item_id", "answer", "rater", "source", "created_at")},
+        strings_can_be_null=True)))
+    assert back.to_pylist() == EntityStore(d).to_table().to_pylist()
+    assert back.column("source").to_pylist()[-1] == "owner" and back.column("answer").to_pylist()[-1] == "different"
+
+
 # ----------------------------------------------------------------------------- the server over HTTP
 def body_for(task_view, answer="same", *, search="searched", added=(), rater="ann", request_id=None):
     b = {"anchor": task_view["anchor"], "members": [{"ref": m["ref"], "answer": answer} for m in task_view["members"]],
@@ -310,7 +484,8 @@ def test_invite_links_name_the_rater(sample, tmp_path):
                               "--show-ids")
     try:
         url, links = info["url"], info["links"]
-        assert set(links) == {"ann", "bob"} and info["invites"] is True and info["instructions"] is True
+        assert set(links) == {"ann", "bob", "owner"} and info["invites"] is True and info["instructions"] is True
+        assert info["owner_url"] == url + "owner"
         token = links["bob"].rsplit("/", 1)[1]
         assert_error(request(url, "GET", "/api/state"), 401, "invited raters")
         bearer = {"Authorization": f"Bearer {token}"}
@@ -325,9 +500,33 @@ def test_invite_links_name_the_rater(sample, tmp_path):
         assert code == 201 and d["rater"] == "bob"
         code, page = request(url, "GET", f"/join/{token}")
         assert code == 200
+        # the owner's view and the settle queue are the owner's: a rater's link opens neither
+        for path in ("/owner", "/settle"):
+            code, page = request(url, "GET", path, headers=bearer)
+            assert code == 403 and "invite link" in page and "judge-entity-owner.js" not in page, path
+        for method, path in (("GET", "/api/owner"), ("GET", "/api/owner/export"), ("GET", "/api/owner/settle"),
+                             ("POST", "/api/owner/settle")):
+            assert_error(request(url, method, path, {} if method == "POST" else None, headers=bearer), 403,
+                         "needs the owner's invite link")
+        owner = {"Authorization": f"Bearer {links['owner'].rsplit('/', 1)[1]}"}
+        code, page = request(url, "GET", "/owner", headers=owner)
+        assert code == 200 and "judge-entity-owner.js" in page and "/api/owner/export" in page
+        code, page = request(url, "GET", "/settle", headers=owner)
+        assert code == 200 and "judge-entity-settle.js" in page and "<em>every</em> record" in page
+        code, o = request(url, "GET", "/api/owner", headers=owner)
+        assert code == 200 and o["judged_anchors"] == 1 and o["rater_progress"][0]["rater"] == "bob"  # invited: named
+        assert o["estimates"]["anchors_judged"] == 1 and o["settle"] == {"waiting": 0, "settled": 0, "inert": 0}
+        # the owner's link judges nothing, and settles only what raters answered differently
+        assert_error(request(url, "POST", "/api/answers", body_for(s["next"], rater=None), headers=owner), 403,
+                     "does not judge")
+        member = s["next"]["members"][0]["ref"]
+        assert_error(request(url, "POST", "/api/owner/settle", {"anchor": s["next"]["anchor"], "item": member,
+                                                                 "answer": "same"}, headers=owner), 409,
+                     "has nothing to settle: one rater answered it (same)")
     finally:
         stop(proc)
     assert {r["rater"] for r in EntityStore(sample).live()} == {"bob"}
+    assert EntityStore(sample).settlements() == []
 
 
 # ----------------------------------------------------------------------------- the page in a browser
@@ -466,3 +665,141 @@ def test_the_page_works_under_its_csp(sample, tmp_path, browser):
             assert page.problems == []
     finally:
         stop(proc)
+
+
+def no_overflow(page, width: int) -> None:
+    """Nothing wider than the window (no horizontal scroll), every section inside it."""
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    for box in page.locator("main section:visible").all():
+        b = box.bounding_box()
+        assert b and b["x"] >= 0 and b["x"] + b["width"] <= width, b
+
+
+def test_two_raters_differ_and_the_owner_settles_in_a_browser(sample, tmp_path, browser, screenshot):
+    """Over the real server (invite links) and a real Chromium: ann completes the first item on her
+    page, bob answers it otherwise over HTTP (one member and the search); the owner's page (at 800 px
+    and 1,400 px, no horizontal overflow) says two answers wait and shows the range the conflict
+    leaves; a rater's link opens neither the owner's page nor the settle queue; on the settle page
+    the owner sees the item, the member and each rater's answer, and settles both by keyboard; a
+    settle of answers that agree is refused in one line; ``abcde quality DIR --json`` then counts
+    them settled (no conflict, no member unsure, the search done) and gives what one agreeing rater
+    would, as the owner's page does."""
+    tasks, order = tasks_by_anchor(sample), draw_order(sample)
+    a = order[0]
+    ms = members_of(tasks[a])
+    m = one_sided_member(sample, a)
+    key = sample_key(EntitySample.read(sample))
+    proc, info = start_server(sample, tmp_path / "server.log", "--raters", "ann,bob", "--hide", "note")
+    contexts = []
+
+    def new_page(link: str, width: int = 1400):
+        ctx = browser.new_context(viewport={"width": width, "height": 900}, bypass_csp=True)
+        contexts.append(ctx)
+        pg = ctx.new_page()
+        pg.route("**/*", lambda route: route.continue_() if route.request.url.split("/")[2].startswith(
+            ("127.0.0.1", "localhost")) else route.abort())
+        pg.errors = []
+        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+        pg.goto(link)
+        return pg
+
+    try:
+        url, links = info["url"], info["links"]
+        assert info["owner_url"] == url + "owner" and set(links) == {"ann", "bob", "owner"}
+        bob = {"Authorization": f"Bearer {links['bob'].rsplit('/', 1)[1]}"}
+        owner = {"Authorization": f"Bearer {links['owner'].rsplit('/', 1)[1]}"}
+        # ann, on her page: every member the same, searched
+        ann = new_page(links["ann"])
+        assert shown_anchor(ann) == item_ref(key, a)
+        for _ in ms:
+            ann.keyboard.press("s")
+        ann.keyboard.press("y")
+        ann.keyboard.press("Enter")
+        ann.wait_for_function("document.body.dataset.acks === '1'")
+        # a rater's link opens neither the owner's page nor the settle queue
+        for path in ("/owner", "/settle"):
+            ann.goto(url + path.lstrip("/"))
+            assert "owner's invite link" in ann.inner_text("body") and ann.locator("#estimates, #settle").count() == 0
+        # bob answers the same item over HTTP: m different, and the search not done
+        code, s = request(url, "GET", "/api/state", headers=bob)
+        t = {**s["next"], "anchor": item_ref(key, a), "members": [{"ref": item_ref(key, x)} for x in ms]}
+        body = body_for(t, rater=None, search="not searched")
+        body["members"] = [{"ref": item_ref(key, x), "answer": "different" if x == m else "same"} for x in ms]
+        code, _ = request(url, "POST", "/api/answers", body, headers=bob)
+        assert code == 201
+        before = estimate_entities(sample)
+        assert before.answers["conflicts"] == 1 and before.unsure_members == 1 and before.skipped_search == 1
+        # the owner's page: two answers wait; the conflict leaves ranges; no horizontal overflow at either width
+        pg = new_page(links["owner"], 800)
+        pg.wait_for_url("**/owner")
+        pg.wait_for_function("Number(document.body.dataset.loads || 0) >= 1")
+        wait_text(pg, "#disputes-text", "2 answers where raters differ wait")
+        assert "1 conflict" in pg.inner_text("#answers-text")
+        assert " to " in pg.inner_text("#estimates tr[data-metric='delta_recall'] td.estimate")  # a range
+        assert pg.inner_text("#verdict") == before.to_dict()["verdict"]
+        assert pg.locator("#raters-body tr").count() == 2 and pg.inner_text("#raters-body").count("ann") == 1
+        for width in (800, 1400):
+            pg.set_viewport_size({"width": width, "height": 900})
+            no_overflow(pg, width)
+            screenshot(pg, f"judge-entity-owner-{width}.png", full_page=True)
+        # the settle queue: the item and the member side by side, each rater's answer
+        pg.click("#settle-link")
+        pg.wait_for_url("**/settle")
+        pg.wait_for_function("document.body.dataset.current !== undefined && document.body.dataset.current !== ''")
+        assert pg.get_attribute("#settle", "data-item") == item_ref(key, m)
+        assert pg.inner_text("#votes").splitlines() == ["ann: same", "bob: different"]
+        assert pg.locator("#pair-body tr").count() == len(t["columns"]) and "note" not in pg.inner_text("#pair")
+        assert pg.inner_text("#waiting-count") == "(2)"
+        for width in (800, 1400):
+            pg.set_viewport_size({"width": width, "height": 900})
+            no_overflow(pg, width)
+            screenshot(pg, f"judge-entity-settle-{width}.png", full_page=True)
+        pg.keyboard.press("y")  # a search answer on a member: nothing happens
+        pg.keyboard.press("s")
+        pg.wait_for_function("document.body.dataset.settles === '1'")
+        wait_text(pg, "#status", "Saved: your answer is same")
+        assert pg.get_attribute("#settle", "data-item") == ""  # next: the search
+        assert pg.inner_text("#votes").splitlines() == ["ann: searched", "bob: none searched"]
+        pg.keyboard.press("y")
+        pg.wait_for_function("document.body.dataset.settles === '2'")
+        wait_text(pg, "#settle-done-title", "Every difference is settled")
+        assert pg.inner_text("#settled-count") == "(2)"
+        # a settle of answers that agree: one clear line, nothing stored
+        other = next(x for x in ms if x != m)
+        assert_error(request(url, "POST", "/api/owner/settle", {"anchor": item_ref(key, a),
+                                                                 "item": item_ref(key, other), "answer": "different"},
+                             headers=owner), 409,
+                     "has nothing to settle: its raters' answers agree (same); the owner settles only answers that "
+                     "differ")
+        assert len(EntityStore(sample).settlements()) == 2
+        # back on the owner's page: settled, and the estimates the settlements give
+        pg.goto(url + "owner")
+        wait_text(pg, "#disputes-text", "Every difference is settled (2 items)")
+        code, o = request(url, "GET", "/api/owner", headers=owner)
+        assert code == 200 and o["settle"] == {"waiting": 0, "settled": 2, "inert": 0}
+        assert pg.inner_text("#verdict") == o["verdict"] and "1 of 148 anchors judged so far" in o["verdict"]
+        code, text = request(url, "GET", "/api/owner/export", headers=owner)
+        assert code == 200 and text.count('"owner","owner"') == 2
+        assert all(p.errors == [] for p in (ann, pg))
+    finally:
+        for ctx in contexts:
+            ctx.close()
+        stop(proc)
+    r = subprocess.run([sys.executable, "-m", "abcde", "quality", str(sample), "--json"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    ann_rows = [{k: x[k] for k in ("anchor", "item_id", "answer")} for x in EntityStore(sample).live()
+                if x["rater"] == "ann"]  # her members, the candidates she searched past, her search
+    assert got["answers"] == {"answers": len(ann_rows) - 1, "conflicts": 0, "settled": 2,
+                              "source": "people and oracle"}
+    assert got["unsure_members"] == 0 and got["search_skipped"] == 0
+    want = estimate_entities(sample, ann_rows).to_dict()  # the owner settled both as ann answered
+    def printed(d: dict) -> dict:  # as --json prints it: a number that is not finite is null
+        return {k: v if not isinstance(v, float) or math.isfinite(v) else None for k, v in d.items()}
+
+    for k in ("delta_recall", "iq", "delta_precision"):
+        assert got[k] == printed(want[k]) == o["estimates"][k], k
+    assert got["delta_recall"] != printed(before.to_dict()["delta_recall"])  # a point now, not a range
+    assert got["delta_recall"]["estimate"] is not None and before.metrics["delta_recall"].estimate is None
+    assert got["verdict"] == o["verdict"] == want["verdict"]

@@ -338,7 +338,8 @@ def _serve_entities(sample_dir, *, host, port, hide, show_ids, verbose, raters, 
     with srv.server.stop_on_sigterm():
         s = srv.session
         base = srv.link_base if srv.invites_on else srv.url
-        info = {"url": srv.url, "pid": os.getpid(), "sample_dir": str(s.sample_dir), "kind": "entities",
+        info = {"url": srv.url, "owner_url": srv.owner_url, "pid": os.getpid(), "sample_dir": str(s.sample_dir),
+                "kind": "entities",
                 "store": str(s.store.path), "anchors": len(s.order), "invites": srv.invites_on, "links": srv.links,
                 "instructions": s.store.setting("instructions") is not None}
         if as_json:
@@ -348,6 +349,7 @@ def _serve_entities(sample_dir, *, host, port, hide, show_ids, verbose, raters, 
             click.echo(f"abcde judge: serving {len(s.order)} items of the entity sample {safe_text(sample_dir)} {who} "
                        f"(Ctrl+C to stop); answers go to {safe_text(s.store.path)}\n"
                        f"  raters complete entities at {base}\n"
+                       f"  the owner's view {base}owner (estimates, answers to settle; raters do not see them)\n"
                        f"  then 'abcde quality {safe_text(sample_dir)}' estimates ΔRecall and IQ from the answers")
             for name, link in srv.links.items():
                 click.echo(f"  {safe_text(name)}: {link}")

@@ -25,30 +25,69 @@ their answers filled in.
 
 Blind. The page never sees an item id (unless ``show_ids``): each item is a reference, a digest of
 the sample and the id, mapped back here; no weight, no hidden column, no Base or Exp.
+
+The owner's view (:meth:`EntitySession.owner_state`). Progress overall and per rater (anchors
+answered, their answers), the live estimates of :func:`abcde.completion.estimate.estimate_entities`
+(what ``abcde quality DIR --json`` prints: the same answers, the same settlements), the answer counts
+and the settle queue's. Raters are named as the pair app's owner's view names them
+(:meth:`abcde.judging.owner_view.OwnerView.aliases`).
+
+The settle queue (:meth:`EntitySession.settle_state`, :meth:`EntitySession.settle`). Every
+(anchor, member or candidate) whose answers differ, and every anchor whose raters differ on whether
+they searched outside both clusters, with each rater's answer; the owner's answer (same, different,
+can't tell; searched or not searched) is stored as a settlement
+(:func:`abcde.completion.judgements.settle_answer`) and counts while those answers still differ,
+replacing the conflict's unsure (:class:`abcde.completion.judgements.Answered`, the rule ``abcde
+quality`` reads too). A settlement of answers that do not differ is refused in one line.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+import os
+import shlex
+import sys
 import threading
+import traceback
+from types import SimpleNamespace
 
 import ibis
 import pyarrow as pa
 
-from abcde.completion.judgements import recorded_diff
+from abcde.completion.estimate import estimate_entities
+from abcde.completion.judgements import ANSWERS_FILE, group_answers, load_answers, recorded_diff, settle_answer
+from abcde.completion.model import MODEL_FILE
 from abcde.completion.sample import EntitySample
 from abcde.completion.store import EntityStore, Submitted, sample_key
-from abcde.errors import InputError
-from abcde.samples.raters import check_rater
+from abcde.errors import AbcdeError, InputError
+from abcde.judging.owner_view import OwnerView
+from abcde.judging.settle_queue import SETTLE_PAGE
+from abcde.samples.raters import OWNER, check_rater
 
 #: The most search results shown at once.
 SEARCH_LIMIT = 20
 #: The longest search text read.
 MAX_QUERY = 200
+#: How the owner's answer counts, as the settle page says it.
+RULE = ("Your answer settles what the raters' answers leave unsure: it counts instead of their conflict while "
+        "their answers of that item still differ. If a rater undoes so that they agree, your answer is kept but "
+        "counts nowhere; if they differ again, it counts again. Answer again to change it (the old one is kept).")
 
 
 def _display(v):
     return None if v is None else str(v)
+
+
+def _finite(v):
+    """``v`` with every number that is not finite as ``None`` (JSON has no NaN), as ``--json`` prints it."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
 
 
 def item_ref(key: str, item_id) -> str:
@@ -105,10 +144,18 @@ class EntitySession:
                               for i, vals in self.values.items()), key=lambda x: x[0])
         self._showing: dict = {}  # rater -> the anchor on their screen
         self._mutex = threading.Lock()
+        self._anchors = set(self.order)
+        # each (anchor, item) where the task lists it: its members first, then its candidates
+        self._place = {(a, x["item_id"]): (self.number[a], k) for a, t in self.tasks.items()
+                       for k, x in enumerate([*t["members"], *t["candidates"]])}
+        self._members = {(a, m["item_id"]) for a, t in self.tasks.items() for m in t["members"]}
+        # the owner's view names raters as the pair app's does (its naming reads the store's invite links only)
+        self._naming = OwnerView(self.store, None, target_width=None, show_raters=False, given_dir=self.given_dir)
+        self._cache: tuple | None = None  # (the answers' version, the estimates' dict)
 
     # ------------------------------------------------------------------ what the page shows
     def item_view(self, i) -> dict:
-        d = {"ref": self.ref_of[i], "values": self.values.get(i, [None] * len(self.columns))}
+        d = {"ref": self.ref_of.get(i), "values": self.values.get(i, [None] * len(self.columns))}
         if self.show_ids:
             d["id"] = _display(i)
         return d
@@ -273,4 +320,143 @@ class EntitySession:
                 "results": [self.item_view(i) for i in hits[:SEARCH_LIMIT]]}
 
 
-__all__ = ["EntitySession", "SEARCH_LIMIT", "inputs_finder", "item_ref"]
+    # ------------------------------------------------------------------ the owner's view
+    def _aliases(self, live) -> dict:
+        """How the owner sees the people's names (:meth:`abcde.judging.owner_view.OwnerView.aliases`:
+        a name the owner invited as it is, the others "rater 1", "rater 2", … in the order they
+        first answered)."""
+        return self._naming.aliases([SimpleNamespace(rater=r["rater"]) for r in live if r["source"] == "person"], None)
+
+    def _version(self) -> tuple:
+        """Changes whenever an answer the estimates read changes: the store's, the oracle's file, the model's."""
+        files = []
+        for name in (ANSWERS_FILE, MODEL_FILE):
+            try:
+                st = os.stat(self.sample_dir / name)
+                files.append((st.st_ino, st.st_size, st.st_mtime_ns))
+            except OSError:
+                files.append(None)
+        return (self.store.version(), *files)
+
+    def estimates(self) -> dict:
+        """``estimate_entities(DIR).to_dict()``: what ``abcde quality DIR --json`` prints (the same
+        answers and settlements), computed once per version of the answers; ``{"unavailable": why}``
+        when the estimator failed (the app keeps collecting answers)."""
+        version = self._version()
+        with self._mutex:
+            if self._cache is not None and self._cache[0] == version:
+                return self._cache[1]
+        try:
+            d = _finite(estimate_entities(self.sample).to_dict())
+        except Exception as exc:  # noqa: BLE001 - the owner's page still shows the progress and the queue
+            if not isinstance(exc, AbcdeError):
+                traceback.print_exc(file=sys.stderr)
+            d = {"unavailable": f"the estimator failed: {type(exc).__name__}: {exc}"}
+        with self._mutex:
+            self._cache = (version, d)
+        return d
+
+    def _groups(self) -> tuple[dict, list]:
+        """Every (anchor, item)'s answers (:func:`abcde.completion.judgements.group_answers`) and the
+        store's live answers of people."""
+        rows, where = load_answers(self.sample, self.store)
+        return group_answers(rows, self._anchors, where), self.store.live(source="person")
+
+    def owner_state(self) -> dict:
+        """What the owner's view shows: progress overall and per rater (anchors answered, their
+        answers), the live estimates and the verdict (:meth:`estimates`), the settle queue's counts
+        and, once every anchor is answered, the next step."""
+        d = self.state(None)
+        groups, live = self._groups()
+        alias = self._aliases(live)
+        per: dict = {}
+        for r in live:
+            name = alias[r["rater"]]
+            p = per.setdefault(name, {"rater": name, "anchors": set(), "answers": 0, "same": 0, "different": 0,
+                                      "unsure": 0, "searched": 0, "not_searched": 0, "last_at": None})
+            p["anchors"].add(r["anchor"])
+            p["answers"] += r["item_id"] is not None
+            p[r["answer"].replace(" ", "_")] += 1
+            p["last_at"] = r["created_at"]
+        for p in per.values():
+            p["anchors"] = len(p["anchors"])
+        states = [g.state for g in groups.values()]
+        settle = {k: states.count(k) for k in ("waiting", "settled", "inert")}
+        est = self.estimates()
+        d.update(raters=sorted(per), rater_progress=list(per.values()), estimates=est, verdict=est.get("verdict"),
+                 answers=est.get("answers"), settle=settle, command=f"abcde quality {shlex.quote(self.given_dir)}")
+        d["next_step"] = None
+        if d["all_judged"]:
+            w = settle["waiting"]
+            first = (f"settle the {w} answer{'s' * (w != 1)} where raters differ (until then each counts as can't "
+                     "tell); then " if w else "")
+            d["next_step"] = {"command": d["command"], "settle_first": w,
+                              "message": f"Every drawn item has its answers. Next: {first}run this (the server may keep "
+                                         "running; the answers stay in the store) for these estimates in the "
+                                         "terminal, --json for a file:"}
+        return d
+
+    def export_table(self) -> pa.Table:
+        """Every live answer and the owner's live settlements, as the owner's CSV export has them
+        (:meth:`abcde.completion.store.EntityStore.to_table`)."""
+        return self.store.to_table()
+
+    # ------------------------------------------------------------------ the settle queue
+    def settle_state(self) -> dict:
+        """The owner's settle queue: the (anchor, item)s whose answers differ and no settlement of the
+        owner's settles (``waiting``, in draw order, the first :data:`~abcde.judging.settle_queue.SETTLE_PAGE`),
+        those the owner settled (``settled``, newest first) and those whose settlement counts nowhere
+        because the answers agree now (``inert``, newest first); each with the anchor and the item (their
+        shown attributes; ``item`` None for the search outside both clusters), every answer with its
+        rater (named as in the owner's view), what it counts as (``result``), and the owner's answer
+        that counts (``owner``) or not (``owner_earlier``)."""
+        groups, live = self._groups()
+        alias = self._aliases(live)
+        when = {(r["anchor"], r["item_id"]): r["created_at"] for r in self.store.settlements()}
+        queue: dict = {"waiting": [], "settled": [], "inert": []}
+        for g in groups.values():
+            if g.state is not None:
+                queue[g.state].append(g)
+        queue["waiting"].sort(key=lambda g: self._place.get((g.anchor, g.item_id), (self.number[g.anchor], 1 << 30)))
+        for k in ("settled", "inert"):
+            queue[k].sort(key=lambda g: when.get((g.anchor, g.item_id)) or "", reverse=True)
+
+        def view(g) -> dict:
+            kind = ("search" if g.item_id is None else "member" if (g.anchor, g.item_id) in self._members
+                    else "candidate")
+            return {"anchor": {**self.item_view(g.anchor), "number": self.number[g.anchor]},
+                    "item": None if g.item_id is None else self.item_view(g.item_id), "kind": kind,
+                    "answers": [{"rater": alias.get(r.get("rater"), r.get("rater") or r.get("source")),
+                                 "source": r.get("source"), "answer": r.get("answer")} for r in g.rows],
+                    "result": g.answer, "owner": g.owner if g.settled else None,
+                    "owner_earlier": None if g.settled else g.owner}
+
+        return {"ok": True, "columns": self.columns, "rule": RULE,
+                **{f"{k}_total": len(v) for k, v in queue.items()},
+                **{k: [view(g) for g in v[:SETTLE_PAGE]] for k, v in queue.items()}}
+
+    def settle(self, anchor_ref, item_ref, answer, *, request_id=None) -> dict:
+        """The owner's answer of one (anchor, item) whose answers differ (``item_ref`` None: the
+        anchor's search), on disk on return (:func:`abcde.completion.judgements.settle_answer`), then
+        :meth:`settle_state` and ``settlement`` (what was stored; ``written`` False when it was the
+        live answer already).
+
+        Raises
+        ------
+        ~abcde.completion.judgements.NothingToSettleError
+            The answers of it do not differ.
+        """
+        anchor = self._anchor(anchor_ref)
+        if item_ref is None:
+            item = None
+        else:
+            item = self.id_of.get(item_ref) if isinstance(item_ref, str) else None
+            if item is None:
+                raise InputError(f"{item_ref!r} is not an item of this entity sample (reload the page).")
+        row, written = settle_answer(self.store, anchor, item, answer, request_id=request_id)
+        return {**self.settle_state(), "settlement": {"anchor": anchor_ref, "item": item_ref, "answer": row["answer"],
+                                                      "rater": OWNER, "created_at": row["created_at"],
+                                                      "written": written}}
+
+
+__all__ = ["EntitySession", "RULE", "SEARCH_LIMIT", "inputs_finder", "item_ref"]

@@ -21,6 +21,28 @@ from abcde.judging.session import JudgingSession
 from abcde.web.server import Assets, HTTPError, json_response, page_response, read_json
 
 
+def settle_routes(page: bytes, state, settle, *, guard) -> list[Route]:
+    """``GET /settle`` (``page``), ``GET /api/owner/settle`` (``state()``) and ``POST /api/owner/settle``
+    (``settle(body)``, in a worker thread: the owner's settling answer, 201 with what it returns),
+    each endpoint wrapped in ``guard`` (the owner's: :func:`abcde.web.auth.owner_only`). What the pair
+    and the entity samples' settle queues share."""
+
+    @guard
+    async def settle_page(request: Request):
+        return page_response(page)
+
+    @guard
+    async def owner_settle(request: Request):
+        if request.method == "GET":
+            return json_response(await run_in_threadpool(state))
+        b = await read_json(request)
+        return json_response(await run_in_threadpool(settle, b), 201)
+
+    settle_page.__name__ = settle_page.__qualname__ = "settle"
+    return [Route("/settle", settle_page, methods=["GET"]),
+            Route("/api/owner/settle", owner_settle, methods=["GET", "POST"])]
+
+
 def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | None, next_command: str,
            guard, question: str | None = None, side_column: str | None = None) -> list[Route]:
     """The settle routes over ``session``, each endpoint wrapped in ``guard`` (the owner's:
@@ -29,22 +51,11 @@ def routes(session: JudgingSession, assets: Assets, *, instructions: Markup | No
     settle_page = assets.render("judge-settle.html", instructions=instructions, next_command=next_command,
                                 question=question, side_column=side_column)
 
-    @guard
-    async def settle(request: Request):
-        return page_response(settle_page)
-
-    @guard
-    async def owner_settle(request: Request):
-        if request.method == "GET":
-            return json_response(await run_in_threadpool(session.settle_state))
-        b = await read_json(request)
+    def settle(b: dict) -> dict:
         missing = [k for k in ("pair_id", "judgement") if k not in b]
         if missing:
             raise HTTPError(400, f"Missing field(s) {', '.join(map(repr, missing))}; a settling judgement needs "
                                  "'pair_id' and 'judgement'.")
-        d = await run_in_threadpool(lambda: session.settle(b["pair_id"], b["judgement"], comment=b.get("comment"),
-                                                           request_id=b.get("request_id")))
-        return json_response(d, 201)
+        return session.settle(b["pair_id"], b["judgement"], comment=b.get("comment"), request_id=b.get("request_id"))
 
-    return [Route("/settle", settle, methods=["GET"]),
-            Route("/api/owner/settle", owner_settle, methods=["GET", "POST"])]
+    return settle_routes(settle_page, session.settle_state, settle, guard=guard)
