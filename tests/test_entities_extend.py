@@ -157,3 +157,43 @@ def test_an_extension_stopped_before_its_files_were_written_leaves_the_sample_wh
         extend_entity_sample(s.path, budget=60)
     assert {f: (s.path / f).read_bytes() for f in FILES} == old
     assert EntitySample.read(s.path).metadata["budget"] == 30
+
+
+def test_the_oracle_and_a_model_judge_the_new_anchors_and_keep_their_earlier_answers(tmp_path):
+    from abcde.completion import oracle_entities
+    from abcde.completion.judgements import ANSWERS_FILE
+    from abcde.completion.model import MODEL_FILE, model_entities
+
+    s = _draw(tmp_path / "s", 20)
+    oracle_entities(s, "entity_id")
+    asked = []
+
+    def judge(a, b):
+        asked.append(1)
+        return "same" if len(asked) % 2 else "different"  # a model whose answers differ run to run
+
+    model_entities(s, judge)
+    n_first = len(asked)
+    old_oracle, old_model = pq.read_table(s.path / ANSWERS_FILE), pq.read_table(s.path / MODEL_FILE)
+    e = extend_entity_sample(s.path, budget=60)
+    oracle_entities(e, "entity_id")
+    new_oracle = pq.read_table(s.path / ANSWERS_FILE)
+    assert set(new_oracle.column("anchor").to_pylist()) == set(e.anchors.column("item_id").to_pylist())
+    old_rows = set(map(tuple, zip(*(old_oracle.column(c).to_pylist() for c in old_oracle.column_names))))
+    assert old_rows <= set(map(tuple, zip(*(new_oracle.column(c).to_pylist() for c in new_oracle.column_names))))
+    model_entities(e, judge)
+    new_model = pq.read_table(s.path / MODEL_FILE)
+    assert new_model.slice(0, old_model.num_rows).equals(old_model)  # the earlier answers as they were
+    assert set(new_model.column("anchor").to_pylist()) == set(e.anchors.column("item_id").to_pylist())
+    before = len(asked)
+    model_entities(e, judge)  # nothing new: nobody is asked again, nothing changes
+    assert len(asked) == before > n_first and pq.read_table(s.path / MODEL_FILE).equals(new_model)
+    # an oracle file holding another answer is still refused
+    t = new_oracle.to_pydict()
+    k = t["answer"].index("same")
+    t["answer"][k] = "different"
+    pq.write_table(pa.table(t, schema=new_oracle.schema), s.path / ANSWERS_FILE)
+    with pytest.raises(InputError, match="already holds other entity answers"):
+        oracle_entities(e, "entity_id")
+    q = estimate_entities(s.path, source="model")
+    assert q.judged == e.anchors.num_rows

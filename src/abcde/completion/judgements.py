@@ -22,8 +22,8 @@ Settling
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
+from dataclasses import dataclass, field
 
 import ibis
 import pyarrow as pa
@@ -298,14 +298,37 @@ def oracle_entities(sample_dir, column: str) -> Path:
         old = pq.read_table(path)
         if old.equals(table):
             return path
-        raise InputError(f"'{path}' already holds other entity answers; the oracle never replaces answers (move the "
-                         "file away to judge again).")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp)
-    os.link(tmp, path)  # fails if another run wrote it meanwhile: nothing is replaced
-    os.unlink(tmp)
+        if not _rows_within(old, table):
+            raise InputError(f"'{path}' already holds other entity answers; the oracle never replaces answers (move "
+                             "the file away to judge again).")
+        # the sample was extended since (abcde entities --extend): every earlier answer is among these
+    write_answer_file(path, table, replacing=path.exists())
     return path
 
 
+def _rows_within(old: pa.Table, new: pa.Table) -> bool:
+    """Whether every row of ``old`` is a row of ``new`` (as many times)."""
+    from collections import Counter  # lazy: only when an answer file grows
+
+    key = lambda t: Counter(map(tuple, zip(*(t.column(c).to_pylist() for c in t.column_names))))  # noqa: E731
+    return old.column_names == new.column_names and not key(old) - key(new)
+
+
+def write_answer_file(path: Path, table: pa.Table, *, replacing: bool) -> None:
+    """Write an answer file at once: a new one only where none is (another run that wrote it meanwhile
+    wins, nothing is replaced); with ``replacing``, the file that holds fewer rows (every one of them
+    kept in ``table``) is replaced in one step."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    pq.write_table(table, tmp)
+    try:
+        if replacing:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)  # fails if another run wrote it meanwhile: nothing is replaced
+    finally:
+        if tmp.exists():
+            os.unlink(tmp)
+
+
 __all__ = ["ANSWERS_FILE", "OWNER_SOURCE", "Answered", "NothingToSettleError", "group_answers", "load_answers",
-           "oracle_entities", "outside_weights", "recorded_diff", "settle_answer"]
+           "oracle_entities", "outside_weights", "recorded_diff", "settle_answer", "write_answer_file"]

@@ -10,13 +10,13 @@ when the sample lists candidates, else as skipped (its numbers are then ranges).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from abcde.completion.judgements import write_answer_file
 from abcde.completion.sample import EntitySample
 from abcde.errors import InputError
 
@@ -43,8 +43,9 @@ def model_entities(sample_dir, judge, *, name: str | None = None, hide=()) -> En
     """Ask ``judge`` about every member and candidate of every anchor (see the module). The judge sees
     the items' shown attributes (never weights, the sample's hidden columns or ``hide``). Answers
     other than same/different/unsure (case and space aside) leave the question unanswered; an
-    exception stops the run and writes nothing. Written once: a second run with the same answers
-    keeps the file, with other answers is refused (move the file away to judge again)."""
+    exception stops the run and writes nothing. Each anchor is asked about once: a second run asks
+    only about anchors new since (a sample extended by ``abcde entities --extend``), and keeps every
+    earlier answer as it is."""
     s = sample_dir if isinstance(sample_dir, EntitySample) else EntitySample.read(sample_dir)
     hidden = set(s.metadata.get("hidden") or ()) | set(hide) | {"weight"}
     unknown = [c for c in hide if c not in s.items.column_names]
@@ -62,8 +63,19 @@ def model_entities(sample_dir, judge, *, name: str | None = None, hide=()) -> En
     for a, i in zip(s.candidates.column("anchor").to_pylist(), s.candidates.column("item_id").to_pylist()):
         asked.setdefault(a, []).append(i)
     searched = "searched" if s.metadata.get("candidates") else "not searched"
+    path = s.path / MODEL_FILE
+    old = pq.read_table(path) if path.exists() else None
+    # A sample extended since the model's run (abcde entities --extend): its earlier answers are kept as
+    # they are, and it is asked about the new anchors only.
+    done = set(old.column("anchor").to_pylist()) if old is not None else set()
+    if old is not None and "rater" in old.column_names and set(old.column("rater").to_pylist()) - {rater}:
+        raise InputError(f"'{path}' already holds other model answers (of "
+                         f"{', '.join(sorted(set(old.column('rater').to_pylist()) - {rater}))}); a model run never "
+                         "replaces answers (move the file away to judge again).")
     rows, unanswered = [], 0
     for a in s.anchors.column("item_id").to_pylist():
+        if a in done:
+            continue
         for i in asked.get(a, []):
             got = judge(dict(attrs.get(a, {})), dict(attrs.get(i, {})))
             ans = got.strip().lower() if isinstance(got, str) else None
@@ -77,18 +89,12 @@ def model_entities(sample_dir, judge, *, name: str | None = None, hide=()) -> En
                       "answer": pa.array([r[2] for r in rows], pa.string()),
                       "rater": pa.array([rater] * len(rows), pa.string()),
                       "source": pa.array(["model"] * len(rows), pa.string())})
-    path = s.path / MODEL_FILE
-    if path.exists():
-        if not pq.read_table(path).equals(table):
-            raise InputError(f"'{path}' already holds other model answers; a model run never replaces answers (move "
-                             "the file away to judge again).")
-    else:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        pq.write_table(table, tmp)
-        try:
-            os.link(tmp, path)  # fails if another run wrote it meanwhile: nothing is replaced
-        finally:
-            os.unlink(tmp)
+    if old is not None and old.schema.names != table.schema.names:
+        raise InputError(f"'{path}' is not a model answer file abcde wrote (columns {', '.join(old.schema.names)}); "
+                         "move it away to judge again.")
+    if table.num_rows:
+        write_answer_file(path, pa.concat_tables([old, table.cast(old.schema)]) if old is not None else table,
+                          replacing=old is not None)
     counts = {k: sum(1 for r in rows if r[2] == k) for k in (*ANSWERS, "searched", "not searched")}
     return EntityModelResult(path, rater, counts, unanswered)
 
