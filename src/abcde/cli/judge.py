@@ -397,14 +397,23 @@ def judge_raters(sample_dir, revoke, new_link, public_url, as_json):
     for name in new_link:  # before anything is opened (a store made)
         check_invite_name(name)
     public_url = check_public_url(public_url)
-    sample = PairSampleDir.read(sample_dir)
-    if not (sample.path / STORE_NAME).exists() and not new_link:
+    from abcde.completion.sample import is_entity_sample  # lazy: start-up time
+
+    entity = is_entity_sample(sample_dir)
+    if entity:  # an entity sample's invites live in its answer store
+        from abcde.completion.sample import EntitySample  # lazy: start-up time
+        from abcde.completion.store import STORE_FILE, EntityStore  # lazy: start-up time
+
+        sample, store_name, open_store = EntitySample.read(sample_dir), STORE_FILE, EntityStore
+    else:
+        sample, store_name, open_store = PairSampleDir.read(sample_dir), STORE_NAME, JudgementStore
+    if not (sample.path / store_name).exists() and not new_link:
         if revoke:
-            raise InputError(f"No active invite link for {revoke[0]!r} in '{sample.path / STORE_NAME}' (there is no "
+            raise InputError(f"No active invite link for {revoke[0]!r} in '{sample.path / store_name}' (there is no "
                              "store yet). Names with an active link: none.")
         store = None
     else:
-        store = JudgementStore(sample_dir)
+        store = open_store(sample_dir, create=True) if entity else open_store(sample_dir)
     book = InviteBook(store) if store is not None else None
     revoked, links = [], {}
     if book is not None:
@@ -415,11 +424,16 @@ def judge_raters(sample_dir, revoke, new_link, public_url, as_json):
             for inv in book.invite(new_link, replace=True):
                 links[inv.name] = f"{base or '/'}join/{inv.token}"
     invites = book.invites() if book is not None else []
-    counts = Counter(j.rater for j in store.live(source="person")) if store is not None else {}
+    if store is None:
+        counts = {}
+    elif entity:  # anchors answered, per rater
+        counts = Counter(r for r, _ in {(x["rater"], x["anchor"]) for x in store.live(source="person")})
+    else:
+        counts = Counter(j.rater for j in store.live(source="person"))
     rows = invite_rows(invites, counts, links)
     invites_on = bool(invites)
     if as_json:
-        emit_json({"sample_dir": str(sample.path), "store": str(sample.path / STORE_NAME), "invites": invites_on,
+        emit_json({"sample_dir": str(sample.path), "store": str(sample.path / store_name), "invites": invites_on,
                    "link_base": book.link_base() if book is not None else None, "raters": rows,
                    "revoked": [i.name for i in revoked], "new_links": links})
         return
