@@ -39,3 +39,39 @@ def test_judge_raters_lists_revokes_and_makes_links_of_an_entity_sample(tmp_path
     assert "ann" in text and "bob" in text and "/join/" not in text  # links are printed once, when made
     d = json.loads(_cli("judge", "raters", s.path, "--revoke", "bob", "--json").stdout)
     assert d["revoked"] == ["bob"] and {r["name"]: r["status"] for r in d["raters"]}["bob"] == "revoked"
+
+
+def test_the_owners_settlements_count_with_source_person_in_the_estimates_and_the_export(tmp_path):
+    """Two raters differ on one member, the owner settles it: 'quality --source person' and
+    'judge export --entities --source person' read it settled (not unsure), as without --source."""
+    from abcde.completion import estimate_entities
+    from abcde.completion.export import export_entities
+
+    P = ex.example_paths()
+    s = write_entity_sample(P["base"], P["exp"], tmp_path / "s", items=P["items"], budget=10, seed=2,
+                            hide=["entity_id"])
+    st = EntityStore(s.path, create=True)
+    t = next(t for t in s.tasks() if t["members"])
+    m0 = t["members"][0]["item_id"]
+    for rater, first in (("ann", "same"), ("bob", "different")):
+        rows = [(m["item_id"], first if m["item_id"] == m0 else "same") for m in t["members"]] + [(None, "searched")]
+        st.record_anchor(t["anchor"], rows, rater=rater)
+    assert estimate_entities(s.path, source="person").unsure_members == 1
+    st.settle(t["anchor"], m0, "same")
+    for source in (None, "person"):
+        q = estimate_entities(s.path, source=source)
+        assert q.unsure_members == 0 and q.answers["settled"] == 1, source
+        out = export_entities(s.path, tmp_path / f"truth-{source}.csv", source=source)
+        assert out["entities"] >= 1 and not out.get("left_out"), out
+    d = json.loads(_cli("quality", s.path, "--source", "person", "--json").stdout)
+    assert d["answers"]["settled"] == 1 and d["unsure_members"] == 0
+    assert "1 settled by the owner" in _cli("quality", s.path, "--source", "person").stdout
+
+
+def test_an_estimate_never_leaves_the_range_its_number_can_take():
+    import numpy as np
+
+    from abcde.completion.estimate import hansen_hurwitz
+
+    h = hansen_hurwitz(np.array([-2.4]), np.array([2.4]), census=False, clip=(-1.0, 1.0), largest=1.0)
+    assert (h.low, h.high, h.ci_low, h.ci_high) == (-1.0, 1.0, -1.0, 1.0)

@@ -121,6 +121,8 @@ def print_entity_quality(d: dict) -> None:
     if a:
         conflicts = (f"; {a['conflicts']:,} answered differently by two raters or sources, read as unsure"
                      if a.get("conflicts") else "")
+        if a.get("settled"):
+            conflicts += f"; {a['settled']:,} settled by the owner"
         console().print(f"Answers used: {a.get('answers', 0):,} of {a.get('source', 'the given rows')}{conflicts} "
                         "(--source person, model or oracle chooses).", style="yellow" if a.get("source") == "model"
                         else "", soft_wrap=True)

@@ -264,7 +264,8 @@ def hansen_hurwitz(y_low: np.ndarray, y_high: np.ndarray, *, census: bool, scale
             cl = lo - q * (lo + big)
         if not np.ptp(y_high) > 0:
             ch = hi + q * (big - hi)
-    if clip is not None:
+    if clip is not None:  # the range the number can take holds the truth: nothing outside it is shown
+        lo, hi = min(max(lo, clip[0]), clip[1]), max(min(hi, clip[1]), clip[0])
         cl, ch = max(cl, clip[0]), min(ch, clip[1])
     return EntityEstimate(lo, hi, se, cl, ch, n)
 

@@ -20,7 +20,7 @@ import ibis
 import pyarrow as pa
 
 from abcde.completion.estimate import read_answers
-from abcde.completion.judgements import load_answers, recorded_diff
+from abcde.completion.judgements import OWNER_SOURCE, load_answers, recorded_diff
 from abcde.completion.sample import EntitySample, entity_population
 from abcde.errors import InputError
 from abcde.util.files import write_table_file
@@ -66,7 +66,8 @@ def export_entities(sample_dir, out, *, source: str | None = None, force: bool =
         raise InputError(f"'{path}' is inside the entity sample's directory: write the truth file elsewhere.")
     rows, _ = load_answers(s)
     if source is not None:
-        rows = [r for r in rows if (r.get("source") or "person") == source]
+        # the owner's settlements count with any source: only where that source's answers differ
+        rows = [r for r in rows if (r.get("source") or "person") in (source, OWNER_SOURCE)]
     entities, left = completed_entities(s, rows)
     unique = list(dict.fromkeys(entities.values()))
     m = s.metadata
