@@ -111,50 +111,132 @@ def _ratio_bounds(n0: float, d0: float, classes: list, open_outside: bool) -> tu
     return min(vals), max(vals)
 
 
+def _members_of(sample: EntitySample) -> dict:
+    """``{anchor: {item: (in_base, in_exp, weight, g)}}``: ``g`` is how many times a member's weight
+    counts: 1 when its anchor's ``U(i)`` is listed whole (and in a sample drawn before subsampling),
+    0 for a member not shown, and for a shown member of a subsampled ``U(i)`` (:func:`abcde.completion.
+    sample.subsample_members`) its class's whole weight over its shown members' weight, ``W_c / w_c``
+    (a ratio estimator: each class's answers by weight carried to the class, never beyond it)."""
+    cols = sample.members.column_names
+    n = sample.members.num_rows
+    shown = sample.members.column("shown").to_pylist() if "shown" in cols else [True] * n
+    pis = sample.members.column("pi").to_pylist() if "pi" in cols else [1.0] * n
+    mem: dict = {}
+    whole: dict = {}
+    seen: dict = {}
+    for a, i, b, e, w, on, pi in zip(*(sample.members.column(c).to_pylist() for c in
+                                       ("anchor", "item_id", "in_base", "in_exp", "weight")), shown, pis):
+        mem.setdefault(a, {})[i] = [bool(b), bool(e), float(w), 1.0 if on else 0.0]
+        if a != i and pi < 1.0:
+            key = (a, bool(b), bool(e))
+            whole[key] = whole.get(key, 0.0) + float(w)
+            if on:
+                seen[key] = seen.get(key, 0.0) + float(w)
+    for (a, b, e), wc in whole.items():
+        for i, m in mem[a].items():
+            if i != a and (m[0], m[1]) == (b, e) and m[3] > 0:
+                m[3] = wc / seen[(a, b, e)]
+    return {a: {i: tuple(m) for i, m in ms.items()} for a, ms in mem.items()}
+
+
+def _one_anchor(a, members: dict, ans: AnchorAnswers, f: dict, weights_outside: dict) -> dict:
+    """One anchor's ``{metric: (low, high)}`` (see :func:`anchor_values`); a member counts ``g`` times
+    its weight (:func:`_members_of`: 0 when not shown, its class's weight over its shown members'
+    when ``U(i)`` is subsampled)."""
+    wB, wE = float(f["base_weight"]), float(f["exp_weight"])
+    a_k = e_k = k0 = r_b = r_e = 0.0  # known w(B∩I), w(E∩I), w(I), w(I∖B), w(I∖E)
+    u_b = u_e = u_be = 0.0  # unknown members: Base only, Exp only, both
+    for i, (b, e, w, g) in members.items():
+        if i != a:
+            if g <= 0.0:
+                continue  # not shown: its class's shown members stand for it
+            w = w * g
+        same = i == a or i in ans.same
+        if same:
+            a_k, e_k, k0 = a_k + b * w, e_k + e * w, k0 + w
+            r_b, r_e = r_b + (not b) * w, r_e + (not e) * w
+        elif i in ans.different and i not in ans.unsure:
+            continue
+        else:
+            if b and e:
+                u_be += w
+            elif b:
+                u_b += w
+            else:
+                u_e += w
+    added = sum(weights_outside[(a, i)] for i in ans.same if i not in members)
+    k0, r_b, r_e = k0 + added, r_b + added, r_e + added
+    open_out = ans.searched is not True
+    dr = _ratio_bounds(e_k - a_k, k0, [(-u_b, u_b), (u_e, u_e), (0.0, u_be)], open_out)
+    # s_C = w(C∩I) / w(C∪I) = w(C∩I) / (w(C) + w(I∖C)), 1 − JD_C(i); each weight at its ends
+    hi_e, hi_b = (e_k + u_e + u_be) / (wE + r_e), (a_k + u_b + u_be) / (wB + r_b)
+    if open_out:  # an unknown outside weight can take either similarity to 0
+        sE, sB = (0.0, hi_e), (0.0, hi_b)
+    else:
+        sE, sB = (e_k / (wE + r_e + u_b), hi_e), (a_k / (wB + r_b + u_e), hi_b)
+    jd = (sE[0] - sB[1], sE[1] - sB[0])  # JD_B − JD_E = s_E − s_B
+    dp = (e_k / wE - (a_k + u_b + u_be) / wB, (e_k + u_e + u_be) / wE - a_k / wB)
+    return {"delta_recall": dr, "iq": jd, "delta_precision": dp}
+
+
 def anchor_values(sample: EntitySample, answers: dict, weights_outside: dict) -> dict:
     """``{anchor: {metric: (low, high)}}`` of ``ΔRecall(i)``, ``JD_B(i) − JD_E(i)`` and ``ΔPrecision(i)``
     for every anchor with at least one answer; ``weights_outside``: the weights of items added from
-    outside ``U(i)``."""
-    mem: dict = {}
-    for a, i, b, e, w in zip(*(sample.members.column(c).to_pylist() for c in
-                               ("anchor", "item_id", "in_base", "in_exp", "weight"))):
-        mem.setdefault(a, {})[i] = (bool(b), bool(e), float(w))
+    outside ``U(i)``. Of a subsampled ``U(i)``, each class's shown members stand for the class by
+    weight (:func:`_members_of`: a ratio estimator, nearly unbiased when the members shown are many)."""
+    mem = _members_of(sample)
     facts = {r["item_id"]: r for r in sample.anchors.to_pylist()}
-    out = {}
+    return {a: _one_anchor(a, mem.get(a, {}), ans, facts[a], weights_outside) for a, ans in answers.items()}
+
+
+def subsample_terms(sample: EntitySample, answers: dict, weights_outside: dict) -> tuple[dict, dict]:
+    """The anchors whose ``U(i)`` is subsampled: ``({anchor: {metric: (var of low, var of high)}},
+    {anchor: {metric: (bias of low, bias of high)}})`` by the stratified delete-one jackknife over the
+    members shown (without member ``j``, its class's other shown members stand for the class, ``x_(j)``):
+    variance ``Σ_c (1 − f_c)·(n_c − 1)/n_c·Σ_j (x_(j) − x̄_c)²``, what the choice of members adds to an
+    anchor's value (a census of anchors is otherwise exact); bias ``Σ_c (1 − f_c)·(n_c − 1)·(x̄_c − x̂)``,
+    the ratio's ``O(1/n)`` bias, which the estimates take away (a census of many subsampled anchors
+    would otherwise add up a bias far larger than its spread: 21 standard errors in the test's world)."""
+    mem = _members_of(sample)
+    cols = sample.members.column_names
+    if "pi" not in cols:
+        return {}, {}
+    pi_of = {(a, i): p for a, i, p in zip(sample.members.column("anchor").to_pylist(),
+                                          sample.members.column("item_id").to_pylist(),
+                                          sample.members.column("pi").to_pylist())}
+    facts = {r["item_id"]: r for r in sample.anchors.to_pylist()}
+    out, bias = {}, {}
     for a, ans in answers.items():
         members = mem.get(a, {})
-        f = facts[a]
-        wB, wE = float(f["base_weight"]), float(f["exp_weight"])
-        a_k = e_k = k0 = r_b = r_e = 0.0  # known w(B∩I), w(E∩I), w(I), w(I∖B), w(I∖E)
-        u_b = u_e = u_be = 0.0  # unknown members: Base only, Exp only, both
-        for i, (b, e, w) in members.items():
-            same = i == a or i in ans.same
-            if same:
-                a_k, e_k, k0 = a_k + b * w, e_k + e * w, k0 + w
-                r_b, r_e = r_b + (not b) * w, r_e + (not e) * w
-            elif i in ans.different and i not in ans.unsure:
+        classes: dict = {}
+        for i, (b, e, w, g) in members.items():
+            if i != a and g > 0 and pi_of.get((a, i), 1.0) < 1.0:
+                classes.setdefault((b, e), []).append(i)
+        if not classes:
+            continue
+        var = {m: [0.0, 0.0] for m in METRICS}
+        bb = {m: [0.0, 0.0] for m in METRICS}
+        full = _one_anchor(a, members, ans, facts[a], weights_outside)
+        for (b, e), shown in classes.items():
+            n, f = len(shown), pi_of[(a, shown[0])]
+            if n < 2:
                 continue
-            else:
-                if b and e:
-                    u_be += w
-                elif b:
-                    u_b += w
-                else:
-                    u_e += w
-        added = sum(weights_outside[(a, i)] for i in ans.same if i not in members)
-        k0, r_b, r_e = k0 + added, r_b + added, r_e + added
-        open_out = ans.searched is not True
-        dr = _ratio_bounds(e_k - a_k, k0, [(-u_b, u_b), (u_e, u_e), (0.0, u_be)], open_out)
-        # s_C = w(C∩I) / w(C∪I) = w(C∩I) / (w(C) + w(I∖C)), 1 − JD_C(i); each weight at its ends
-        hi_e, hi_b = (e_k + u_e + u_be) / (wE + r_e), (a_k + u_b + u_be) / (wB + r_b)
-        if open_out:  # an unknown outside weight can take either similarity to 0
-            sE, sB = (0.0, hi_e), (0.0, hi_b)
-        else:
-            sE, sB = (e_k / (wE + r_e + u_b), hi_e), (a_k / (wB + r_b + u_e), hi_b)
-        jd = (sE[0] - sB[1], sE[1] - sB[0])  # JD_B − JD_E = s_E − s_B
-        dp = (e_k / wE - (a_k + u_b + u_be) / wB, (e_k + u_e + u_be) / wE - a_k / wB)
-        out[a] = {"delta_recall": dr, "iq": jd, "delta_precision": dp}
-    return out
+            wc = sum(p[2] for i, p in members.items() if i != a and (p[0], p[1]) == (b, e))
+            ws = sum(members[i][2] for i in shown)
+            drop = []
+            for j in shown:
+                g = wc / (ws - members[j][2])
+                # j left out of the shown (its class's others stand for it), still a member (never "outside")
+                rest = {i: (p if i not in shown else (*p[:3], 0.0 if i == j else g)) for i, p in members.items()}
+                drop.append(_one_anchor(a, rest, ans, facts[a], weights_outside))
+            for m in METRICS:
+                for side in (0, 1):
+                    x = np.array([d[m][side] for d in drop])
+                    var[m][side] += (1 - f) * (n - 1) / n * float(((x - x.mean()) ** 2).sum())
+                    bb[m][side] += (1 - f) * (n - 1) * (float(x.mean()) - full[m][side])
+        out[a] = {m: tuple(v) for m, v in var.items()}
+        bias[a] = {m: tuple(v) for m, v in bb.items()}
+    return out, bias
 
 
 # ----------------------------------------------------------------------------- estimates
@@ -238,20 +320,30 @@ def largest_draw(meta: dict, metric: str, c: float) -> float:
 
 
 def hansen_hurwitz(y_low: np.ndarray, y_high: np.ndarray, *, census: bool, scale: float = 1.0,
-                   clip: tuple[float, float] | None = None, largest: float = math.inf) -> EntityEstimate:
+                   clip: tuple[float, float] | None = None, largest: float = math.inf,
+                   within: tuple[np.ndarray, np.ndarray] | None = None) -> EntityEstimate:
     """The estimate of a sum from per-draw values (mean; a census: sum) and its interval.
 
     Draws that all show one value ``c`` (no spread: every anchor unchanged, or one draw) leave the
     standard error 0, yet the items never drawn may differ: with ``q`` their draw probability and
     every draw within ``±largest`` (before ``scale``), the sum is ``c + Σ_{not drawn} p_i(y_i − c)``,
     within ``[c − q(c + largest), c + q(largest − c)]``; ``q`` is at most :func:`zero_events` at the
-    level. That side's interval end is then this bound (then ``clip``), never ``c`` itself."""
+    level. That side's interval end is then this bound (then ``clip``), never ``c`` itself.
+
+    ``within``: each draw's variance from its anchor's subsampled members (low's, high's:
+    :func:`subsample_terms`). A census is then exact but for them: its interval is the sum's
+    ± 1.96 standard errors of their total. (A sample of draws with replacement needs no such term:
+    the spread of its draws holds it.)"""
     n = len(y_low)
     if n == 0:
         return EntityEstimate(math.nan, math.nan, None, math.nan, math.nan, 0)
     if census:
         lo, hi = float(y_low.sum()) / scale, float(y_high.sum()) / scale
         se, cl, ch = 0.0, lo, hi
+        if within is not None and (within[0].sum() > 0 or within[1].sum() > 0):
+            se_lo, se_hi = (math.sqrt(float(v.sum())) / abs(scale) for v in within)
+            z = 1.959963984540054
+            se, cl, ch = (se_lo if lo == hi else max(se_lo, se_hi)), lo - z * se_lo, hi + z * se_hi
     else:
         lo, hi = float(y_low.mean()) / scale, float(y_high.mean()) / scale
         se_lo = float(y_low.std(ddof=1)) / math.sqrt(n) / scale if n > 1 else math.inf
@@ -317,6 +409,24 @@ class EntityQuality:
                 "jaccard_distance": self.jaccard_distance, "verdict": verdict(self)}
 
 
+def _per_draw_var(sample: EntitySample, values: dict, sub: dict, metric: str, scale_of) -> tuple[np.ndarray, np.ndarray]:
+    """Each draw's variance from its anchor's subsampled members (:func:`subsample_terms`; 0 for
+    the others), on the scale of :func:`_per_draw`'s values, for the draws it keeps."""
+    ids = sample.draws.column("item_id").to_pylist()
+    p = sample.draws.column("p").to_pylist()
+    w = dict(zip(sample.anchors.column("item_id").to_pylist(), sample.anchors.column("weight").to_pylist()))
+    census = sample.metadata["census"]
+    lo, hi = [], []
+    for i, pk in zip(ids, p):
+        if i not in values:
+            continue
+        f = scale_of(i) * float(w[i]) / (1.0 if census else pk)
+        v = sub.get(i, {}).get(metric, (0.0, 0.0))
+        lo.append(f * f * v[0])
+        hi.append(f * f * v[1])
+    return np.array(lo), np.array(hi)
+
+
 def _per_draw(sample: EntitySample, values: dict, metric: str, scale_of) -> tuple[np.ndarray, np.ndarray]:
     ids = sample.draws.column("item_id").to_pylist()
     p = sample.draws.column("p").to_pylist()
@@ -358,18 +468,24 @@ def estimate_entities(sample_dir, answers_rows=None, *, slice_by: Sequence[str] 
     if weights_outside is None:
         weights_outside = outside_weights(s, answers)
     values = anchor_values(s, answers, weights_outside)
+    sub, bias = subsample_terms(s, answers, weights_outside)
+    for a, bs in bias.items():  # a subsampled U(i): its ratio's jackknife bias taken away
+        values[a] = {m: (lo - bs[m][0], hi - bs[m][1]) for m, (lo, hi) in values[a].items()}
     judged = len(values)
     m = s.metadata
     W, jd = float(m["total_weight"]), float(m["jaccard_distance"])
     census = bool(m["census"])
+    if not census:
+        sub = {}  # draws with replacement: their spread holds what the members' choice adds
     if census:  # a census not judged whole: each anchor not judged yet may be anything it can be (so far)
         values = {**_unjudged_bounds(s, set(values)), **values}
     metrics = {}
     for name in METRICS:
         lo, hi = _per_draw(s, values, name, lambda i: 1.0 / W)
         scale, clip = (jd, (-1.0, 1.0)) if name == "iq" else (1.0, (-1.0, 1.0))
+        within = _per_draw_var(s, values, sub, name, lambda i: 1.0 / W) if sub else None
         metrics[name] = hansen_hurwitz(lo, hi, census=census, scale=scale if jd > 0 else math.nan, clip=clip,
-                                       largest=largest_draw(m, name, 1.0 / W))
+                                       largest=largest_draw(m, name, 1.0 / W), within=within)
     slices = {}
     for col in slice_by:
         if col not in (m.get("slices") or {}):
@@ -386,11 +502,13 @@ def estimate_entities(sample_dir, answers_rows=None, *, slice_by: Sequence[str] 
             for name in ("delta_recall", "delta_precision", *(("iq",) if wjd > 0 else ())):
                 c = 1.0 / (wjd if name == "iq" else wv)
                 lo, hi = _per_draw(s, here, name, lambda i, c=c: c)
+                within = _per_draw_var(s, here, sub, name, lambda i, c=c: c) if sub else None
                 # draws outside the slice count 0 (the slice's sum over every draw)
                 n_all = sum(1 for i in s.draws.column("item_id").to_pylist() if i in values)
                 lo = np.concatenate([lo, np.zeros(n_all - len(lo))])
                 hi = np.concatenate([hi, np.zeros(n_all - len(hi))])
-                ms[name] = hansen_hurwitz(lo, hi, census=census, clip=(-1.0, 1.0), largest=largest_draw(m, name, c))
+                ms[name] = hansen_hurwitz(lo, hi, census=census, clip=(-1.0, 1.0), largest=largest_draw(m, name, c),
+                                          within=within)
             rows.append((v, ms))
         slices[col] = rows
     unsure = sum(len(v.unsure) for v in answers.values())

@@ -57,8 +57,9 @@ def model_entities(sample_dir, judge, *, name: str | None = None, hide=()) -> En
     name = name or getattr(judge, "name", None) or getattr(judge, "__name__", None) or "callable"
     rater = f"model:{name}"
     asked: dict = {}
-    for a, i in zip(s.members.column("anchor").to_pylist(), s.members.column("item_id").to_pylist()):
-        if a != i:
+    shown = s.members.column("shown").to_pylist() if "shown" in s.members.column_names else [True] * s.members.num_rows
+    for a, i, on in zip(s.members.column("anchor").to_pylist(), s.members.column("item_id").to_pylist(), shown):
+        if a != i and on:  # the members a task lists (a subsampled U(i): its members shown)
             asked.setdefault(a, []).append(i)
     for a, i in zip(s.candidates.column("anchor").to_pylist(), s.candidates.column("item_id").to_pylist()):
         asked.setdefault(a, []).append(i)

@@ -26,7 +26,9 @@ The directory ``DIR``:
     one row per anchor: ``item_id``, ``weight``, ``jd``, ``base_weight`` (``w(B(i))``),
     ``exp_weight`` (``w(E(i))``);
 ``members.parquet``
-    ``anchor``, ``item_id``, ``in_base``, ``in_exp``, ``weight`` of every member of ``U(i)``;
+    ``anchor``, ``item_id``, ``in_base``, ``in_exp``, ``weight`` of every member of ``U(i)``, with
+    ``shown`` and ``pi``: a ``U(i)`` of more than :data:`MAX_MEMBERS` others is subsampled with known
+    probabilities (:func:`subsample_members`), and its task lists the members shown;
 ``candidates.parquet``
     ``anchor``, ``item_id``, ``weight`` (with ``candidates=``);
 ``items.parquet``
@@ -70,6 +72,9 @@ DESIGNS = ("recall", "iq")
 #: The files of an entity sample (written once, fingerprinted in ``metadata.json``).
 FILES = ("draws.parquet", "anchors.parquet", "members.parquet", "candidates.parquet", "items.parquet",
          "tasks.jsonl")
+#: The most members of ``U(i)`` a task lists: a larger ``U(i)`` (a cluster too large to tick) is
+#: subsampled with known probabilities (:func:`subsample_members`).
+MAX_MEMBERS = 100
 #: The most candidates listed for one anchor (those of smallest hash first): a blocking key shared
 #: by thousands of items is a search, not a list.
 MAX_CANDIDATES = 50
@@ -186,6 +191,54 @@ def anchor_facts(diff: Diff, ids: list, *, candidates: str | None = None) -> tup
     return anchors, members, _cap_candidates(cand)
 
 
+def _allocation(sizes: dict, limit: int) -> dict:
+    """``{class: n}`` members shown per class of ``sizes`` (``{class: N}``), ``limit`` in all: in
+    proportion to ``N`` (largest remainders), at least 2 of a class that has 2 (a class's variance
+    needs two), never more than ``N``."""
+    total = sum(sizes.values())
+    n = {c: min(size, max(2, limit * size // total)) for c, size in sizes.items() if size}
+    order = sorted(n, key=lambda c: (-(limit * sizes[c] / total - n[c]), c))
+    while sum(n.values()) < limit and any(n[c] < sizes[c] for c in n):
+        for c in order:
+            if sum(n.values()) < limit and n[c] < sizes[c]:
+                n[c] += 1
+    while sum(n.values()) > limit:
+        c = max((c for c in n if n[c] > 2), key=lambda c: (n[c], c), default=None)
+        if c is None:
+            break
+        n[c] -= 1
+    return n
+
+
+def subsample_members(members: pa.Table, seed: int, limit: int | None = None) -> pa.Table:
+    """``members`` with ``shown`` (listed in the task) and ``pi`` (the probability it is): every member
+    of an anchor with at most ``limit`` others (``pi`` 1); of a larger ``U(i)``, a simple random
+    sample of each class (in both clusters, Base's only, Exp's only), ``limit`` in all
+    (:func:`_allocation`), by the smallest hashes of (seed, anchor, item), ``pi = n/N`` of its class.
+    The anchor itself is always shown."""
+    limit = MAX_MEMBERS if limit is None else limit
+    a, i = members.column("anchor").to_pylist(), members.column("item_id").to_pylist()
+    b, e = members.column("in_base").to_pylist(), members.column("in_exp").to_pylist()
+    shown, pi = [True] * len(a), [1.0] * len(a)
+    rows: dict = {}
+    for k in range(len(a)):
+        if a[k] != i[k]:
+            rows.setdefault(a[k], []).append(k)
+    for anchor, ks in rows.items():
+        if len(ks) <= limit:
+            continue
+        by_class: dict = {}
+        for k in ks:
+            by_class.setdefault("both" if b[k] and e[k] else ("base" if b[k] else "exp"), []).append(k)
+        n = _allocation({c: len(v) for c, v in by_class.items()}, limit)
+        for c, v in by_class.items():
+            u = hash_uniforms_py([f"{anchor}|{i[k]}" for k in v], seed, "members:")
+            keep = {k for _, k in sorted(zip(u, v))[:n[c]]}
+            for k in v:
+                shown[k], pi[k] = k in keep, n[c] / len(v)
+    return members.append_column("shown", pa.array(shown, pa.bool_())).append_column("pi", pa.array(pi, pa.float64()))
+
+
 def _cap_candidates(cand: pa.Table) -> pa.Table:
     """At most :data:`MAX_CANDIDATES` per anchor: those of smallest hash of (anchor, item)."""
     if not cand.num_rows:
@@ -208,9 +261,13 @@ def _tasks(anchors: pa.Table, members: pa.Table, cand: pa.Table, items: pa.Table
     the ids, never by cluster), the candidates."""
     attrs = {r["item_id"]: {c: r.get(c) for c in shown} for r in items.to_pylist()}
     by_anchor: dict = {}
-    for a, i in zip(members.column("anchor").to_pylist(), members.column("item_id").to_pylist()):
+    total: dict = {}
+    shown_col = members.column("shown").to_pylist() if "shown" in members.column_names else [True] * members.num_rows
+    for a, i, on in zip(members.column("anchor").to_pylist(), members.column("item_id").to_pylist(), shown_col):
         if a != i:
-            by_anchor.setdefault(a, []).append(i)
+            total[a] = total.get(a, 0) + 1
+            if on:
+                by_anchor.setdefault(a, []).append(i)
     cands: dict = {}
     for a, i in zip(cand.column("anchor").to_pylist(), cand.column("item_id").to_pylist()):
         cands.setdefault(a, []).append(i)
@@ -219,8 +276,11 @@ def _tasks(anchors: pa.Table, members: pa.Table, cand: pa.Table, items: pa.Table
         ms = by_anchor.get(a, [])
         u = hash_uniforms_py([f"{a}|{i}" for i in ms], seed, "shuffle:")
         ms = [i for _, i in sorted(zip(u, ms), key=lambda x: x[0])]
-        out.append({"anchor": a, "item": attrs.get(a, {}), "members": [{"item_id": i, **attrs.get(i, {})} for i in ms],
-                    "candidates": [{"item_id": i, **attrs.get(i, {})} for i in cands.get(a, [])]})
+        task = {"anchor": a, "item": attrs.get(a, {}), "members": [{"item_id": i, **attrs.get(i, {})} for i in ms],
+                "candidates": [{"item_id": i, **attrs.get(i, {})} for i in cands.get(a, [])]}
+        if total.get(a, 0) > len(ms):  # a U(i) too large to tick: a random part of it, and the task says so
+            task["members_total"] = total[a]
+        out.append(task)
     return out
 
 
@@ -296,7 +356,9 @@ def sample_files(diff: Diff, prints: InputPrints, *, budget: int, seed: int, des
     draws, facts = draw_entities(diff, budget=budget, seed=seed, design=design)
     ids = list(dict.fromkeys(draws.column("item_id").to_pylist()))
     anchors, members, cand = anchor_facts(diff, ids, candidates=candidates)
-    shown_ids = list(dict.fromkeys([*ids, *members.column("item_id").to_pylist(), *cand.column("item_id").to_pylist()]))
+    members = subsample_members(members, seed)
+    listed = members.filter(members.column("shown")).column("item_id").to_pylist()  # the members a task lists
+    shown_ids = list(dict.fromkeys([*ids, *listed, *cand.column("item_id").to_pylist()]))
     if diff.items is not None:
         sel = ibis.memtable(pa.table({"item_id": pa.array(shown_ids, anchors.schema.field("item_id").type)}))
         it = diff.engine.to_arrow(diff.items.semi_join(sel, "item_id").order_by("item_id"), step="entity items")

@@ -165,7 +165,8 @@ class EntitySession:
         return {"anchor": self.ref_of[anchor], "number": self.number[anchor], "columns": self.columns,
                 "item": self.item_view(anchor),
                 "members": [self.item_view(m["item_id"]) for m in t["members"]],
-                "candidates": [self.item_view(c["item_id"]) for c in t["candidates"]]}
+                "candidates": [self.item_view(c["item_id"]) for c in t["candidates"]],
+                "members_total": t.get("members_total", len(t["members"]))}
 
     def _anchor(self, ref):
         a = self.id_of.get(ref) if isinstance(ref, str) else None

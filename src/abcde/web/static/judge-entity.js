@@ -141,7 +141,9 @@
     }
     $("task").dataset.anchor = t.anchor;
     $("task-number").textContent = "Item " + t.number + " of " + state.anchors + " in draw order · " +
-      t.members.length + " item" + (t.members.length === 1 ? "" : "s") + " in its clusters";
+      (t.members_total > t.members.length
+        ? "a random " + t.members.length + " of the " + t.members_total + " items in its clusters (too many to answer each; the estimates count them)"
+        : t.members.length + " item" + (t.members.length === 1 ? "" : "s") + " in its clusters");
     head($("members-head"), "answer");
     $("members-body").replaceChildren(...t.members.map(memberRow));
     const nc = t.candidates.length;
