@@ -11,6 +11,7 @@ from the paper (Angelopoulos, Duchi & Zrnic, arXiv 2311.01453, Example "mean est
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -123,11 +124,13 @@ def test_people_tasks_are_a_random_subset_of_each_stratum_and_extensions_keep_th
 def _uniforms(pairs, salt="m") -> dict:
     """Three fixed uniforms per pair (a hash of the pair id): a model's answer is a fixed function
     of the pair, never redrawn."""
-    out = {}
-    for p in pairs:
-        h = hashlib.sha256(f"{salt}|{p}".encode()).digest()
-        out[p] = tuple(int.from_bytes(h[k:k + 8], "big") / 2 ** 64 for k in (0, 8, 16))
-    return out
+    return {p: _pair_uniforms(salt, p) for p in pairs}
+
+
+@functools.lru_cache(maxsize=1 << 18)  # the simulations draw many of the same pairs in many samples
+def _pair_uniforms(salt: str, pair_id) -> tuple:
+    h = hashlib.sha256(f"{salt}|{pair_id}".encode()).digest()
+    return tuple(int.from_bytes(h[k:k + 8], "big") / 2 ** 64 for k in (0, 8, 16))
 
 
 def _model(truth: dict, accuracy, *, same_bias=0.0, strata=None, unanswered=0.0, uniforms=None):
@@ -171,20 +174,27 @@ def _tasks(ss, seed, n):
     return frozenset(p for p, c in units.items() if priority(seed, p) <= plan["thresholds"][c]), units
 
 
-def _tasks_by_answers(ss, seed, n, model):
+def _tasks_by_answers(ss, seed, n, model, sample=None):
     """The people's tasks chosen after the model judged (as ``judge model`` does on a sample drawn
-    with ``--human-budget``), and each pair's cell."""
+    with ``--human-budget``), and each pair's cell. ``sample``: the sample's :func:`_by_answers_sample`
+    (the same for every model)."""
+    units, weights, pw, dc = sample or _by_answers_sample(ss)
+    answers = {p: a for p, a in model.items() if a in ("same", "different")}
+    plan = plan_by_answers(units, answers, seed, n, weights=weights, pair_weights=pw, draw_counts=dc)
+    cells = design_cells(units, plan, answers, seed, pw, dc)
+    return tasks_in(cells, plan, seed), cells
+
+
+def _by_answers_sample(ss) -> tuple:
+    """What :func:`_tasks_by_answers` reads of a sample: its pairs' strata, the strata's weights, the
+    census pairs' weights and each pair's draws."""
     from abcde.sampling.allocation import stratum_weights
 
     units = {p: c for c, d in ss.draws.items() for p in d.column("pair_id").to_pylist()}
-    answers = {p: a for p, a in model.items() if a in ("same", "different")}
     pw = {p: w for c in ss.census for p, w in zip(ss.draws[c].column("pair_id").to_pylist(),
                                                   ss.draws[c].column("pair_weight").to_pylist())}
     dc = {p: m for dr in ss.draws.values() for p, m in draw_counts(dr).items()}
-    plan = plan_by_answers(units, answers, seed, n, weights=stratum_weights(ss.totals, ss.budgets), pair_weights=pw,
-                           draw_counts=dc)
-    cells = design_cells(units, plan, answers, seed, pw, dc)
-    return tasks_in(cells, plan, seed), cells
+    return units, stratum_weights(ss.totals, ss.budgets), pw, dc
 
 
 @pytest.fixture(scope="module")
@@ -316,6 +326,7 @@ def ppi_runs(big_world):
         tasks, units = _tasks(ss, seed, N_PEOPLE)
         people = {p: v for p, v in true.items() if p in tasks}
         u = _uniforms(true)
+        by_answers = _by_answers_sample(ss)
         _add(res["people only"], combined_stratified(ss, people, {}, tasks, lam=0, **kw))
         for name, opts in MODELS.items():
             model = _model(true, strata=units, uniforms=u, **opts)
@@ -328,7 +339,7 @@ def ppi_runs(big_world):
             # the people's tasks chosen by this model's answers (their own priorities: with the seed's,
             # a pair's first draw would have the priority it has in the design above, and both designs'
             # people's luck would be one)
-            tasks_a, cells = _tasks_by_answers(ss, 10**6 + seed, N_PEOPLE, model)
+            tasks_a, cells = _tasks_by_answers(ss, 10**6 + seed, N_PEOPLE, model, by_answers)
             r = combined_stratified(ss, {p: v for p, v in true.items() if p in tasks_a}, model, tasks_a, cells=cells,
                                     **kw)
             _add(res[f"{name} {BY}"], r)

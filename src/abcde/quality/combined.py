@@ -66,13 +66,94 @@ class Judged:
         """What a unit's mean is post-stratified by: the cells, or nothing (one group)."""
         return self.cells if self.cells is not None else np.zeros(len(self.label))
 
-    @property
-    def y(self) -> np.ndarray:  # l·1(i ≡ j) as people judged it (0 where unlabeled; never read there)
-        return self.label * np.nan_to_num(self.people)
+    # The arrays below are computed once (an estimate reads each several times), and read-only: every
+    # reader shares them.
+    @functools.cached_property
+    def same(self) -> np.ndarray:  # the people's 1(same), 0 where unlabeled
+        return _read_only(np.nan_to_num(self.people))
 
-    @property
+    @functools.cached_property
+    def y(self) -> np.ndarray:  # l·1(i ≡ j) as people judged it (0 where unlabeled; never read there)
+        return _read_only(self.label * self.same)
+
+    @functools.cached_property
     def f(self) -> np.ndarray:  # l·(the model's share same)
-        return self.label * self.model
+        return _read_only(self.label * self.model)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a``, made read-only (it is shared)."""
+    a.flags.writeable = False
+    return a
+
+
+class _Draws:
+    """What the estimates read of one table of draws, each column converted once: a table is
+    immutable, and a simulation estimates each sample with several models and designs (the lists
+    are shared: never changed; the arrays are read-only)."""
+
+    def __init__(self, draws: pa.Table):
+        self.draws = draws
+
+    def _list(self, name: str) -> list:
+        return self.draws.column(name).to_pylist()
+
+    @functools.cached_property
+    def pair_ids(self) -> list:
+        return self._list("pair_id")
+
+    @functools.cached_property
+    def pairs(self) -> np.ndarray:
+        return _read_only(np.asarray(self.pair_ids, dtype=object))
+
+    @functools.cached_property
+    def label(self) -> np.ndarray:
+        return _read_only(np.asarray(self._list("label"), dtype=float))
+
+    @functools.cached_property
+    def item_a(self) -> list:
+        return self._list("item_a")
+
+    @functools.cached_property
+    def item_b(self) -> list:
+        return self._list("item_b")
+
+    @functools.cached_property
+    def needs_judgement(self) -> list:
+        return self._list("needs_judgement")
+
+    @functools.cached_property
+    def pair_weight(self) -> np.ndarray | None:
+        if "pair_weight" not in self.draws.column_names:
+            return None
+        return _read_only(np.asarray(self.draws.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float))
+
+    @functools.cached_property
+    def nth(self) -> list:
+        """Each draw's number among its pair's draws (0 for its first)."""
+        seen: dict = {}
+        out = []
+        for p in self.pair_ids:
+            i = seen[p] = seen.get(p, -1) + 1
+            out.append(i)
+        return out
+
+
+#: The last tables of draws read (:class:`_Draws`), by ``id``: each is held, so no other takes its id.
+_DRAWS: dict = {}
+#: How many :data:`_DRAWS` keeps (a sample's strata, for its dozen estimates).
+_DRAWS_KEPT = 16
+
+
+def _draws(table: pa.Table) -> _Draws:
+    """The :class:`_Draws` of ``table``, converted once while it is among the last :data:`_DRAWS_KEPT` read."""
+    d = _DRAWS.get(id(table))
+    if d is None or d.draws is not table:
+        d = _Draws(table)
+        while len(_DRAWS) >= _DRAWS_KEPT:
+            _DRAWS.pop(next(iter(_DRAWS)))  # the one read first
+        _DRAWS[id(table)] = d
+    return d
 
 
 def judged(draws: pa.Table, people: dict, model: dict, tasks: frozenset | None, *, self_known: bool = False,
@@ -84,28 +165,35 @@ def judged(draws: pa.Table, people: dict, model: dict, tasks: frozenset | None, 
     if not n:
         z = np.zeros(0)
         return Judged(z, z, z, np.zeros(0, dtype=bool), [], [], None)
-    pids = draws.column("pair_id").to_pylist()
-    label = np.asarray(draws.column("label").to_pylist(), dtype=float)
-    selfs = draws.column("is_self").to_pylist() if self_known else [False] * n
-    ppl, mod, lab = np.full(n, np.nan), np.empty(n), np.zeros(n, dtype=bool)
-    seen: dict = {}
-    for k, (p, s) in enumerate(zip(pids, selfs)):
-        if s:
-            ppl[k], mod[k], lab[k] = 1.0, 1.0, True
-            continue
-        i = seen[p] = seen.get(p, -1) + 1  # the pair's i-th draw
-        a = people.get(p) if tasks is None or p in tasks else None
-        if a in ("same", "different"):
-            ppl[k] = 1.0 if a == "same" else 0.0
-            # by the model's answers: the people's draws only (their judgement is the pair's)
-            lab[k] = cells.selected(p, i) if isinstance(cells, Cells) else True
-        mod[k] = model_value(model.get(p))
-    pw = (np.asarray(draws.column("pair_weight").to_numpy(zero_copy_only=False), dtype=float)
-          if "pair_weight" in draws.column_names else None)
+    cols = _draws(draws)
+    pids = cols.pair_ids
+    selfs = draws.column("is_self").to_pylist() if self_known else None
+    # each draw's people's answer (None outside the people's tasks) and the model's value, a pass each
+    said = list(map(people.get, pids)) if tasks is None else [people.get(p) if p in tasks else None for p in pids]
+    ppl = np.array([1.0 if a == "same" else 0.0 if a == "different" else np.nan for a in said], dtype=float)
+    mod = np.array([model_value(a) for a in map(model.get, pids)], dtype=float)
+    lab = ~np.isnan(ppl)
+    if isinstance(cells, Cells):  # by the model's answers: the people's draws only (their judgement is the pair's)
+        if selfs is None:
+            nth = cols.nth  # the pair's i-th draw
+        else:  # self draws do not count
+            seen: dict = {}
+            nth = []
+            for p, s in zip(pids, selfs):
+                if not s:
+                    seen[p] = seen.get(p, -1) + 1
+                nth.append(-1 if s else seen[p])
+        for k in np.flatnonzero(lab).tolist():
+            if selfs is None or not selfs[k]:
+                lab[k] = cells.selected(pids[k], nth[k])
+    if selfs is not None and any(selfs):  # self draws: "same" by definition, model included
+        s = np.asarray(selfs, dtype=bool)
+        ppl[s], mod[s], lab[s] = 1.0, 1.0, True
     cell = None if cells is None else np.asarray(
+        [cells.get(p, "") for p in pids] if selfs is None else
         ["self" if s else cells.get(p, "") for p, s in zip(pids, selfs)], dtype=object)
-    return Judged(label, ppl, mod, lab, draws.column("item_a").to_pylist(), draws.column("item_b").to_pylist(), pw,
-                  np.asarray(pids, dtype=object), cell, getattr(cells, "drawn", None))
+    return Judged(cols.label, ppl, mod, lab, cols.item_a, cols.item_b, cols.pair_weight, cols.pairs, cell,
+                  getattr(cells, "drawn", None))
 
 
 def _estimate(name, part: Part, scale: float, *, bounds, note: str = "", shift: float = 0.0,
@@ -197,11 +285,11 @@ def _census_part(j: Judged, y, f, *, lam=None, fallback=None, coef=None) -> Part
 def _rate_part(j: Judged, census: bool, lam=None, fallback=None) -> Part:
     """The share judged "same" of a split or merge unit (a census: weighted by pair weight)."""
     if census:
-        t = _census_part(j, np.nan_to_num(j.people), j.model, lam=lam, fallback=fallback)
+        t = _census_part(j, j.same, j.model, lam=lam, fallback=fallback)
         W = float(j.pair_weight.sum())
         return Part(t.value / W, t.var / W ** 2, t.ivar / W ** 2, t.n, t.lambdas, t.var_people / W ** 2,
                     tuple(u.scaled(1.0 / W) for u in t.unseen))
-    return ppi_mean(j.groups, np.nan_to_num(j.people), j.model, j.labeled, lam=lam, pairs=j.clusters,
+    return ppi_mean(j.groups, j.same, j.model, j.labeled, lam=lam, pairs=j.clusters,
                     fallback=fallback, floor_each=j.cells is None)
 
 
@@ -417,10 +505,12 @@ def _model_counts(model: dict, stored: dict, pair_ids, cells: dict | None) -> di
     """The model's judgements of the sample's pairs as stored (every answer, ``unsure`` included), and
     how many of them the estimate uses: a "same" or "different" answer (``cells``: the answers the
     people's tasks were chosen by), with why the others are not used."""
-    given = Counter(stored.get(p) for p in pair_ids)  # one pass, not one per answer
+    said = list(map(stored.get, pair_ids))
+    given = Counter(said)  # one pass, not one per answer
     answers = {a: given.get(a, 0) for a in (*ANSWERS, "unsure")}
     judged = sum(answers.values())
-    used = sum(1 for p in pair_ids if model.get(p) in ANSWERS)
+    used = (answers["same"] + answers["different"] if model is stored
+            else sum(1 for a in map(model.get, pair_ids) if a in ANSWERS))
     # An answer is an answer whether or not the estimate uses it (issue 52): "unanswered" counts the
     # pairs the model gave no same/different answer, "unused" its answers the estimate does not use.
     out = {"model_judgements": judged, "model_answers": answers, "model_used": used,
@@ -437,9 +527,13 @@ def _model_counts(model: dict, stored: dict, pair_ids, cells: dict | None) -> di
                                  "unbiased and adds nothing")
         return out
     # by the model's answers: the answers the tasks were chosen by, kept in the sample
-    unsplit = sum(1 for p in pair_ids if stored.get(p) in ANSWERS and "|" not in str(cells.get(p, "")))
-    later = sum(1 for p in pair_ids if stored.get(p) in ANSWERS and "|" in str(cells.get(p, ""))
-                and model.get(p) not in ANSWERS)
+    unsplit = later = 0
+    for p, a in zip(pair_ids, said):
+        if a in ANSWERS:
+            if "|" not in str(cells.get(p, "")):
+                unsplit += 1
+            elif model.get(p) not in ANSWERS:
+                later += 1
     if answers["unsure"]:
         why.append(f"{answers['unsure']:,} unsure")
     if unsplit:
@@ -468,12 +562,8 @@ def _weighted_disagreement(people: dict, model: dict, labeled_pairs: set, groups
     if not groups:
         both, dis = agreement({p: people[p] for p in labeled_pairs if p in people}, model, labeled_pairs)
         return dis / both if both else None
-    drawn: dict = {}
-    for p in pair_ids:
-        drawn[groups.get(p)] = drawn.get(groups.get(p), 0) + 1
-    judged: dict = {}
-    for p in labeled_pairs:
-        judged[groups.get(p)] = judged.get(groups.get(p), 0) + 1
+    drawn = Counter(map(groups.get, pair_ids))
+    judged = Counter(map(groups.get, labeled_pairs))
     w = {g: drawn.get(g, 0) / n for g, n in judged.items() if n}
     num = den = 0.0
     for p in labeled_pairs:
@@ -520,7 +610,7 @@ def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: 
     if cells is not None:
         facts["design"] = BY_ANSWERS
         facts["lambdas"] = {}
-        n_pairs, n_people = Counter(cells.get(p) for p in pair_ids), Counter(cells.get(p) for p in labeled_pairs)
+        n_pairs, n_people = Counter(map(cells.get, pair_ids)), Counter(map(cells.get, labeled_pairs))
         facts["cells"] = {c: {"pairs": n_pairs.get(c, 0), "people": n_people.get(c, 0)}
                           for c in sorted(set(cells.values()))}
     if share is not None and share > DISAGREEMENT_WARNING:
@@ -536,12 +626,14 @@ def _facts(dp: Part, people: dict, model: dict, pair_ids, tasks, labeled_pairs: 
 
 
 def _labeled_pairs(tables, people, tasks) -> set:
+    """The pairs of ``tables`` (draws) that need a judgement and have a usable one from people in
+    their tasks (``tasks`` None: every pair is one)."""
     out = set()
     for d in tables:
         if d.num_rows:
-            for p, need in zip(d.column("pair_id").to_pylist(), d.column("needs_judgement").to_pylist()):
-                if need and (tasks is None or p in tasks) and people.get(p) in ("same", "different"):
-                    out.add(p)
+            cols = _draws(d)
+            out.update(p for p, need in zip(cols.pair_ids, cols.needs_judgement)
+                       if need and (tasks is None or p in tasks) and people.get(p) in ANSWERS)
     return out
 
 
@@ -588,14 +680,14 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
         if c in ("split", "merge") and sample.draws[c].num_rows:
             rate_parts[c] = _rate_part(j, census, lam, fb)
             if j.cells is not None:
-                shares[c] = _cell_shares(j.cells, np.nan_to_num(j.people), j.labeled,
+                shares[c] = _cell_shares(j.cells, j.same, j.labeled,
                                          weights=j.pair_weight if census else None, drawn=j.drawn, pairs=j.pairs)
     dp = _sum_parts(parts, sample.self_term)
     note = (f"no usable people's judgement yet in the {', '.join(missing)} "
             + ("strata" if len(missing) > 1 else "stratum")) if missing else ""
     census = sorted(sample.census, key=sample.strata.index)
-    pair_ids = sorted({p for c in sample.strata if sample.draws[c].num_rows
-                       for p in sample.draws[c].column("pair_id").to_pylist()})
+    units = {p: c for c in sample.strata if sample.draws[c].num_rows for p in arrays[c].pairs.tolist()}
+    pair_ids = list(units)  # each drawn pair once (what is told of them are counts: in any order)
     labeled = _labeled_pairs(sample.draws.values(), people, tasks)
     judged_n, unsure, missing_n = _counts(pair_ids, people, tasks)
     return QualityResult(
@@ -605,9 +697,7 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
         judged_pairs=judged_n, unsure_pairs=unsure, missing_pairs=missing_n,
         draws={c: sample.draws[c].num_rows for c in sample.strata},
         estimator="stratified", allocation=sample.allocation, strata=sample.strata, census=tuple(census),
-        design={"ppi": _facts(dp, people, model, pair_ids, tasks, labeled, cells, stored=stored_model,
-                              units={p: c for c in sample.strata if sample.draws[c].num_rows
-                                     for p in sample.draws[c].column("pair_id").to_pylist()})},
+        design={"ppi": _facts(dp, people, model, pair_ids, tasks, labeled, cells, stored=stored_model, units=units)},
     )
 
 

@@ -52,6 +52,7 @@ that cell hid a few "different" pairs.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
@@ -160,8 +161,27 @@ class Part:
         return Part(math.nan, math.nan, math.nan, n)
 
 
+# ``x.mean()`` and ``x.var()`` cost microseconds of argument handling each, and an estimate takes dozens
+# of them on arrays of a few dozen draws: most of its time. For a 1-D float64 array the two below
+# make the same sums (``np.add.reduce``, as numpy's own), so the same result to the last bit.
+def _mean(x: np.ndarray) -> float:
+    """``float(x.mean())``."""
+    n = len(x)
+    if not n or x.ndim != 1 or x.dtype != np.float64:
+        return float(x.mean())
+    return float(np.add.reduce(x)) / n
+
+
 def _var(x: np.ndarray, ddof: int = 1) -> float:
-    return float(x.var(ddof=ddof)) if len(x) > ddof else math.nan
+    """``float(x.var(ddof=ddof))``; NaN without more than ``ddof`` values."""
+    n = len(x)
+    if n <= ddof:
+        return math.nan
+    if x.ndim != 1 or x.dtype != np.float64:
+        return float(x.var(ddof=ddof))
+    d = x - np.add.reduce(x) / n
+    d *= d
+    return float(np.add.reduce(d)) / (n - ddof)
 
 
 def tuned_lambda(y: np.ndarray, f: np.ndarray) -> float:
@@ -169,11 +189,21 @@ def tuned_lambda(y: np.ndarray, f: np.ndarray) -> float:
     or when the model's values on them do not vary."""
     if len(y) < 2:
         return 0.0
-    vf = float(f.var(ddof=1))
+    vf = _var(f)
     if not vf > 0:
         return 0.0
-    c = float(np.cov(y, f, ddof=1)[0, 1])
+    c = _cov(y, f)
     return min(max(c / vf, 0.0), 1.0)
+
+
+def _cov(y: np.ndarray, f: np.ndarray) -> float:
+    """``np.cov(y, f, ddof=1)[0, 1]``, by the same operations in the same order (so to the last bit),
+    without ``np.cov``'s handling of its many options: a third of what tuning λ cost."""
+    x = np.array([y, f], dtype=float)
+    x -= x.mean(axis=1)[:, None]
+    c = np.dot(x, x.T.conj())
+    c *= np.true_divide(1, x.shape[1] - 1)
+    return float(c[0, 1])
 
 
 def ppi_plus_plus_lambda(lam: float, n: int, n_total: int) -> float:
@@ -198,7 +228,7 @@ ROUNDING = 1e-20
 
 def _varies(s2: float, values: np.ndarray) -> bool:
     """Whether a residual variance ``s2`` is one (not NaN, not 0 up to rounding, :data:`ROUNDING`)."""
-    return math.isfinite(s2) and s2 > ROUNDING * float(np.mean(values * values)) if len(values) else False
+    return math.isfinite(s2) and s2 > ROUNDING * _mean(values * values) if len(values) else False
 
 
 def _residual_floor(yl: np.ndarray, fl: np.ndarray, lam: float, fy: float) -> float:
@@ -212,19 +242,28 @@ def _residual_floor(yl: np.ndarray, fl: np.ndarray, lam: float, fy: float) -> fl
     return (1.0 - lam) ** 2 * fy + lam * lam * d * (1.0 - d)
 
 
-def _residual_var(r: np.ndarray, pairs) -> tuple[float, int]:
+def _clusters(pairs) -> np.ndarray | None:
+    """Each labeled draw's pair as its index among the distinct pairs in id order (None: none given,
+    every draw its own pair), for :func:`_residual_var`; one per group serves its variances."""
+    if pairs is None:
+        return None
+    return np.unique(np.asarray(pairs, dtype=object).astype(str), return_inverse=True)[1]
+
+
+def _residual_var(r: np.ndarray, pairs, clusters: np.ndarray | None = None) -> tuple[float, int]:
     """The residual's variance per labeled draw, and the number of people's pairs behind it.
 
     People judge pairs; a pair drawn twice is two draws with one judgement. The labeled draws are
     then clusters (a simple random sample of pairs), and their mean is a ratio estimate: with
     ``e_p = Σ_{k ∈ p} (r_k − r̄)`` per pair, ``Σ e_p² / (n_p − 1)`` over the ``n_p`` pairs, divided by the
-    mean draws per pair squared (one draw per pair: the plain ``s²(r)``)."""
+    mean draws per pair squared (one draw per pair: the plain ``s²(r)``). ``clusters``: the pairs'
+    :func:`_clusters`, when already known."""
     n = len(r)
-    e = r - r.mean()
+    e = r - _mean(r)
     if pairs is None:
         k, tot = n, e
     else:
-        _, inverse = np.unique(np.asarray(pairs, dtype=object).astype(str), return_inverse=True)
+        inverse = _clusters(pairs) if clusters is None else clusters
         tot = np.bincount(inverse, weights=e)
         k = len(tot)
     if k < 2:
@@ -233,9 +272,15 @@ def _residual_var(r: np.ndarray, pairs) -> tuple[float, int]:
     return float((tot * tot).sum() / (k - 1)) / (m * m), k
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same pairs come back in every unit, estimate and sample
 def _fold(pair_id) -> int:
     """A pair's fold (0 or 1) for cross-fitting λ: a hash of its id, independent of every answer."""
     return hashlib.sha256(f"abcde.fold|{pair_id}".encode()).digest()[0] & 1
+
+
+def _folds(keys) -> np.ndarray:
+    """:func:`_fold` of each of ``keys`` (pair ids, or draw numbers where a draw is its own pair)."""
+    return np.fromiter(map(_fold, keys), dtype=np.int8, count=len(keys))
 
 
 def fold_lambdas(units) -> dict:
@@ -251,12 +296,12 @@ def fold_lambdas(units) -> dict:
         idx = np.flatnonzero(labeled)
         if not len(idx):
             continue
-        folds = np.array([_fold(p) for p in (np.asarray(pairs, dtype=object)[idx] if pairs is not None else idx)])
+        folds = _folds(np.asarray(pairs, dtype=object)[idx] if pairs is not None else idx)
         yl, fl = np.asarray(y, dtype=float)[idx], np.asarray(f, dtype=float)[idx]
         for k in (0, 1):
             m = folds == k
             if m.sum() >= 2:
-                yc, fc = yl[m] - yl[m].mean(), fl[m] - fl[m].mean()
+                yc, fc = yl[m] - _mean(yl[m]), fl[m] - _mean(fl[m])
                 cov[k] += float((yc * fc).sum())
                 var[k] += float((fc * fc).sum())
     return {k: (min(max(cov[k] / var[k], 0.0), 1.0) if var[k] > 0 else 0.0) for k in (0, 1)}
@@ -265,8 +310,10 @@ def fold_lambdas(units) -> dict:
 def _other_lambda(y, f, other, fallback, k) -> float:
     """The λ for fold ``k``: tuned on the other fold's draws ``other``, else the pooled λ of the
     other fold (``fallback``, :func:`fold_lambdas`), else 0."""
-    if len(other) >= 2 and float(f[other].var()) > 0:
-        return tuned_lambda(y[other], f[other])
+    if len(other) >= 2:
+        fo = f[other]
+        if _var(fo, 0) > 0:
+            return tuned_lambda(y[other], fo)
     return float(fallback.get(1 - k, 0.0)) if fallback else 0.0
 
 
@@ -292,23 +339,36 @@ def _cross_fitted(y: np.ndarray, f: np.ndarray, in_g: np.ndarray, labeled: np.nd
     theta, lam_of = 0.0, np.zeros(n)
     idx = np.flatnonzero(L)
     fl = folds[idx]
-    whole = all((fl == k).any() for k in (0, 1) if (in_g & (folds == k)).any())
+    own = [in_g & (folds == k) for k in (0, 1)]  # each fold's draws of the group
+    whole = all((fl == k).any() for k in (0, 1) if own[k].any())
     for k in (0, 1):
-        mine, other = idx[fl == k], idx[fl != k]
+        in_k = fl == k
+        mine, other = idx[in_k], idx[~in_k]
         if not len(mine):
             continue
         lk = _other_lambda(y, f, other, fallback, k)
         if whole:  # fold k's people's draws are a sample of fold k's draws: its own mean, by its share
-            own = in_g & (folds == k)
-            theta += own.sum() / in_g.sum() * (float(y[mine].mean()) + lk * (float(f[own].mean())
-                                                                           - float(f[mine].mean())))
+            theta += own[k].sum() / in_g.sum() * (_mean(y[mine]) + lk * (_mean(f[own[k]]) - _mean(f[mine])))
         else:
             rest = in_g.copy()
             rest[other] = False
-            c = float(f[rest].mean())
-            theta += len(mine) / n * (float(y[mine].mean()) + lk * (c - float(f[mine].mean())))
-        lam_of[fl == k] = lk
+            c = _mean(f[rest])
+            theta += len(mine) / n * (_mean(y[mine]) + lk * (c - _mean(f[mine])))
+        lam_of[in_k] = lk
     return theta, lam_of
+
+
+def _group_masks(groups: np.ndarray) -> dict:
+    """``{group: its draws}`` (``groups == group``), in the order the groups first appear: one
+    comparison of each draw's group in all (a unit is one group, or a few cells)."""
+    keys = groups.tolist()
+    order = dict.fromkeys(keys)
+    if len(order) == 1:
+        g = next(iter(order))
+        return {g: np.ones(len(keys), dtype=bool) if g == g else groups == g}
+    code = {g: i for i, g in enumerate(order)}
+    codes = np.fromiter(map(code.__getitem__, keys), dtype=np.intp, count=len(keys))
+    return {g: codes == i for g, i in code.items()}
 
 
 def ppi_mean(groups, y, f, labeled, *, lam=None, pairs=None, population: bool = False,
@@ -335,15 +395,14 @@ def ppi_mean(groups, y, f, labeled, *, lam=None, pairs=None, population: bool = 
     N = len(groups)
     if N == 0:
         return Part.undefined()
-    folds = np.array([_fold(p) for p in (pairs if pairs is not None else range(N))], dtype=np.int8) \
-        if lam is None else None
+    folds = _folds(pairs if pairs is not None else range(N)) if lam is None else None
     value, var2, ivar2, var0, n_all = 0.0, 0.0, 0.0, 0.0, 0
     within, iwithin, means, lambdas = 0.0, 0.0, {}, {}
+    masks = _group_masks(groups)
     if lam is None and fallback is None:
-        fallback = fold_lambdas([(y, f, labeled & (groups == g), pairs) for g in dict.fromkeys(groups.tolist())
-                                 if not labeled[groups == g].all()])  # not the self pairs, known exactly
-    for g in dict.fromkeys(groups.tolist()):
-        in_g = groups == g
+        fallback = fold_lambdas([(y, f, labeled & in_g, pairs) for in_g in masks.values()
+                                 if not labeled[in_g].all()])  # not the self pairs, known exactly
+    for g, in_g in masks.items():
         Ng, L = int(in_g.sum()), in_g & labeled
         yl, fl = y[L], f[L]
         n = len(yl)
@@ -355,26 +414,28 @@ def ppi_mean(groups, y, f, labeled, *, lam=None, pairs=None, population: bool = 
         else:
             lg = lam.get(g, 0.0) if isinstance(lam, dict) else float(lam)
             lam_of = np.full(n, lg)
-            theta = lg * float(f[in_g].mean()) + float((yl - lg * fl).mean())
+            theta = lg * _mean(f[in_g]) + _mean(yl - lg * fl)
             lambdas[g] = lg
         r = yl - lam_of * fl
         share = Ng / N
         value += share * theta
         means[g] = (share, theta)
         gp = None if pairs is None else pairs[L]
-        s2r, k = _residual_var(r, gp)
-        s2y0, _ = _residual_var(yl, gp)
+        clusters = _clusters(gp)
+        s2r, k = _residual_var(r, gp, clusters)
+        s2y0, _ = _residual_var(yl, gp, clusters)
         s2y = _var(yl)
-        if not math.isfinite(s2y) and (len(set(pairs[in_g].tolist())) == 1 if pairs is not None else Ng == 1):
+        n_pairs = len(set(pairs[in_g].tolist())) if pairs is not None else Ng  # the group's distinct pairs
+        if not math.isfinite(s2y) and n_pairs == 1:
             s2y = 0.0  # one pair drawn (once or more): its draws do not vary
         # the share of the group's pairs (draws, when every pair is drawn once) people judged
-        fpc = 1.0 - (k / len(set(pairs[in_g].tolist())) if pairs is not None else n / Ng)
+        fpc = 1.0 - (k / n_pairs if pairs is not None else n / Ng)
         var2 += share * share * fpc * s2r / k if fpc > 0 else 0.0
         var0 += share * share * fpc * s2y0 / k if fpc > 0 else 0.0
         fy = max(s2y if math.isfinite(s2y) else 0.0, _floor(yl))
         # A residual that does not vary on the people's pairs: (1 − λ)² of the answers' floor; the
         # model's own error share counts only where nothing else gives the interval width (a census).
-        lbar = float(lam_of.mean())
+        lbar = _mean(lam_of)
         fr = s2r if _varies(s2r, np.concatenate([yl, fl])) else (
             _residual_floor(yl, fl, lbar, fy) if population else (1.0 - lbar) ** 2 * fy)
         ivar2 += share * share * fpc * fr / k if fpc > 0 else 0.0
@@ -428,7 +489,7 @@ def ppi_census_total(w, y, f, labeled, *, lam=None, answers=None, pairs=None, fa
         return Part.undefined()
     W, F = float(w.sum()), float((w * f).sum())
     if lam is None:
-        every = np.array([_fold(p) for p in (pairs if pairs is not None else range(P))], dtype=np.int8)
+        every = _folds(pairs if pairs is not None else range(P))
         folds = every[idx]
         lam_of = np.zeros(n)
         value = 0.0
@@ -456,7 +517,7 @@ def ppi_census_total(w, y, f, labeled, *, lam=None, answers=None, pairs=None, fa
         return Part(float((w * y).sum()), 0.0, 0.0, n, {"census": shown}, 0.0)
     wl = w[idx]
     fpc = 1.0 - n / P
-    scale = P * P * fpc / n * (W / P / float(wl.mean())) ** 2
+    scale = P * P * fpc / n * (W / P / _mean(wl)) ** 2
 
     def s2(v):
         R = float((wl * v).sum() / wl.sum())
@@ -469,8 +530,8 @@ def ppi_census_total(w, y, f, labeled, *, lam=None, answers=None, pairs=None, fa
     else:
         c = np.ones(P) if coef is None else np.asarray(coef, dtype=float)
         a = np.abs(y / np.where(c != 0, c, 1.0))[idx]
-    lbar = float(lam_of.mean())
-    floor = _residual_floor(y[idx], f[idx], lbar, _floor(a)) * float((wl * wl).mean())
+    lbar = _mean(lam_of)
+    floor = _residual_floor(y[idx], f[idx], lbar, _floor(a)) * _mean(wl * wl)
     s2r, s2y = s2(r), s2(y[idx])
     ivar_r = s2r if _varies(s2r, np.concatenate([wl * y[idx], wl * f[idx]])) else floor
     ivar = scale * ivar_r
