@@ -92,3 +92,22 @@ def test_report_with_an_entity_sample_beside_the_evaluation(tmp_path):
     r = _cli("report", run, "--entities", other, ok=False)
     assert "was drawn from other inputs" in r.stderr and "exp" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_abcde_quality_reads_either_kind_of_sample(tmp_path):
+    import abcde
+    from abcde.completion import oracle_entities, write_entity_sample
+    from abcde.errors import InputError
+
+    P = ex.example_paths()
+    s = write_entity_sample(P["base"], P["exp"], tmp_path / "ents", items=P["items"], budget=20, seed=1,
+                            hide=["entity_id"])
+    oracle_entities(s, "entity_id")
+    q = abcde.quality(s.path)
+    assert type(q).__name__ == "EntityQuality" and q.judged == s.anchors.num_rows
+    with pytest.raises(InputError, match="is an entity sample"):
+        abcde.quality(s.path, ["x.csv"])
+    _cli("pairs", "--base", P["base"], "--exp", P["exp"], "--items", P["items"], "--budget", 40, "--seed", 1, "--out",
+         tmp_path / "pairs")
+    _cli("judge", "oracle", tmp_path / "pairs", "--oracle-column", "entity_id")
+    assert type(abcde.quality(tmp_path / "pairs")).__name__ == "QualityResult"
