@@ -139,13 +139,14 @@ def _model(truth: dict, accuracy, *, same_bias=0.0, strata=None, unanswered=0.0,
     ``accuracy`` a dict: per stratum (``strata``: the pair's stratum); ``unanswered``: the share of
     pairs it gives no answer (unsure)."""
     u = uniforms or _uniforms(truth)
+    by_stratum = isinstance(accuracy, dict)
     out = {}
     for p, v in truth.items():
         u1, u2, u3 = u[p]
         if u3 < unanswered:
             out[p] = "unsure"
             continue
-        acc = accuracy[strata[p]] if isinstance(accuracy, dict) else accuracy
+        acc = accuracy[strata[p]] if by_stratum else accuracy
         ans = v if u1 < acc else ("different" if v == "same" else "same")
         if v == "different" and u2 < same_bias:
             ans = "same"

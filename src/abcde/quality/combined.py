@@ -24,8 +24,8 @@ import pyarrow as pa
 
 from abcde.quality.paper import delta_precision_bounds
 from abcde.samples.people_tasks import BY_ANSWERS, Cells
-from abcde.quality.ppi import (DISAGREEMENT_WARNING, Part, agreement, fold_lambdas, model_value, ppi_census_total,
-                               ppi_mean)
+from abcde.quality.ppi import (DISAGREEMENT_WARNING, MODEL_MISSING, Part, agreement, fold_lambdas, folds_of,
+                               ppi_census_total, ppi_mean)
 from abcde.quality.result import Estimate, QualityResult, agresti_coull_of, quantile, wilson_mover
 from abcde.sampling.allocation import STRATUM_LABEL
 from abcde.quality.stratified import slice_ranges
@@ -54,12 +54,20 @@ class Judged:
     #: ``{cell: {pair_id: times}}``: cells of a census stratum whose people's tasks are draws ∝ pair
     #: weight (:func:`abcde.samples.people_tasks.census_draws`).
     drawn: dict | None = None
+    #: Each draw's fold for cross-fitting λ (:func:`abcde.quality.ppi.folds_of` of ``pairs``), if known.
+    pair_folds: np.ndarray | None = None
 
     @property
     def clusters(self) -> np.ndarray | None:
         """Each draw's pair, where people's judgements are a sample of pairs (a pair's draws share
         its judgement: a cluster); None where they are a sample of draws (by the model's answers)."""
         return self.pairs if self.cells is None else None
+
+    @property
+    def folds(self) -> np.ndarray | None:
+        """The folds of the draws' :attr:`clusters` (:attr:`pair_folds`), for :func:`ppi_mean`; None:
+        computed there."""
+        return self.pair_folds if self.cells is None else None
 
     @property
     def groups(self) -> np.ndarray:
@@ -105,6 +113,10 @@ class _Draws:
     @functools.cached_property
     def pairs(self) -> np.ndarray:
         return _read_only(np.asarray(self.pair_ids, dtype=object))
+
+    @functools.cached_property
+    def folds(self) -> np.ndarray:
+        return _read_only(folds_of(self.pair_ids))
 
     @functools.cached_property
     def label(self) -> np.ndarray:
@@ -171,7 +183,8 @@ def judged(draws: pa.Table, people: dict, model: dict, tasks: frozenset | None, 
     # each draw's people's answer (None outside the people's tasks) and the model's value, a pass each
     said = list(map(people.get, pids)) if tasks is None else [people.get(p) if p in tasks else None for p in pids]
     ppl = np.array([1.0 if a == "same" else 0.0 if a == "different" else np.nan for a in said], dtype=float)
-    mod = np.array([model_value(a) for a in map(model.get, pids)], dtype=float)
+    mod = np.array([1.0 if a == "same" else 0.0 if a == "different" else MODEL_MISSING  # model_value's
+                    for a in map(model.get, pids)], dtype=float)
     lab = ~np.isnan(ppl)
     if isinstance(cells, Cells):  # by the model's answers: the people's draws only (their judgement is the pair's)
         if selfs is None:
@@ -193,7 +206,7 @@ def judged(draws: pa.Table, people: dict, model: dict, tasks: frozenset | None, 
         [cells.get(p, "") for p in pids] if selfs is None else
         ["self" if s else cells.get(p, "") for p, s in zip(pids, selfs)], dtype=object)
     return Judged(cols.label, ppl, mod, lab, cols.item_a, cols.item_b, cols.pair_weight, cols.pairs, cell,
-                  getattr(cells, "drawn", None))
+                  getattr(cells, "drawn", None), None if cells is not None else cols.folds)
 
 
 def _estimate(name, part: Part, scale: float, *, bounds, note: str = "", shift: float = 0.0,
@@ -289,7 +302,7 @@ def _rate_part(j: Judged, census: bool, lam=None, fallback=None) -> Part:
         W = float(j.pair_weight.sum())
         return Part(t.value / W, t.var / W ** 2, t.ivar / W ** 2, t.n, t.lambdas, t.var_people / W ** 2,
                     tuple(u.scaled(1.0 / W) for u in t.unseen))
-    return ppi_mean(j.groups, j.same, j.model, j.labeled, lam=lam, pairs=j.clusters,
+    return ppi_mean(j.groups, j.same, j.model, j.labeled, lam=lam, pairs=j.clusters, folds=j.folds,
                     fallback=fallback, floor_each=j.cells is None)
 
 
@@ -672,7 +685,7 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
             parts.append((1.0, _named(p, c)))
         else:
             p = _people_only(ppi_mean(j.groups, j.y, j.f, j.labeled, lam=lam, pairs=j.clusters, fallback=fb,
-                                      floor_each=j.cells is None), j, j.y,
+                                      floor_each=j.cells is None, folds=j.folds), j, j.y,
                              1.0, False)
             parts.append((U, _named(p, c)))
         if not math.isfinite(p.value):
@@ -772,7 +785,8 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
                       bounds=(0.0, 0.0))
         dp_part = Part(0.0, 0.0, 0.0, 0, {}, 0.0)
     else:
-        dp_part = ppi_mean(groups, j.y, j.f, j.labeled, lam=lam, pairs=j.clusters, floor_each=cells is None)
+        dp_part = ppi_mean(groups, j.y, j.f, j.labeled, lam=lam, pairs=j.clusters, floor_each=cells is None,
+                           folds=j.folds)
         dp_part = Part(dp_part.value, dp_part.var, dp_part.ivar, int((j.labeled & (cls != "self")).sum()),
                        {k: v for k, v in dp_part.lambdas.items() if k != "self"}, dp_part.var_people)
         dp_part = _people_only(dp_part, j, j.y, 1.0, False)
@@ -785,7 +799,7 @@ def combined_paper(draws: pa.Table, people: dict, model: dict, tasks: frozenset 
             rate_parts[c] = ppi_mean(np.zeros(int(m.sum())) if cells is None else groups[m],
                                      np.nan_to_num(j.people[m]), j.model[m], j.labeled[m],
                                      lam=lam, pairs=None if j.clusters is None else j.clusters[m], fallback=fb,
-                                     floor_each=cells is None)
+                                     floor_each=cells is None, folds=None if j.folds is None else j.folds[m])
             if cells is not None:
                 shares[c] = _cell_shares(groups[m], np.nan_to_num(j.people[m]), j.labeled[m])
     slices = {}

@@ -127,17 +127,23 @@ def _hidden(a: np.ndarray, N: int, n: int, z: float) -> float:
     largest the hypergeometric distribution leaves at quantile ``z`` (mid-p: ``½·P(none of K seen)
     ≥ Φ(−z)``); their sum ``K`` times the mean with ``z`` standard deviations of a random subset's
     sum of ``K`` (in quadrature), never more than the ``K`` largest."""
-    from scipy.stats import hypergeom, norm
-
     left = len(a)
-    K = np.arange(0, left + 1)
-    ok = 0.5 * hypergeom.pmf(0, N, K, n) >= float(norm.sf(z))
-    top = int(K[ok].max()) if ok.any() else 0
+    top = _hidden_count(N, n, left, z)
     if not top:
         return 0.0
     s = np.sort(a)[::-1]
     spread = z * float(s.std()) * math.sqrt(top * max(1.0 - top / left, 0.0))
     return min(float(s[:top].sum()), math.sqrt((top * float(s.mean())) ** 2 + spread ** 2))
+
+
+@functools.lru_cache(maxsize=1 << 12)  # a census stratum's groups come back in every sample and estimate
+def _hidden_count(N: int, n: int, left: int, z: float) -> int:
+    """The largest ``K ≤ left`` with ``½·P(none of K seen) ≥ Φ(−z)`` (:func:`_hidden`), 0 if none."""
+    from scipy.stats import hypergeom, norm
+
+    K = np.arange(0, left + 1)
+    ok = 0.5 * hypergeom.pmf(0, N, K, n) >= float(norm.sf(z))
+    return int(K[ok].max()) if ok.any() else 0
 
 
 @dataclass(frozen=True)
@@ -278,7 +284,7 @@ def _fold(pair_id) -> int:
     return hashlib.sha256(f"abcde.fold|{pair_id}".encode()).digest()[0] & 1
 
 
-def _folds(keys) -> np.ndarray:
+def folds_of(keys) -> np.ndarray:
     """:func:`_fold` of each of ``keys`` (pair ids, or draw numbers where a draw is its own pair)."""
     return np.fromiter(map(_fold, keys), dtype=np.int8, count=len(keys))
 
@@ -296,7 +302,7 @@ def fold_lambdas(units) -> dict:
         idx = np.flatnonzero(labeled)
         if not len(idx):
             continue
-        folds = _folds(np.asarray(pairs, dtype=object)[idx] if pairs is not None else idx)
+        folds = folds_of(np.asarray(pairs, dtype=object)[idx] if pairs is not None else idx)
         yl, fl = np.asarray(y, dtype=float)[idx], np.asarray(f, dtype=float)[idx]
         for k in (0, 1):
             m = folds == k
@@ -363,16 +369,16 @@ def _group_masks(groups: np.ndarray) -> dict:
     comparison of each draw's group in all (a unit is one group, or a few cells)."""
     keys = groups.tolist()
     order = dict.fromkeys(keys)
-    if len(order) == 1:
+    if len(order) == 1:  # every draw's group is g (unless g is a NaN, which equals none)
         g = next(iter(order))
-        return {g: np.ones(len(keys), dtype=bool) if g == g else groups == g}
+        return {g: np.ones(len(keys), dtype=bool) if g == g else groups == g}  # noqa: PLR0124
     code = {g: i for i, g in enumerate(order)}
     codes = np.fromiter(map(code.__getitem__, keys), dtype=np.intp, count=len(keys))
     return {g: codes == i for g, i in code.items()}
 
 
 def ppi_mean(groups, y, f, labeled, *, lam=None, pairs=None, population: bool = False,
-             fallback: dict | None = None, floor_each: bool = True) -> Part:
+             fallback: dict | None = None, floor_each: bool = True, folds: np.ndarray | None = None) -> Part:
     """The prediction-powered mean of ``y`` over all draws, post-stratified by ``groups`` (one group:
     the plain mean).
 
@@ -388,14 +394,16 @@ def ppi_mean(groups, y, f, labeled, *, lam=None, pairs=None, population: bool = 
     unit, :func:`plan_by_answers`): only when nothing varies, neither within a cell nor between the
     cells' means, and then as one sample of the unit: a cell the model called right is often pure,
     and flooring each such cell widened the intervals far beyond what the spread over seeds shows
-    (98–99% coverage)."""
-    groups = np.asarray(groups, dtype=object)
+    (98–99% coverage). ``folds``: the draws' folds (:func:`folds_of` of ``pairs``), where the caller
+    has them already."""
+    groups = groups if isinstance(groups, np.ndarray) else np.asarray(groups, dtype=object)
     pairs = None if pairs is None else np.asarray(pairs, dtype=object)
     y, f, labeled = np.asarray(y, dtype=float), np.asarray(f, dtype=float), np.asarray(labeled, dtype=bool)
     N = len(groups)
     if N == 0:
         return Part.undefined()
-    folds = _folds(pairs if pairs is not None else range(N)) if lam is None else None
+    if lam is None and folds is None:
+        folds = folds_of(pairs if pairs is not None else range(N))
     value, var2, ivar2, var0, n_all = 0.0, 0.0, 0.0, 0.0, 0
     within, iwithin, means, lambdas = 0.0, 0.0, {}, {}
     masks = _group_masks(groups)
@@ -489,7 +497,7 @@ def ppi_census_total(w, y, f, labeled, *, lam=None, answers=None, pairs=None, fa
         return Part.undefined()
     W, F = float(w.sum()), float((w * f).sum())
     if lam is None:
-        every = _folds(pairs if pairs is not None else range(P))
+        every = folds_of(pairs if pairs is not None else range(P))
         folds = every[idx]
         lam_of = np.zeros(n)
         value = 0.0
@@ -550,19 +558,25 @@ def _unseen(w, f, labeled, same_seen, coef, ivar: float) -> Unseen:
     same[np.flatnonzero(labeled)] = same_seen
     wc = w * c
     groups = []
+    close = {g: _isclose(m, g) for g in (1.0, 0.0, MODEL_MISSING)}
     for g in (1.0, 0.0, MODEL_MISSING):
-        G = live & np.isclose(m, g)
+        G = live & close[g]
         if not G.any():
             continue
         seen = G & labeled
         groups.append((int(G.sum()), int(seen.sum()), int(round(float(same[seen].sum()))),
                        tuple(wc[G & ~labeled].tolist())))
-    rest = live & ~np.isclose(m, 1.0) & ~np.isclose(m, 0.0) & ~np.isclose(m, MODEL_MISSING)
+    rest = live & ~close[1.0] & ~close[0.0] & ~close[MODEL_MISSING]
     if rest.any():  # a model value of another kind (not from model_value): one group of its own
         seen = rest & labeled
         groups.append((int(rest.sum()), int(seen.sum()), int(round(float(same[seen].sum()))),
                        tuple(wc[rest & ~labeled].tolist())))
     return Unseen(tuple(groups), ivar)
+
+
+def _isclose(x: np.ndarray, g: float) -> np.ndarray:
+    """``np.isclose(x, g)`` for a finite number ``g``: its formula (default tolerances), without its checks."""
+    return (np.abs(x - g) <= 1e-08 + 1e-05 * abs(g)) | (x == g)
 
 
 # ---------------------------------------------------------------------------------- judgements
