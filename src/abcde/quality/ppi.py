@@ -132,8 +132,8 @@ def _hidden(a: np.ndarray, N: int, n: int, z: float) -> float:
     if not top:
         return 0.0
     s = np.sort(a)[::-1]
-    spread = z * float(s.std()) * math.sqrt(top * max(1.0 - top / left, 0.0))
-    return min(float(s[:top].sum()), math.sqrt((top * float(s.mean())) ** 2 + spread ** 2))
+    spread = z * math.sqrt(_var(s, 0)) * math.sqrt(top * max(1.0 - top / left, 0.0))  # s.std()
+    return min(float(s[:top].sum()), math.sqrt((top * _mean(s)) ** 2 + spread ** 2))
 
 
 @functools.lru_cache(maxsize=1 << 12)  # a census stratum's groups come back in every sample and estimate
