@@ -253,7 +253,10 @@ def _clusters(pairs) -> np.ndarray | None:
     every draw its own pair), for :func:`_residual_var`; one per group serves its variances."""
     if pairs is None:
         return None
-    return np.unique(np.asarray(pairs, dtype=object).astype(str), return_inverse=True)[1]
+    # as np.unique(pairs.astype(str), return_inverse=True)[1]: the ids as text, in code-point order
+    ids = [str(p) for p in (pairs.tolist() if isinstance(pairs, np.ndarray) else pairs)]
+    index = {p: i for i, p in enumerate(sorted(set(ids)))}
+    return np.fromiter(map(index.__getitem__, ids), dtype=np.intp, count=len(ids))
 
 
 def _residual_var(r: np.ndarray, pairs, clusters: np.ndarray | None = None) -> tuple[float, int]:
