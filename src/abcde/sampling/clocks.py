@@ -21,6 +21,7 @@ engine.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from typing import Iterator
@@ -110,6 +111,29 @@ def hash_uniforms_py(keys, seed: int, salt: str = "") -> list:
     return out
 
 
+#: :func:`hash_uniforms_range` hashes the keys ``0, 1, 2, …`` in blocks of this many, and remembers
+#: the last :data:`RANGE_BLOCKS` blocks asked for (a simulation draws the same seeds' partners in
+#: every world).
+RANGE_BLOCK, RANGE_BLOCKS = 512, 4096
+
+
+def hash_uniforms_range(n: int, seed: int, salt: str = "") -> np.ndarray:
+    """:func:`hash_uniforms_py` of the keys ``0, 1, …, n − 1``, the same numbers bit for bit, as an
+    array; their blocks of :data:`RANGE_BLOCK` are remembered (bounded), so the uniforms of a seed
+    asked for again (the partners of each of a simulation's worlds) are not hashed again."""
+    n = int(n)
+    blocks = [_range_block(int(seed), salt, k) for k in range(-(-n // RANGE_BLOCK))]
+    return np.concatenate(blocks)[:n] if blocks else np.zeros(0)
+
+
+@functools.lru_cache(maxsize=RANGE_BLOCKS)
+def _range_block(seed: int, salt: str, k: int) -> np.ndarray:
+    """The uniforms of the keys of block ``k`` (:func:`hash_uniforms_range`), read-only."""
+    out = np.array(hash_uniforms_py(range(k * RANGE_BLOCK, (k + 1) * RANGE_BLOCK), seed, salt), dtype=float)
+    out.flags.writeable = False
+    return out
+
+
 def with_draw_times(t: ibis.Table, *, key: str, weight: str, seed: int, salt: str = "",
                     engine: Engine | None = None) -> ibis.Table:
     """Add ``dt0 = -ln(u) / weight`` (exponential clocks) to ``t`` (``engine``: the one that will run it,
@@ -152,15 +176,56 @@ def smallest_draw_times_many(
     engine: Engine, t: ibis.Table, *, key: str, weight: str, n: int, seeds, salt: str = "", step: str = "sample"
 ) -> dict:
     """:func:`smallest_draw_times` for several seeds in one query (one compile, one scan):
-    ``{seed: the same table smallest_draw_times(..., seed=seed) returns}``."""
+    ``{seed: the same table smallest_draw_times(..., seed=seed) returns}``.
+
+    Each seed's draw times are ranked only below a cut (:func:`draw_time_cut`, from the weights'
+    count, sum and sum of squares) under which ``n + 8·√n + 16`` of them fall on average: ranking
+    every element for every seed took two thirds of the query. With ``n`` below the cut, a seed's
+    ``n`` smallest are those of all its draw times; a seed with fewer (practically never) is drawn
+    again without the cut."""
     seeds = [int(s) for s in seeds]
     if len(seeds) == 1:
         return {seeds[0]: smallest_draw_times(engine, t, key=key, weight=weight, n=n, seed=seeds[0], salt=salt,
                                               step=step)}
+    pos = t.filter(t[weight] > 0)
+    w = pos[weight]
+    sums = engine.one(pos.aggregate(count=pos.count(), total=w.sum(), squares=(w * w).sum()), step=step)
+    cut = draw_time_cut(int(sums.get("count") or 0), float(sums.get("total") or 0.0),
+                        float(sums.get("squares") or 0.0), n)
+    out = _smallest_draw_times_below(engine, pos, key=key, weight=weight, n=n, seeds=seeds, salt=salt, step=step,
+                                     cut=cut)
+    short = [s for s in seeds if out[s].num_rows < n] if cut is not None else []
+    if short:  # fewer than n below the cut (or in all): drawn again from all their draw times
+        out.update(_smallest_draw_times_below(engine, pos, key=key, weight=weight, n=n, seeds=short, salt=salt,
+                                              step=step, cut=None))
+    return out
+
+
+def draw_time_cut(count: int, total: float, squares: float, n: int) -> float | None:
+    """A draw time below which ``n + 8·√n + 16`` of ``count`` elements of weights summing to ``total``
+    (their squares to ``squares``) fall on average at least (``Σ 1 − e^(−w·T) ≥ W·T − T²·Σw²/2``),
+    so ``n`` of them nearly always do; None when that cut would keep half of them or more.
+
+    >>> round(draw_time_cut(10_000, 10_000.0, 10_000.0, 100), 4), draw_time_cut(300, 300.0, 300.0, 100)
+    (0.0198, None)
+    """
+    m = n + 8.0 * math.sqrt(n) + 16.0
+    disc = total * total - 2.0 * squares * m
+    if count <= 2 * m or not (total > 0 and squares > 0 and disc > 0):
+        return None
+    return 2.0 * m / (total + math.sqrt(disc))  # the smaller root of W·T − T²·Σw²/2 = m
+
+
+def _smallest_draw_times_below(engine: Engine, pos: ibis.Table, *, key: str, weight: str, n: int, seeds: list,
+                               salt: str, step: str, cut: float | None) -> dict:
+    """The query of :func:`smallest_draw_times_many` over the elements of positive weight ``pos``, each
+    seed's draw times ranked below ``cut`` (None: all of them): ``{seed: its n smallest}``."""
     sd = ibis.memtable(pa.table({"__abcde_seed": pa.array(seeds, pa.int64()),
                                  "__abcde_prefix": pa.array([f"{s}:{salt}" for s in seeds], pa.string())}))
-    x = t.filter(t[weight] > 0).cross_join(sd)
+    x = pos.cross_join(sd)
     x = x.mutate(dt0=-(_uniform_of(x["__abcde_prefix"] + x[key].cast("string"), engine).ln()) / x[weight])
+    if cut is not None:
+        x = x.filter(x.dt0 <= cut)
     x = x.mutate(__abcde_rank=ibis.row_number().over(group_by=x["__abcde_seed"], order_by=[x.dt0, x[key]]))
     x = x.filter(x["__abcde_rank"] < n).order_by(["__abcde_seed", "dt0", key])
     got = engine.to_arrow(x.drop("__abcde_rank"), step=step)
@@ -230,16 +295,49 @@ def replay(top: pa.Table, *, weight: str, seed: int, stream: int) -> Iterator[tu
     heap = list(zip(dt0.tolist(), range(n)))
     heapq.heapify(heap)
     block, size = [], 256
-    pop, push = heapq.heappop, heapq.heappush
-    while heap:
-        t_next, i = pop(heap)
+    # The heap never shrinks (each draw's element comes back with its next time): its first entry is
+    # the next draw, replaced in one sift by the element's next time (the same order as a pop and a
+    # push: no two entries are equal, their row indices differ).
+    replace = heapq.heapreplace
+    while True:
+        t_next, i = heap[0]
         if t_next > horizon:
             return
         if not block:
             block = rng.standard_exponential(size).tolist()[::-1]
             size = min(size * 2, 1 << 16)
-        push(heap, (t_next + block.pop() * scale[i], i))
+        replace(heap, (t_next + block.pop() * scale[i], i))
         yield t_next, i
+
+
+def replay_rows(top: pa.Table, *, weight: str, seed: int, stream: int, limit: int | None = None) -> list:
+    """The row indices of :func:`replay`'s draws, the same ones in the same order, as a list (no
+    generator: a simulation's samples replay millions of draws); with ``limit``, at most ``limit + 1``
+    of them."""
+    n = top.num_rows
+    if n == 0:
+        return []
+    dt0, w = _times_and_weights(top, weight)
+    horizon = float(dt0.max())
+    rng = np.random.default_rng([seed, stream])
+    scale = (1.0 / w).tolist()
+    heap = list(zip(dt0.tolist(), range(n)))
+    heapq.heapify(heap)
+    out: list = []
+    append, replace = out.append, heapq.heapreplace
+    stop = math.inf if limit is None else limit + 1
+    block, k, size = [], 0, 256
+    while len(out) < stop:
+        t_next, i = heap[0]
+        if t_next > horizon:
+            break
+        if k == len(block):  # the next block of standard exponentials, as replay draws them
+            block, k = rng.standard_exponential(size).tolist(), 0
+            size = min(size * 2, 1 << 16)
+        replace(heap, (t_next + block[k] * scale[i], i))
+        k += 1
+        append(i)
+    return out
 
 
 def successive_draws(top: pa.Table, *, weight: str, seed: int, unique: int | None = None, stop=None) -> WeightedSample:

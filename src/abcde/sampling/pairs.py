@@ -27,7 +27,6 @@ number of draws, not with Σ|cluster|².
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import ibis
@@ -41,7 +40,7 @@ from abcde.errors import InputError
 from abcde.sampling.allocation import STRATUM_LABEL
 from abcde.sampling.cells import agreed_cells, cell_sums
 from abcde.sampling.ids import pair_id
-from abcde.sampling.clocks import (check_seed, check_size, draw_limit, hash_uniforms_py, replay,
+from abcde.sampling.clocks import (check_seed, check_size, draw_limit, hash_uniforms_range, replay_rows,
                                    smallest_draw_times_many)
 
 CLASSES = ("split", "merge", "stable")
@@ -169,10 +168,7 @@ def draw_sequence(top: pa.Table, *, weight: str, seed: int, limit: int | None = 
     """Steps 3.1–3.2 of the appendix: all draws up to ``M`` in time order, as row
     indices into ``top`` (which holds ``dt0`` and ``weight``); with ``limit``, at most
     ``limit + 1`` of them (more than ``limit``: the sequence was cut)."""
-    draws = (i for _, i in replay(top, weight=weight, seed=seed, stream=3))
-    if limit is not None:
-        draws = itertools.islice(draws, limit + 1)
-    return np.fromiter(draws, dtype=np.int64)
+    return np.array(replay_rows(top, weight=weight, seed=seed, stream=3, limit=limit), dtype=np.int64)
 
 
 def _partner_index(diff: Diff, side: str, drawn: ibis.Table):
@@ -367,7 +363,8 @@ def fill_budgets(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seeds,
                  drop_self: bool = False, oversample: float = 2.0) -> dict:
     """:func:`fill_budget` for several seeds at once, ``{seed: (draws, judgeable, exhausted)}``,
     each exactly what ``fill_budget(..., seed=seed)`` gives; the vantage draws of all
-    seeds come from one query and their partners from one more (for simulations)."""
+    seeds come from one query and their partners from one more (for simulations; one more for
+    the seeds whose budget their first draws do not reach, :data:`PREFIX_PER_PAIR`)."""
     seeds = list(dict.fromkeys(int(s) for s in seeds))
     if n_pop == 0:  # every pair weight is 0, nothing to judge
         return {s: (empty_draws(id_type), 0, True) for s in seeds}
@@ -383,51 +380,89 @@ def fill_budgets(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seeds,
         with _progress.step(f"Drawing vantage items and classes ({n:,})"):
             tops = smallest_draw_times_many(eng, pop, key="key", weight="u", n=n, seeds=pending, salt=salt,
                                             step="vantage")
-        parts, offset, cut = [], 0, {}
-        for s in pending:
-            seq = draw_sequence(tops[s], weight="u", seed=s, limit=limit)
-            cut[s] = len(seq) > limit
-            seq = seq[:limit]
-            rows = tops[s].take(pa.array(seq, pa.int64()))
-            parts.append(pa.table({
-                "draw": pa.array(offset + np.arange(len(seq)), pa.int64()),
-                "vantage": rows.column("item_id"),
-                "class": rows.column("class"),
-                "label": rows.column("label"),
-                "base_cluster": rows.column("base_cluster"),
-                "exp_cluster": rows.column("exp_cluster"),
-                "u": pa.array(hash_uniforms_py(range(len(seq)), s, salt + "partner:"), pa.float64()),
-            }))
-            offset += len(seq)
-        draws = pa.concat_tables(parts)
-        with _progress.step(f"Drawing partners for {draws.num_rows:,} draws") as shown:
-            partners = _partners(diff, draws)
-            shown.rows = partners.num_rows
-        if partners.num_rows != draws.num_rows:  # pragma: no cover - guarded by construction
-            raise RuntimeError("partner selection lost draws")
-        order = np.argsort(partners.column("draw").to_numpy())
-        b_all = partners.column("partner").take(pa.array(order)).to_pylist()
-        still, offset = [], 0
-        for s, part in zip(pending, parts):
-            k0, offset = offset, offset + part.num_rows
-            got = select_draws(part, b_all[k0:offset], budget=budget, drop_self=drop_self,
-                          exhausted=n >= n_pop and not cut[s])
-            if got is None and cut[s]:
-                found = len({pair_id(a, b) for a, b in zip(part.column("vantage").to_pylist(), b_all[k0:offset])
-                             if a != b})
-                where = f" in the {salt[len('stratum-'):-1]} stratum" if salt.startswith("stratum-") else ""
-                raise InputError(
-                    f"Drawing pairs ∝ their weights u_ij found {found:,} distinct pairs to judge{where} in {limit:,} "
-                    f"draws, short of its budget of {budget:,}: the pairs not drawn yet carry a tiny share of the "
-                    "pair weight (the item weights span a wide range). Lower the budget, or make the weights less "
-                    "extreme.")
-            if got is None:
-                still.append(s)
-            else:
-                done[s] = got
-        pending = still
+        # The draws in time order are replayed, and given partners, a prefix at a time: the draws up to
+        # the budget-th pair are the same whatever follows them, and those up to the horizon can be a
+        # hundred times as many (weights spanning a range draw the heavy pairs again and again). A
+        # sample not filled by its prefix is replayed again with a longer one; one whose draws are all
+        # in it (the horizon, or the limit) is decided as from every draw.
+        prefix = dict.fromkeys(pending, min(PREFIX_PER_PAIR * budget + PREFIX_MIN, limit))
+        still: set = set()
+        undecided = pending
+        while undecided:
+            parts, cut, whole = _vantage_draws(tops, undecided, prefix, limit, salt)
+            b_all = _partner_lists(diff, parts)
+            longer = []
+            for s, part, b in zip(undecided, parts, b_all):
+                got = select_draws(part, b, budget=budget, drop_self=drop_self,
+                                   exhausted=whole[s] and n >= n_pop and not cut[s])
+                if got is None and not whole[s]:
+                    prefix[s] = min(PREFIX_GROWTH * prefix[s], limit)
+                    longer.append(s)
+                    continue
+                if got is None and cut[s]:
+                    found = len({pair_id(a, b) for a, b in zip(part.column("vantage").to_pylist(), b) if a != b})
+                    where = f" in the {salt[len('stratum-'):-1]} stratum" if salt.startswith("stratum-") else ""
+                    raise InputError(
+                        f"Drawing pairs ∝ their weights u_ij found {found:,} distinct pairs to judge{where} in "
+                        f"{limit:,} draws, short of its budget of {budget:,}: the pairs not drawn yet carry a tiny "
+                        "share of the pair weight (the item weights span a wide range). Lower the budget, or make "
+                        "the weights less extreme.")
+                if got is None:
+                    still.add(s)
+                else:
+                    done[s] = got
+            undecided = longer
+        pending = [s for s in pending if s in still]
         n = min(n_pop, n * 2)
     return {s: done[s] for s in seeds}
+
+
+#: :func:`fill_budgets` replays a sample's draws ``PREFIX_PER_PAIR·budget + PREFIX_MIN`` at first (the
+#: budget is reached within some 2–7 draws a pair), ``PREFIX_GROWTH`` times as many when they fall short.
+PREFIX_PER_PAIR, PREFIX_MIN, PREFIX_GROWTH = 8, 64, 4
+
+
+def _vantage_draws(tops: dict, seeds: list, prefix: dict, limit: int, salt: str) -> tuple[list, dict, dict]:
+    """Each seed's first ``prefix[seed]`` draws in time order (:func:`draw_sequence` of its ``tops``),
+    with the uniform that picks each one's partner: a table per seed (``draw`` numbered across them),
+    whether its draws went past ``limit`` (``cut``) and whether the table holds every draw up to the
+    horizon or the limit (``whole``; else more follow)."""
+    parts, offset, cut, whole = [], 0, {}, {}
+    for s in seeds:
+        seq = draw_sequence(tops[s], weight="u", seed=s, limit=prefix[s])
+        cut[s] = len(seq) > limit
+        whole[s] = len(seq) <= prefix[s] or prefix[s] >= limit
+        seq = seq[:prefix[s]]
+        rows = tops[s].take(pa.array(seq, pa.int64()))
+        parts.append(pa.table({
+            "draw": pa.array(offset + np.arange(len(seq)), pa.int64()),
+            "vantage": rows.column("item_id"),
+            "class": rows.column("class"),
+            "label": rows.column("label"),
+            "base_cluster": rows.column("base_cluster"),
+            "exp_cluster": rows.column("exp_cluster"),
+            "u": pa.array(hash_uniforms_range(len(seq), s, salt + "partner:"), pa.float64()),
+        }))
+        offset += len(seq)
+    return parts, cut, whole
+
+
+def _partner_lists(diff: Diff, parts: list) -> list:
+    """The partner of each draw of each table of ``parts`` (:func:`_vantage_draws`), in draw order: one
+    query for all of them (each draw's partner is its own, whichever others are drawn with it)."""
+    draws = pa.concat_tables(parts)
+    with _progress.step(f"Drawing partners for {draws.num_rows:,} draws") as shown:
+        partners = _partners(diff, draws)
+        shown.rows = partners.num_rows
+    if partners.num_rows != draws.num_rows:  # pragma: no cover - guarded by construction
+        raise RuntimeError("partner selection lost draws")
+    order = np.argsort(partners.column("draw").to_numpy())
+    b_all = partners.column("partner").take(pa.array(order)).to_pylist()
+    out, offset = [], 0
+    for part in parts:
+        out.append(b_all[offset:offset + part.num_rows])
+        offset += part.num_rows
+    return out
 
 
 def select_draws(draws: pa.Table, partners: list, *, budget: int, drop_self: bool, exhausted: bool):
@@ -437,10 +472,13 @@ def select_draws(draws: pa.Table, partners: list, *, budget: int, drop_self: boo
     b = partners
     keep = [k for k in range(len(a)) if not (drop_self and a[k] == b[k])]
     seen: set = set()
+    ids: list = []  # each kept draw's pair id, computed once
     stop = None
     for pos, k in enumerate(keep):
+        pid = pair_id(a[k], b[k])
+        ids.append(pid)
         if a[k] != b[k]:
-            seen.add(pair_id(a[k], b[k]))
+            seen.add(pid)
             if len(seen) >= budget:
                 stop = pos + 1
                 break
@@ -458,7 +496,7 @@ def select_draws(draws: pa.Table, partners: list, *, budget: int, drop_self: boo
         "class": pa.array([cls_all[k] for k in keep], pa.string()),
         "is_self": pa.array(is_self, pa.bool_()),
         "label": pa.array([lab_all[k] for k in keep], pa.int8()),
-        "pair_id": pa.array([pair_id(x, y) for x, y in zip(a, b)], pa.string()),
+        "pair_id": pa.array(ids, pa.string()),
         "needs_judgement": pa.array([not s for s in is_self], pa.bool_()),
     })
     return out, len(seen), exhausted
