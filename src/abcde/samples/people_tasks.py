@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections import Counter
 
 import numpy as np
 import pyarrow as pa
@@ -136,7 +137,7 @@ def tasks_in(cells: dict, plan: dict, seed: int) -> frozenset:
     """The people's tasks of a plan: in each cell (or unit) the pairs with priority ``≤ τ``, or
     those drawn (``cells.drawn``, census cells drawn ∝ pair weight)."""
     if isinstance(cells, Cells):
-        return frozenset(p for p in cells if cells.is_task(p))
+        return cells.tasks()
     t = plan["thresholds"]
     return frozenset(p for p, c in cells.items() if priority(seed, p) <= t.get(c, -1.0))
 
@@ -217,6 +218,23 @@ class Cells(dict):
         """Whether people judge the pair (one of its draws is theirs)."""
         return any(self.selected(pair_id, i) for i in range(self.counts.get(pair_id, 1)))
 
+    def tasks(self) -> frozenset:
+        """The pairs people judge: those of which :meth:`is_task` holds (written out, for a sample's
+        thousands of pairs)."""
+        out = []
+        seed, drawn, thresholds, counts = self.seed, self.drawn, self.thresholds, self.counts
+        for p, c in self.items():
+            if c in drawn:
+                if p in drawn[c]:
+                    out.append(p)
+                continue
+            tau = thresholds.get(c, -1.0)
+            for i in range(counts.get(p, 1)):
+                if draw_priority(seed, p, i) <= tau:
+                    out.append(p)
+                    break
+        return frozenset(out)
+
 
 def census_weights(draws: pa.Table, meta: dict) -> dict:
     """``{pair_id: pair weight}`` of the pairs of census strata (listed once with their weight)."""
@@ -250,10 +268,25 @@ def draws_without(want: int, times: list) -> int:
     want = min(int(want), len(m))
     miss = np.ones(len(m))
     L, e, before = 0, 0.0, 0.0
+    rest = n - m
+    size = 16
     while want > 0 and e < want - 1e-9 and L < n:
-        miss *= np.clip((n - m - L) / (n - L), 0.0, 1.0)
-        L += 1
-        before, e = e, float((1.0 - miss).sum())
+        # The next draws' chances of a miss a block at a time: the same products, in the same order,
+        # as one draw at a time (row k of the running product is ``miss`` after draw L + k).
+        ls = np.arange(L, L + size)
+        ls = ls[ls < n]
+        rows = np.clip((rest - ls[:, None]) / (n - ls)[:, None], 0.0, 1.0)
+        rows[0] *= miss
+        rows = np.cumprod(rows, axis=0)
+        # each row's sum as a sum of that row alone (numpy sums a row of a C-ordered array pairwise,
+        # as it sums the row by itself)
+        for k, got in enumerate((1.0 - rows).sum(axis=1).tolist()):
+            L += 1
+            before, e = e, got
+            if not (e < want - 1e-9 and L < n):
+                break
+        miss = rows[k]
+        size = min(2 * size, 512)
     return L - 1 if L > 1 and want - before < e - want else L
 
 
@@ -269,15 +302,11 @@ def census_draws(weights: dict, seed: int, cell: str, *, want: int = 0, at_least
     cum = np.cumsum([weights[p] for p in ids])
     total = float(cum[-1])
     n_draws = max(draws_for(want, [weights[p] / total for p in ids]) if want else 0, int(at_least))
-    times: dict = {}
-    k = 0
-    while k < n_draws:
-        h = hashlib.sha256(f"abcde.people.census|{int(seed)}|{cell}|{k}".encode()).digest()
-        u = (int.from_bytes(h[:8], "big") >> 11) / float(1 << 53)
-        i = min(int(np.searchsorted(cum, u * total, side="right")), len(ids) - 1)
-        times[ids[i]] = times.get(ids[i], 0) + 1
-        k += 1
-    return k, times
+    prefix = f"abcde.people.census|{int(seed)}|{cell}|"
+    u = np.array([(int.from_bytes(hashlib.sha256(f"{prefix}{k}".encode()).digest()[:8], "big") >> 11) / float(1 << 53)
+                  for k in range(n_draws)], dtype=float)
+    drawn = np.minimum(np.searchsorted(cum, u * total, side="right"), len(ids) - 1)  # each draw's pair
+    return n_draws, dict(Counter(ids[i] for i in drawn.tolist()))
 
 
 def people_cells(draws: pa.Table, meta: dict) -> Cells | None:
@@ -298,9 +327,14 @@ def design_cells(units: dict, plan: dict, answers: dict, seed: int, pair_weights
     split = set(plan.get("split_units") or ())
     cells = {p: cell_name(c, answers.get(p), c in split) for p, c in units.items()}
     drawn = {}
-    for cell, k in (plan.get("census_draws") or {}).items():
-        drawn[cell] = census_draws({p: pair_weights[p] for p, c in cells.items() if c == cell and p in pair_weights},
-                                   seed, cell, at_least=int(k))[1]
+    census = plan.get("census_draws") or {}
+    weighed: dict = {}  # each census cell's pairs with a pair weight, in the order of the cells
+    if census:
+        for p, c in cells.items():
+            if c in census and p in pair_weights:
+                weighed.setdefault(c, {})[p] = pair_weights[p]
+    for cell, k in census.items():
+        drawn[cell] = census_draws(weighed.get(cell, {}), seed, cell, at_least=int(k))[1]
     return Cells(cells, drawn, thresholds=plan["thresholds"], seed=seed, counts=counts)
 
 
@@ -312,6 +346,7 @@ def design_answers(meta: dict) -> dict:
     return {p: code[a] for p, a in (plan.get("answers") or {}).items() if a in code}
 
 
+@functools.lru_cache(maxsize=1 << 17)  # a plan and its estimates read each draw's priority several times
 def draw_priority(seed: int, pair_id: str, i: int) -> float:
     """The priority of the ``i``-th draw of a pair (in draw order): :func:`priority` for the first,
     so a pair drawn once has its pair's priority."""
@@ -320,10 +355,7 @@ def draw_priority(seed: int, pair_id: str, i: int) -> float:
 
 def draw_counts(draws: pa.Table) -> dict:
     """``{pair_id: times drawn}`` of a sample's draws."""
-    out: dict = {}
-    for p in (draws.column("pair_id").to_pylist() if draws.num_rows else []):
-        out[p] = out.get(p, 0) + 1
-    return out
+    return dict(Counter(draws.column("pair_id").to_pylist() if draws.num_rows else []))
 
 
 def plan_by_answers(units: dict, answers: dict, seed: int, budget: int, *, weights: dict | None = None,
@@ -373,10 +405,11 @@ def plan_by_answers(units: dict, answers: dict, seed: int, budget: int, *, weigh
     old_k = (old or {}).get("census_draws") or {}
     pw = pair_weights or {}
     old_split = set((old or {}).get("split_units") or ()) if old else None
+    dc = draw_counts or {}
     for c in names:
-        cells: dict = {}
+        cells: dict = {}  # each cell's pairs by the model's answers, in the unit's order
         for p in by_unit[c]:
-            cells.setdefault(cell_name(c, answers.get(p), True), []).append(priority(seed, p))
+            cells.setdefault(cell_name(c, answers.get(p), True), []).append(p)
         if (c in old_split) if old_split is not None else (len(cells) > 1 and unit_budget[c] >= 2 * len(cells)):
             split.append(c)
             answered = sum(len(v) for k, v in cells.items() if not k.endswith("|none"))
@@ -386,31 +419,29 @@ def plan_by_answers(units: dict, answers: dict, seed: int, budget: int, *, weigh
                   for k in cells}
             want = allocate(unit_budget[c], sc, caps={k: len(v) for k, v in cells.items()}, strata=tuple(sorted(cells)))
         else:
-            cells = {c: [x for v in cells.values() for x in v]}
+            cells = {c: by_unit[c]}
             want = {c: unit_budget[c]}
-        grouped: dict = {}  # each cell's pairs, in the unit's order (one pass over the unit, not one per cell)
-        for p in by_unit[c]:
-            grouped.setdefault(cell_name(c, answers.get(p), c in split), []).append(p)
-        for k, pr in cells.items():
-            cell_pairs[k] = len(pr)
-            members = grouped.get(k, [])
-            if members and all(p in pw for p in members) and (want[k] < len(pr) or k in old_k):
+        for k, members in cells.items():
+            cell_pairs[k] = len(members)
+            if members and all(p in pw for p in members) and (want[k] < len(members) or k in old_k):
                 n_draws, times = census_draws({p: pw[p] for p in members}, seed, k, want=want[k],
                                               at_least=int(old_k.get(k, 0)))
                 drawn[k], thresholds[k], budgets[k] = n_draws, -1.0, len(times)
                 continue
-            # a simple random sample of the cell's draws, of the size that makes its share of distinct pairs
-            times = [(draw_counts or {}).get(p, 1) for p in members]
-            dr = sorted((draw_priority(seed, p, i), p) for p, m in zip(members, times) for i in range(m))
+            # a simple random sample of the cell's draws, of the size that makes its share of distinct pairs:
+            # τ the size-th smallest of its draws' priorities
+            times = [dc.get(p, 1) for p in members]
+            pr = np.array([draw_priority(seed, p, i) for p, m in zip(members, times) for i in range(m)])
             size = draws_without(want[k], times)
-            tau = dr[size - 1][0] if size else -1.0
+            tau = float(np.partition(pr, size - 1)[size - 1]) if size else -1.0
             thresholds[k] = max(tau, float(old_t.get(k, -1.0)))
-            budgets[k] = len({p for x, p in dr if x <= thresholds[k]})
+            of = np.repeat(np.arange(len(members)), times)  # each draw's pair
+            budgets[k] = len(np.unique(of[pr <= thresholds[k]]))
     wanted = set(split)
     code = {"same": "s", "different": "d"}
     return {"asked": int(budget), "design": BY_ANSWERS, "thresholds": thresholds, "budgets": budgets,
             "pairs": cell_pairs, "tasks": sum(budgets.values()), "split_units": split, "census_draws": drawn,
-            "answers": {p: code[a] for p, a in sorted(answers.items()) if a in code and units.get(p) in wanted}}
+            "answers": dict(sorted((p, code[a]) for p, a in answers.items() if a in code and units.get(p) in wanted))}
 
 
 def check_human_budget(human_budget, budget=None) -> int | None:

@@ -11,6 +11,7 @@ app's serving order). The draws themselves: :mod:`abcde.sampling.stratified`.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -108,6 +109,8 @@ def allocate(budget: int, totals: dict, *, allocation: str = "proportional", sig
     # score / (n_c + 1/2). Built seat by seat, the budgets for N + 1 are those for N plus one,
     # so a larger budget only adds draws to each stratum: 'pairs --extend' continues the same
     # successive draws of every stratum. A stratum at its cap takes no more.
+    if len(set(live)) == len(live) and all(score[c] == score[c] for c in live):  # no NaN: the same seats, faster
+        return _seats(budget, live, score, cap, out)
     for _ in range(budget):
         open_ = [c for c in live if out[c] < cap[c]]
         if not open_:
@@ -115,6 +118,29 @@ def allocate(budget: int, totals: dict, *, allocation: str = "proportional", sig
         few = [c for c in open_ if out[c] < 2]
         c = max(few, key=lambda k: score[k]) if few else max(open_, key=lambda k: score[k] / (out[k] + 0.5))
         out[c] += 1
+    return out
+
+
+def _seats(budget: int, live: list, score: dict, cap: dict, out: dict) -> dict:
+    """:func:`allocate`'s seats, one at a time, the same as its loop gives (scores without NaN): first
+    up to two for each stratum by its score (the largest first; ties: the first in ``live``), then each
+    to the stratum with the largest ``score / (n_c + 1/2)`` (ties: the first in ``live``), from a heap
+    (the quotients that did not change are not computed again)."""
+    left = budget
+    for c in sorted(live, key=lambda k: -score[k]):  # stable: ties keep the order of live
+        take = min(2, cap[c], left)
+        out[c] += take
+        left -= take
+    heap = [(-(score[c] / (out[c] + 0.5)), k, c) for k, c in enumerate(live) if out[c] < cap[c]]
+    heapq.heapify(heap)
+    while left > 0 and heap:
+        _, k, c = heap[0]
+        out[c] += 1
+        left -= 1
+        if out[c] < cap[c]:
+            heapq.heapreplace(heap, (-(score[c] / (out[c] + 0.5)), k, c))
+        else:
+            heapq.heappop(heap)
     return out
 
 
