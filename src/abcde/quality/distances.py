@@ -104,6 +104,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -383,11 +384,13 @@ class JudgedDraws:
 def judged_draws(draws: pa.Table, by_pair: dict, facts: DistanceFacts, kind: str, mask=None, cells=None) -> JudgedDraws:
     col = 0 if kind == "split" else 1
     same, r, vantage, cell, sizes, seen = [], [], [], [], {}, {}
+    shares: dict = {}  # each vantage item's share, looked up once
     if draws.num_rows:
         rows = zip(draws.column("pair_id").to_pylist(), draws.column("item_a").to_pylist())
-        for k, (pid, a) in enumerate(rows):
-            if mask is not None and not mask[k]:
-                continue
+        if mask is not None:
+            rows = (row for row, inside in zip(rows, np.asarray(mask, dtype=bool).tolist()) if inside)
+        judgement, share_of = by_pair.get, facts.shares.get
+        for pid, a in rows:
             if cells is not None:
                 # the pair's i-th draw in draw order (a pair's draws are all of one stratum and class)
                 i = seen[pid] = seen.get(pid, -1) + 1
@@ -395,11 +398,15 @@ def judged_draws(draws: pa.Table, by_pair: dict, facts: DistanceFacts, kind: str
                 sizes[c] = sizes.get(c, 0) + 1
                 if not cells.selected(pid, i):  # not one of the people's draws, even if the pair is
                     continue
-            j = by_pair.get(pid)
+            j = judgement(pid)
             if j not in ("same", "different"):
                 continue
             same.append(1.0 if j == "same" else 0.0)
-            r.append(_share(facts, a, col))
+            x = shares.get(a)
+            if x is None:
+                got = share_of(a)
+                x = shares[a] = got[col] if got is not None else _share(facts, a, col)  # (unknown: refused)
+            r.append(x)
             vantage.append(a)
             if cells is not None:
                 cell.append(c)
@@ -527,8 +534,11 @@ def estimate_distances_stratified(sample, by_pair: dict, facts: DistanceFacts, *
                                                           cells) if kinds[k][1] else None, method=method)
                      for k, t in (("split", facts.split_distance), ("merge", facts.merge_distance))}
     slices = {}
+    drawn = [a for d in (kinds["split"][0], kinds["merge"][0]) if d.num_rows for a in d.column("item_a").to_pylist()]
     for col, values in (vantage_values or {}).items():
         rows = []
+        drawn_in = Counter(values.get(a) for a in drawn)  # the sampled draws of each slice
+        judged_of = {k: [values.get(v) for v in kinds[k][2].vantage] for k in kinds if not kinds[k][1]}
         for value, (w_i, sd, md) in sorted(facts.slices.get(col, {}).items(), key=lambda kv: -kv[1][0]):
             def inside(x, value=value):
                 return values.get(x) == value
@@ -540,11 +550,9 @@ def estimate_distances_stratified(sample, by_pair: dict, facts: DistanceFacts, *
                     parts[kind] = _parts(kind, total, None, census=(draws, by_pair, _census_weights(
                         draws, facts, kind, inside), cells), method=method)
                 else:
-                    m = np.array([inside(v) for v in judged.vantage], dtype=bool)
+                    m = np.array([v == value for v in judged_of[kind]], dtype=bool)
                     parts[kind] = _slice_parts(kind, total, judged, m, method)
-            rows.append(_slice_row(value, w_i, sd, md, parts, sum(
-                inside(a) for d in (kinds["split"][0], kinds["merge"][0]) if d.num_rows
-                for a in d.column("item_a").to_pylist())))
+            rows.append(_slice_row(value, w_i, sd, md, parts, drawn_in[value]))
         slices[col] = rows
     return _result(overall_parts["split"], overall_parts["merge"], facts, method, slices)
 
@@ -580,15 +588,17 @@ def estimate_distances_paper(draws: pa.Table, by_pair: dict, facts: DistanceFact
              for k, t in (("split", facts.split_distance), ("merge", facts.merge_distance))}
     slices = {}
     vant = draws.column("item_a").to_pylist() if draws.num_rows else []
+    vant = [v for v, c in zip(vant, cls.tolist()) if c in ("split", "merge")]  # the split and merge draws'
     for col, values in (vantage_values or {}).items():
         rows = []
+        drawn_in = Counter(values.get(v) for v in vant)  # the sampled draws of each slice
+        judged_of = {k: [values.get(v) for v in judged[k].vantage] for k in judged}
         for value, (w_i, sd, md) in sorted(facts.slices.get(col, {}).items(), key=lambda kv: -kv[1][0]):
             p = {}
             for kind, total in (("split", sd), ("merge", md)):
-                m = np.array([values.get(v) == value for v in judged[kind].vantage], dtype=bool)
+                m = np.array([v == value for v in judged_of[kind]], dtype=bool)
                 p[kind] = _slice_parts(kind, total, judged[kind], m, method)
-            drawn = sum(1 for v, c in zip(vant, cls) if c in ("split", "merge") and values.get(v) == value)
-            rows.append(_slice_row(value, w_i, sd, md, p, drawn))
+            rows.append(_slice_row(value, w_i, sd, md, p, drawn_in[value]))
         slices[col] = rows
     return _result(parts["split"], parts["merge"], facts, method, slices)
 

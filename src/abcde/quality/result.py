@@ -122,8 +122,15 @@ def quantiles_holding(x: np.ndarray, value: float, z: float) -> tuple[float, flo
     if not len(x):
         return -math.inf, math.inf
     a = NormalDist().cdf(-z)
-    lo = float(np.quantile(x, a, method="lower"))
-    hi = float(np.quantile(x, 1.0 - a, method="higher"))
+    # np.quantile(x, a, method="lower") and np.quantile(x, 1 − a, method="higher"), from one partition:
+    # the draws at numpy's indices ⌊(n − 1)·a⌋ and ⌈(n − 1)·(1 − a)⌉ of the sorted draws (NaN if any is)
+    n = len(x)
+    k_lo, k_hi = int(np.floor((n - 1) * np.float64(a))), int(np.ceil((n - 1) * np.float64(1.0 - a)))
+    part = np.partition(x, [k_lo, k_hi, n - 1])
+    if np.isnan(part[n - 1]):
+        lo = hi = math.nan
+    else:
+        lo, hi = float(part[k_lo]), float(part[k_hi])
     return min(lo, value), max(hi, value)
 
 
@@ -131,16 +138,23 @@ class DrawnInterval:
     """An interval read off draws (an :class:`Estimate`'s ``interval_of``): at quantile ``z``, the
     ``Φ(∓z)`` quantiles (:func:`quantiles_holding`) of ``draw(rng, DRAWS)`` drawn with the fixed
     :data:`SEED`, holding ``value``; each quantile's drawn once (the verdict, the tables and the JSON
-    ask again). Picklable when ``draw`` is (a ``functools.partial`` of a module's function), as a
-    result holding it is."""
+    ask again), and the draws once for every quantile (a sum's interval asks its parts' at its own
+    quantile: the same draws). Picklable when ``draw`` is (a ``functools.partial`` of a module's
+    function), as a result holding it is (without its draws: drawn again when asked)."""
 
     def __init__(self, draw, value: float):
         self.draw, self.value, self.ends = draw, value, {}
+        self.drawn = None
 
     def __call__(self, z: float) -> tuple[float, float]:
         if z not in self.ends:
-            self.ends[z] = quantiles_holding(self.draw(np.random.default_rng(SEED), DRAWS), self.value, z)
+            if getattr(self, "drawn", None) is None:
+                self.drawn = self.draw(np.random.default_rng(SEED), DRAWS)
+            self.ends[z] = quantiles_holding(self.drawn, self.value, z)
         return self.ends[z]
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "drawn": None}
 
 
 def clip(interval: tuple[float, float], bounds: tuple[float, float] | None) -> tuple[float, float]:
