@@ -724,11 +724,12 @@ def test_simulation_with_known_truth(quick_world, design):
     rng = np.random.default_rng(29 if design == "stratified" else 31)
     res = {"all": sc.new_results(wld["truth"]), "unsure": sc.new_results(wld["truth"])}
     u_all = np.array([p["u"] for p in pairs])
+    u_of = {c: np.array([p["u"] for p in by_class[c]]) for c in by_class}  # each class's u_ij, listed once
     for _ in range(1000):
         if design == "stratified":
             draws = {}
             for c, n in (("split", 150), ("merge", 150)):
-                u = np.array([p["u"] for p in by_class[c]])
+                u = u_of[c]
                 idx = rng.choice(len(u), size=n, p=u / u.sum())
                 draws[c] = _table([(by_class[c][k]["i"], by_class[c][k]["j"]) for k in idx], [c] * n)
             empty = _table([], [])

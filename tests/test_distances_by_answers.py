@@ -248,11 +248,12 @@ def test_simulation_with_known_truth(quick_world, design):
     models = MODELS if design == "stratified" else {"80% accurate": MODELS["80% accurate"]}
     res = {m: sc.new_results(truth) for m in models}
     rng = np.random.default_rng(41 if design == "stratified" else 43)
+    u_of = {c: np.array([p["u"] for p in by_class[c]]) for c in by_class}  # each class's u_ij, listed once
     for seed in range(500):
         if design == "stratified":
             draws = {}
             for c in ("split", "merge"):
-                u = np.array([p["u"] for p in by_class[c]])
+                u = u_of[c]
                 idx = rng.choice(len(u), size=150, p=u / u.sum())
                 draws[c] = _table([(by_class[c][k]["i"], by_class[c][k]["j"]) for k in idx], [c] * 150)
             empty = _table([], [])
