@@ -173,7 +173,8 @@ def smallest_draw_times(
 
 
 def smallest_draw_times_many(
-    engine: Engine, t: ibis.Table, *, key: str, weight: str, n: int, seeds, salt: str = "", step: str = "sample"
+    engine: Engine, t: ibis.Table, *, key: str, weight: str, n: int, seeds, salt: str = "", step: str = "sample",
+    population: int | None = None,
 ) -> dict:
     """:func:`smallest_draw_times` for several seeds in one query (one compile, one scan):
     ``{seed: the same table smallest_draw_times(..., seed=seed) returns}``.
@@ -182,16 +183,19 @@ def smallest_draw_times_many(
     count, sum and sum of squares) under which ``n + 8·√n + 16`` of them fall on average: ranking
     every element for every seed took two thirds of the query. With ``n`` below the cut, a seed's
     ``n`` smallest are those of all its draw times; a seed with fewer (practically never) is drawn
-    again without the cut."""
+    again without the cut. ``population``: the elements of positive weight, when the caller knows
+    them; too few for a cut, the weights are not summed (one query less)."""
     seeds = [int(s) for s in seeds]
     if len(seeds) == 1:
         return {seeds[0]: smallest_draw_times(engine, t, key=key, weight=weight, n=n, seed=seeds[0], salt=salt,
                                               step=step)}
     pos = t.filter(t[weight] > 0)
-    w = pos[weight]
-    sums = engine.one(pos.aggregate(count=pos.count(), total=w.sum(), squares=(w * w).sum()), step=step)
-    cut = draw_time_cut(int(sums.get("count") or 0), float(sums.get("total") or 0.0),
-                        float(sums.get("squares") or 0.0), n)
+    cut = None
+    if population is None or population > 2 * cut_margin(n):
+        w = pos[weight]
+        sums = engine.one(pos.aggregate(count=pos.count(), total=w.sum(), squares=(w * w).sum()), step=step)
+        cut = draw_time_cut(int(sums.get("count") or 0), float(sums.get("total") or 0.0),
+                            float(sums.get("squares") or 0.0), n)
     out = _smallest_draw_times_below(engine, pos, key=key, weight=weight, n=n, seeds=seeds, salt=salt, step=step,
                                      cut=cut)
     short = [s for s in seeds if out[s].num_rows < n] if cut is not None else []
@@ -209,11 +213,16 @@ def draw_time_cut(count: int, total: float, squares: float, n: int) -> float | N
     >>> round(draw_time_cut(10_000, 10_000.0, 10_000.0, 100), 4), draw_time_cut(300, 300.0, 300.0, 100)
     (0.0198, None)
     """
-    m = n + 8.0 * math.sqrt(n) + 16.0
+    m = cut_margin(n)
     disc = total * total - 2.0 * squares * m
     if count <= 2 * m or not (total > 0 and squares > 0 and disc > 0):
         return None
     return 2.0 * m / (total + math.sqrt(disc))  # the smaller root of W·T − T²·Σw²/2 = m
+
+
+def cut_margin(n: int) -> float:
+    """How many draw times :func:`draw_time_cut` keeps on average for ``n``: ``n + 8·√n + 16``."""
+    return n + 8.0 * math.sqrt(n) + 16.0
 
 
 def _smallest_draw_times_below(engine: Engine, pos: ibis.Table, *, key: str, weight: str, n: int, seeds: list,

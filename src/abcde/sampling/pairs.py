@@ -379,7 +379,7 @@ def fill_budgets(diff: Diff, pop: ibis.Table, n_pop: int, *, budget: int, seeds,
     while pending:
         with _progress.step(f"Drawing vantage items and classes ({n:,})"):
             tops = smallest_draw_times_many(eng, pop, key="key", weight="u", n=n, seeds=pending, salt=salt,
-                                            step="vantage")
+                                            step="vantage", population=n_pop)
         # The draws in time order are replayed, and given partners, a prefix at a time: the draws up to
         # the budget-th pair are the same whatever follows them, and those up to the horizon can be a
         # hundred times as many (weights spanning a range draw the heavy pairs again and again). A
