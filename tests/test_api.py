@@ -87,3 +87,17 @@ def test_lookup_by_id(small):
     assert row["merge_rate"] == pytest.approx(1 / 2)
     assert row["jaccard_distance"] == pytest.approx(3 / 4)
     assert r.lookup([42]) == []
+
+
+def test_every_public_name_is_what_it_says_even_after_its_subpackages_are_imported():
+    """A lazily exported name equal to a subpackage's name (``abcde.quality``) is replaced by the
+    subpackage as soon as anything imports from it: the name must then still be the function."""
+    import importlib
+    import pkgutil
+
+    subpackages = {m.name for m in pkgutil.iter_modules(abcde.__path__)}
+    assert not subpackages & set(abcde.__all__), "public names that a subpackage import would shadow"
+    for name in subpackages:
+        importlib.import_module(f"abcde.{name}")
+    for name in abcde.__all__:
+        assert not isinstance(getattr(abcde, name), type(abcde)), f"abcde.{name} is a module"

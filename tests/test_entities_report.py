@@ -94,7 +94,7 @@ def test_report_with_an_entity_sample_beside_the_evaluation(tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
-def test_abcde_quality_reads_either_kind_of_sample(tmp_path):
+def test_abcde_estimate_reads_either_kind_of_sample(tmp_path):
     import abcde
     from abcde.completion import oracle_entities, write_entity_sample
     from abcde.errors import InputError
@@ -103,11 +103,11 @@ def test_abcde_quality_reads_either_kind_of_sample(tmp_path):
     s = write_entity_sample(P["base"], P["exp"], tmp_path / "ents", items=P["items"], budget=20, seed=1,
                             hide=["entity_id"])
     oracle_entities(s, "entity_id")
-    q = abcde.quality(s.path)
+    q = abcde.estimate(s.path)
     assert type(q).__name__ == "EntityQuality" and q.judged == s.anchors.num_rows
     with pytest.raises(InputError, match="is an entity sample"):
-        abcde.quality(s.path, ["x.csv"])
+        abcde.estimate(s.path, ["x.csv"])
     _cli("pairs", "--base", P["base"], "--exp", P["exp"], "--items", P["items"], "--budget", 40, "--seed", 1, "--out",
          tmp_path / "pairs")
     _cli("judge", "oracle", tmp_path / "pairs", "--oracle-column", "entity_id")
-    assert type(abcde.quality(tmp_path / "pairs")).__name__ == "QualityResult"
+    assert type(abcde.estimate(tmp_path / "pairs")).__name__ == "QualityResult"

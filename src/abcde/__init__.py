@@ -44,7 +44,7 @@ _EXPORTS = {
     "draw_pair_sample": "abcde.quality.draw",
     "entities": "abcde.completion.sample",
     "estimate_entities": "abcde.completion.estimate",
-    "quality": "abcde.workflow.quality",
+    "estimate": "abcde.workflow.estimate",
     "draw_precision_sample": "abcde.quality.draw",
     "extend_pair_sample": "abcde.quality.draw",
     "estimate_quality": "abcde.quality.estimate",
@@ -70,7 +70,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
     from abcde.metrics.weights import WeightsResult, derive_weights
     from abcde.completion.estimate import estimate_entities
     from abcde.completion.sample import entities
-    from abcde.workflow.quality import quality
+    from abcde.workflow.estimate import estimate
     from abcde.quality.draw import draw_pair_sample, draw_precision_sample, extend_pair_sample
     from abcde.quality.estimate import estimate_quality
     from abcde.quality.oracle import oracle_judge

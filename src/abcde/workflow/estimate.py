@@ -1,4 +1,4 @@
-"""``abcde.quality(DIR)``: the estimates of a judged sample directory, whichever kind it is, as
+"""``abcde.estimate(DIR)``: the estimates of a judged sample directory, whichever kind it is, as
 ``abcde quality DIR`` prints them: an entity sample (``abcde entities``) gives
 :func:`abcde.estimate_entities`' pointwise ΔRecall, IQ and ΔPrecision; a pair sample (``abcde pairs``,
 ``DIR/quality`` of ``abcde evaluate``) :func:`abcde.estimate_quality`'s ΔPrecision, rates and recall
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 
-def quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (), source: str | None = None):
+def estimate(sample_dir, judgements=None, *, slice_by: Sequence[str] = (), source: str | None = None):
     """The estimates of the judged sample in ``sample_dir``: an
     :class:`~abcde.completion.EntityQuality` for an entity sample, else a
     :class:`~abcde.QualityResult` (``judgements``: judgement files of a pair sample; an entity sample
@@ -29,4 +29,4 @@ def quality(sample_dir, judgements=None, *, slice_by: Sequence[str] = (), source
     return estimate_quality(sample_dir, judgements, slice_by=slice_by, source=source)
 
 
-__all__ = ["quality"]
+__all__ = ["estimate"]
