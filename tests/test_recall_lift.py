@@ -395,7 +395,7 @@ def test_simulation_with_a_known_truth(kind, weighted):
         ids = [r["item_id"] for r in d.engine.rows(affected_items(d).select("item_id"))]
         facts = recall_facts(d, ids, total_weight=o["total_weight"])
         samples = sample_stratified_many(d, budget=300, seeds=range(PER_WORLD), total_weight=o["total_weight"],
-                                         batch=100)
+                                         batch=PER_WORLD)  # one batch: the same samples, fewer queries
         rows = {name: [] for name in designs}
         for seed, ss in enumerate(samples):
             true = _judge(ss, t)
@@ -431,7 +431,7 @@ def _model_people_lifts(world_seed: int, samples: int, kind: str = "splits"):
     facts = recall_facts(d, ids, total_weight=o["total_weight"])
     out = []
     for seed, ss in enumerate(sample_stratified_many(d, budget=300, seeds=range(samples),
-                                                     total_weight=o["total_weight"], batch=100)):
+                                                     total_weight=o["total_weight"], batch=samples)):
         assert "split" in ss.census
         true = _judge(ss, t)
         tasks, cells = _tasks_by_answers(ss, seed, 150, _model(true, accuracy=0.8))
