@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from abcde.errors import InputError
-from abcde.ids.tagging import CURRENT, HISTORY, SIDE_COLUMN, SIDES, SOURCE_COLUMN, TaggedClusterings
+from abcde.ids.tagging import TaggedClusterings
 
 #: Weights within this fraction of each other are equal for a lineage class (an id whose items moved
 #: out weigh as much as those that came in is split, however the engine's sums rounded: the same
@@ -93,10 +93,18 @@ class IdTable:
 def id_table(t: TaggedClusterings) -> IdTable:
     """The exact id table of the tagged clusterings ``t`` (:func:`~abcde.ids.tag_clusterings`)."""
     eng = t.engine
-    items = t.items
-    hist_rows = t.base.filter(t.base.item_id.startswith(HISTORY))
-    hist = hist_rows.select(src=hist_rows.item_id.substr(len(HISTORY)), hid=hist_rows.cluster_id)
-    weights = items.filter(items[SIDE_COLUMN] == SIDES[CURRENT]).select(src=items[SOURCE_COLUMN], w=items.weight)
+    src = t.sources
+    # The untagged inputs, on the items' own ids (a tag added to every id and stripped again, and joins
+    # on the tagged text, cost more than the rest of the table). Ids of two types meet as text, as the
+    # tags compare them.
+    same = src["history"].item_id.type() == src["weights"].item_id.type() and all(
+        c.item_id.type() == src["weights"].item_id.type() for c in src["current"].values())
+
+    def own(ids: ibis.Value) -> ibis.Value:
+        return ids if same else ids.cast("string")
+
+    hist = src["history"].select(src=own(src["history"].item_id), hid=src["history"].cluster.cast("string"))
+    weights = src["weights"].select(src=own(src["weights"].item_id), w=src["weights"].w)
     # Every id's numbers come from one aggregation over the rows each input adds to them (each row
     # gives its id a weight, or a flag, or an owner; the other columns are 0 or null): one pass, where
     # a join per number made Spark run 48 jobs for the bundled example.
@@ -111,13 +119,13 @@ def id_table(t: TaggedClusterings) -> IdTable:
     parts = [rows(hist, hist.hid, published=ibis.literal(1)),
              rows(h, h.hid, hist_items=ibis.literal(1), hist_weight=h.w)]
     for s in SCHEMES:
-        side = getattr(t, s)
-        cur_rows = side.filter(side.item_id.startswith(CURRENT))
-        cur = cur_rows.select(src=cur_rows.item_id.substr(len(CURRENT)), kid=cur_rows.cluster_id).join(weights, "src")
+        m = t.assignments[s]
+        c = src["current"][s]
+        given = c.join(m, c.cluster == m.cluster_)
+        cur = given.select(src=own(given.item_id), kid=given.id_).join(weights, "src")
         cur = cur.left_join(hist, "src").drop("src_right")  # hid: the id the item was published with, or null
         came = cur.hid.notnull() & (cur.hid != cur.kid)  # published under another id than its cluster's now
         mine = cur.filter(cur.hid.notnull())
-        m = t.assignments[s]
         parts += [rows(cur, cur.kid, **{f"owner_weight_{s}": cur.w, f"incoming_{s}": came.ifelse(cur.w, 0.0)}),
                   rows(mine, mine.hid, **{f"kept_{s}": (mine.hid == mine.kid).ifelse(mine.w, 0.0),
                                           f"moved_{s}": (mine.hid != mine.kid).ifelse(mine.w, 0.0)}),

@@ -39,6 +39,10 @@ class TaggedClusterings:
     assignments
         Each scheme's map, ``{"base": …, "exp": …}``: ``cluster_`` (a current cluster) and ``id_`` (its
         id, as text).
+    sources
+        The untagged inputs the tagged tables are made of, on their own item ids (which the id table
+        reads, with no tag to add or strip): ``history`` and ``current`` (``{"base": …, "exp": …}``),
+        ``item_id`` and ``cluster``; ``weights``: every current item's ``item_id`` and weight ``w``.
     """
 
     base: ibis.Table
@@ -47,6 +51,7 @@ class TaggedClusterings:
     engine: Engine
     hist_scale: float = 1.0
     assignments: dict | None = None
+    sources: dict | None = None
 
     def to_arrow(self) -> dict[str, pa.Table]:
         """``{"base", "exp", "items"}`` as Arrow tables (ordered by item id)."""
@@ -104,11 +109,12 @@ def tag_clusterings(history, current, base_ids, exp_ids, *, current_exp=None, it
     h = hist.select(item_id=_tag(HISTORY, hist.item_id), cluster_id=hist.cluster.cast("string"))
     base = ibis.union(h, _assigned(cur_b, map_b))
     exp = ibis.union(h, _assigned(cur_e, map_e))
-    tagged_items = _items(eng, items, item_id, weight, float(hist_scale), hist,
-                          cur_b if current_exp is None else ibis.union(cur_b.select("item_id"),
-                                                                       cur_e.select("item_id")).distinct())
+    tagged_items, weights = _items(eng, items, item_id, weight, float(hist_scale), hist,
+                                   cur_b if current_exp is None else ibis.union(cur_b.select("item_id"),
+                                                                                cur_e.select("item_id")).distinct())
     return TaggedClusterings(base=base, exp=exp, items=tagged_items, engine=eng, hist_scale=float(hist_scale),
-                             assignments={"base": map_b, "exp": map_e})
+                             assignments={"base": map_b, "exp": map_e},
+                             sources={"history": hist, "current": {"base": cur_b, "exp": cur_e}, "weights": weights})
 
 
 def _clustering(eng: Engine, source, role: str, cols: dict) -> ibis.Table:
@@ -188,21 +194,22 @@ def _check_id_types(hist: ibis.Table, m: ibis.Table, hist_label: str, map_label:
 
 
 def _items(eng: Engine, items, item_id: str, weight: str | None, scale: float, hist: ibis.Table,
-           cur: ibis.Table) -> ibis.Table:
+           cur: ibis.Table) -> tuple[ibis.Table, ibis.Table]:
     """Both copies' rows of the items table: weight (the historical copies' times ``scale``), side,
-    own id and attributes."""
+    own id and attributes; and the current items' own ids and weights (``item_id``, ``w``)."""
     if items is None:
         parts = [(HISTORY, hist.select("item_id"), scale), (CURRENT, cur.select("item_id"), 1.0)]
-        return ibis.union(*[t.select(item_id=_tag(tag, t.item_id), weight=ibis.literal(w, type="float64"),
-                                     **{SIDE_COLUMN: ibis.literal(SIDES[tag]),
-                                        SOURCE_COLUMN: t.item_id.cast("string")}) for tag, t, w in parts])
+        return (ibis.union(*[t.select(item_id=_tag(tag, t.item_id), weight=ibis.literal(w, type="float64"),
+                                      **{SIDE_COLUMN: ibis.literal(SIDES[tag]),
+                                         SOURCE_COLUMN: t.item_id.cast("string")}) for tag, t, w in parts]),
+                cur.select("item_id", w=ibis.literal(1.0, type="float64")))
     loaded, attributes = load_items(eng, items, item_id=item_id, weight=weight)
     clash = [c for c in attributes if c in (SIDE_COLUMN, SOURCE_COLUMN)]
     if clash:
         raise InputError(f"The {loaded.label} has a column {clash[0]!r}, which abcde ids adds to every item (which "
                          "copy it is, and its own id): rename it.")
     it = loaded.table
-    out = []
+    out, weights = [], None
     for tag, t, w, role in ((HISTORY, hist, scale, "history"), (CURRENT, cur, 1.0, "current")):
         lacking = eng.rows(t.select("item_id").anti_join(it, "item_id").limit(3), step="validate items")
         if lacking:
@@ -210,7 +217,9 @@ def _items(eng: Engine, items, item_id: str, weight: str | None, scale: float, h
                              f"{examples_text(r['item_id'] for r in lacking)}): every item needs its row there "
                              "(its weight and attributes), the historical ones too.")
         j = t.select("item_id").join(it, "item_id")
+        if tag == CURRENT:
+            weights = j.select("item_id", w=j.weight.cast("float64"))
         out.append(j.select(item_id=_tag(tag, j.item_id), weight=j.weight * w,
                             **{SIDE_COLUMN: ibis.literal(SIDES[tag]), SOURCE_COLUMN: j.item_id.cast("string")},
                             **{c: j[c] for c in attributes}))
-    return ibis.union(*out)
+    return ibis.union(*out), weights

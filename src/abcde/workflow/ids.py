@@ -77,8 +77,7 @@ def evaluate_ids(history, current, base_ids, exp_ids, out_dir: str | os.PathLike
     tagged = tag_clusterings(history, current, base_ids, exp_ids, current_exp=current_exp, items=items,
                              hist_scale=hist_scale, item_id=item_id, cluster_id=cluster_id, id_column=id_column,
                              weight=weight, engine=eng)
-    # Computed once: the id table and the three files read them (each would recompute the tagging joins).
-    tagged = replace(tagged, **{k: eng.materialize(getattr(tagged, k), f"tagged_{k}") for k in ("base", "exp", "items")})
+    # Each tagged table is read once, by its file's write: the id table reads the untagged inputs.
     table = id_table(tagged)
     made = [p for p in (out, out / INPUTS) if not p.exists()]
     for p in made:
