@@ -299,7 +299,7 @@ def test_pointwise_matches_reference_and_impact(data, d):
 
     # Paper: with truth = Base and clustering = Exp,
     # 1 - Precision == MergeRate and 1 - Recall == SplitRate (overall and per item).
-    imp = abcde.impact(clustering_df(truth), clustering_df(clustering), items=items)
+    imp = abcde.impact(clustering_df(truth), clustering_df(clustering), items=items, top=0)
     assert 1 - res.precision == close(imp.merge_rate)
     assert 1 - res.recall == close(imp.split_rate)
     pi = by_key(pw_items, "item_id")
@@ -357,7 +357,7 @@ def test_relabel_shuffle_and_scale_change_nothing(data, d):
     order = d.draw(st.permutations(list(base)), label="row order")
     c = d.draw(st.floats(min_value=1e-3, max_value=1e3), label="scale")
     w2 = {i: v * c for i, v in w.items()}
-    res = run_impact(base2, exp2, w2, order=order)
+    res = run_impact(base2, exp2, w2, order=order, top=0)  # no top clusters checked: none listed
 
     o = ref.overall(base, exp, w)
     assert res.items == o["items"]
@@ -387,8 +387,9 @@ def test_swap_symmetry_and_triangle_inequality(data, d):
     (overall, per item, per cluster) and keeps JaccardDistance; JaccardDistance(T) satisfies the
     triangle inequality JD(A,C) <= JD(A,B) + JD(B,C) (one test to share runs)."""
     base, exp, w = data
-    ab = run_impact(base, exp, w)
-    ba = run_impact(exp, base, w)
+    # top=0: no cluster is listed (the top clusters are checked in test_impact_matches_reference)
+    ab = run_impact(base, exp, w, top=0)
+    ba = run_impact(exp, base, w, top=0)
     assert ba.split_rate == close(ab.merge_rate)
     assert ba.merge_rate == close(ab.split_rate)
     assert ba.jaccard_distance == close(ab.jaccard_distance)
@@ -417,8 +418,8 @@ def test_swap_symmetry_and_triangle_inequality(data, d):
     a, b = base, exp
     c = d.draw(third_clustering(list(a), like=d.draw(st.sampled_from([a, b]))), label="c")
     jd_ab = ab.jaccard_distance
-    jd_bc = run_impact(b, c, w).jaccard_distance
-    jd_ac = run_impact(a, c, w).jaccard_distance
+    jd_bc = run_impact(b, c, w, top=0).jaccard_distance
+    jd_ac = run_impact(a, c, w, top=0).jaccard_distance
     assert jd_ac <= jd_ab + jd_bc + 1e-9, (jd_ab, jd_bc, jd_ac)
 
 
@@ -436,7 +437,7 @@ def test_restriction_to_common_items(data, d):
         items = None
         ids = None
         weights = None
-    res = abcde.impact(clustering_df(base), clustering_df(exp), items=items)
+    res = abcde.impact(clustering_df(base), clustering_df(exp), items=items, top=0)  # no top checked
 
     b, e, info = ref.restrict(base, exp, weights, items=ids)
     wt = weights if weights is not None else dict.fromkeys(b, 1.0)
