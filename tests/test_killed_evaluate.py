@@ -12,6 +12,9 @@ killed with SIGKILL at moments spread over fractions of a measured whole run (so
 depend on the machine's speed). After each, the directory is checked by content: every entry is of
 one run (the inputs, fingerprints and numbers of impact.json, the exploration sample, the pair
 sample, report.md and evaluate.json agree), and no judgement is lost.
+
+Every run is a process of its own, forked from a server that has imported abcde once
+(:class:`test_crash_safety.Forks`): a second of imports per run otherwise.
 """
 
 from __future__ import annotations
@@ -22,12 +25,11 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
+from test_crash_safety import CLI_SETUP, Forks
 
 from abcde.examples import example_paths
 from abcde.quality import PairSampleDir
@@ -47,8 +49,19 @@ def argv(out: Path, variant: str, *extra) -> list[str]:
             "-q", *extra]
 
 
-def run(args, **kw) -> subprocess.CompletedProcess:
-    r = subprocess.run([sys.executable, "-m", "abcde", *args], capture_output=True, text=True, timeout=300, **kw)
+@pytest.fixture(scope="module")
+def cli():
+    """``abcde ARGS`` as processes forked from one that has imported abcde (a second of imports per
+    run otherwise): :class:`test_crash_safety.Forks`."""
+    from test_crash_safety import CLI_BODY
+
+    f = Forks(CLI_SETUP, CLI_BODY)
+    yield f
+    f.close()
+
+
+def run(cli: Forks, args) -> subprocess.CompletedProcess:
+    r = cli.run(argv=[str(a) for a in args])
     assert r.returncode == 0, r.stderr
     return r
 
@@ -111,13 +124,13 @@ def leftovers(d: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def refs(tmp_path_factory) -> dict:
+def refs(tmp_path_factory, cli) -> dict:
     """The two runs' outputs, whole, and the time of one whole run on this machine as it is loaded now."""
     base = tmp_path_factory.mktemp("refs")
     out = {}
     for variant in ("A", "B"):
         t0 = time.monotonic()
-        run(argv(base / variant, variant))
+        run(cli, argv(base / variant, variant))
         out[variant] = (content(base / variant), time.monotonic() - t0)
     return out
 
@@ -128,26 +141,26 @@ def tree(d: Path) -> dict:
     return {str(p.relative_to(d)): (p.read_bytes() if p.is_file() else "dir") for p in sorted(d.rglob("*"))}
 
 
-def test_a_refusal_at_the_pair_stage_leaves_everything_as_it_was(tmp_path, refs):
+def test_a_refusal_at_the_pair_stage_leaves_everything_as_it_was(tmp_path, refs, cli):
     d = tmp_path / "ev"
-    run(argv(d, "A"))
+    run(cli, argv(d, "A"))
     kept = judge_some(d)
     before = tree(d)
     # another sample over the judged one: refused at the pair stage, after the impact tables and the
     # exploration sample were built (aside): impact/, explore/, the report, the record, the judgements
     # are all as they were, and nothing is left beside the directory
-    r = subprocess.run([sys.executable, "-m", "abcde", *argv(d, "B")], capture_output=True, text=True, timeout=300)
+    r = cli.run(argv=argv(d, "B"))
     assert r.returncode == 1 and "already holds pair sample" in r.stderr, r.stderr
     assert tree(d) == before
     assert leftovers(d) == []
     assert which(d, {k: v[0] for k, v in refs.items()}) == "A"
     # the same run again keeps the judgements in place
-    run(argv(d, "A"))
+    run(cli, argv(d, "A"))
     assert which(d, {k: v[0] for k, v in refs.items()}) == "A"
     assert {(j.pair_id, j.judgement, j.rater) for j in JudgementStore(d / "quality").live()} == kept
     assert not (d / "quality" / "replaced").exists()
     # --force: the new run, whole; the judged sample moved aside with its judgements, where they still work
-    run(argv(d, "B", "--force"))
+    run(cli, argv(d, "B", "--force"))
     assert which(d, {k: v[0] for k, v in refs.items()}) == "B"
     moved = json.loads((d / "quality" / "metadata.json").read_text())["replaced"]["moved_to"]
     assert Path(moved).parent == d / "quality" / "replaced"
@@ -157,58 +170,66 @@ def test_a_refusal_at_the_pair_stage_leaves_everything_as_it_was(tmp_path, refs)
 
 # -- a crash before each step of the swap ------------------------------------------------------------
 
-# Runs abcde evaluate in a child whose file-system steps are counted from the moment the swap starts
-# (the earlier judgements are linked into the new directory, the directories exchanged, the old one
-# removed); dies (os._exit, no clean-up) just before step CRASH_AT. CRASH_AT=0 counts the steps,
-# prints their names and finishes.
-CHILD = textwrap.dedent("""
-    import json, os, shutil, sys
-    import abcde.util.files as files  # the one directory swap (swap_dir_in) exchanges through it
-    import abcde.samples.sample_dir as sd
-    from abcde.cli import main
+# A server of children that run abcde evaluate with their file-system steps counted from the moment
+# the swap starts (the earlier judgements are linked into the new directory, the directories
+# exchanged, the old one removed); each dies (os._exit, no clean-up) just before step
+# req["crash_at"]. crash_at=0 counts the steps, prints their names and finishes.
+STEP_SETUP = CLI_SETUP + """
+import shutil
+import abcde.util.files as files  # the one directory swap (swap_dir_in) exchanges through it
+import abcde.samples.sample_dir as sd
+from abcde.cli import main
 
-    crash_at, args = int(sys.argv[1]), sys.argv[2:]
-    steps, counting = [], False
+crash_at, steps, counting = 0, [], False
 
-    def counted(fn, name):
-        def step(*a, **k):
-            if counting:
-                steps.append(name)
-                if len(steps) == crash_at:
-                    os._exit(9)
-            return fn(*a, **k)
-        return step
+def counted(fn, name):
+    def step(*a, **k):
+        if counting:
+            steps.append(name)
+            if len(steps) == crash_at:
+                os._exit(9)
+        return fn(*a, **k)
+    return step
 
-    os.link, os.mkdir = counted(os.link, "link"), counted(os.mkdir, "mkdir")
-    os.rename, os.replace = counted(os.rename, "rename"), counted(os.replace, "replace")
-    shutil.rmtree, files.exchange_dirs = counted(shutil.rmtree, "rmtree"), counted(files.exchange_dirs, "exchange")
-    original = sd.StagedSample.kept_linked
+os.link, os.mkdir = counted(os.link, "link"), counted(os.mkdir, "mkdir")
+os.rename, os.replace = counted(os.rename, "rename"), counted(os.replace, "replace")
+shutil.rmtree, files.exchange_dirs = counted(shutil.rmtree, "rmtree"), counted(files.exchange_dirs, "exchange")
+original = sd.StagedSample.kept_linked
 
-    def kept_linked(self):
-        global counting
-        counting = True
-        return original(self)
+def kept_linked(self):
+    global counting
+    counting = True
+    return original(self)
 
-    sd.StagedSample.kept_linked = kept_linked
-    main(args, standalone_mode=False)
-    print(json.dumps({"steps": steps}))
-""")
+sd.StagedSample.kept_linked = kept_linked
+"""
+STEP_BODY = """
+crash_at = req["crash_at"]
+main(req["argv"], standalone_mode=False)
+print(json.dumps({"steps": steps}))
+"""
 
 
-def child(crash_at: int, args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", CHILD, str(crash_at), *args], capture_output=True, text=True,
-                          timeout=300)
+@pytest.fixture(scope="module")
+def steps_server():
+    f = Forks(STEP_SETUP, STEP_BODY)
+    yield f
+    f.close()
+
+
+def child(server: Forks, crash_at: int, args: list[str]) -> subprocess.CompletedProcess:
+    return server.run(crash_at=crash_at, argv=args)
 
 
 @pytest.mark.parametrize("variant", ["A", "B"], ids=["the same run again", "another sample, --force"])
-def test_a_crash_before_any_step_of_the_swap_leaves_one_whole_run(tmp_path, refs, variant):
+def test_a_crash_before_any_step_of_the_swap_leaves_one_whole_run(tmp_path, refs, cli, steps_server, variant):
     ref = {k: v[0] for k, v in refs.items()}
     d = tmp_path / "ev"
-    run(argv(d, "A"))
+    run(cli, argv(d, "A"))
     kept = judge_some(d)
     dry = tmp_path / "dry"
     shutil.copytree(d, dry)
-    r = child(0, argv(dry, variant, "--force"))
+    r = child(steps_server, 0, argv(dry, variant, "--force"))
     assert r.returncode == 0, r.stderr
     steps = json.loads(r.stdout.splitlines()[-1])["steps"]
     swap = steps.index("exchange")
@@ -220,13 +241,13 @@ def test_a_crash_before_any_step_of_the_swap_leaves_one_whole_run(tmp_path, refs
                       | {swap + 1, swap + 2})
     seen = set()
     for k in crash_at:
-        r = child(k, argv(d, variant, "--force"))
+        r = child(steps_server, k, argv(d, variant, "--force"))
         assert r.returncode == 9, (k, r.stderr)
         seen.add(which(d, ref))
         assert kept <= judgements_everywhere(d), k
         assert (which(d, ref) == variant) == (k > swap + 1) or variant == "A", (k, steps)
     assert "A" in seen and seen <= {"A", variant}
-    r = child(0, argv(d, variant, "--force"))  # the next run completes and removes what the crashes left
+    r = child(steps_server, 0, argv(d, variant, "--force"))  # the next run completes and removes what the crashes left
     assert r.returncode == 0, r.stderr
     assert which(d, ref) == variant and kept <= judgements_everywhere(d)
     assert leftovers(d) == []
@@ -234,7 +255,7 @@ def test_a_crash_before_any_step_of_the_swap_leaves_one_whole_run(tmp_path, refs
 
 # -- SIGKILL at many moments -------------------------------------------------------------------------
 
-def test_sigkill_at_many_moments_leaves_one_whole_run(tmp_path, refs):
+def test_sigkill_at_many_moments_leaves_one_whole_run(tmp_path, refs, cli):
     """12 runs of 'abcde evaluate --force', alternating two runs' inputs, each killed with SIGKILL at a
     moment spread over 0.1-1.4x one whole run measured here: the directory always holds one run's
     output, whole (or nothing yet), every judgement is in it or aside with its sample, and the next
@@ -246,18 +267,17 @@ def test_sigkill_at_many_moments_leaves_one_whole_run(tmp_path, refs):
     codes, states, kept = [], [], set()
     for k in range(12):
         variant = "AB"[k % 2]
-        proc = subprocess.Popen([sys.executable, "-m", "abcde", *argv(d, variant, "--force")],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pid = cli.start(argv=argv(d, variant, "--force"))
         time.sleep(rng.uniform(0.1, 1.4) * full)
-        proc.send_signal(signal.SIGKILL)
-        codes.append(proc.wait())
+        os.kill(pid, signal.SIGKILL)  # ended or not: not yet waited for, so that pid is still this run's
+        codes.append(cli.wait())
         states.append(which(d, ref))
         if states[-1] is not None and not kept:
             kept = judge_some(d)  # the first whole run's sample gets judgements, which must never be lost
         assert kept <= judgements_everywhere(d), k
     assert any(c == -signal.SIGKILL for c in codes), codes
     assert set(states) - {None}, states  # some runs finished (the moments reach past a whole run)
-    r = run(argv(d, "A", "--force"))
+    r = run(cli, argv(d, "A", "--force"))
     assert r.returncode == 0
     assert which(d, ref) == "A" and kept <= judgements_everywhere(d)
     assert leftovers(d) == []
