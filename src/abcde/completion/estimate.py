@@ -84,13 +84,17 @@ def read_answers(rows, sample: EntitySample, where: str = "the answers") -> tupl
         if not g.rows:  # the owner's answer alone: it settles nothing, and counts nowhere
             continue
         aa = got.setdefault(a, AnchorAnswers())
-        settled += g.settled
+        if len(g.rows) == 1 and g.owner is None:  # one answer, no owner's: it counts as given (Answered's rule)
+            answer, n_settled, n_conflicts = g.rows[0].get("answer"), 0, 0
+        else:
+            answer, n_settled, n_conflicts = g.answer, g.settled, g.conflicts
+        settled += n_settled
         if i is None:
-            aa.searched = g.answer == "searched"
+            aa.searched = answer == "searched"
             continue
         told += 1
-        conflicts += g.conflicts
-        getattr(aa, g.answer).add(i)
+        conflicts += n_conflicts
+        getattr(aa, answer).add(i)
     return got, {"answers": told, "conflicts": conflicts, "settled": settled}
 
 
@@ -99,13 +103,10 @@ def _ratio_bounds(n0: float, d0: float, classes: list, open_outside: bool) -> tu
     """Least and most of ``(n0 + Σ n)/(d0 + Σ w)`` over the unknown members' classes ``(n, w)`` each
     wholly in or out (exact: per class ``n/w`` is one number), and with an unknown outside weight
     (``open_outside``) the limit 0 too."""
-    vals = []
-    for mask in range(1 << len(classes)):
-        n, d = n0, d0
-        for b, (cn, cw) in enumerate(classes):
-            if mask >> b & 1:
-                n, d = n + cn, d + cw
-        vals.append(n / d)
+    sums = [(n0, d0)]  # (n, d) of each mask in order, its classes added in increasing bit order
+    for cn, cw in classes:
+        sums += [(n + cn, d + cw) for n, d in sums]
+    vals = [n / d for n, d in sums]
     if open_outside:
         vals.append(0.0)
     return min(vals), max(vals)
@@ -179,17 +180,24 @@ def _one_anchor(a, members: dict, ans: AnchorAnswers, f: dict, weights_outside: 
     return {"delta_recall": dr, "iq": jd, "delta_precision": dp}
 
 
-def anchor_values(sample: EntitySample, answers: dict, weights_outside: dict) -> dict:
+def anchor_values(sample: EntitySample, answers: dict, weights_outside: dict, *, members: dict | None = None,
+                  facts: dict | None = None) -> dict:
     """``{anchor: {metric: (low, high)}}`` of ``ΔRecall(i)``, ``JD_B(i) − JD_E(i)`` and ``ΔPrecision(i)``
     for every anchor with at least one answer; ``weights_outside``: the weights of items added from
     outside ``U(i)``. Of a subsampled ``U(i)``, each class's shown members stand for the class by
     weight (:func:`_members_of`: a ratio estimator, nearly unbiased when the members shown are many)."""
-    mem = _members_of(sample)
-    facts = {r["item_id"]: r for r in sample.anchors.to_pylist()}
+    mem = _members_of(sample) if members is None else members
+    facts = _anchor_facts(sample) if facts is None else facts
     return {a: _one_anchor(a, mem.get(a, {}), ans, facts[a], weights_outside) for a, ans in answers.items()}
 
 
-def subsample_terms(sample: EntitySample, answers: dict, weights_outside: dict) -> tuple[dict, dict]:
+def _anchor_facts(sample: EntitySample) -> dict:
+    """``{anchor: its row of the sample's anchors}``."""
+    return {r["item_id"]: r for r in sample.anchors.to_pylist()}
+
+
+def subsample_terms(sample: EntitySample, answers: dict, weights_outside: dict, *, members: dict | None = None,
+                    facts: dict | None = None) -> tuple[dict, dict]:
     """The anchors whose ``U(i)`` is subsampled: ``({anchor: {metric: (var of low, var of high)}},
     {anchor: {metric: (bias of low, bias of high)}})`` by the stratified delete-one jackknife over the
     members shown (without member ``j``, its class's other shown members stand for the class, ``x_(j)``):
@@ -197,14 +205,14 @@ def subsample_terms(sample: EntitySample, answers: dict, weights_outside: dict) 
     anchor's value (a census of anchors is otherwise exact); bias ``Σ_c (1 − f_c)·(n_c − 1)·(x̄_c − x̂)``,
     the ratio's ``O(1/n)`` bias, which the estimates take away (a census of many subsampled anchors
     would otherwise add up a bias far larger than its spread: 21 standard errors in the test's world)."""
-    mem = _members_of(sample)
     cols = sample.members.column_names
     if "pi" not in cols:
         return {}, {}
+    mem = _members_of(sample) if members is None else members
     pi_of = {(a, i): p for a, i, p in zip(sample.members.column("anchor").to_pylist(),
                                           sample.members.column("item_id").to_pylist(),
                                           sample.members.column("pi").to_pylist())}
-    facts = {r["item_id"]: r for r in sample.anchors.to_pylist()}
+    facts = _anchor_facts(sample) if facts is None else facts
     out, bias = {}, {}
     for a, ans in answers.items():
         members = mem.get(a, {})
@@ -224,16 +232,18 @@ def subsample_terms(sample: EntitySample, answers: dict, weights_outside: dict) 
             wc = sum(p[2] for i, p in members.items() if i != a and (p[0], p[1]) == (b, e))
             ws = sum(members[i][2] for i in shown)
             drop = []
+            in_shown = set(shown)
             for j in shown:
                 g = wc / (ws - members[j][2])
                 # j left out of the shown (its class's others stand for it), still a member (never "outside")
-                rest = {i: (p if i not in shown else (*p[:3], 0.0 if i == j else g)) for i, p in members.items()}
+                rest = {i: (p if i not in in_shown else (*p[:3], 0.0 if i == j else g)) for i, p in members.items()}
                 drop.append(_one_anchor(a, rest, ans, facts[a], weights_outside))
             for m in METRICS:
                 for side in (0, 1):
                     x = np.array([d[m][side] for d in drop])
-                    var[m][side] += (1 - f) * (n - 1) / n * float(((x - x.mean()) ** 2).sum())
-                    bb[m][side] += (1 - f) * (n - 1) * (float(x.mean()) - full[m][side])
+                    mean = x.sum() / n  # x.mean(), once and without its overhead
+                    var[m][side] += (1 - f) * (n - 1) / n * float(((x - mean) ** 2).sum())
+                    bb[m][side] += (1 - f) * (n - 1) * (float(mean) - full[m][side])
         out[a] = {m: tuple(v) for m, v in var.items()}
         bias[a] = {m: tuple(v) for m, v in bb.items()}
     return out, bias
@@ -467,8 +477,9 @@ def estimate_entities(sample_dir, answers_rows=None, *, slice_by: Sequence[str] 
     answers = {a: v for a, v in answers.items() if v.same or v.different or v.unsure or v.searched is not None}
     if weights_outside is None:
         weights_outside = outside_weights(s, answers)
-    values = anchor_values(s, answers, weights_outside)
-    sub, bias = subsample_terms(s, answers, weights_outside)
+    mem, facts = _members_of(s), _anchor_facts(s)  # read once for both
+    values = anchor_values(s, answers, weights_outside, members=mem, facts=facts)
+    sub, bias = subsample_terms(s, answers, weights_outside, members=mem, facts=facts)
     for a, bs in bias.items():  # a subsampled U(i): its ratio's jackknife bias taken away
         values[a] = {m: (lo - bs[m][0], hi - bs[m][1]) for m, (lo, hi) in values[a].items()}
     judged = len(values)
