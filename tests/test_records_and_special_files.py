@@ -105,7 +105,8 @@ def digest_tree(root: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    """An evaluation of copies of the bundled example (with its truth), judged by an oracle."""
+    """An evaluation of copies of the bundled example (with its truth), judged by an oracle, copied
+    as each test copies it (:func:`copy_workspace`) and rebuilt there by ``abcde report``."""
     root = tmp_path_factory.mktemp("records")
     for role in ("base", "exp", "items", "truth"):
         shutil.copy(P[role], root / f"{role}.parquet")
@@ -113,21 +114,26 @@ def built(tmp_path_factory) -> Path:
     ok("evaluate", "--base", root / "base.parquet", "--exp", root / "exp.parquet", "--items", root / "items.parquet",
        "--truth", root / "truth.parquet", "--sample-size", "100", "--budget", "20", "--seed", "3", "--out", d, "-q")
     ok("judge", "oracle", d / "quality", "--oracle-column", "entity_id")
-    return root
+    w = copy_workspace(root, tmp_path_factory.mktemp("records-copy") / "w")
+    ok("report", w / "ev", "-q")  # a copy, made as each test's is (below), rebuilds as it is
+    return w
+
+
+def copy_workspace(src: Path, w: Path) -> Path:
+    """A copy of the workspace ``src`` at ``w``, its record naming the copies' absolute paths."""
+    shutil.copytree(src, w)
+    rec = json.loads((w / "ev" / RECORD).read_text())
+    for r in rec["inputs"].values():
+        r["path"] = r["given"] = str(w / Path(r["path"]).name)
+    (w / "ev" / RECORD).write_text(json.dumps(rec, indent=2))
+    return w
 
 
 @pytest.fixture
 def ws(built, tmp_path) -> Path:
     """A fresh copy of the workspace: the inputs, and the evaluation in ``ev`` (its record names the
-    copies' absolute paths)."""
-    w = tmp_path / "w"
-    shutil.copytree(built, w)
-    rec = json.loads((w / "ev" / RECORD).read_text())
-    for r in rec["inputs"].values():
-        r["path"] = r["given"] = str(w / Path(r["path"]).name)
-    (w / "ev" / RECORD).write_text(json.dumps(rec, indent=2))
-    ok("report", w / "ev", "-q")  # the copy as it is rebuilds
-    return w
+    copies' absolute paths), made as the copy that ``built`` rebuilt whole."""
+    return copy_workspace(built, tmp_path / "w")
 
 
 def tamper(d: Path, change) -> None:
