@@ -249,7 +249,7 @@ def _sum_parts(parts: list[tuple[float, Part]], shift: float = 0.0) -> Part:
 
 def _fallback(arrays: dict) -> dict:
     """The λ per fold pooled over a sample's strata (:func:`abcde.quality.ppi.fold_lambdas`)."""
-    return fold_lambdas([(j.y, j.f, j.labeled, j.pairs) for j in arrays.values() if len(j.label)])
+    return fold_lambdas([(j.y, j.f, j.labeled, j.pairs, j.pair_folds) for j in arrays.values() if len(j.label)])
 
 
 def _drawn_total(j: Judged, y: np.ndarray, m: np.ndarray, times: dict) -> Part:
@@ -527,7 +527,7 @@ def combined_stratified(sample, people: dict, model: dict, tasks: frozenset | No
     missing = []
     lam = 0.0 if cells is not None else lam
     arrays = {c: judged(sample.draws[c], people, model, tasks, cells=cells) for c in sample.strata}
-    fb = _fallback(arrays)
+    fb = _fallback(arrays) if lam is None else None  # read only where λ is tuned
     for c in sample.strata:
         U = sample.totals[c]
         if U == 0:

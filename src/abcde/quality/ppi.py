@@ -298,14 +298,18 @@ def fold_lambdas(units) -> dict:
     clipped to [0, 1]. The λ a unit's fold falls back on when the unit's other fold alone cannot
     tune one (fewer than two people's judgements there, or a model that does not vary on them: a
     nearly pure stratum). ``units``: ``(y, f, labeled, pairs)`` per unit (``pairs`` None: draw k is
-    pair k). Each fold's λ uses that fold only, so cross-fitting stays unbiased."""
+    pair k), or ``(y, f, labeled, pairs, folds)`` with each draw's :func:`folds_of` ``pairs`` known (None:
+    computed). Each fold's λ uses that fold only, so cross-fitting stays unbiased."""
     cov, var = {0: 0.0, 1: 0.0}, {0: 0.0, 1: 0.0}
-    for y, f, labeled, pairs in units:
+    for y, f, labeled, pairs, *known in units:
         labeled = np.asarray(labeled, dtype=bool)
         idx = np.flatnonzero(labeled)
         if not len(idx):
             continue
-        folds = folds_of(np.asarray(pairs, dtype=object)[idx] if pairs is not None else idx)
+        if known and known[0] is not None and pairs is not None:
+            folds = np.asarray(known[0])[idx]
+        else:
+            folds = folds_of(np.asarray(pairs, dtype=object)[idx] if pairs is not None else idx)
         yl, fl = np.asarray(y, dtype=float)[idx], np.asarray(f, dtype=float)[idx]
         for k in (0, 1):
             m = folds == k
