@@ -438,10 +438,17 @@ def plan_by_answers(units: dict, answers: dict, seed: int, budget: int, *, weigh
             of = np.repeat(np.arange(len(members)), times)  # each draw's pair
             budgets[k] = len(np.unique(of[pr <= thresholds[k]]))
     wanted = set(split)
-    code = {"same": "s", "different": "d"}
     return {"asked": int(budget), "design": BY_ANSWERS, "thresholds": thresholds, "budgets": budgets,
             "pairs": cell_pairs, "tasks": sum(budgets.values()), "split_units": split, "census_draws": drawn,
-            "answers": dict(sorted((p, code[a]) for p, a in answers.items() if a in code and units.get(p) in wanted))}
+            "answers": _sorted_codes(answers, units, wanted)}
+
+
+def _sorted_codes(answers: dict, units: dict, wanted: set) -> dict:
+    """``{pair_id: "s" | "d"}`` of the answered pairs of the ``wanted`` units, in pair id order (each
+    pair once: the ids alone order them)."""
+    code = {"same": "s", "different": "d"}
+    kept = {p: code[a] for p, a in answers.items() if a in code and units.get(p) in wanted}
+    return {p: kept[p] for p in sorted(kept)}
 
 
 def check_human_budget(human_budget, budget=None) -> int | None:
