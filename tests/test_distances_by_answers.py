@@ -30,7 +30,7 @@ from abcde.samples.people_tasks import (design_cells, draw_counts, people_cells,
 from abcde.quality.result import quantile
 from abcde.sampling.stratified import StratifiedSample
 from test_distances import PARTS, SUMS, _record, _sim_truth, _table, _truths, quick_world  # noqa: F401 (a fixture)
-from test_ppi import _model, _oracle, _tasks_by_answers
+from test_ppi import _by_answers_sample, _model, _oracle, _tasks_by_answers, _uniforms
 from test_quality import dicts
 
 #: The models whose answers choose the people's tasks (test_ppi's ``_model``: fixed answers per pair).
@@ -312,10 +312,12 @@ def test_simulation_with_the_samplers(big_world):
             true = {}
             for tb in tables:
                 true.update(_oracle(tb, t))
+            u = _uniforms(true)  # the models' fixed uniforms of these pairs, listed once
+            by_answers = _by_answers_sample(s) if design == "stratified" else None  # the same for both models
             for name, opts in MODELS.items():
-                model = _model(true, **opts)
+                model = _model(true, uniforms=u, **opts)
                 if design == "stratified":
-                    tasks, cells = _tasks_by_answers(s, seed, 300, model)
+                    tasks, cells = _tasks_by_answers(s, seed, 300, model, by_answers)
                     people = {p: v for p, v in true.items() if p in tasks}
                     dd = estimate_distances_stratified(s, people, facts, method="m", vantage_values=values,
                                                        cells=cells)
