@@ -375,7 +375,7 @@ def test_simulation_with_a_known_truth(kind, weighted):
     by MOVER; over 12 × 1,000: 96.1%, same-too-often 94.4%, people alone 95.4%) and 95.2–95.9% (people
     alone). Here (6 × 150 per kind): people 94.7–96.1%, model + people 93.7–96.1%."""
     from abcde.core.diff import affected_items
-    from test_ppi import _model, _tasks_by_answers
+    from test_ppi import _by_answers_sample, _model, _tasks_by_answers, _uniforms
 
     designs = {"people": [], "80% model + people": [], "same-too-often model + people": []}
     models = {"80% model + people": dict(accuracy=0.8), "same-too-often model + people": dict(accuracy=0.9,
@@ -401,8 +401,10 @@ def test_simulation_with_a_known_truth(kind, weighted):
             true = _judge(ss, t)
             est, _, _ = estimate_recall_lift(ss, true, facts, method="sim")
             rows["people"].append((est.value, est.standard_error, *est.confidence_interval()))
+            # what both models' tasks read of the sample, and the pairs' uniforms: made once per sample
+            sample, uniforms = _by_answers_sample(ss), _uniforms(true)
             for name, opts in models.items():
-                tasks, cells = _tasks_by_answers(ss, seed, 150, _model(true, **opts))
+                tasks, cells = _tasks_by_answers(ss, seed, 150, _model(true, **opts, uniforms=uniforms), sample)
                 people = {p: v for p, v in true.items() if p in tasks}
                 est, _, _ = estimate_recall_lift(ss, people, facts, method="sim", cells=cells)
                 rows[name].append((est.value, est.standard_error, *est.confidence_interval()))
