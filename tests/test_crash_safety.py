@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -76,11 +77,12 @@ class Forks:
     """A server of forked children (:data:`SERVER`): :meth:`start` forks one, :meth:`wait` waits for
     its end; :meth:`run` both, with what the child printed."""
 
-    def __init__(self, setup: str, body: str):
+    def __init__(self, setup: str, body: str, env: dict | None = None):
         script = SERVER.format(setup=textwrap.dedent(setup), body=textwrap.indent(textwrap.dedent(body), " " * 12))
         self.logs = Path(tempfile.mkdtemp(prefix="abcde-forks-"))
         self.proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True, bufsize=1)
+                                     text=True, bufsize=1, env=env)
+        self.pid = None
 
     def _answer(self, key: str):
         line = self.proc.stdout.readline()
@@ -92,19 +94,25 @@ class Forks:
         own to kill as any other."""
         self.proc.stdin.write(json.dumps({**req, "log": str(log) if log else None}) + "\n")
         self.proc.stdin.flush()
-        return self._answer("pid")
+        self.pid = self._answer("pid")
+        return self.pid
 
-    def wait(self) -> int:
-        """The exit status of the child last started (-9: killed by SIGKILL), as subprocess gives it."""
+    def wait(self, timeout: float | None = None) -> int:
+        """The exit status of the child last started (-9: killed by SIGKILL), as subprocess gives it;
+        after ``timeout`` seconds the child is killed and TimeoutError raised."""
         self.proc.stdin.write("wait\n")
         self.proc.stdin.flush()
+        if timeout is not None and not select.select([self.proc.stdout], [], [], timeout)[0]:
+            os.kill(self.pid, signal.SIGKILL)
+            self._answer("code")
+            raise TimeoutError(f"the child still ran after {timeout} s")
         return self._answer("code")
 
-    def run(self, **req) -> subprocess.CompletedProcess:
+    def run(self, timeout: float | None = None, **req) -> subprocess.CompletedProcess:
         """Run a child to its end: its exit status, and what it printed (as both stdout and stderr)."""
         log = self.logs / "log"
         self.start(log, **req)
-        code = self.wait()
+        code = self.wait(timeout)
         text = log.read_text()
         return subprocess.CompletedProcess([], code, text, text)
 

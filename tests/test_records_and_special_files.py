@@ -60,19 +60,46 @@ def lines_of(out: str) -> list[str]:
     return [ln for ln in out.splitlines() if ln.strip() and not ln.startswith("abcde: ")]
 
 
-def refused(*args, home: Path | None = None) -> str:
-    """Run ``abcde ARGS`` as a real process (killed after :data:`TIMEOUT`: a run that waits on a
-    pipe fails the test instead of hanging it); it must exit 1 with one line, no traceback."""
-    exe = [str(EXE)] if EXE.exists() else [sys.executable, "-m", "abcde"]
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "400"}
-    if home is not None:
-        env["HOME"] = str(home)
+ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "400"}
+_forks: list = []  # the fork server of this module (:func:`forks`)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def forks():
+    """Runs of ``abcde ARGS`` forked from a process that imported abcde once (with :data:`ENV`), each a
+    process of its own (:class:`test_crash_safety.Forks`): a second of imports per run otherwise."""
+    from test_crash_safety import CLI_BODY, CLI_SETUP, Forks
+
+    f = Forks(CLI_SETUP, "if req.get('cwd'):\n    os.chdir(req['cwd'])\n" + CLI_BODY, env=ENV)
+    _forks.append(f)
+    yield f
+    _forks.remove(f)
+    f.close()
+
+
+def real_process(args, *, cwd: Path | None = None, home: Path | None = None) -> subprocess.CompletedProcess:
+    """``abcde ARGS`` as a process of its own (killed after :data:`TIMEOUT`: a run that waits on a
+    pipe fails the test instead of hanging it): forked from :func:`forks`, or (``home``: a HOME of
+    its own from its first instruction on, as DuckDB and every import sees it) started anew. Its
+    stdout and stderr together in ``stdout``."""
+    args = [str(a) for a in args]
     try:
-        p = subprocess.run([*exe, *map(str, args)], capture_output=True, text=True, timeout=TIMEOUT, env=env,
-                           stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"abcde {' '.join(map(str, args))} still ran after {TIMEOUT} s (waiting on a pipe?)")
-    out = p.stdout + p.stderr
+        if home is None:
+            p = _forks[0].run(argv=args, cwd=str(cwd) if cwd else None, timeout=TIMEOUT)
+            return subprocess.CompletedProcess(args, p.returncode, p.stdout, "")
+        exe = [str(EXE)] if EXE.exists() else [sys.executable, "-m", "abcde"]
+        p = subprocess.run([*exe, *args], capture_output=True, text=True, timeout=TIMEOUT,
+                           env={**ENV, "HOME": str(home)}, stdin=subprocess.DEVNULL, cwd=cwd)
+        return subprocess.CompletedProcess(args, p.returncode, p.stdout + p.stderr, "")
+    except (subprocess.TimeoutExpired, TimeoutError):
+        pytest.fail(f"abcde {' '.join(args)} still ran after {TIMEOUT} s (waiting on a pipe?)")
+
+
+def refused(*args, home: Path | None = None) -> str:
+    """Run ``abcde ARGS`` as a real process (:func:`real_process`); it must exit 1 with one line, no
+    traceback."""
+    p = real_process(args, home=home)
+    out = p.stdout
     assert p.returncode == 1, out
     assert "Traceback" not in out, out
     lines = lines_of(out)
@@ -260,14 +287,9 @@ def test_a_record_naming_a_pipe_inside_the_shared_directory_is_refused(ws):
     d = ws / "ev"
     fifo(d / "truth.parquet")
     tamper(d, lambda rec: rec["inputs"]["truth"].update(path="ev/truth.parquet", given="ev/truth.parquet"))
-    exe = [str(EXE)] if EXE.exists() else [sys.executable, "-m", "abcde"]
-    try:
-        p = subprocess.run([*exe, "report", "ev"], cwd=ws, capture_output=True, text=True, timeout=TIMEOUT,
-                           stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        pytest.fail("abcde report waited on the pipe a record names")
-    lines = lines_of(p.stdout + p.stderr)
-    assert p.returncode == 1 and len(lines) == 1, p.stdout + p.stderr
+    p = real_process(["report", "ev"], cwd=ws)
+    lines = lines_of(p.stdout)
+    assert p.returncode == 1 and len(lines) == 1, p.stdout
     assert "inputs.truth" in lines[0] and "relative path 'ev/truth.parquet'" in lines[0], lines
 
 
@@ -466,9 +488,6 @@ def test_duckdb_never_installs_or_loads_extensions_on_its_own(tmp_path):
 def test_a_pair_samples_metadata_nested_200000_deep_is_one_line_from_every_command(tmp_path):
     """The pair sample's own reader (samples/sample_dir.py) names the file, so judge and pairs --extend
     end in one line too (issue 50, class 5)."""
-    import subprocess
-    import sys as _sys
-
     import pyarrow.parquet as _pq
 
     from judging_helpers import make_sample
@@ -482,6 +501,6 @@ def test_a_pair_samples_metadata_nested_200000_deep_is_one_line_from_every_comma
                     d / "pairs.parquet")
     for cmd in (["judge", "oracle", str(d), "--oracle-column", "entity_id"], ["pairs", "--extend", str(d),
                                                                               "--budget", "40"]):
-        r = subprocess.run([_sys.executable, "-m", "abcde", *cmd], capture_output=True, text=True, timeout=300)
-        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr[-2000:]
-        assert "nested too deeply" in r.stderr and "pairs.parquet" in r.stderr
+        r = real_process(cmd)  # its stdout and stderr
+        assert r.returncode == 1 and "Traceback" not in r.stdout, r.stdout[-2000:]
+        assert "nested too deeply" in r.stdout and "pairs.parquet" in r.stdout
