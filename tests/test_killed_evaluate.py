@@ -124,9 +124,14 @@ def leftovers(d: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def refs(tmp_path_factory, cli) -> dict:
+def refs_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("refs")
+
+
+@pytest.fixture(scope="module")
+def refs(refs_dir, cli) -> dict:
     """The two runs' outputs, whole, and the time of one whole run on this machine as it is loaded now."""
-    base = tmp_path_factory.mktemp("refs")
+    base = refs_dir
     out = {}
     for variant in ("A", "B"):
         t0 = time.monotonic()
@@ -141,9 +146,15 @@ def tree(d: Path) -> dict:
     return {str(p.relative_to(d)): (p.read_bytes() if p.is_file() else "dir") for p in sorted(d.rglob("*"))}
 
 
-def test_a_refusal_at_the_pair_stage_leaves_everything_as_it_was(tmp_path, refs, cli):
+def run_a(refs_dir: Path, d: Path) -> None:
+    """What ``abcde evaluate`` of variant A into ``d`` writes: a copy of the reference run's output (no
+    file of it names its directory)."""
+    shutil.copytree(refs_dir / "A", d)
+
+
+def test_a_refusal_at_the_pair_stage_leaves_everything_as_it_was(tmp_path, refs, refs_dir, cli):
     d = tmp_path / "ev"
-    run(cli, argv(d, "A"))
+    run_a(refs_dir, d)
     kept = judge_some(d)
     before = tree(d)
     # another sample over the judged one: refused at the pair stage, after the impact tables and the
@@ -222,10 +233,10 @@ def child(server: Forks, crash_at: int, args: list[str]) -> subprocess.Completed
 
 
 @pytest.mark.parametrize("variant", ["A", "B"], ids=["the same run again", "another sample, --force"])
-def test_a_crash_before_any_step_of_the_swap_leaves_one_whole_run(tmp_path, refs, cli, steps_server, variant):
+def test_a_crash_before_any_step_of_the_swap_leaves_one_whole_run(tmp_path, refs, refs_dir, steps_server, variant):
     ref = {k: v[0] for k, v in refs.items()}
     d = tmp_path / "ev"
-    run(cli, argv(d, "A"))
+    run_a(refs_dir, d)
     kept = judge_some(d)
     dry = tmp_path / "dry"
     shutil.copytree(d, dry)
