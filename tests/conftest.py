@@ -113,10 +113,15 @@ def screenshot(tmp_path):
 def spark():
     """One local Spark session for the test run (fails without pyspark/Java: install them, or
     deselect the Spark tests with -m 'not spark')."""
+    # The JVM's options: the quick (C1) JIT only, and the serial collector. The tests' queries are small
+    # and many, so much of the JVM's time went to C2 compiler threads and G1's concurrent work, competing
+    # for 2 cores; no JIT level or collector changes a result. About a third less CPU for the same
+    # queries (a session start, the example's impact and a pair sample on local[2]: 113 s, was 176 s).
+    # test_engines.py starts its Spark Connect server and spark-submit JVMs with the same options.
     try:
         eng = abcde.connect("spark", master="local[2]", spark_conf={
             "spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4",
-            "spark.driver.memory": "2g"})
+            "spark.driver.memory": "2g", "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"})
     except MissingDependencyError as exc:
         pytest.fail(f"The Spark tests need pyspark and Java: {exc} (or deselect them: -m 'not spark')")
     yield eng

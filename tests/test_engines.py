@@ -115,9 +115,15 @@ def _rows_close(a: pa.Table, b: pa.Table, key):
                 assert rb[k][c] == v, (k, c)
 
 
-def test_duckdb_and_spark_agree_on_the_example_data(spark):
-    d = _febrl(abcde.connect(), slice_by=["source"], top=10)
-    s = _febrl(spark, slice_by=["source"], top=10)
+@pytest.fixture(scope="module")
+def febrl_on_both(spark):
+    """The example's impact (sliced by source, top 10) on DuckDB and on Spark: computed once for the
+    two tests that compare them (the numbers and tables, and the reports built from them)."""
+    return _febrl(abcde.connect(), slice_by=["source"], top=10), _febrl(spark, slice_by=["source"], top=10)
+
+
+def test_duckdb_and_spark_agree_on_the_example_data(spark, febrl_on_both):
+    d, s = febrl_on_both
     for k, v in d.to_dict().items():
         if isinstance(v, float):
             assert s.to_dict()[k] == pytest.approx(v, abs=1e-9, rel=1e-9), k
@@ -135,11 +141,10 @@ def test_duckdb_and_spark_agree_on_the_example_data(spark):
         assert getattr(s1, m) == pytest.approx(getattr(d1, m), abs=1e-12), m
 
 
-def test_report_content_is_the_same_on_both_engines(spark):
+def test_report_content_is_the_same_on_both_engines(febrl_on_both):
     from abcde.report import build_report
 
-    d = build_report(_febrl(abcde.connect(), slice_by=["source"], top=5)).to_dict()
-    s = build_report(_febrl(spark, slice_by=["source"], top=5)).to_dict()
+    d, s = (build_report(res).to_dict() for res in febrl_on_both)
     assert s["engine"] == "spark" and d["engine"] == "duckdb"
     for key in ("headline", "restriction", "top_clusters", "neighbourhoods", "charts", "slices"):
         assert_same_content(d[key], s[key], key)
@@ -297,6 +302,11 @@ def test_cli_on_spark_prints_the_same_json_and_writes_parquet(spark, tmp_path):
     assert r.exit_code == 0, r.output
 
 
+#: The JVM options of the spark fixture (conftest.py): C1 JIT only, serial collector (less CPU for small
+#: queries on 2 cores; no result changes), for the JVMs the spark-submit and Spark Connect tests start.
+TEST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def _cli_in_fresh_python(args, *, env=None, pre=""):
     code = f"{pre}\nfrom abcde.cli import main\nmain({args!r})"
     # A bound against a hang, not a speed: a loaded 2-core machine starts a JVM slowly.
@@ -333,7 +343,8 @@ def test_spark_submit_runs_the_driver_script(tmp_path):
                     "or deselect the Spark tests: -m 'not spark')")
     driver = subprocess.run([sys.executable, "-m", "abcde", "--driver-path"], capture_output=True, text=True,
                             check=True).stdout.strip()
-    r = subprocess.run([str(submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
+    r = subprocess.run([str(submit), "--master", "local[2]", "--driver-java-options", TEST_JVM,
+                        "--conf", "spark.ui.enabled=false",
                         "--conf", "spark.sql.shuffle.partitions=4", driver,
                         "impact", "--engine", "spark", "--base", str(EXAMPLE / "base.parquet"),
                         "--exp", str(EXAMPLE / "exp.parquet"), "--out", str(tmp_path / "out"), "--json", "--quiet"],
@@ -391,7 +402,8 @@ def connect_url(tmp_path_factory):
     log = tmp_path_factory.mktemp("connect") / "server.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen(
-            [str(submit), "--master", "local[2]", "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+            [str(submit), "--master", "local[2]", "--driver-java-options", TEST_JVM,
+             "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
              "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
              "--conf", "spark.sql.shuffle.partitions=4", "spark-internal"],
             stdout=fh, stderr=subprocess.STDOUT, env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
