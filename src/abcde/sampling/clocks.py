@@ -292,17 +292,9 @@ def replay(top: pa.Table, *, weight: str, seed: int, stream: int) -> Iterator[tu
     the element's next draw comes an Exponential(weight) time later, from numpy's generator
     seeded ``[seed, stream]`` (each caller its own stream, so their samples are independent).
     """
-    n = top.num_rows
-    if n == 0:
+    if top.num_rows == 0:
         return
-    dt0, w = _times_and_weights(top, weight)
-    horizon = float(dt0.max())
-    rng = np.random.default_rng([seed, stream])
-    # rng.exponential(s) is s times the generator's next standard exponential, and a block of them is
-    # the same numbers as as many single calls: drawn in blocks, the same draws at a fraction of the cost.
-    scale = (1.0 / w).tolist()
-    heap = list(zip(dt0.tolist(), range(n)))
-    heapq.heapify(heap)
+    horizon, rng, scale, heap = _replay_start(top, weight, seed, stream)
     block, size = [], 256
     # The heap never shrinks (each draw's element comes back with its next time): its first entry is
     # the next draw, replaced in one sift by the element's next time (the same order as a pop and a
@@ -319,19 +311,25 @@ def replay(top: pa.Table, *, weight: str, seed: int, stream: int) -> Iterator[tu
         yield t_next, i
 
 
+def _replay_start(top: pa.Table, weight: str, seed: int, stream: int) -> tuple:
+    """What :func:`replay` and :func:`replay_rows` start from: the horizon (the last first draw
+    time), the generator seeded ``[seed, stream]``, each element's mean time between draws
+    (``1/weight``) and the heap of first draw times. ``rng.exponential(s)`` is ``s`` times the
+    generator's next standard exponential, and a block of them is the same numbers as as many single
+    calls: both draw them in blocks, the same draws at a fraction of the cost."""
+    dt0, w = _times_and_weights(top, weight)
+    heap = list(zip(dt0.tolist(), range(top.num_rows)))
+    heapq.heapify(heap)
+    return float(dt0.max()), np.random.default_rng([seed, stream]), (1.0 / w).tolist(), heap
+
+
 def replay_rows(top: pa.Table, *, weight: str, seed: int, stream: int, limit: int | None = None) -> list:
     """The row indices of :func:`replay`'s draws, the same ones in the same order, as a list (no
     generator: a simulation's samples replay millions of draws); with ``limit``, at most ``limit + 1``
     of them."""
-    n = top.num_rows
-    if n == 0:
+    if top.num_rows == 0:
         return []
-    dt0, w = _times_and_weights(top, weight)
-    horizon = float(dt0.max())
-    rng = np.random.default_rng([seed, stream])
-    scale = (1.0 / w).tolist()
-    heap = list(zip(dt0.tolist(), range(n)))
-    heapq.heapify(heap)
+    horizon, rng, scale, heap = _replay_start(top, weight, seed, stream)
     out: list = []
     append, replace = out.append, heapq.heapreplace
     stop = math.inf if limit is None else limit + 1
