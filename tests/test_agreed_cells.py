@@ -279,3 +279,51 @@ def test_text_ids_with_one_suffix_spread_over_many_groups():
     t = ibis.memtable(pa.table({"base_cluster": keys, "exp_cluster": keys}))
     groups = abcde.connect().to_arrow(t.select(g=cell_group(t))).column("g").to_pylist()
     assert len(set(groups)) > 2000
+
+
+def test_the_agreed_cells_are_read_with_the_affected_items_and_draw_the_same_pairs(tmp_path, monkeypatch):
+    """A pair sample names the agreed cells its first draws land in before the affected items are read,
+    so one pass over the inputs reads both (issue 49: a second pass cost a third of the pair sample at
+    20M items); the pairs are those drawn when the cells are read on their own. ``abcde evaluate``
+    names them before its impact tables read the affected items, and counts the time in its pair
+    sample's stage."""
+    import pyarrow.parquet as pq
+
+    from abcde.engine.base import Engine
+    from abcde.quality import draw as draw_module
+    from abcde.workflow.evaluate import evaluate
+
+    paths = {}
+    for name, t in zip(("base", "exp", "items"), tables(*small_world())):
+        paths[name] = tmp_path / f"{name}.parquet"
+        pq.write_table(t, paths[name])
+    steps: list = []
+    real = Engine.to_arrow
+
+    def spy(self, expr, *, step="query"):
+        steps.append(step)
+        return real(self, expr, step=step)
+
+    monkeypatch.setattr(Engine, "to_arrow", spy)
+
+    def draw(out):
+        steps.clear()
+        d = abcde.draw_pair_sample(paths["base"], paths["exp"], tmp_path / out, items=paths["items"], budget=40,
+                                   seed=5)
+        return pq.read_table(d / "pairs.parquet"), json.loads((d / "metadata.json").read_text()), list(steps)
+
+    early, meta, early_steps = draw("early")
+    assert 0 < meta["budgets"]["agreed"] < meta["pair_counts"]["agreed"]  # drawn, not listed whole
+    assert "items of the named cells" in early_steps and "items of the drawn agreed cells" not in early_steps
+    monkeypatch.setattr(draw_module, "_read_early", lambda *a, **k: None)
+    alone, _, alone_steps = draw("alone")
+    assert "items of the drawn agreed cells" in alone_steps and "items of the named cells" not in alone_steps
+    assert early.equals(alone)
+    assert "agreed" in set(early.column("stratum").to_pylist())
+
+    monkeypatch.undo()
+    res = evaluate(paths["base"], paths["exp"], tmp_path / "ev", items=paths["items"], budget=40, seed=5,
+                         sample_size=20)
+    assert [s["stage"] for s in res.stages] == ["impact", "impact tables", "exploration sample", "pair sample",
+                                                "report"]
+    assert pq.read_table(tmp_path / "ev" / "quality" / "pairs.parquet").equals(early)

@@ -42,8 +42,8 @@ from abcde.errors import InputError
 from abcde.util import progress as _progress
 from abcde.util.files import InputPrints
 
-__all__ = ["N_EXAMPLES", "Diff", "DiffCache", "Restriction", "affected_fragments", "affected_items", "build_diff",
-           "describe_restriction", "kept_key", "rows_of_fragments"]
+__all__ = ["N_EXAMPLES", "Diff", "DiffCache", "Restriction", "affected_fragments", "affected_items", "build_diff", "cell_rows",
+           "describe_restriction", "kept_key", "read_cells_with_affected", "rows_of_fragments"]
 
 #: Rows of the inputs' first rows compared before zipping them by position (:func:`_zip`).
 ZIP_PROBE_ROWS = 1000
@@ -114,6 +114,8 @@ class DiffCache:
     affected_fragments: ibis.Table | None = None  # core.diff.affected_fragments
     overall: dict | None = None  # metrics.impact.overall
     affected_items: ibis.Table | None = None  # core.diff.affected_items
+    cells_to_read: pa.Table | None = None  # core.diff.read_cells_with_affected: cells read with the affected items
+    cell_rows: pa.Table | None = None  # core.diff.affected_items: the rows of cells_to_read
     affected_population: ibis.Table | None = None  # sampling.explore.affected_population
     vantage_items: ibis.Table | None = None  # sampling.pairs.vantage_items
     pair_vantage: tuple | None = None  # sampling.pairs.sample_pairs_many: (population, rows, totals)
@@ -368,9 +370,42 @@ def affected_items(diff: Diff) -> ibis.Table:
 
     Every item of an affected Base or Exp cluster is itself affected (clusters are
     disjoint), so pair sampling and the exploration sample need only these rows —
-    typically a few percent of the items — instead of joining all inputs again.
+    typically a few percent of the items — instead of joining all inputs again. The rows of the
+    cells :func:`read_cells_with_affected` named are read in the same pass (:func:`cell_rows`).
     """
     if diff.cache.affected_items is None:
-        aff = affected_fragments(diff).select("base_cluster", "exp_cluster")
-        diff.cache.affected_items = diff.engine.materialize(rows_of_fragments(diff, aff), "affected_items")
+        eng, keys = diff.engine, ["base_cluster", "exp_cluster"]
+        aff = affected_fragments(diff).select(*keys)
+        extra = diff.cache.cells_to_read
+        if extra is None or not extra.num_rows:
+            diff.cache.affected_items = eng.materialize(rows_of_fragments(diff, aff), "affected_items")
+        else:
+            # One read of the inputs for both: the affected items and the rows of the cells named.
+            cells = ibis.memtable(extra.select(keys)).cast(aff.schema())
+            both = eng.materialize(rows_of_fragments(diff, ibis.union(aff, cells)), "affected_and_named_items")
+            diff.cache.cell_rows = eng.to_arrow(both.semi_join(cells, keys), step="items of the named cells")
+            diff.cache.affected_items = eng.materialize(both.semi_join(aff, keys), "affected_items")
+            eng.discard(both)
     return diff.cache.affected_items
+
+
+def read_cells_with_affected(diff: Diff, cells: pa.Table) -> None:
+    """Name cells (``base_cluster, exp_cluster``: unaffected ones too) whose rows a later step reads,
+    so that they are read with the affected items, in the same pass over the inputs, when those are
+    not read yet (:func:`affected_items`); :func:`cell_rows` then gives them without a read of their
+    own. Nothing happens once the affected items are read."""
+    if diff.cache.affected_items is None:
+        diff.cache.cells_to_read = cells
+
+
+def cell_rows(diff: Diff, cells: pa.Table) -> pa.Table | None:
+    """The rows (``item_id, base_cluster, exp_cluster, weight``) of ``cells``, when every one of them
+    was read with the affected items (:func:`read_cells_with_affected`); else None."""
+    have, named = diff.cache.cell_rows, diff.cache.cells_to_read
+    if have is None or named is None:
+        return None
+    keys = ["base_cluster", "exp_cluster"]
+    named_keys = set(zip(*(named.column(k).to_pylist() for k in keys)))
+    if not set(zip(*(cells.column(k).to_pylist() for k in keys))) <= named_keys:
+        return None
+    return have.join(cells.select(keys), keys, join_type="left semi")

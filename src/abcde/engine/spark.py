@@ -126,6 +126,9 @@ class SparkEngine(Engine):
         # registered as a temporary view, released with the engine. (Not Ibis' .cache():
         # an expression over in-memory tables only would be cached in Ibis' default
         # backend, not here.)
+        # The in-memory tables it reads (e.g. cells named by the driver) registered as views first, as
+        # Ibis does before it runs an expression itself.
+        self.con._run_pre_execute_hooks(expr)
         df = self.session.sql(self.con.compile(expr)).persist()
         df.count()  # compute it now, so a failure names this step
         df.createOrReplaceTempView(name)

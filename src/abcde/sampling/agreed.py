@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from abcde.core.diff import Diff, rows_of_fragments
+from abcde.core.diff import Diff, cell_rows, read_cells_with_affected, rows_of_fragments
 from abcde.errors import InputError
 from abcde.sampling.cells import GROUPS, agreed_cells, agreed_groups, cell_group
 from abcde.sampling.clocks import draw_limit
@@ -87,11 +87,12 @@ def _cells(diff: Diff, wanted, id_type) -> dict:
     new = sorted(set(wanted) - set(cache), key=repr)
     if new:
         tb, te = diff.cache.agreed_cells["groups"]["key_types"]
-        frags = ibis.memtable(pa.table({"base_cluster": pa.array([k[0] for k in new], tb),
-                                        "exp_cluster": pa.array([k[1] for k in new], te)}))
-        rows = diff.engine.to_arrow(rows_of_fragments(diff, frags).select("item_id", "base_cluster", "exp_cluster",
-                                                                        "weight"),
-                                    step="items of the drawn agreed cells")
+        wanted_t = pa.table({"base_cluster": pa.array([k[0] for k in new], tb),
+                             "exp_cluster": pa.array([k[1] for k in new], te)})
+        rows = cell_rows(diff, wanted_t)  # read with the affected items (cells_to_read), or on their own:
+        if rows is None:
+            rows = diff.engine.to_arrow(rows_of_fragments(diff, ibis.memtable(wanted_t)).select(
+                "item_id", "base_cluster", "exp_cluster", "weight"), step="items of the drawn agreed cells")
         rows = rows.sort_by([("base_cluster", "ascending"), ("exp_cluster", "ascending"), ("item_id", "ascending")])
         b, e = rows.column("base_cluster").combine_chunks(), rows.column("exp_cluster").combine_chunks()
         n = rows.num_rows
@@ -126,17 +127,7 @@ def agreed_pairs_many(diff: Diff, us: list, id_type) -> list[tuple[list, list]]:
     """:func:`agreed_pairs` of each uniforms array in ``us``, in order, with the groups and cells that
     all of them draw fetched together (one query for the groups and one for the cells, not two per
     sample: a simulation's thousand samples spent most of their time fetching)."""
-    cs = agreed_groups(diff)
-    cum = np.cumsum(cs.mass)
-    drawn = [cs.groups[np.minimum(np.searchsorted(cum, u[:, 0] * cum[-1], side="right"), len(cum) - 1)] for u in us]
-    groups = _groups(diff, np.concatenate(drawn) if drawn else [])
-    keys = []
-    for d, u in zip(drawn, us):
-        ks = []
-        for g, u1 in zip(d, u[:, 1]):
-            gkeys, gcum = groups[int(g)]
-            ks.append(gkeys[_pick(gcum, u1)])
-        keys.append(ks)
+    keys = _drawn_cells(diff, us)
     cells = _cells(diff, [k for ks in keys for k in ks], id_type)
     out = []
     for ks, u in zip(keys, us):
@@ -157,6 +148,45 @@ def agreed_pairs_many(diff: Diff, us: list, id_type) -> list[tuple[list, list]]:
     return out
 
 
+def _drawn_cells(diff: Diff, us: list) -> list[list]:
+    """Stages 1–2 (module docstring) of the draws whose uniforms are the rows of each array in ``us``:
+    each draw's cell key, ``(base_cluster, exp_cluster)``."""
+    cs = agreed_groups(diff)
+    cum = np.cumsum(cs.mass)
+    drawn = [cs.groups[np.minimum(np.searchsorted(cum, u[:, 0] * cum[-1], side="right"), len(cum) - 1)] for u in us]
+    groups = _groups(diff, np.concatenate(drawn) if drawn else [])
+    keys = []
+    for d, u in zip(drawn, us):
+        ks = []
+        for g, u1 in zip(d, u[:, 1]):
+            gkeys, gcum = groups[int(g)]
+            ks.append(gkeys[_pick(gcum, u1)])
+        keys.append(ks)
+    return keys
+
+
+def _first_draws(diff: Diff, budget: int) -> tuple[int, int, int]:
+    """``(want, first, limit)``: the distinct pairs a budget of ``budget`` draws (a budget beyond the
+    stratum's pairs ends at its last pair), the draws made first, and the most ever made."""
+    want = min(budget, pair_counts(diff)["agreed"])
+    limit = draw_limit(budget)
+    return want, min(max(2 * want + 10, 16), limit), limit
+
+
+def read_agreed_cells_early(diff: Diff, *, budget: int, seed: int) -> None:
+    """Name the cells that the first draws of the agreed stratum (``budget`` distinct pairs, ``seed``)
+    land in, so that their items are read with the affected items, in the same pass over the inputs
+    (:func:`abcde.core.diff.read_cells_with_affected`): the agreed stratum's cells are unaffected,
+    and their items a read of the inputs of their own otherwise. Nothing changes in what is drawn."""
+    if budget <= 0 or diff.cache.affected_items is not None or not len(agreed_groups(diff).groups):
+        return
+    _, k, _ = _first_draws(diff, budget)
+    keys = sorted(set(_drawn_cells(diff, [agreed_uniforms(int(seed), k)])[0]), key=repr)
+    tb, te = diff.cache.agreed_cells["groups"]["key_types"]
+    read_cells_with_affected(diff, pa.table({"base_cluster": pa.array([x[0] for x in keys], tb),
+                                             "exp_cluster": pa.array([x[1] for x in keys], te)}))
+
+
 def draw_agreed(diff: Diff, *, budget: int, seeds, id_type) -> dict:
     """``{seed: draws}`` of the agreed stratum by cells (module docstring) until ``budget`` distinct
     pairs are drawn, the columns of every stratum's draws (:func:`abcde.sampling.pairs.select_draws`).
@@ -164,10 +194,7 @@ def draw_agreed(diff: Diff, *, budget: int, seeds, id_type) -> dict:
     seeds = list(dict.fromkeys(int(s) for s in seeds))
     if budget <= 0 or not len(agreed_groups(diff).groups):
         return {s: empty_draws(id_type) for s in seeds}
-    # A budget beyond the stratum's pairs (a caller that never lists it whole) ends at its last pair.
-    want = min(budget, pair_counts(diff)["agreed"])
-    limit = draw_limit(budget)
-    k = min(max(2 * want + 10, 16), limit)
+    want, k, limit = _first_draws(diff, budget)
     done: dict = {}
     pending = seeds
     while pending:
@@ -194,4 +221,5 @@ def draw_agreed(diff: Diff, *, budget: int, seeds, id_type) -> dict:
     return {s: done[s] for s in seeds}
 
 
-__all__ = ["BY_CELLS", "STREAM", "agreed_pairs", "agreed_pairs_many", "agreed_uniforms", "draw_agreed"]
+__all__ = ["BY_CELLS", "STREAM", "agreed_pairs", "agreed_pairs_many", "agreed_uniforms", "draw_agreed",
+           "read_agreed_cells_early"]

@@ -44,7 +44,7 @@ from abcde.engine import Engine
 from abcde.errors import InputError
 from abcde.metrics.impact import ImpactResult, impact
 from abcde.metrics.pointwise import PointwiseResult
-from abcde.quality.draw import stage_pair_sample
+from abcde.quality.draw import read_pair_sample_early, stage_pair_sample
 from abcde.samples.sample_dir import check_hidden
 from abcde.report.build import Report, build_report
 from abcde.report.truth import check_truth_sample, pointwise_against  # noqa: F401  (pointwise_against: also here)
@@ -236,8 +236,8 @@ def evaluate(
         check_group_columns([col], where=where, what="Exploration group column")
     stages: list[dict] = []
 
-    def stage(name: str):
-        return _Stage(name, stages)
+    def stage(name: str, part: str | None = None):
+        return _Stage(name, stages, part)
 
     # Before anything reads them: the fingerprints the record and the pair sample keep (hashed beside
     # the impact's first reads, each file's identity taken now: _PrintsAside).
@@ -259,6 +259,10 @@ def evaluate(
                              truth_sample=truth_sample, population_entities=population_entities,
                              truth_cluster_id=truth_cluster_id, engine=res.diff.engine)
         written: list[str | Path] = []
+        with stage("pair sample", part="the agreed cells to read with the affected items"):
+            # Its first part: the cells of its agreed stratum, named now so that the impact tables' read of
+            # the affected items fetches their items too (one pass over the inputs, not two).
+            read_pair_sample_early(res.diff, budget=budget, seed=seed, estimator=estimator)
         with stage("impact tables") as st:
             written += res.write(new / OUTPUTS["impact"], only_affected=only_affected)
             st.rows = res.items
@@ -449,8 +453,8 @@ def evaluation_report(record: dict, result: ImpactResult, exploration: Explorati
 class _Stage:
     """One stage of the job: shown by the progress display (elapsed time, rows) and recorded."""
 
-    def __init__(self, name: str, stages: list[dict]):
-        self.name, self.stages, self.rows = name, stages, None
+    def __init__(self, name: str, stages: list[dict], part: str | None = None):
+        self.name, self.stages, self.rows, self.part = name, stages, None, part
 
     def __enter__(self):
         self.start = time.perf_counter()
@@ -459,6 +463,13 @@ class _Stage:
     def __exit__(self, *exc):
         if exc[0] is None:
             seconds = time.perf_counter() - self.start
-            self.stages.append({"stage": self.name, "seconds": round(seconds, 3), "rows": self.rows})
-            progress.stage_done(f"Stage {len(self.stages)}: {self.name}", seconds, self.rows)
+            # A stage done in parts (the pair sample's first part comes before the impact tables) is one
+            # record, at the place of its last part, with the seconds of all of them.
+            before = [s for s in self.stages if s["stage"] == self.name]
+            for s in before:
+                self.stages.remove(s)
+            total = seconds + sum(s["seconds"] for s in before)
+            self.stages.append({"stage": self.name, "seconds": round(total, 3), "rows": self.rows})
+            progress.stage_done(f"Stage {len(self.stages)}: {self.name}" + (f", part: {self.part}" if self.part else ""),
+                                seconds, self.rows)
         return False
