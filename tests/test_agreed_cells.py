@@ -290,7 +290,7 @@ def test_the_agreed_cells_are_read_with_the_affected_items_and_draw_the_same_pai
     import pyarrow.parquet as pq
 
     from abcde.engine.base import Engine
-    from abcde.quality import draw as draw_module
+    from abcde.sampling import stratified as stratified_module
     from abcde.workflow.evaluate import evaluate
 
     paths = {}
@@ -315,7 +315,7 @@ def test_the_agreed_cells_are_read_with_the_affected_items_and_draw_the_same_pai
     early, meta, early_steps = draw("early")
     assert 0 < meta["budgets"]["agreed"] < meta["pair_counts"]["agreed"]  # drawn, not listed whole
     assert "items of the named cells" in early_steps and "items of the drawn agreed cells" not in early_steps
-    monkeypatch.setattr(draw_module, "_read_early", lambda *a, **k: None)
+    monkeypatch.setattr(stratified_module, "read_early", lambda *a, **k: None)
     alone, _, alone_steps = draw("alone")
     assert "items of the drawn agreed cells" in alone_steps and "items of the named cells" not in alone_steps
     assert early.equals(alone)

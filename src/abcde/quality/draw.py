@@ -31,9 +31,9 @@ from abcde.samples.sample_dir import PairSampleDir, StagedSample, check_hidden, 
 from abcde.quality.exact_facts import recall_facts
 from abcde.samples.facts import recall_items, recall_record
 from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA, draws_by_stratum
-from abcde.sampling.stratified import draw_plan, slice_self_terms
+from abcde.sampling.stratified import draw_plan, read_early, slice_self_terms
 from abcde.quality.stratified import stratum_sigmas
-from abcde.sampling.agreed import BY_CELLS, read_agreed_cells_early
+from abcde.sampling.agreed import BY_CELLS
 from abcde.sampling.pairs import pairweight_expr
 from abcde.sampling.plan import SamplePlan, plan_sample
 from abcde.util.files import InputPrints, full_path
@@ -353,7 +353,6 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
     plan = plan_sample(diff, budget=budget, total_weight=o["total_weight"], estimator=estimator,
                        allocation=allocation, sigmas=sigmas, strata=strata, share=share, floor=floor,
                        agreed_by=agreed_by)
-    _read_early(diff, plan, seed)
     # 4. The draws of each stratum.
     drawn = draw_plan(diff, plan, [seed])[seed]
     # 5. The listing: the draws as one table, the drawn items' attributes, the exact facts, the metadata.
@@ -410,17 +409,11 @@ def _draw(diff, given: Inputs, prints: InputPrints, *, budget: int, seed: int, s
 
 def read_pair_sample_early(diff, *, budget: int, seed: int, estimator: str = "stratified") -> None:
     """Name what the pair sample of these settings (:func:`stage_pair_sample`) reads from the inputs
-    beyond the affected items, the items of its agreed stratum's cells, so that the read of the affected
-    items fetches them too, in the same pass (:func:`abcde.sampling.agreed.read_agreed_cells_early`):
-    ``abcde evaluate`` calls it before its impact tables read the affected items. What is drawn is the
-    same either way."""
+    beyond the affected items, so that the read of the affected items fetches it too, in the same pass
+    (:func:`abcde.sampling.stratified.read_early`): ``abcde evaluate`` calls it before its impact tables
+    read the affected items. What is drawn is the same either way."""
     plan = plan_sample(diff, budget=budget, total_weight=overall(diff)["total_weight"], estimator=estimator)
-    _read_early(diff, plan, seed)
-
-
-def _read_early(diff, plan: SamplePlan, seed: int) -> None:
-    if "agreed" in plan.strata and plan.agreed_by == "cells" and "agreed" not in plan.census:
-        read_agreed_cells_early(diff, budget=plan.budgets["agreed"], seed=seed)
+    read_early(diff, plan, [seed])
 
 
 def _listed(plan: SamplePlan, drawn: dict, budget: int, sigmas: dict | None) -> tuple:

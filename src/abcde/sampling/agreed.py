@@ -173,15 +173,16 @@ def _first_draws(diff: Diff, budget: int) -> tuple[int, int, int]:
     return want, min(max(2 * want + 10, 16), limit), limit
 
 
-def read_agreed_cells_early(diff: Diff, *, budget: int, seed: int) -> None:
-    """Name the cells that the first draws of the agreed stratum (``budget`` distinct pairs, ``seed``)
-    land in, so that their items are read with the affected items, in the same pass over the inputs
+def read_agreed_cells_early(diff: Diff, *, budget: int, seeds) -> None:
+    """Name the cells that the first draws of the agreed stratum (``budget`` distinct pairs, for each
+    of ``seeds``) land in, so that their items are read with the affected items, in the same pass over the inputs
     (:func:`abcde.core.diff.read_cells_with_affected`): the agreed stratum's cells are unaffected,
     and their items a read of the inputs of their own otherwise. Nothing changes in what is drawn."""
     if budget <= 0 or diff.cache.affected_items is not None or not len(agreed_groups(diff).groups):
         return
     _, k, _ = _first_draws(diff, budget)
-    keys = sorted(set(_drawn_cells(diff, [agreed_uniforms(int(seed), k)])[0]), key=repr)
+    keys = sorted({c for cells in _drawn_cells(diff, [agreed_uniforms(int(s), k) for s in seeds]) for c in cells},
+                  key=repr)
     tb, te = diff.cache.agreed_cells["groups"]["key_types"]
     read_cells_with_affected(diff, pa.table({"base_cluster": pa.array([x[0] for x in keys], tb),
                                              "exp_cluster": pa.array([x[1] for x in keys], te)}))

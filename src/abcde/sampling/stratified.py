@@ -17,7 +17,7 @@ import pyarrow as pa
 from abcde.core.diff import Diff
 from abcde.core.inputs import private
 from abcde.sampling.allocation import LEGACY_STRATA, SIGNED, STRATA, STRATUM_LABEL, StratifiedSample
-from abcde.sampling.agreed import draw_agreed
+from abcde.sampling.agreed import draw_agreed, read_agreed_cells_early
 from abcde.sampling.cells import cell_sums
 from abcde.sampling.clocks import check_seed
 from abcde.sampling.pairs import (agreed_population, fill_budgets, pair_counts, pair_id, sample_pairs_many,
@@ -110,6 +110,7 @@ def draw_plan(diff: Diff, plan: SamplePlan, seeds, *, batch: int = 64) -> dict:
     sample drawn before issue 49, by a clock per item; the paper's design's own draws ∝ u_ij as one
     sequence), for each of ``seeds`` (a few queries per stratum for a whole ``batch`` of them)."""
     seeds = [check_seed(s) for s in seeds]
+    read_early(diff, plan, seeds)
     id_type = diff.joined.item_id.type().to_pyarrow()
     out: dict = {s: {} for s in seeds}
     for c in plan.strata:
@@ -123,6 +124,14 @@ def draw_plan(diff: Diff, plan: SamplePlan, seeds, *, batch: int = 64) -> dict:
         for s in seeds:
             out[s][c] = got[s]
     return out
+
+
+def read_early(diff: Diff, plan: SamplePlan, seeds) -> None:
+    """Name what the draws of ``plan`` read from the inputs beyond the affected items, the cells of its
+    agreed stratum's first draws for each of ``seeds``, so that the read of the affected items fetches
+    them too, when that has not happened yet (:func:`abcde.sampling.agreed.read_agreed_cells_early`)."""
+    if "agreed" in plan.strata and plan.agreed_by == "cells" and "agreed" not in plan.census:
+        read_agreed_cells_early(diff, budget=plan.budgets["agreed"], seeds=seeds)
 
 
 def _stratum_draws(diff: Diff, stratum: str, budget: int, seeds, *, whole: bool, total_weight: float, id_type,
