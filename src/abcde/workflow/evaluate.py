@@ -30,6 +30,7 @@ that record with every section and the quality estimates.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import threading
@@ -236,8 +237,7 @@ def evaluate(
         check_group_columns([col], where=where, what="Exploration group column")
     stages: list[dict] = []
 
-    def stage(name: str, part: str | None = None):
-        return _Stage(name, stages, part)
+    stage = functools.partial(_Stage, stages=stages)  # stage(name, part=None)
 
     # Before anything reads them: the fingerprints the record and the pair sample keep (hashed beside
     # the impact's first reads, each file's identity taken now: _PrintsAside).
@@ -259,9 +259,7 @@ def evaluate(
                              truth_sample=truth_sample, population_entities=population_entities,
                              truth_cluster_id=truth_cluster_id, engine=res.diff.engine)
         written: list[str | Path] = []
-        with stage("pair sample", part="the agreed cells to read with the affected items"):
-            # Its first part: the cells of its agreed stratum, named now so that the impact tables' read of
-            # the affected items fetches their items too (one pass over the inputs, not two).
+        with stage("pair sample", part="the agreed cells to read with the affected items"):  # one read, not two
             read_pair_sample_early(res.diff, budget=budget, seed=seed, estimator=estimator)
         with stage("impact tables") as st:
             written += res.write(new / OUTPUTS["impact"], only_affected=only_affected)
