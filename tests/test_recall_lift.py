@@ -4,6 +4,7 @@ a known truth."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 
@@ -25,7 +26,8 @@ from abcde.quality.exact_facts import recall_facts
 from abcde.samples.facts import recall_items
 from abcde.quality.result import Estimate
 from abcde.sampling.allocation import agreed_budget
-from abcde.sampling.stratified import sample_stratified, sample_stratified_many
+from abcde.sampling.plan import plan_sample
+from abcde.sampling.stratified import sample_agreed, sample_stratified, sample_stratified_many
 from abcde.metrics.impact import link_masses
 from abcde.sampling.pairs import pair_counts
 
@@ -56,6 +58,15 @@ def small_world(seed: int, n_entities: int = 12, *, split: float = 0.3, merge: f
             items)
 
 
+@functools.lru_cache(maxsize=None)
+def _small_diff(seed: int):
+    """``small_world(seed)``, its diff and its overall facts, built once for the tests of that world
+    (they read them, never change them)."""
+    base, exp, items = small_world(seed)
+    d = build_diff(Inputs(base, exp, items=items))
+    return base, exp, items, d, overall(d)
+
+
 def _judge(ss, t):
     by_pair = {}
     for c in ss.strata:
@@ -66,17 +77,21 @@ def _judge(ss, t):
 
 def _lift(d, o, t, *, budget, seed, slice_by=(), values=None):
     ss = sample_stratified(d, budget=budget, seed=seed, total_weight=o["total_weight"])
+    return ss, _lift_of(d, o, t, ss, slice_by=slice_by, values=values)
+
+
+def _lift_of(d, o, t, ss, *, slice_by=(), values=None):
+    """The lift of the drawn sample ``ss``, its items' recall facts read as ``pairs`` reads them."""
     ids = [x for c in ss.strata for x in recall_items(ss.draws[c])]
     facts = recall_facts(d, ids, slice_by=slice_by, total_weight=o["total_weight"])
-    return ss, estimate_recall_lift(ss, _judge(ss, t), facts, method="test", vantage_values=values)
+    return estimate_recall_lift(ss, _judge(ss, t), facts, method="test", vantage_values=values)
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_pair_masses_match_the_pair_listing(seed):
-    base, exp, items = small_world(seed)
+    base, exp, items, d, o = _small_diff(seed)  # the census test's diff of the same world
     b, e, w, _ = dicts(base, exp, items)
-    d = build_diff(Inputs(base, exp, items=items))
-    got = link_masses(d, overall(d)["total_weight"])
+    got = link_masses(d, o["total_weight"])
     want = ref.link_masses(b, e, w)
     for k, mine in (("agreed", "both"), ("split", "split"), ("merge", "merge")):
         assert got[mine] == pytest.approx(want[k], rel=1e-12, abs=1e-15), k
@@ -90,10 +105,8 @@ def test_pair_masses_match_the_pair_listing(seed):
 
 @pytest.mark.parametrize("seed", range(8))
 def test_a_census_gives_the_exact_lift(seed):
-    base, exp, items = small_world(seed)
+    base, exp, items, d, o = _small_diff(seed)
     b, e, w, t = dicts(base, exp, items)
-    d = build_diff(Inputs(base, exp, items=items))
-    o = overall(d)
     ss, (est, exact, _) = _lift(d, o, t, budget=CENSUS, seed=seed)
     assert set(ss.census) >= {c for c in ss.strata if ss.budgets[c]}
     assert exact and est.exact
@@ -130,11 +143,16 @@ def test_masses_and_census_on_spark(spark):
     assert all(got[k] == pytest.approx(duck[k], rel=1e-12, abs=1e-15) for k in duck)
     _, (est, exact, _) = _lift(d, o, t, budget=CENSUS, seed=2)
     assert exact and est.value == pytest.approx(ref.recall_lift(b, e, t, w), abs=1e-12)
-    # the agreed stratum's draws are the same on both engines
-    a = sample_stratified(d, budget=40, seed=9, total_weight=o["total_weight"]).draws["agreed"]
+    # the agreed stratum's draws are the same on both engines: Spark plans the stratified sample as
+    # DuckDB does (the same budgets and census strata) and draws the agreed stratum's pairs DuckDB's
+    # sample holds (sample_agreed: the stratified design's own draws of it; its census strata are
+    # listed as above, not listed again)
     od = overall(d_duck)
-    a2 = sample_stratified(d_duck, budget=40, seed=9, total_weight=od["total_weight"]).draws["agreed"]
-    assert a.column("pair_id").to_pylist() == a2.column("pair_id").to_pylist()
+    duck = sample_stratified(d_duck, budget=40, seed=9, total_weight=od["total_weight"])
+    plan = plan_sample(d, budget=40, total_weight=o["total_weight"])
+    assert plan.budgets == duck.budgets and plan.census == duck.census and "agreed" not in plan.census
+    a, whole = sample_agreed(d, budget=plan.budgets["agreed"], seed=9, total_weight=o["total_weight"])
+    assert not whole and a.column("pair_id").to_pylist() == duck.draws["agreed"].column("pair_id").to_pylist()
 
 
 def test_identities():
@@ -157,8 +175,11 @@ def test_identities():
         assert sign * exact_lift >= 0 if sign else exact_lift == pytest.approx(0.0, abs=1e-12)
         d = build_diff(Inputs(bb, ee, items=items))
         o = overall(d)
-        for budget, seed in ((CENSUS, 1), (40, 2), (40, 3)):
-            _, (est, _, _) = _lift(d, o, t, budget=budget, seed=seed)
+        # the census (seed 1), then seeds 2 and 3 at a budget of 40, drawn together (each seed's own sample)
+        drawn = [*sample_stratified_many(d, budget=CENSUS, seeds=[1], total_weight=o["total_weight"]),
+                 *sample_stratified_many(d, budget=40, seeds=[2, 3], total_weight=o["total_weight"])]
+        for budget, ss in zip((CENSUS, 40, 40), drawn):
+            est, _, _ = _lift_of(d, o, t, ss)
             if sign:
                 assert sign * est.value >= 0, (sign, budget, est)
             lo, hi = est.confidence_interval()
@@ -211,7 +232,8 @@ def test_the_partner_is_drawn_by_weight():
     items = pa.table({"item_id": ids + ["y0", "y1"], "weight": [8.0, 1.0, 1.0, 1.0, 1.0, 1.0]})
     d = build_diff(Inputs(base, exp, items=items))
     o = overall(d)
-    got = sample_stratified_many(d, budget=16, seeds=range(300), total_weight=o["total_weight"], census=False)
+    got = sample_stratified_many(d, budget=16, seeds=range(300), total_weight=o["total_weight"], census=False,
+                                 batch=300)  # one batch: the same samples, fewer queries
     pairs = [tuple(sorted(p)) for s in got for p in zip(s.draws["agreed"].column("item_a").to_pylist(),
                                                          s.draws["agreed"].column("item_b").to_pylist())]
     heavy = sum("x0" in p for p in pairs) / len(pairs)
