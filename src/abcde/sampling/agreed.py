@@ -112,11 +112,6 @@ def _cells(diff: Diff, wanted, id_type) -> dict:
     return cache
 
 
-def _pick(cum: np.ndarray, u: float) -> int:
-    """The row whose ``[cum[k−1], cum[k])`` holds ``u·cum[−1]`` (inverse sampling on running sums)."""
-    return min(int(np.searchsorted(cum, u * cum[-1], side="right")), len(cum) - 1)
-
-
 def agreed_pairs(diff: Diff, u: np.ndarray, id_type) -> tuple[list, list]:
     """The vantage items and partners of the agreed draws whose uniforms are the rows of ``u``
     (:func:`agreed_uniforms`): each draw's three stages (module docstring)."""
@@ -131,21 +126,35 @@ def agreed_pairs_many(diff: Diff, us: list, id_type) -> list[tuple[list, list]]:
     cells = _cells(diff, [k for ks in keys for k in ks], id_type)
     out = []
     for ks, u in zip(keys, us):
-        a, b = [], []
-        for key, (u2, u3) in zip(ks, u[:, 2:]):
+        a, b = [None] * len(ks), [None] * len(ks)
+        for key, rows in _rows_by(ks).items():  # every draw of one cell at once (the same numbers as one by one)
             ids, cum_w, cum_a = cells[key]
-            i = _pick(cum_a, u2)
-            w_i = cum_w[i] - (cum_w[i - 1] if i else 0.0)
+            n = len(ids)
+            i = _picks(cum_a, u[rows, 2])
+            w_i = cum_w[i] - np.where(i > 0, cum_w[np.maximum(i - 1, 0)], 0.0)
             lo = cum_w[i] - w_i
-            pos = u3 * (cum_w[-1] - w_i)
-            pos = pos + w_i if pos >= lo else pos  # the others' weights, i's own range left out
-            j = min(int(np.searchsorted(cum_w, pos, side="right")), len(ids) - 1)
-            if j == i:  # only by rounding at the edge of i's range
-                j = i + 1 if i + 1 < len(ids) else i - 1
-            a.append(ids[i])
-            b.append(ids[j])
+            pos = u[rows, 3] * (cum_w[-1] - w_i)
+            pos = np.where(pos >= lo, pos + w_i, pos)  # the others' weights, i's own range left out
+            j = _picks(cum_w, pos, scaled=False)
+            j = np.where(j == i, np.where(i + 1 < n, i + 1, i - 1), j)  # only by rounding at the edge of i's range
+            for r, x, y in zip(rows, i, j):
+                a[r], b[r] = ids[x], ids[y]
         out.append((a, b))
     return out
+
+
+def _rows_by(keys: list) -> dict:
+    """``{key: the positions holding it}`` of a list of keys, in first-seen order."""
+    rows: dict = {}
+    for r, k in enumerate(keys):
+        rows.setdefault(k, []).append(r)
+    return {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
+
+
+def _picks(cum: np.ndarray, u: np.ndarray, *, scaled: bool = True) -> np.ndarray:
+    """The rows whose ``[cum[k−1], cum[k])`` hold ``u·cum[−1]`` (``scaled=False``: ``u`` itself), each
+    (inverse sampling on running sums)."""
+    return np.minimum(np.searchsorted(cum, u * cum[-1] if scaled else u, side="right"), len(cum) - 1)
 
 
 def _drawn_cells(diff: Diff, us: list) -> list[list]:
@@ -157,10 +166,11 @@ def _drawn_cells(diff: Diff, us: list) -> list[list]:
     groups = _groups(diff, np.concatenate(drawn) if drawn else [])
     keys = []
     for d, u in zip(drawn, us):
-        ks = []
-        for g, u1 in zip(d, u[:, 1]):
+        ks = [None] * len(d)
+        for g, rows in _rows_by(d.tolist()).items():  # every draw of one group at once
             gkeys, gcum = groups[int(g)]
-            ks.append(gkeys[_pick(gcum, u1)])
+            for r, x in zip(rows, _picks(gcum, u[rows, 1])):
+                ks[r] = gkeys[x]
         keys.append(ks)
     return keys
 
