@@ -757,52 +757,5 @@ def test_simulation_with_known_truth(quick_world, design):
         assert_honest(res[key], wld["truth"])
 
 
-@pytest.mark.slow
-def test_simulation_with_the_samplers(big_world):
-    """End to end with abcde's samplers on the ~52k-item world (conftest's ``big_world``): 600
-    stratified samples (budget 300) and 600 of the paper's design (budget 300), judged by the
-    oracle and again with 30% unsure; the bands of :func:`assert_honest` for every part, the sums
-    and the slice kind = a. Measured (seeds 0-599, oracle / unsure): stratified, mean − truth within
-    −1.17…+1.17 / −0.94…+0.94 SEs of the mean, SE/SD 0.99-1.05, coverage 0.948-0.967 / 0.950-0.970;
-    paper, within −1.90…+2.13 / −1.99…+1.99 SEs, SE/SD 0.97-1.02, coverage 0.952-0.965; a 5% bias is
-    7.5-18 SEs of the mean. (On seeds 0-999 of this world the unbiased GoodSplitRate of the same draws
-    sat at the same z as GoodSplitDistance, −1.59 and −1.61 stratified, +1.58 and +1.43 paper: such
-    offsets are the draws', not the ratio estimator's bias.)"""
-    from abcde.sampling.allocation import SIGNED
-    from abcde.sampling.stratified import sample_stratified_many
-    from abcde.sampling.pairs import sample_pairs_many
-
-    w = big_world
-    d, o, t = w["d"], w["o"], w["t"]
-    b, e, wt, _ = dicts(w["base"], w["exp"], w["items"])
-    truth = _sim_truth(b, e, wt, t, w["kind"])
-    ids = [r["item_id"] for r in d.engine.rows(affected_items(d).select("item_id"))]
-    facts = distance_facts(d, ids, slice_by=["kind"])
-    values = {"kind": {i: json.dumps(k) for i, k in w["kind"].items()}}
-    rng = np.random.default_rng(17)
-    for design in ("stratified", "paper"):
-        if design == "stratified":
-            # The ΔPrecision strata as when these bands were measured (SIGNED): the agreed stratum has no
-            # part in the distances, and its share of the budget left the slice's split coverage at
-            # 0.972, over the 0.97 band (on the safe side).
-            samples = sample_stratified_many(d, budget=300, seeds=range(600), total_weight=o["total_weight"],
-                                             batch=100, strata=SIGNED)
-        else:
-            samples = sample_pairs_many(d, budget=300, seeds=range(600), total_weight=o["total_weight"], batch=100)
-        res = {"all": sc.new_results(truth), "unsure": sc.new_results(truth)}
-        for s in samples:
-            tables = list(s.draws.values()) if design == "stratified" else [s.draws]
-            judged = {}
-            for tb in tables:
-                for p, a, bb in zip(tb.column("pair_id").to_pylist(), tb.column("item_a").to_pylist(),
-                                    tb.column("item_b").to_pylist()):
-                    judged[p] = "same" if t[a] == t[bb] else "different"
-            unsure = {p: ("unsure" if rng.random() < 0.3 else j) for p, j in judged.items()}
-            for key, by in (("all", judged), ("unsure", unsure)):
-                if design == "stratified":
-                    dd = estimate_distances_stratified(s, by, facts, method="m", vantage_values=values)
-                else:
-                    dd = estimate_distances_paper(s.draws, by, facts, method="m", vantage_values=values)
-                _record(res[key], dd.to_dict())
-        for key in res:
-            assert_honest(res[key], truth)
+# The simulation through abcde's samplers (600 samples per design on conftest's ``big_world``) is
+# test_distances_by_answers.py's test_simulation_with_the_samplers_all_judged: it shares that module's samples.
