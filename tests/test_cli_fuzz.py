@@ -433,10 +433,27 @@ def with_option(argv: list[str], option: str, value: str) -> list[str]:
 
 # -- running one fault -----------------------------------------------------------------------------
 
+#: The argument faults already run and found kept in this session (command, fault, edge, culprits):
+#: an argument fault runs the same command line on the same (pristine) workspace wherever it is drawn,
+#: so the derandomized Hypothesis examples that :func:`test_every_fault_of_every_command` also lists
+#: (a demo taking an edge value is a whole demo) are run once. File faults are never skipped.
+_KEPT: set = set()
+
+
 def run_fault(w: Path, cmd: Command, *, replace: tuple[str, str] | None = None, culprits: tuple[str, ...],
               file_fault: bool, edge: bool = False, pristine: Path | None = None):
     """Run ``cmd`` with one fault and check the promise. An ``edge`` value may also be taken (exit 0,
-    its outputs written: the workspace is then put back from ``pristine``)."""
+    its outputs written: the workspace is then put back from ``pristine``). An argument fault already
+    run and kept in this session (:data:`_KEPT`) is not run again."""
+    key = None if file_fault else (cmd.path, replace, edge, culprits)
+    if key is not None and key in _KEPT:
+        return
+    _run_fault(w, cmd, replace=replace, culprits=culprits, file_fault=file_fault, edge=edge, pristine=pristine)
+    if key is not None:
+        _KEPT.add(key)
+
+
+def _run_fault(w: Path, cmd: Command, *, replace, culprits, file_fault: bool, edge: bool, pristine: Path | None):
     argv = [a.format(w=w, out=w / "out") for a in cmd.argv]
     if replace is not None:
         option, value = replace

@@ -98,10 +98,16 @@ def test_a_large_cluster_is_subsampled_and_the_task_says_so(tmp_path, monkeypatc
 
 @pytest.mark.slow
 def test_census_with_subsampled_members_unbiased_with_honest_intervals(census):
+    from abcde.completion.estimate import read_answers
+    from abcde.completion.judgements import outside_weights
+
     s, rows, want, _ = census
+    # the weights of the items answered from outside each U(i): the answers and the members listed are
+    # the same in every seed's subsample (it changes which members are shown, not who is one), so once
+    outside = outside_weights(s, read_answers(rows, s)[0])
     est = {m: [] for m in ("delta_recall", "iq", "delta_precision")}
     for seed in range(200):
-        q = estimate_entities(_with_subsample(s, seed), rows)
+        q = estimate_entities(_with_subsample(s, seed), rows, weights_outside=outside)
         for m in est:
             x = q.metrics[m]
             est[m].append((x.estimate, x.std_err, x.ci_low, x.ci_high))

@@ -137,21 +137,19 @@ def _model(truth: dict, accuracy, *, same_bias=0.0, strata=None, unanswered=0.0,
     """A model's fixed answers: the truth flipped with probability 1 − accuracy; ``same_bias``: a
     "different" pair answered "same" with this extra probability (a model that says same too often);
     ``accuracy`` a dict: per stratum (``strata``: the pair's stratum); ``unanswered``: the share of
-    pairs it gives no answer (unsure)."""
+    pairs it gives no answer (unsure). Per pair, with its uniforms ``(u1, u2, u3)``: unsure if
+    ``u3 < unanswered``, else the truth if ``u1 < accuracy`` (else the other answer), and "same" if
+    the truth is "different" and ``u2 < same_bias`` (all pairs at once, as arrays)."""
     u = uniforms or _uniforms(truth)
-    by_stratum = isinstance(accuracy, dict)
-    out = {}
-    for p, v in truth.items():
-        u1, u2, u3 = u[p]
-        if u3 < unanswered:
-            out[p] = "unsure"
-            continue
-        acc = accuracy[strata[p]] if by_stratum else accuracy
-        ans = v if u1 < acc else ("different" if v == "same" else "same")
-        if v == "different" and u2 < same_bias:
-            ans = "same"
-        out[p] = ans
-    return out
+    pairs = list(truth)
+    if not pairs:
+        return {}
+    U = np.array([u[p] for p in pairs], dtype=float).reshape(len(pairs), 3)
+    same = np.array([v == "same" for v in truth.values()], dtype=bool)
+    acc = np.array([accuracy[strata[p]] for p in pairs], dtype=float) if isinstance(accuracy, dict) else accuracy
+    says_same = np.where(U[:, 0] < acc, same, ~same) | (~same & (U[:, 1] < same_bias))
+    code = np.where(U[:, 2] < unanswered, 2, says_same.astype(np.int8))
+    return dict(zip(pairs, map(("different", "same", "unsure").__getitem__, code.tolist())))
 
 
 def _add(res: dict, r) -> None:
@@ -425,8 +423,8 @@ def test_simulation_paper_design(big_world):
         dr = ps.draws
         true = _oracle(dr, t)
         need = dr.column("needs_judgement").to_pylist()
-        units = {p: c for p, c, k in zip(dr.column("pair_id").to_pylist(), pair_class_of_draws(dr), need) if k}
         drawn = pair_class_of_draws(dr)
+        units = {p: c for p, c, k in zip(dr.column("pair_id").to_pylist(), drawn, need) if k}
         plan = plan_people(units, seed, N_PEOPLE, weights={c: float(drawn.count(c)) for c in set(units.values())})
         tasks = frozenset(p for p, c in units.items() if priority(seed, p) <= plan["thresholds"][c])
         people = {p: v for p, v in true.items() if p in tasks}
