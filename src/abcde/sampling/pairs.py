@@ -177,7 +177,9 @@ def _partner_index(diff: Diff, side: str, drawn: ibis.Table):
     each fragment's range and each cluster's total. Only the clusters in ``drawn`` (a column
     ``<side>_cluster``) are read: a partner lies in its vantage item's cluster, and each cluster's sums
     are its own (the same numbers whichever other clusters are drawn), so no pass over every affected
-    item is made (issue 49); one window over the drawn clusters' affected items, not materialized."""
+    item is made (issue 49); one window over the drawn clusters' affected items, materialized (the
+    caller discards it): the running sums are read three times, and Spark would compute the window
+    for each read."""
     key = f"{side}_cluster"
     okey = "exp_cluster" if side == "base" else "base_cluster"
     items = affected_items(diff)
@@ -186,11 +188,11 @@ def _partner_index(diff: Diff, side: str, drawn: ibis.Table):
     win = ibis.window(group_by=items[key], order_by=order, rows=(None, 0))
     items = items.mutate(cum_hi=items.weight.sum().over(win),
                          rk=ibis.row_number().over(group_by=items[key], order_by=order))
-    items = items.mutate(cum_lo=items.cum_hi - items.weight)
+    items = diff.engine.materialize(items.mutate(cum_lo=items.cum_hi - items.weight), f"partner_index_{side}")
     frag = items.group_by([key, okey]).aggregate(lo=items.cum_lo.min(), hi=items.cum_hi.max())
     frag = frag.join(items.group_by(key).aggregate(total=items.cum_hi.max()), key)
     cand = items.select(_k=items[key], cum_lo=items.cum_lo, rk=items.rk, partner=items.item_id)
-    return frag, cand
+    return frag, cand, items
 
 
 def _partners(diff: Diff, draws: pa.Table) -> pa.Table:
@@ -212,7 +214,7 @@ def _partners(diff: Diff, draws: pa.Table) -> pa.Table:
             continue
         key, okey = f"{side}_cluster", f"{other}_cluster"
         dd = d.filter(d["class"].isin(list(classes)))
-        frag, cand = _partner_index(diff, side, dd)
+        frag, cand, index = _partner_index(diff, side, dd)
         x = dd.join(frag, [key, okey])
         width = x.hi - x.lo
         own = x["class"] == "stable"
@@ -233,6 +235,7 @@ def _partners(diff: Diff, draws: pa.Table) -> pa.Table:
         c2 = cand.view()
         m = hit.join(c2, [hit._k == c2._k, hit.at == c2.rk.cast("int64")])
         out.append(eng.to_arrow(m.select("draw", "partner"), step=f"pair partners ({side})"))
+        eng.discard(index)
     if "agreed" in present:
         out.append(_agreed_partners(diff, d.filter(d["class"] == "agreed")))
     if not out:
@@ -254,9 +257,8 @@ def _agreed_partners(diff: Diff, dd: ibis.Table) -> pa.Table:
     items = items.mutate(cum_hi=items.weight.sum().over(win),
                          rk=ibis.row_number().over(group_by=[items.base_cluster, items.exp_cluster],
                                                    order_by=[items.item_id]))
-    # Not materialized: the drawn fragments come from the draws (an in-memory table), which Spark
-    # registers for the one query that reads them; their items are few.
-    items = items.mutate(cum_lo=items.cum_hi - items.weight)
+    # Materialized (their items are few): the running sums are read three times below.
+    items = eng.materialize(items.mutate(cum_lo=items.cum_hi - items.weight), "partner_index_agreed")
     tot = items.group_by(keys).aggregate(total=items.cum_hi.max())
     x = dd.join(tot, keys)
     x = x.select(_kb=x.base_cluster, _ke=x.exp_cluster, pos=x.u * x.total, draw=x.draw).view()
@@ -272,7 +274,9 @@ def _agreed_partners(diff: Diff, dd: ibis.Table) -> pa.Table:
     hit = stream.filter(stream.draw.notnull()).select("_kb", "_ke", "draw", "at").view()
     c2 = c.view()
     m = hit.join(c2, [hit._kb == c2._kb, hit._ke == c2._ke, hit.at == c2.rk.cast("int64")])
-    return eng.to_arrow(m.select("draw", "partner"), step="pair partners (agreed)")
+    got = eng.to_arrow(m.select("draw", "partner"), step="pair partners (agreed)")
+    eng.discard(items)
+    return got
 
 
 @dataclass(frozen=True)
