@@ -37,6 +37,7 @@ items are.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -274,7 +275,10 @@ class EntityEstimate:
         return d
 
 
+@functools.lru_cache(maxsize=256)
 def _t(n: int) -> float:
+    """Student's t quantile of the interval's level for ``n`` draws (remembered: every estimate of a
+    sample asks for the same one)."""
     from scipy.stats import t
 
     return float(t.ppf(0.5 + LEVEL / 2, n - 1)) if n > 1 else math.inf
