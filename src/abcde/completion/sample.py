@@ -127,9 +127,11 @@ def draw_entities(diff: Diff, *, budget: int, seed: int, design: str = "recall")
     budget, seed = check_size(budget, "budget"), check_seed(seed)
     eng = diff.engine
     pop = entity_population(diff, design)
-    tot = eng.to_arrow(pop.aggregate(n=pop.count(), w=pop.weight.sum(), mass=pop.p.sum(), min_jd=pop.jd.min()),
-                       step="entity totals")
-    row = tot.to_pylist()[0]
+    if design not in diff.cache.entity_totals:  # once per diff and design (samples of many seeds read them)
+        diff.cache.entity_totals[design] = eng.one(
+            pop.aggregate(n=pop.count(), w=pop.weight.sum(), mass=pop.p.sum(), min_jd=pop.jd.min()),
+            step="entity totals")
+    row = diff.cache.entity_totals[design]
     n, w_a, mass = int(row["n"] or 0), float(row["w"] or 0.0), float(row["mass"] or 0.0)
     facts = {"n_affected": n, "affected_weight": w_a, "mass": mass, "min_jd": float(row["min_jd"] or 0.0),
              "census": n <= budget}

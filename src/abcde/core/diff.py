@@ -125,6 +125,7 @@ class DiffCache:
     cell_sums: object | None = None  # sampling.cells.cell_sums: a CellSums
     agreed_groups: object | None = None  # sampling.cells.agreed_groups: an AgreedGroups
     agreed_cells: dict = field(default_factory=dict)  # sampling.agreed: fetched groups and cells
+    entity_totals: dict = field(default_factory=dict)  # completion.sample.draw_entities: by design
 
 
 @dataclass
