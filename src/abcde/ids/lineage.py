@@ -115,23 +115,15 @@ def id_table(t: TaggedClusterings) -> IdTable:
     def rows(table: ibis.Table, key, **given) -> ibis.Table:
         return table.select(id=key, **{c: (given[c] if c in given else ibis.null(k)).cast(k) for c, k in kinds.items()})
 
-    # Each id's historical items, those still current with their current weight: one group-by of the
-    # history, so the union below holds one row per id for them, not one per item.
-    hw = hist.left_join(weights, "src").drop("src_right")
-    hk = hw.group_by("hid").aggregate(n=hw.w.count(), w=hw.w.sum())
-    parts = [rows(hk, hk.hid, published=ibis.literal(1), hist_items=hk.n, hist_weight=hk.w.fill_null(0.0))]
-    cells: dict = {}
+    h = hist.join(weights, "src")  # the historical items still current, with their current weight
+    parts = [rows(hist, hist.hid, published=ibis.literal(1)),
+             rows(h, h.hid, hist_items=ibis.literal(1), hist_weight=h.w)]
     for s in SCHEMES:
+        m = t.assignments[s]
         c = src["current"][s]
-        if id(c) not in cells:  # Exp's current clustering is Base's, unless given (--current-exp)
-            # The current items by (their cluster, the id they were published with, or null): the
-            # numbers below are sums over these cells (a few rows per cluster), not over the items.
-            j = c.select(src=own(c.item_id), cluster=c.cluster).join(weights, "src")
-            j = j.left_join(hist, "src").drop("src_right")
-            cells[id(c)] = j.group_by(["cluster", "hid"]).aggregate(w=j.w.sum())
-        f, m = cells[id(c)], t.assignments[s]
-        g = f.join(m, f.cluster == m.cluster_)  # a cluster has one id: the cells by (id now, id then)
-        cur = g.select(kid=g.id_, hid=g.hid, w=g.w)
+        given = c.join(m, c.cluster == m.cluster_)
+        cur = given.select(src=own(given.item_id), kid=given.id_).join(weights, "src")
+        cur = cur.left_join(hist, "src").drop("src_right")  # hid: the id the item was published with, or null
         came = cur.hid.notnull() & (cur.hid != cur.kid)  # published under another id than its cluster's now
         mine = cur.filter(cur.hid.notnull())
         parts += [rows(cur, cur.kid, **{f"owner_weight_{s}": cur.w, f"incoming_{s}": came.ifelse(cur.w, 0.0)}),
